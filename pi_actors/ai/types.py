@@ -1,0 +1,311 @@
+"""The data of one LLM call: models, messages, content blocks, usage and the 12 stream events.
+
+Everything here is a msgspec Struct and the single source of truth for these shapes. Field
+names are snake_case in Python and camelCase on every wire and file (``rename="camel"``), so
+``msgspec.to_builtins(msg)`` gives pi's JSON shapes (``stopReason``, ``toolCallId``, ...).
+
+Schema-evolution rule: a new field gets a default; no field ever changes its type.
+
+Content blocks are tagged by ``type``, messages by ``role``, events by ``type``. Optional
+fields are omitted from the encoding when unset (pi leaves them ``undefined``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, Union
+
+import msgspec
+
+__all__ = [
+    "Api",
+    "StopReason",
+    "ThinkingLevel",
+    "TextContent",
+    "ThinkingContent",
+    "ImageContent",
+    "ToolCall",
+    "UserContent",
+    "AssistantContent",
+    "ToolResultContent",
+    "UsageCost",
+    "Usage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "Message",
+    "Tool",
+    "Context",
+    "ModelCost",
+    "Model",
+    "StartEvent",
+    "TextStartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "ThinkingStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ToolCallStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "AssistantMessageEvent",
+    "now_ms",
+    "empty_usage",
+    "new_assistant_message",
+    "to_plain",
+    "message_from_plain",
+    "event_from_plain",
+]
+
+Api = str
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, as pi stamps its messages."""
+    return int(time.time() * 1000)
+
+
+class _Block(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class TextContent(_Block, tag="text"):
+    text: str
+    text_signature: str | None = None
+
+
+class ThinkingContent(_Block, tag="thinking"):
+    thinking: str
+    thinking_signature: str | None = None
+    redacted: bool | None = None
+
+
+class ImageContent(_Block, tag="image"):
+    data: str  # base64, no data: prefix
+    mime_type: str
+
+
+class ToolCall(_Block, tag="toolCall"):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    thought_signature: str | None = None
+
+
+UserContent = Union[TextContent, ImageContent]
+AssistantContent = Union[TextContent, ThinkingContent, ToolCall]
+ToolResultContent = Union[TextContent, ImageContent]
+
+
+class UsageCost(msgspec.Struct, rename="camel", kw_only=True):
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(msgspec.Struct, rename="camel", kw_only=True):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = msgspec.field(default_factory=UsageCost)
+
+
+def empty_usage() -> Usage:
+    return Usage()
+
+
+def new_assistant_message(model: "Model") -> "AssistantMessage":
+    """The empty output message a provider starts from (spec/pi-core.md §2.0 step 1)."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="stop",
+        timestamp=now_ms(),
+    )
+
+
+class _Message(msgspec.Struct, tag_field="role", rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class UserMessage(_Message, tag="user"):
+    content: Union[str, list[UserContent]]
+    timestamp: int
+
+
+class AssistantMessage(_Message, tag="assistant"):
+    # Fields without defaults are always encoded, as pi always writes them.
+    content: list[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stop_reason: StopReason
+    timestamp: int
+    error_message: str | None = None
+
+
+class ToolResultMessage(_Message, tag="toolResult"):
+    tool_call_id: str
+    tool_name: str
+    content: list[ToolResultContent]
+    is_error: bool
+    timestamp: int
+    details: Any = None
+
+
+Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+
+
+class Tool(msgspec.Struct, rename="camel", kw_only=True):
+    """What a model is told about a tool: name, description and a JSON-Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Context(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    system_prompt: str | None = None
+    messages: list[Message] = msgspec.field(default_factory=list)
+    tools: list[Tool] | None = None
+
+
+class ModelCost(msgspec.Struct, rename="camel", kw_only=True):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class Model(msgspec.Struct, rename="camel", kw_only=True):
+    id: str
+    name: str = ""
+    api: str
+    provider: str
+    base_url: str = ""
+    reasoning: bool = False
+    input: list[str] = msgspec.field(default_factory=lambda: ["text"])
+    cost: ModelCost = msgspec.field(default_factory=ModelCost)
+    context_window: int = 128000
+    max_tokens: int = 16384
+    headers: dict[str, str] | None = None
+    compat: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The 12 AssistantMessageEvents (spec/pi-core.md §1.7). ``partial`` is the live message being
+# built; it is None when an event crosses a process boundary (the receiver rebuilds it).
+
+
+class _Event(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=True, kw_only=True):
+    pass
+
+
+class StartEvent(_Event, tag="start"):
+    partial: AssistantMessage | None = None
+
+
+class TextStartEvent(_Event, tag="text_start"):
+    content_index: int
+    partial: AssistantMessage | None = None
+
+
+class TextDeltaEvent(_Event, tag="text_delta"):
+    content_index: int
+    delta: str
+    partial: AssistantMessage | None = None
+
+
+class TextEndEvent(_Event, tag="text_end"):
+    content_index: int
+    content: str
+    partial: AssistantMessage | None = None
+
+
+class ThinkingStartEvent(_Event, tag="thinking_start"):
+    content_index: int
+    partial: AssistantMessage | None = None
+
+
+class ThinkingDeltaEvent(_Event, tag="thinking_delta"):
+    content_index: int
+    delta: str
+    partial: AssistantMessage | None = None
+
+
+class ThinkingEndEvent(_Event, tag="thinking_end"):
+    content_index: int
+    content: str
+    partial: AssistantMessage | None = None
+
+
+class ToolCallStartEvent(_Event, tag="toolcall_start"):
+    content_index: int
+    partial: AssistantMessage | None = None
+
+
+class ToolCallDeltaEvent(_Event, tag="toolcall_delta"):
+    content_index: int
+    delta: str
+    partial: AssistantMessage | None = None
+
+
+class ToolCallEndEvent(_Event, tag="toolcall_end"):
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage | None = None
+
+
+class DoneEvent(_Event, tag="done"):
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class ErrorEvent(_Event, tag="error"):
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Union[
+    StartEvent,
+    TextStartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    ThinkingStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ToolCallStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+]
+
+
+def to_plain(obj: Any) -> Any:
+    """A Struct (or a tree holding Structs) as plain JSON-like data in pi's camelCase shapes."""
+    return msgspec.to_builtins(obj)
+
+
+def message_from_plain(data: Any) -> Message:
+    """Validate plain data (pi's JSON shape) into a Message; raises msgspec.ValidationError."""
+    return msgspec.convert(data, Message)
+
+
+def event_from_plain(data: Any) -> AssistantMessageEvent:
+    """Validate plain data into an AssistantMessageEvent; raises msgspec.ValidationError."""
+    return msgspec.convert(data, AssistantMessageEvent)
