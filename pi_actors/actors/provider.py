@@ -1,0 +1,103 @@
+"""The provider streamer actor: owns API keys and SDK clients; one LLM stream per call.
+
+Calls served (from the coordinator):
+
+``stream {model, context, options}``
+    Streams the reply of ``model`` to ``context``. Every AssistantMessageEvent goes out as a
+    chunk (deltas without ``partial``, see ``_event_wire``); the result is the final
+    AssistantMessage. Never fails as a call for provider trouble: an HTTP error, a refused
+    connection, a missing key or an abort arrive as the terminal ``error`` event and an
+    AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call aborts the
+    stream cooperatively, so the partial content still comes back.
+
+API keys live only in this process: the configuration carries the runtime key given with
+``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
+``!command``), resolved here on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import trio
+
+from ..ai import types as T
+from ..ai.abort import AbortSignal
+from ..runtime import IncomingCall, RemoteError, open_peer
+from ._event_wire import strip_stream_event
+
+__all__ = ["run_provider", "ProviderActor"]
+
+
+class ProviderActor:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._runtime_keys: dict[str, str] = dict(config.get("runtime_api_keys") or {})
+        self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
+        self._resolved: dict[str, str | None] = {}
+
+    def api_key_for(self, provider: str) -> str | None:
+        """Runtime key, then the environment, then models.json's apiKey (resolved once)."""
+        from ..ai import get_env_api_key, resolve_config_value
+
+        if provider in self._runtime_keys:
+            return self._runtime_keys[provider]
+        env_key = get_env_api_key(provider)
+        if env_key:
+            return env_key
+        if provider not in self._resolved:
+            source = self._key_sources.get(provider)
+            self._resolved[provider] = resolve_config_value(source) if source else None
+        return self._resolved[provider]
+
+    async def handle(self, call: IncomingCall) -> Any:
+        if call.method != "stream":
+            raise RemoteError("not_found", f"provider: unknown method {call.method!r}")
+        from ..ai import StreamOptions, stream_simple
+
+        try:
+            args = call.args or {}
+            model = msgspec.convert(args["model"], T.Model)
+            context = msgspec.convert(args["context"], T.Context)
+            opts = args.get("options") or {}
+        except (KeyError, TypeError, msgspec.ValidationError) as exc:
+            raise RemoteError("invalid_args", f"provider stream: bad arguments: {exc}") from None
+
+        signal = AbortSignal()
+        call.cooperative = True
+
+        async def emit(event: Any) -> None:
+            await call.send_chunk(strip_stream_event(event))
+
+        async with trio.open_nursery() as nursery:
+
+            async def watch_cancel() -> None:
+                await call.cancel_requested.wait()
+                signal.abort("cancelled by the caller")
+
+            nursery.start_soon(watch_cancel)
+            options = StreamOptions(
+                api_key=self.api_key_for(model.provider),
+                signal=signal,
+                reasoning=opts.get("reasoning"),
+                session_id=opts.get("sessionId"),
+                max_tokens=opts.get("maxTokens"),
+                temperature=opts.get("temperature"),
+            )
+            final = await stream_simple(model, context, options, emit)
+            nursery.cancel_scope.cancel()
+        return T.to_plain(final)
+
+
+async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+    """Actor entry: serve the coordinator link until it closes."""
+    actor = ProviderActor(config or {})
+    async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
+        warm_api = (config or {}).get("warm_api")
+        if warm_api:
+            # Import the SDK for the expected API while the user is still typing / the
+            # coordinator is still preparing the request.
+            from ..ai import warm_provider
+
+            await trio.to_thread.run_sync(warm_provider, warm_api)
+        await peer.closed_event.wait()

@@ -1,0 +1,391 @@
+"""Peer: the trio adapter that drives one sans-I/O ``Connection`` over a byte stream.
+
+Theory of operation
+-------------------
+``open_peer`` owns one ``trio.abc.Stream`` (a socketpair end, a unix socket, a memory stream,
+a WebSocket adapter). It performs the hello handshake (5 s limit), then runs a reader task
+that feeds received bytes into the ``Connection`` and routes each event:
+
+* ``Call``   -> a handler task (``handler(IncomingCall)``), whose return value becomes
+  ``Result{ok: true}``, whose ``RemoteError`` becomes ``Result{ok: false, error}``, and whose
+  other exceptions become ``Result{ok: false, code: "internal"}`` (and are re-raised to the
+  owner: a bug must not be swallowed).
+* ``Cancel`` -> sets the incoming call's ``cancel_requested`` event and, unless the handler
+  said it handles cancellation itself (``call.cooperative = True``), cancels its task; the
+  call then answers ``Result{ok: false, code: "cancelled"}``.
+* ``Chunk``/``Result`` -> the waiting outgoing call.
+
+A protocol violation by the peer gets one final ``hello_error`` and the stream is closed. When
+the stream ends, every outgoing call still waiting fails with ``ConnectionLost`` ("outcome
+unknown"): nothing is retried or replayed.
+
+Cancellation: leaving ``open_peer`` cancels the reader and all handler tasks and closes the
+stream. Cancelling a task blocked in ``call``/``open_call`` sends ``cancel{id}`` to the peer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import trio
+
+from . import protocol as P
+
+__all__ = [
+    "RemoteError",
+    "ConnectionLost",
+    "IncomingCall",
+    "OutgoingCall",
+    "Peer",
+    "open_peer",
+    "Handler",
+]
+
+
+class RemoteError(Exception):
+    """A call failed: ``code`` is stable and machine-readable, ``message`` is for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+
+
+class ConnectionLost(RemoteError):
+    """The connection ended while a call was in flight: its outcome is unknown."""
+
+    def __init__(self, detail: str = "connection lost") -> None:
+        super().__init__("connection_lost", f"{detail}; the outcome of the call is unknown")
+
+
+class IncomingCall:
+    """A call the peer made to us. The handler reads ``method``/``args`` and may stream chunks."""
+
+    def __init__(self, peer: "Peer", msg: P.Call) -> None:
+        self._peer = peer
+        self.id = msg.id
+        self.method = msg.method
+        self.args = msg.args
+        self.target = msg.target
+        self.cancel_requested = trio.Event()
+        #: Set to True by a handler that watches ``cancel_requested`` itself and finishes
+        #: with a proper result instead of being cancelled.
+        self.cooperative = False
+        self._seq = 0
+        self._scope: trio.CancelScope | None = None
+
+    async def send_chunk(self, data: Any) -> None:
+        """Send one item of this call's stream to the caller."""
+        seq = self._seq
+        self._seq += 1
+        await self._peer._send(P.Chunk(id=self.id, seq=seq, data=data))
+
+
+Handler = Callable[[IncomingCall], Awaitable[Any]]
+
+
+class OutgoingCall:
+    """A call we made; iterate it for the chunks' data, then read ``result``."""
+
+    def __init__(self, peer: "Peer", call_id: int) -> None:
+        self._peer = peer
+        self.id = call_id
+        self._send, self._recv = trio.open_memory_channel[Any](math.inf)
+        self._done = False
+        self._value: Any = None
+        self._error: RemoteError | None = None
+
+    def _deliver_chunk(self, data: Any) -> None:
+        self._send.send_nowait(("chunk", data))
+
+    def _deliver_result(self, msg: P.Result) -> None:
+        self._send.send_nowait(("result", msg))
+
+    def _deliver_lost(self, detail: str) -> None:
+        try:
+            self._send.send_nowait(("lost", detail))
+        except trio.ClosedResourceError:
+            pass
+
+    def __aiter__(self) -> "OutgoingCall":
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._done:
+            raise StopAsyncIteration
+        kind, payload = await self._recv.receive()
+        if kind == "chunk":
+            return payload
+        self._done = True
+        if kind == "result":
+            if payload.ok:
+                self._value = payload.value
+            else:
+                err = payload.error
+                self._error = RemoteError(err.code if err else "internal", err.message if err else "call failed")
+        else:
+            self._error = ConnectionLost(payload)
+        raise StopAsyncIteration
+
+    async def result(self) -> Any:
+        """Drain remaining chunks and return the call's value; raises RemoteError."""
+        async for _ in self:
+            pass
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    async def cancel(self) -> None:
+        """Ask the peer to cancel; the result (often ``cancelled``) still arrives."""
+        if not self._done:
+            await self._peer._send_cancel(self.id)
+
+
+class Peer:
+    """One open connection after the handshake. Create with ``open_peer``."""
+
+    def __init__(self, stream: trio.abc.Stream, conn: P.Connection, handler: Handler | None, name: str) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._handler = handler
+        self.name = name
+        self._send_lock = trio.Lock()
+        self._ids = itertools.count(1)
+        self._outgoing: dict[int, OutgoingCall] = {}
+        self._incoming: dict[int, IncomingCall] = {}
+        self._closed = False
+        self._close_reason = "connection closed"
+        self.closed_event = trio.Event()
+        self.peer_role: str = ""
+        self.peer_name: str = ""
+        self._handler_nursery: trio.Nursery | None = None
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def _send(self, msg: Any) -> None:
+        if self._closed:
+            raise ConnectionLost(self._close_reason)
+        data = self._conn.send(msg)
+        async with self._send_lock:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self._mark_closed(f"connection to {self.name} broke: {exc}")
+                raise ConnectionLost(self._close_reason) from None
+
+    async def _send_cancel(self, call_id: int) -> None:
+        try:
+            await self._send(P.Cancel(id=call_id))
+        except ConnectionLost:
+            pass
+
+    # -- calling -----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[OutgoingCall]:
+        """Start a call; yields an ``OutgoingCall`` to iterate for chunks.
+
+        Leaving the block before the result arrived (an exception, or cancellation) sends
+        ``cancel{id}`` to the peer. Raises ``ConnectionLost`` if the connection is gone.
+        """
+        call_id = next(self._ids)
+        call = OutgoingCall(self, call_id)
+        self._outgoing[call_id] = call
+        try:
+            await self._send(P.Call(id=call_id, method=method, args=args, target=target))
+            yield call
+        finally:
+            self._outgoing.pop(call_id, None)
+            if not call._done and not self._closed:
+                with trio.CancelScope(shield=True):
+                    await self._send_cancel(call_id)
+
+    async def call(self, method: str, args: Any = None, target: str = "") -> Any:
+        """A call without chunks (any chunks are ignored); returns the value or raises RemoteError."""
+        async with self.open_call(method, args, target) as c:
+            return await c.result()
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    def _mark_closed(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason
+        for call in list(self._outgoing.values()):
+            call._deliver_lost(reason)
+        self.closed_event.set()
+
+    async def _run_reader(self) -> None:
+        try:
+            while True:
+                event = self._conn.next_event()
+                if event is P.NEED_DATA:
+                    try:
+                        data = await self._stream.receive_some(65536)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                    self._conn.receive_data(data)
+                    continue
+                if event is P.CLOSED:
+                    self._mark_closed(f"{self.name} closed the connection")
+                    return
+                self._dispatch(event)
+        except P.RemoteProtocolError as exc:
+            await self._fail(exc.code, exc.message, getattr(exc, "supported", None))
+
+    async def _fail(self, code: str, message: str, supported: list[int] | None = None) -> None:
+        """Send one final hello_error and close (remote protocol violation)."""
+        self._mark_closed(f"protocol error from {self.name}: {message}")
+        try:
+            data = self._conn.fail(code, message, supported)
+            with trio.move_on_after(1):
+                await self._stream.send_all(data)
+        except Exception:  # the stream may already be gone; the close below still happens
+            pass
+        await trio.aclose_forcefully(self._stream)
+
+    def _dispatch(self, msg: Any) -> None:
+        if isinstance(msg, P.Call):
+            call = IncomingCall(self, msg)
+            self._incoming[msg.id] = call
+            assert self._handler_nursery is not None
+            self._handler_nursery.start_soon(self._run_handler, call)
+        elif isinstance(msg, P.Chunk):
+            out = self._outgoing.get(msg.id)
+            if out is not None:
+                out._deliver_chunk(msg.data)
+        elif isinstance(msg, P.Result):
+            out = self._outgoing.get(msg.id)
+            if out is not None:
+                out._deliver_result(msg)
+        elif isinstance(msg, P.Cancel):
+            inc = self._incoming.get(msg.id)
+            if inc is not None:
+                inc.cancel_requested.set()
+                if not inc.cooperative and inc._scope is not None:
+                    inc._scope.cancel()
+        elif isinstance(msg, P.HelloError):
+            self._mark_closed(f"{self.name} ended the connection: {msg.message} ({msg.code})")
+
+    async def _run_handler(self, call: IncomingCall) -> None:
+        result: P.Result
+        try:
+            with trio.CancelScope() as scope:
+                call._scope = scope
+                if self._handler is None:
+                    raise RemoteError("not_found", f"{self.name} serves no calls")
+                value = await self._handler(call)
+                result = P.Result(id=call.id, ok=True, value=value)
+            if scope.cancelled_caught:
+                result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code="cancelled", message="call cancelled"))
+        except RemoteError as exc:
+            result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=exc.code, message=exc.message))
+        except Exception as exc:
+            self._incoming.pop(call.id, None)
+            with trio.CancelScope(shield=True):
+                try:
+                    await self._send(
+                        P.Result(id=call.id, ok=False, error=P.ErrorInfo(code="internal", message=f"{type(exc).__name__}: {exc}"))
+                    )
+                except ConnectionLost:
+                    pass
+            raise
+        finally:
+            self._incoming.pop(call.id, None)
+        try:
+            await self._send(result)
+        except ConnectionLost:
+            pass
+
+    async def aclose(self) -> None:
+        self._mark_closed("closed locally")
+        await trio.aclose_forcefully(self._stream)
+
+
+@asynccontextmanager
+async def open_peer(
+    stream: trio.abc.Stream,
+    *,
+    side: str,
+    role: str,
+    name: str,
+    handler: Handler | None = None,
+    handshake_timeout: float = P.HANDSHAKE_TIMEOUT,
+    max_frame: int = P.DEFAULT_MAX_FRAME,
+) -> AsyncIterator[Peer]:
+    """Open a connection over ``stream``: handshake, then serve and call until the block ends.
+
+    Args:
+      side: "client" (sends hello first) or "server" (answers it).
+      role, name: what we tell the peer about ourselves.
+      handler: serves the peer's calls; None if we only call.
+    Raises:
+      ConnectionLost: the handshake failed (the peer refused our hello, closed, or timed out).
+    On exit the stream is closed and every task this peer started has finished.
+    """
+    conn = P.Connection(side, max_frame=max_frame)
+    peer = Peer(stream, conn, handler, name)
+    await _handshake(peer, conn, side=side, role=role, name=name, timeout=handshake_timeout)
+    try:
+        async with trio.open_nursery() as nursery:
+            peer._handler_nursery = nursery
+            nursery.start_soon(peer._run_reader)
+            try:
+                yield peer
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        peer._mark_closed("closed locally")
+        await trio.aclose_forcefully(stream)
+
+
+async def _handshake(peer: Peer, conn: P.Connection, *, side: str, role: str, name: str, timeout: float) -> None:
+    lo, hi = P.SUPPORTED_VERSIONS
+    stream = peer._stream
+
+    async def next_event() -> Any:
+        while True:
+            event = conn.next_event()
+            if event is not P.NEED_DATA:
+                return event
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            conn.receive_data(data)
+
+    try:
+        if side == "client":
+            await stream.send_all(
+                conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role=role, name=name))
+            )
+            with trio.fail_after(timeout):
+                event = await next_event()
+            if isinstance(event, P.HelloOk):
+                peer.peer_role, peer.peer_name = event.role, event.name
+                return
+            if isinstance(event, P.HelloError):
+                raise ConnectionLost(f"{name}: hello refused by peer: {event.message} ({event.code})")
+            raise ConnectionLost(f"{name}: peer closed during the handshake")
+        else:
+            with trio.move_on_after(timeout) as scope:
+                event = await next_event()
+            if scope.cancelled_caught:
+                await peer._fail("invalid_request", f"handshake not finished within {timeout:g} s")
+                raise ConnectionLost(f"{name}: handshake timed out")
+            if not isinstance(event, P.Hello):
+                raise ConnectionLost(f"{name}: peer closed during the handshake")
+            peer.peer_role, peer.peer_name = event.role, event.name
+            await stream.send_all(conn.send(P.HelloOk(version=conn.negotiated_version, role=role, name=name)))
+    except P.RemoteProtocolError as exc:
+        await peer._fail(exc.code, exc.message, getattr(exc, "supported", None))
+        raise ConnectionLost(f"{name}: handshake failed: {exc.message}") from None
+    except trio.TooSlowError:
+        await trio.aclose_forcefully(stream)
+        raise ConnectionLost(f"{name}: no hello answer within {timeout:g} s") from None
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        raise ConnectionLost(f"{name}: connection broke during the handshake") from None

@@ -1,0 +1,112 @@
+"""Spawning actors as child processes connected by socketpairs.
+
+An actor process is ``python -m pi_actors.runtime.child``: it reads one JSON document from
+stdin (the entry point ``module:function``, the names and fd numbers of its links, its
+configuration, its parent's pid) and runs ``await function(links, config)`` under trio, where
+``links`` maps each name to a ``trio.SocketStream``.
+
+Ownership: ``start_actor`` runs the process as a task in the caller's nursery, which waits
+for it. Cancelling that nursery terminates the child (SIGTERM, then SIGKILL after a grace
+period) and waits for its exit. A child also dies with its parent: it sets a parent-death
+signal at start (Linux prctl) and exits at EOF on its links.
+
+The configuration travels over a pipe, not the command line or the environment, so secrets in
+it (an API key for the provider actor) are not visible in ``/proc/<pid>/cmdline``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from functools import partial
+from typing import Any
+
+import trio
+
+__all__ = ["link_pair", "start_actor", "child_environment"]
+
+
+def link_pair() -> tuple[socket.socket, socket.socket]:
+    """A connected pair of unix stream sockets (both ends inheritable by children)."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return a, b
+
+
+def child_environment(extra: dict[str, str] | None = None, *, scrub: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment for a child: ours, minus ``scrub``-listed names, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in scrub}
+    if extra:
+        env.update(extra)
+    return env
+
+
+async def start_actor(
+    nursery: trio.Nursery,
+    *,
+    name: str,
+    entry: str,
+    links: dict[str, socket.socket],
+    config: Any = None,
+    death_signal: int = signal.SIGKILL,
+    env: dict[str, str] | None = None,
+    grace: float = 2.0,
+) -> trio.Process:
+    """Start an actor process owned by ``nursery``; returns once it is running.
+
+    Args:
+      name: for messages and the process title.
+      entry: ``"package.module:function"``; the function gets ``(links, config)``.
+      links: our ends of socketpairs to hand to the child (closed here after the spawn).
+      config: JSON-serialisable configuration.
+      death_signal: what the child receives when its parent dies.
+    """
+    fds = {link_name: sock.fileno() for link_name, sock in links.items()}
+    for sock in links.values():
+        os.set_inheritable(sock.fileno(), True)
+    boot = json.dumps(
+        {
+            "name": name,
+            "entry": entry,
+            "links": fds,
+            "config": config,
+            "parent_pid": os.getpid(),
+            "death_signal": int(death_signal),
+        }
+    ).encode()
+
+    async def deliver_cancel(process: trio.Process) -> None:
+        try:
+            process.terminate()
+        except ProcessLookupError:
+            return
+        with trio.move_on_after(grace):
+            await process.wait()
+            return
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass
+
+    argv = [sys.executable, "-m", "pi_actors.runtime.child", name]
+    try:
+        process = await nursery.start(
+            partial(
+                trio.run_process,
+                argv,
+                stdin=boot,
+                pass_fds=tuple(fds.values()),
+                check=False,
+                env=env,
+                deliver_cancel=deliver_cancel,
+                stdout=None,
+                stderr=None,
+            )
+        )
+    finally:
+        for sock in links.values():
+            sock.close()
+    return process

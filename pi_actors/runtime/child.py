@@ -1,0 +1,53 @@
+"""Entry point of every actor process: ``python -m pi_actors.runtime.child NAME``.
+
+Reads the boot document from stdin (see ``_spawn.py``), arranges to die with the parent,
+wraps the inherited link fds as trio streams and runs the actor's entry function.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(sig: int) -> None:
+    """Ask Linux to send ``sig`` to this process when its parent dies (no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
+def main() -> None:
+    boot = json.loads(sys.stdin.buffer.read())
+    set_parent_death_signal(boot["death_signal"])
+    if os.getppid() != boot["parent_pid"]:
+        # The parent died before the death signal was armed.
+        os._exit(1)
+    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    module_name, _, func_name = boot["entry"].partition(":")
+    entry = getattr(importlib.import_module(module_name), func_name)
+
+    import trio
+
+    async def run() -> None:
+        links = {
+            name: trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
+            for name, fd in boot["links"].items()
+        }
+        await entry(links, boot["config"])
+
+    trio.run(run)
+
+
+if __name__ == "__main__":
+    main()
