@@ -1,0 +1,297 @@
+"""The ``bash`` tool (pi spec §1.7).
+
+Runs ``/bin/bash -c <command>`` (else the first ``bash`` on PATH, else ``sh``) in ``cwd``, in
+its own process group (see :mod:`.process`), stdin from /dev/null, stdout and stderr merged
+in arrival order. Output is kept in a rolling buffer of recent chunks (trimmed from the front
+while over 100 KiB and more than one chunk remains); once more than 50KB has been seen,
+everything is also written to ``<tmp>/pi-bash-<16 hex>.log``. Every chunk produces an
+``on_update`` with the accumulated, tail-truncated text (not a delta).
+
+Outcome:
+
+- exit 0 (or killed by a signal, as in pi) → ``{"content": [text], "details": ...}``;
+- exit N ≠ 0 → ``ToolError(text + "\\n\\nCommand exited with code N")``;
+- ``timeout`` seconds elapsed → the group is terminated (SIGTERM, 2 s grace, SIGKILL) and
+  ``ToolError(text + "\\n\\nCommand timed out after T seconds")``;
+- cancellation of the caller's trio scope → the group is terminated the same way, the leader
+  is waited for, and ``trio.Cancelled`` propagates (there is no "Command aborted" result: a
+  cancelled call has no result in trio);
+- the working directory missing → ``ToolError("Working directory does not exist: ...")``.
+
+A call's background children die with the call: when the shell exits, whatever is left of
+its process group is SIGKILLed, then the remaining output is drained (for at most
+``_DRAIN_LIMIT`` seconds, in case something that left the group still holds the pipe).
+
+Differences from pi, deliberately:
+
+- When the output is truncated but never passed 50KB (many short lines), pi names no file
+  (its notice says ``Full output: undefined``); here the file is then written from the
+  buffer, which still holds everything, so the notice always names a real file.
+- The timeout text carries the truncated output and notice, not the raw rolling buffer.
+- Background children are killed when the shell exits (pi leaves them running).
+- No ``commandPrefix``, no custom shell path, no ``<agentDir>/bin`` on PATH: those are
+  settings, for the caller to fold into ``command``/the environment.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+import trio
+
+from .base import ToolError, ToolSpec
+from .process import GroupProcess
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, truncate_tail
+
+BASH_SPEC = ToolSpec(
+    name="bash",
+    label="bash",
+    description=(
+        "Execute a bash command in the current working directory. Returns stdout and stderr. "
+        f"Output is truncated to last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB "
+        "(whichever is hit first). If truncated, full output is saved to a temp file. "
+        "Optionally provide a timeout in seconds."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "Bash command to execute"},
+            "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"},
+        },
+        "required": ["command"],
+    },
+)
+
+_ROLLING_MAX_BYTES = DEFAULT_MAX_BYTES * 2
+_READ_SIZE = 65536
+# Seconds between SIGTERM and SIGKILL when a call is cancelled or times out.
+_TERM_GRACE = 2.0
+# Seconds to keep reading after the shell exited and its group was killed.
+_DRAIN_LIMIT = 1.0
+
+_shell_path: str | None = None
+
+
+def _shell() -> str:
+    global _shell_path
+    if _shell_path is None:
+        if os.path.exists("/bin/bash"):
+            _shell_path = "/bin/bash"
+        else:
+            _shell_path = shutil.which("bash") or "sh"
+    return _shell_path
+
+
+def _js_number(value: float) -> str:
+    """A number as JavaScript would print it in a template string (``1``, ``0.5``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class _Output:
+    """Rolling buffer of raw chunks plus the full-output spill file."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._buffered = 0
+        self.total_bytes = 0
+        self.full_output_path: str | None = None
+        self._file: BinaryIO | None = None
+
+    def add(self, chunk: bytes) -> None:
+        self.total_bytes += len(chunk)
+        if self.total_bytes > DEFAULT_MAX_BYTES and self._file is None:
+            self._open_spill()
+        if self._file is not None:
+            self._write(chunk)
+        self._chunks.append(chunk)
+        self._buffered += len(chunk)
+        while self._buffered > _ROLLING_MAX_BYTES and len(self._chunks) > 1:
+            self._buffered -= len(self._chunks.popleft())
+
+    def ensure_spill(self) -> str:
+        """The full-output file, created from the buffer if it does not exist yet.
+
+        Called only when the output is truncated; if no file exists then at most 50KB were
+        seen, so the buffer still holds every byte.
+        """
+        if self._file is None:
+            self._open_spill()
+        assert self.full_output_path is not None
+        return self.full_output_path
+
+    def _open_spill(self) -> None:
+        path = os.path.join(tempfile.gettempdir(), f"pi-bash-{secrets.token_hex(8)}.log")
+        try:
+            self._file = open(path, "wb")
+        except OSError as exc:
+            raise ToolError(f"Cannot save full bash output to {path}: {exc.strerror or exc}") from None
+        self.full_output_path = path
+        for chunk in self._chunks:
+            self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
+        assert self._file is not None
+        try:
+            self._file.write(chunk)
+            self._file.flush()
+        except OSError as exc:
+            raise ToolError(
+                f"Cannot save full bash output to {self.full_output_path}: {exc.strerror or exc}"
+            ) from None
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _details(truncation: TruncationResult, path: str | None) -> dict:
+    details: dict[str, Any] = {}
+    if truncation.truncated:
+        details["truncation"] = truncation.to_json()
+    if path is not None:
+        details["fullOutputPath"] = path
+    return details
+
+
+def _partial_result(output: _Output) -> dict:
+    truncation = truncate_tail(output.text())
+    path = output.ensure_spill() if truncation.truncated else output.full_output_path
+    return {
+        "content": [{"type": "text", "text": truncation.content}],
+        "details": _details(truncation, path),
+    }
+
+
+def _final_text(output: _Output, empty_text: str) -> tuple[str, dict | None]:
+    full = output.text()
+    truncation = truncate_tail(full)
+    text = truncation.content or empty_text
+    if not truncation.truncated:
+        return text, None
+    path = output.ensure_spill()
+    first = truncation.total_lines - truncation.output_lines + 1
+    last = truncation.total_lines
+    if truncation.last_line_partial:
+        line_bytes = len(full.rsplit("\n", 1)[-1].encode("utf-8", "surrogatepass"))
+        notice = (
+            f"[Showing last {format_size(truncation.output_bytes)} of line {last} "
+            f"(line is {format_size(line_bytes)}). Full output: {path}]"
+        )
+    elif truncation.truncated_by == "lines":
+        notice = f"[Showing lines {first}-{last} of {truncation.total_lines}. Full output: {path}]"
+    else:
+        notice = (
+            f"[Showing lines {first}-{last} of {truncation.total_lines} "
+            f"({format_size(DEFAULT_MAX_BYTES)} limit). Full output: {path}]"
+        )
+    return text + "\n\n" + notice, _details(truncation, path)
+
+
+def _with_status(text: str, status: str) -> str:
+    return f"{text}\n\n{status}" if text else status
+
+
+async def _pump(
+    proc: GroupProcess,
+    output: _Output,
+    on_update: Callable[[dict], Awaitable[None]] | None,
+    eof: trio.Event,
+) -> None:
+    while True:
+        chunk = await proc.output.receive_some(_READ_SIZE)
+        if not chunk:
+            break
+        output.add(chunk)
+        if on_update is not None:
+            await on_update(_partial_result(output))
+    eof.set()
+
+
+def _parse_args(args: dict[str, Any]) -> tuple[str, float | None]:
+    command = args.get("command")
+    if not isinstance(command, str):
+        raise ToolError('Validation failed for tool "bash":\n  - command: must be string')
+    timeout = args.get("timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+            raise ToolError('Validation failed for tool "bash":\n  - timeout: must be number')
+    return command, timeout
+
+
+async def run_bash(
+    args: dict[str, Any],
+    *,
+    cwd: str,
+    on_update: Callable[[dict], Awaitable[None]] | None = None,
+) -> dict:
+    command, timeout = _parse_args(args)
+    await trio.lowlevel.checkpoint_if_cancelled()
+    if not os.path.exists(cwd):
+        raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+
+    shell = _shell()
+    try:
+        proc = GroupProcess.spawn([shell, "-c", command], cwd=cwd)
+    except OSError as exc:
+        raise ToolError(f"spawn {shell} {errno.errorcode.get(exc.errno or 0, str(exc))}") from None
+
+    output = _Output()
+    try:
+        timed_out = await _supervise(proc, output, timeout, on_update)
+        if timed_out:
+            text, _ = _final_text(output, "")
+            raise ToolError(_with_status(text, f"Command timed out after {_js_number(timeout)} seconds"))
+        text, details = _final_text(output, "(no output)")
+    finally:
+        output.close()
+
+    code = proc.returncode
+    if code is not None and code > 0:
+        raise ToolError(_with_status(text, f"Command exited with code {code}"))
+    return {"content": [{"type": "text", "text": text}], "details": details}
+
+
+async def _supervise(
+    proc: GroupProcess,
+    output: _Output,
+    timeout: float | None,
+    on_update: Callable[[dict], Awaitable[None]] | None,
+) -> bool:
+    """Collect output until the shell exits or times out; always leaves the group dead and
+    the shell reaped, also when cancelled. Returns True if the timeout fired."""
+    timed_out = False
+    try:
+        async with trio.open_nursery() as nursery:
+            eof = trio.Event()
+            nursery.start_soon(_pump, proc, output, on_update, eof)
+            deadline = math.inf
+            if timeout is not None and timeout > 0:
+                deadline = trio.current_time() + timeout
+            with trio.CancelScope(deadline=deadline) as timer:
+                await proc.wait_exited()
+            if timer.cancelled_caught:
+                timed_out = True
+                await proc.terminate(_TERM_GRACE)
+            # Background children die with the call.
+            proc.signal_group(signal.SIGKILL)
+            with trio.move_on_after(_DRAIN_LIMIT):
+                await eof.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            await proc.shutdown(_TERM_GRACE)
+    return timed_out
