@@ -1,0 +1,114 @@
+"""The system prompt, built as pi builds it (spec/pi-coding-agent.md §6.6), first cut.
+
+Base: ``--system-prompt`` (a file's contents if the value names a file) or the default
+prompt listing the active tools and guidelines; then ``--append-system-prompt``; then the
+project context files (AGENTS.md, else CLAUDE.md, from the agent dir and from / down to cwd);
+then the current date and working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+__all__ = ["build_system_prompt", "TOOL_SNIPPETS"]
+
+TOOL_SNIPPETS = {
+    "read": "Read file contents",
+    "bash": "Execute bash commands (ls, grep, find, etc.)",
+    "edit": "Make surgical edits to files (find exact text and replace)",
+    "write": "Create or overwrite files",
+    "grep": "Search file contents for patterns (respects .gitignore)",
+    "find": "Find files by glob pattern (respects .gitignore)",
+    "ls": "List directory contents",
+}
+
+
+def _text_or_file(value: str) -> str:
+    if value and os.path.isfile(value):
+        with open(value, encoding="utf-8") as f:
+            return f.read()
+    return value
+
+
+def _guidelines(tools: list[str]) -> list[str]:
+    out: list[str] = []
+    has = set(tools)
+    explore = has & {"grep", "find", "ls"}
+    if "bash" in has and not explore:
+        out.append("Use bash for file operations like ls, rg, find")
+    if "bash" in has and explore:
+        out.append("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)")
+    if {"read", "edit"} <= has:
+        out.append("Use read to examine files before editing. You must use this tool instead of cat or sed.")
+    if "edit" in has:
+        out.append("Use edit for precise changes (old text must match exactly)")
+    if "write" in has:
+        out.append("Use write only for new files or complete rewrites")
+    if has & {"edit", "write"}:
+        out.append("When summarizing your actions, output plain text directly - do NOT use cat or bash to display what you did")
+    out.append("Be concise in your responses")
+    out.append("Show file paths clearly when working with files")
+    return out
+
+
+def _context_files(cwd: str, agent_dir: str | None) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def take(directory: str) -> None:
+        for name in ("AGENTS.md", "CLAUDE.md"):
+            path = os.path.join(directory, name)
+            if os.path.isfile(path):
+                real = os.path.realpath(path)
+                if real not in seen:
+                    seen.add(real)
+                    try:
+                        with open(path, encoding="utf-8") as f:
+                            found.append((path, f.read()))
+                    except OSError:
+                        pass
+                return
+
+    if agent_dir:
+        take(agent_dir)
+    parts = os.path.abspath(cwd).split(os.sep)
+    for i in range(1, len(parts) + 1):
+        take(os.sep + os.path.join(*parts[1:i]) if i > 1 else os.sep)
+    return found
+
+
+def build_system_prompt(
+    *,
+    cwd: str,
+    tools: list[str],
+    custom: str | None = None,
+    append: str | None = None,
+    agent_dir: str | None = None,
+    today: date | None = None,
+) -> str:
+    """The full system prompt for a session in ``cwd`` with ``tools`` active."""
+    if custom:
+        prompt = _text_or_file(custom)
+    else:
+        lines = [
+            "You are an expert coding assistant operating inside pi-actors, a coding agent harness. "
+            "You help users by reading files, executing commands, editing code, and writing new files.",
+            "",
+            "Available tools:",
+        ]
+        lines += [f"- {t}: {TOOL_SNIPPETS.get(t, t)}" for t in tools] or ["(none)"]
+        lines += ["", "In addition to the tools above, you may have access to other custom tools depending on the project.", ""]
+        lines.append("Guidelines:")
+        lines += [f"- {g}" for g in _guidelines(tools)]
+        prompt = "\n".join(lines)
+    if append:
+        prompt += "\n\n" + _text_or_file(append)
+    files = _context_files(cwd, agent_dir)
+    if files:
+        prompt += "\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n"
+        for path, content in files:
+            prompt += f"## {path}\n\n{content}\n\n"
+    prompt += f"\nCurrent date: {(today or date.today()).isoformat()}"
+    prompt += f"\nCurrent working directory: {cwd.replace(os.sep, '/')}"
+    return prompt
