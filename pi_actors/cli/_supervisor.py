@@ -1,0 +1,88 @@
+"""The local multi-process placement: the CLI process holds the UI and supervises the actors.
+
+``open_local_runtime`` spawns four children — coordinator, session store, provider streamer,
+tool pool (which spawns its own workers) — links them with socketpairs (the coordinator to
+each of the others, the UI to the coordinator), and yields the UI's ``Peer`` to the
+coordinator. Leaving the block closes the UI link; every child then sees end-of-stream and
+exits; any child still running after a grace period is terminated, then killed. Each child
+also dies with this process (parent-death signal), so a SIGKILLed CLI leaves nothing behind.
+
+API keys reach only the provider process: the others get an environment without them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import trio
+
+from ..runtime import Peer, child_environment, link_pair, open_peer, start_actor
+
+__all__ = ["open_local_runtime", "RuntimeConfig", "secret_env_names"]
+
+_SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
+
+
+def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """Names of environment variables that may hold credentials (never given to tools)."""
+    env = os.environ if env is None else env
+    return tuple(name for name in env if _SECRET.search(name))
+
+
+class RuntimeConfig(dict):
+    """Plain configuration documents for each actor: keys provider, tools, store, coordinator."""
+
+
+@asynccontextmanager
+async def open_local_runtime(config: dict[str, Any], *, shutdown_grace: float = 3.0) -> AsyncIterator[Peer]:
+    scrubbed = child_environment(scrub=secret_env_names())
+    async with trio.open_nursery() as nursery:
+        ui_end, coord_ui = link_pair()
+        coord_prov, prov = link_pair()
+        coord_tools, tools = link_pair()
+        coord_store, store = link_pair()
+        try:
+            await start_actor(
+                nursery,
+                name="provider",
+                entry="pi_actors.actors.provider:run_provider",
+                links={"coordinator": prov},
+                config=config.get("provider") or {},
+            )
+            await start_actor(
+                nursery,
+                name="tool-pool",
+                entry="pi_actors.actors.tool_pool:run_tool_pool",
+                links={"coordinator": tools},
+                config=config.get("tools") or {},
+                env=scrubbed,
+            )
+            await start_actor(
+                nursery,
+                name="session-store",
+                entry="pi_actors.actors.session_store:run_session_store",
+                links={"coordinator": store},
+                config=config.get("store") or {},
+                env=scrubbed,
+            )
+            await start_actor(
+                nursery,
+                name="coordinator",
+                entry="pi_actors.actors.coordinator:run_coordinator",
+                links={"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "store": coord_store},
+                config=config.get("coordinator") or {},
+                env=scrubbed,
+            )
+        except BaseException:
+            ui_end.close()
+            raise
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
+        try:
+            async with open_peer(stream, side="client", role="ui", name="coordinator") as peer:
+                yield peer
+        finally:
+            # Children exit on end-of-stream; give them a moment, then terminate what is left.
+            nursery.cancel_scope.deadline = trio.current_time() + shutdown_grace
