@@ -1,0 +1,287 @@
+"""The bash tool with real processes (pi spec §1.7) and the tail-truncation helper (§1.3).
+
+Commands that must be found in /proc use ``sleep <unique duration>`` as a marker. Waiting is
+done on events or by polling real state, with ``trio.fail_after`` only as a safety bound.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import trio
+
+from pi_actors.coding.tools import ToolError, kill_all_process_groups, run_tool, truncate_tail
+from pi_actors.coding.tools import bash as bash_module
+from pi_actors.coding.tools.process import live_process_groups
+
+
+def new_marker() -> str:
+    return f"1000.{secrets.randbelow(10**6):06d}"
+
+
+def alive_with_marker(marker: str) -> list[int]:
+    """Pids of non-zombie ``sleep <marker>`` processes."""
+    needle = b"sleep\0" + marker.encode() + b"\0"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmdline and state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+async def wait_until(predicate, limit: float = 10.0) -> None:
+    with trio.fail_after(limit):
+        while not predicate():
+            await trio.sleep(0.01)
+
+
+async def bash(command: str, cwd="/tmp", on_update=None, **extra):
+    return await run_tool("bash", {"command": command, **extra}, cwd=str(cwd), on_update=on_update)
+
+
+def text_of(result) -> str:
+    (block,) = result["content"]
+    return block["text"]
+
+
+async def test_stdout_and_stderr_come_back_merged_in_order():
+    result = await bash("echo out; echo err >&2; echo out2")
+    assert text_of(result) == "out\nerr\nout2\n"
+    assert result["details"] is None
+
+
+async def test_command_without_output_says_no_output():
+    assert text_of(await bash("true")) == "(no output)"
+
+
+async def test_command_runs_in_the_given_directory(tmp_path):
+    assert text_of(await bash("pwd", cwd=tmp_path)) == f"{tmp_path}\n"
+
+
+async def test_nonzero_exit_is_an_error_carrying_output_and_code():
+    with pytest.raises(ToolError) as info:
+        await bash("echo out; exit 3")
+    assert info.value.message == "out\n\n\nCommand exited with code 3"
+    with pytest.raises(ToolError) as info:
+        await bash("exit 1")
+    assert info.value.message == "(no output)\n\nCommand exited with code 1"
+
+
+async def test_missing_working_directory_is_reported(tmp_path):
+    missing = tmp_path / "gone"
+    with pytest.raises(ToolError) as info:
+        await bash("echo hi", cwd=missing)
+    assert info.value.message == f"Working directory does not exist: {missing}\nCannot execute bash commands."
+
+
+async def test_streaming_updates_arrive_before_the_result_and_accumulate(tmp_path):
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    updates: list[dict] = []
+    first_seen = trio.Event()
+
+    async def on_update(partial):
+        updates.append(partial)
+        if "first" in partial["content"][0]["text"]:
+            first_seen.set()
+
+    def release():
+        with open(fifo, "w") as f:
+            f.write("go\n")
+
+    result = None
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def run():
+                nonlocal result
+                result = await bash(f"echo first; read line < {fifo}; echo second", on_update=on_update)
+
+            nursery.start_soon(run)
+            await first_seen.wait()
+            # The command is blocked on the fifo, so it cannot have produced its result yet.
+            assert result is None
+            assert updates[-1] == {"content": [{"type": "text", "text": "first\n"}], "details": {}}
+            await trio.to_thread.run_sync(release)
+
+    assert text_of(result) == "first\nsecond\n"
+    # Each update carries everything so far, not a delta.
+    assert updates[-1]["content"][0]["text"] == "first\nsecond\n"
+
+
+async def test_long_output_keeps_the_last_2000_lines_and_saves_everything():
+    updates = []
+
+    async def on_update(partial):
+        updates.append(partial)
+
+    result = await bash("seq 1 3000", on_update=on_update)
+    text = text_of(result)
+    path = result["details"]["fullOutputPath"]
+    # seq ends with a newline, so the last (empty) line counts: 3001 lines.
+    assert text.startswith("1002\n")
+    assert text.endswith(f"3000\n\n\n[Showing lines 1002-3001 of 3001. Full output: {path}]")
+    assert os.path.basename(path).startswith("pi-bash-") and path.endswith(".log")
+    assert len(os.path.basename(path)) == len("pi-bash-") + 16 + len(".log")
+    with open(path) as f:
+        assert f.read() == "".join(f"{i}\n" for i in range(1, 3001))
+    truncation = result["details"]["truncation"]
+    assert truncation["truncatedBy"] == "lines" and truncation["outputLines"] == 2000
+    assert updates[-1]["details"]["fullOutputPath"] == path
+    os.unlink(path)
+
+
+async def test_output_over_50kb_is_cut_by_bytes_and_the_file_has_every_byte():
+    result = await bash("seq -f '%0200g' 1 1000")
+    text = text_of(result)
+    path = result["details"]["fullOutputPath"]
+    expected = "".join(f"{i:0200d}\n" for i in range(1, 1001))
+    with open(path) as f:
+        assert f.read() == expected
+    assert text.endswith(f"(50.0KB limit). Full output: {path}]")
+    assert f"{1000:0200d}\n\n\n[Showing lines " in text
+    kept = text.split("\n\n[Showing")[0]
+    assert len(kept.encode()) <= 50 * 1024 and expected.endswith(kept)
+    assert result["details"]["truncation"]["truncatedBy"] == "bytes"
+    os.unlink(path)
+
+
+async def test_one_huge_final_line_shows_its_last_50kb():
+    result = await bash("head -c 70000 /dev/zero | tr '\\0' a")
+    text = text_of(result)
+    path = result["details"]["fullOutputPath"]
+    assert text == "a" * 51200 + f"\n\n[Showing last 50.0KB of line 1 (line is 68.4KB). Full output: {path}]"
+    assert result["details"]["truncation"]["lastLinePartial"] is True
+    os.unlink(path)
+
+
+async def test_timeout_kills_the_command_and_says_so():
+    marker = new_marker()
+    with pytest.raises(ToolError) as info:
+        await bash(f"echo before; sleep {marker}", timeout=0.5)
+    assert info.value.message == "before\n\n\nCommand timed out after 0.5 seconds"
+    await wait_until(lambda: not alive_with_marker(marker))
+    assert not live_process_groups()
+
+
+async def test_timeout_uses_sigkill_when_sigterm_is_ignored(monkeypatch):
+    monkeypatch.setattr(bash_module, "_TERM_GRACE", 0.2)
+    marker = new_marker()
+    with pytest.raises(ToolError) as info:
+        await bash(f"trap '' TERM; sleep {marker} & wait", timeout=0.3)
+    assert info.value.message == "Command timed out after 0.3 seconds"
+    await wait_until(lambda: not alive_with_marker(marker))
+
+
+async def test_cancelling_the_call_kills_the_whole_process_group():
+    marker = new_marker()
+    with trio.fail_after(10):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(bash, f"sleep {marker} & sleep {marker}; echo never")
+                await wait_until(lambda: len(alive_with_marker(marker)) == 2)
+                scope.cancel()
+    assert scope.cancelled_caught
+    await wait_until(lambda: not alive_with_marker(marker))
+    assert not live_process_groups()
+
+
+async def test_background_children_die_when_the_command_exits():
+    marker = new_marker()
+    with trio.fail_after(10):
+        result = await bash(f"sleep {marker} & echo done")
+    assert text_of(result) == "done\n"
+    await wait_until(lambda: not alive_with_marker(marker))
+
+
+async def test_kill_all_process_groups_ends_running_commands():
+    marker = new_marker()
+    result = None
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def run():
+                nonlocal result
+                result = await bash(f"sleep {marker}; echo unreachable")
+
+            nursery.start_soon(run)
+            await wait_until(lambda: alive_with_marker(marker))
+            kill_all_process_groups()
+    # pi treats a shell killed by a signal as a success, with whatever output there was.
+    assert text_of(result) == "(no output)"
+    await wait_until(lambda: not alive_with_marker(marker))
+
+
+async def test_command_dies_with_its_worker_process():
+    marker = new_marker()
+    worker_code = textwrap.dedent(
+        f"""
+        import functools, trio
+        from pi_actors.coding.tools import run_tool
+
+        async def on_update(partial):
+            print("started", flush=True)
+
+        call = functools.partial(run_tool, cwd="/tmp", on_update=on_update)
+        trio.run(call, "bash", {{"command": "echo x; exec sleep {marker}"}})
+        """
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    worker = await trio.lowlevel.open_process(
+        [sys.executable, "-c", worker_code], stdout=subprocess.PIPE, cwd=root
+    )
+    try:
+        with trio.fail_after(10):
+            seen = b""
+            while b"started" not in seen:
+                chunk = await worker.stdout.receive_some()
+                assert chunk, "worker exited early"
+                seen += chunk
+            await wait_until(lambda: alive_with_marker(marker))
+        worker.send_signal(signal.SIGKILL)
+        await worker.wait()
+        await wait_until(lambda: not alive_with_marker(marker))
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+        await worker.wait()
+        await worker.stdout.aclose()
+
+
+def test_truncate_tail_keeps_whole_lines_from_the_end():
+    result = truncate_tail("one\ntwo\nthree\nfour", max_bytes=10)
+    assert result.content == "three\nfour"
+    assert result.truncated_by == "bytes" and not result.last_line_partial
+    assert (result.total_lines, result.output_lines) == (4, 2)
+
+
+def test_truncate_tail_line_limit():
+    result = truncate_tail("\n".join(str(i) for i in range(10)), max_lines=3)
+    assert result.content == "7\n8\n9" and result.truncated_by == "lines"
+
+
+def test_truncate_tail_partial_last_line_respects_utf8_boundaries():
+    result = truncate_tail("x\n" + "é" * 10, max_bytes=5)
+    # 5 bytes from the end would start inside a two-byte character; it is skipped.
+    assert result.content == "éé"
+    assert result.last_line_partial and result.output_lines == 1 and result.output_bytes == 4
+
+
+def test_truncate_tail_huge_final_line_then_newline_keeps_only_the_empty_line():
+    result = truncate_tail("y" * 100 + "\n", max_bytes=50)
+    assert result.content == "" and result.truncated and not result.last_line_partial

@@ -1,0 +1,230 @@
+"""The read tool and the head-truncation helpers, as the model sees them (pi spec §1.2–§1.4)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from pi_actors.coding.tools import (
+    DEFAULT_TOOLS,
+    TOOL_SPECS,
+    ToolError,
+    format_size,
+    run_tool,
+    truncate_head,
+    truncate_line,
+)
+
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+async def read(cwd, **args):
+    return await run_tool("read", args, cwd=str(cwd))
+
+
+def text_of(result):
+    assert len(result["content"]) == 1 and result["content"][0]["type"] == "text"
+    return result["content"][0]["text"]
+
+
+def write_lines(path, count, fmt="Line {}"):
+    path.write_text("\n".join(fmt.format(i) for i in range(1, count + 1)))
+
+
+async def test_small_file_is_returned_whole_without_notice_or_details(tmp_path):
+    (tmp_path / "a.txt").write_text("hello\nworld\n")
+    result = await read(tmp_path, path="a.txt")
+    assert text_of(result) == "hello\nworld\n"
+    assert result["details"] is None
+
+
+async def test_missing_file_reports_enoent_with_the_absolute_path(tmp_path):
+    with pytest.raises(ToolError) as info:
+        await read(tmp_path, path="nope.txt")
+    assert info.value.message == f"ENOENT: no such file or directory, access '{tmp_path / 'nope.txt'}'"
+
+
+async def test_directory_is_reported_as_eisdir(tmp_path):
+    with pytest.raises(ToolError, match="^EISDIR: illegal operation on a directory, read$"):
+        await read(tmp_path, path=".")
+
+
+async def test_long_file_stops_at_2000_lines_and_says_how_to_continue(tmp_path):
+    write_lines(tmp_path / "big.txt", 2500)
+    result = await read(tmp_path, path="big.txt")
+    text = text_of(result)
+    assert "Line 1\n" in text and "Line 2000" in text and "Line 2001" not in text
+    assert text.endswith("Line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]")
+    truncation = result["details"]["truncation"]
+    assert truncation["truncated"] is True
+    assert truncation["truncatedBy"] == "lines"
+    assert truncation["totalLines"] == 2500
+    assert truncation["outputLines"] == 2000
+    assert set(truncation) == {
+        "content", "truncated", "truncatedBy", "totalLines", "totalBytes", "outputLines",
+        "outputBytes", "lastLinePartial", "firstLineExceedsLimit", "maxLines", "maxBytes",
+    }
+
+
+async def test_file_over_50kb_stops_at_the_byte_limit_and_says_so(tmp_path):
+    line = "x" * 200
+    (tmp_path / "wide.txt").write_text("\n".join(f"{i:04d}{line}" for i in range(1, 501)))
+    result = await read(tmp_path, path="wide.txt")
+    text = text_of(result)
+    # 204 bytes per line, 205 with its newline: 204 + 248 * 205 = 51044 <= 51200 < 51249.
+    assert text.endswith("\n\n[Showing lines 1-249 of 500 (50.0KB limit). Use offset=250 to continue.]")
+    assert result["details"]["truncation"]["truncatedBy"] == "bytes"
+    assert len(text.split("\n\n[")[0].encode()) <= 51200
+
+
+async def test_offset_starts_at_that_line_and_reads_to_the_end(tmp_path):
+    write_lines(tmp_path / "f.txt", 100)
+    text = text_of(await read(tmp_path, path="f.txt", offset=51))
+    assert text.startswith("Line 51\n") and text.endswith("Line 100")
+    assert "Line 50\n" not in text and "Use offset=" not in text
+
+
+async def test_limit_reports_how_many_lines_remain(tmp_path):
+    write_lines(tmp_path / "f.txt", 100)
+    text = text_of(await read(tmp_path, path="f.txt", limit=10))
+    lines = "\n".join(f"Line {i}" for i in range(1, 11))
+    assert text == lines + "\n\n[90 more lines in file. Use offset=11 to continue.]"
+
+
+async def test_offset_with_limit_reads_a_window(tmp_path):
+    write_lines(tmp_path / "f.txt", 100)
+    result = await read(tmp_path, path="f.txt", offset=41, limit=20)
+    lines = "\n".join(f"Line {i}" for i in range(41, 61))
+    assert text_of(result) == lines + "\n\n[40 more lines in file. Use offset=61 to continue.]"
+    assert result["details"] is None
+
+
+async def test_offset_beyond_the_end_of_the_file_is_an_error(tmp_path):
+    (tmp_path / "f.txt").write_text("a\nb\nc")
+    with pytest.raises(ToolError) as info:
+        await read(tmp_path, path="f.txt", offset=100)
+    assert info.value.message == "Offset 100 is beyond end of file (3 lines total)"
+
+
+async def test_first_line_over_50kb_points_to_sed(tmp_path):
+    (tmp_path / "min.js").write_text("short\n" + "y" * 60000 + "\nafter")
+    result = await read(tmp_path, path="min.js", offset=2)
+    assert text_of(result) == (
+        "[Line 2 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '2p' min.js | head -c 51200]"
+    )
+    assert result["details"]["truncation"]["firstLineExceedsLimit"] is True
+
+
+async def test_png_bytes_are_an_image_attachment_whatever_the_extension(tmp_path):
+    (tmp_path / "image.txt").write_bytes(PNG_1X1)
+    result = await read(tmp_path, path="image.txt")
+    text_block, image_block = result["content"]
+    assert text_block == {"type": "text", "text": "Read image file [image/png]"}
+    assert image_block["type"] == "image" and image_block["mimeType"] == "image/png"
+    # Returned unchanged: no resizing or re-encoding.
+    assert base64.b64decode(image_block["data"]) == PNG_1X1
+
+
+@pytest.mark.parametrize(
+    "data, mime",
+    [
+        (b"\xff\xd8\xff\xe0" + b"\0" * 20, "image/jpeg"),
+        (b"GIF89a" + b"\0" * 20, "image/gif"),
+        (b"GIF87a" + b"\0" * 20, "image/gif"),
+        (b"RIFF\x24\0\0\0WEBPVP8 " + b"\0" * 20, "image/webp"),
+    ],
+)
+async def test_jpeg_gif_and_webp_are_recognised_by_magic_bytes(tmp_path, data, mime):
+    (tmp_path / "blob").write_bytes(data)
+    result = await read(tmp_path, path="blob")
+    assert result["content"][0]["text"] == f"Read image file [{mime}]"
+    assert result["content"][1]["mimeType"] == mime
+
+
+async def test_text_named_png_is_read_as_text(tmp_path):
+    (tmp_path / "not-an-image.png").write_text("just text")
+    result = await read(tmp_path, path="not-an-image.png")
+    assert text_of(result) == "just text"
+
+
+async def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 ok\n\xff\xfe end")
+    text = text_of(await read(tmp_path, path="latin1.txt"))
+    assert text.startswith("caf\ufffd ok\n")
+    assert text.endswith(" end") and "\ufffd" in text.split("\n")[1]
+
+
+async def test_paths_resolve_against_cwd_and_accept_at_prefix_and_absolute(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f.txt").write_text("content")
+    assert text_of(await read(tmp_path, path="@sub/f.txt")) == "content"
+    assert text_of(await read("/", path=str(tmp_path / "sub" / "f.txt"))) == "content"
+    assert text_of(await read(tmp_path / "sub", path="../sub/./f.txt")) == "content"
+
+
+async def test_tilde_expands_to_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "notes.md").write_text("home file")
+    assert text_of(await read("/", path="~/notes.md")) == "home file"
+
+
+async def test_macos_screenshot_name_is_found_with_narrow_no_break_space(tmp_path):
+    real = "Screenshot 2024-01-01 at 10.00.00\u202fAM.png"
+    (tmp_path / real).write_text("shot")
+    assert text_of(await read(tmp_path, path="Screenshot 2024-01-01 at 10.00.00 AM.png")) == "shot"
+
+
+async def test_curly_apostrophe_variant_is_found(tmp_path):
+    (tmp_path / "Bob\u2019s file.txt").write_text("bob")
+    assert text_of(await read(tmp_path, path="Bob's file.txt")) == "bob"
+
+
+async def test_unknown_tool_name_is_reported():
+    with pytest.raises(ToolError) as info:
+        await run_tool("teleport", {}, cwd="/")
+    assert info.value.message == "Tool teleport not found"
+
+
+def test_specs_describe_read_and_bash_and_default_set_matches_pi():
+    assert TOOL_SPECS["read"].parameters["required"] == ["path"]
+    assert "2000 lines or 50KB" in TOOL_SPECS["read"].description
+    assert TOOL_SPECS["bash"].parameters["required"] == ["command"]
+    assert DEFAULT_TOOLS == ("read", "bash", "edit", "write")
+
+
+def test_format_size_uses_binary_units_with_one_decimal():
+    assert format_size(0) == "0B"
+    assert format_size(1023) == "1023B"
+    assert format_size(1024) == "1.0KB"
+    assert format_size(51200) == "50.0KB"
+    assert format_size(1024 * 1024) == "1.0MB"
+    assert format_size(int(1.5 * 1024 * 1024)) == "1.5MB"
+
+
+def test_truncate_head_counts_a_trailing_newline_as_a_line():
+    result = truncate_head("a\nb\nc\n", max_lines=3)
+    assert result.truncated and result.truncated_by == "lines"
+    assert result.content == "a\nb\nc"
+    assert (result.total_lines, result.output_lines) == (4, 3)
+
+
+def test_truncate_head_never_returns_a_partial_line():
+    result = truncate_head("aaaa\nbbbb\ncccc", max_bytes=12)
+    assert result.content == "aaaa\nbbbb"
+    assert result.truncated_by == "bytes" and result.output_bytes == 9
+
+
+def test_truncate_head_untouched_content_reports_full_counts():
+    result = truncate_head("é\nx")
+    assert not result.truncated and result.truncated_by is None
+    assert (result.total_bytes, result.output_bytes, result.total_lines) == (4, 4, 2)
+
+
+def test_truncate_line_cuts_at_500_characters():
+    assert truncate_line("short") == ("short", False)
+    text, cut = truncate_line("z" * 501)
+    assert cut and text == "z" * 500 + "... [truncated]"
+
