@@ -1,0 +1,192 @@
+"""The trio Peer over in-memory streams and real socketpairs: calls, streams, cancel, loss."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import trio
+import trio.testing
+
+from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
+from pi_actors.runtime import protocol as P
+
+
+async def _echo_handler(call: IncomingCall):
+    if call.method == "echo":
+        return call.args
+    if call.method == "count":
+        for i in range(call.args["n"]):
+            await call.send_chunk(i)
+        return "done"
+    if call.method == "fail":
+        raise RemoteError("nope", "this call always fails")
+    if call.method == "block":
+        await trio.sleep_forever()
+    if call.method == "cooperative":
+        call.cooperative = True
+        await call.cancel_requested.wait()
+        return "stopped politely"
+    raise RemoteError("not_found", call.method)
+
+
+def _socket_streams():
+    a, b = socket.socketpair()
+    wrap = lambda s: trio.SocketStream(trio.socket.from_stdlib_socket(s))  # noqa: E731
+    return wrap(a), wrap(b)
+
+
+@pytest.fixture(params=["memory", "socketpair"])
+def stream_pair(request):
+    if request.param == "memory":
+        return trio.testing.memory_stream_pair()
+    return _socket_streams()
+
+
+class _Server:
+    """Serves one connection in the background; ``peer`` is set once the handshake is done."""
+
+    def __init__(self) -> None:
+        self.peer = None
+        self.ready = trio.Event()
+
+    async def serve(self, stream) -> None:
+        async with open_peer(stream, side="server", role="test-server", name="client", handler=_echo_handler) as peer:
+            self.peer = peer
+            self.ready.set()
+            await peer.closed_event.wait()
+
+    async def wait_for_handler(self) -> None:
+        await self.ready.wait()
+        while not self.peer._incoming:
+            await trio.sleep(0)
+
+
+async def _serve(stream):
+    await _Server().serve(stream)
+
+
+async def test_call_returns_the_value_the_handler_returned(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            assert peer.peer_role == "test-server"
+            assert await peer.call("echo", {"a": [1, 2.5, "x", None, True]}) == {"a": [1, 2.5, "x", None, True]}
+
+
+async def test_streamed_call_delivers_chunks_in_order_then_the_result(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("count", {"n": 50}) as call:
+                items = [x async for x in call]
+                assert await call.result() == "done"
+            assert items == list(range(50))
+
+
+async def test_failed_call_raises_remote_error_with_code_and_connection_stays_usable(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            with pytest.raises(RemoteError) as info:
+                await peer.call("fail")
+            assert info.value.code == "nope"
+            assert await peer.call("echo", 7) == 7
+
+
+async def test_cancelling_a_call_cancels_the_remote_handler(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("block") as call:
+                # Wait until the server really runs the handler, then cancel.
+                await server.wait_for_handler()
+                await call.cancel()
+                with pytest.raises(RemoteError) as info:
+                    await call.result()
+            assert info.value.code == "cancelled"
+            assert not server.peer._incoming
+
+
+async def test_cooperative_handler_answers_a_cancel_with_its_own_result(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("cooperative") as call:
+                await server.wait_for_handler()
+                await call.cancel()
+                assert await call.result() == "stopped politely"
+
+
+async def test_calls_in_flight_fail_with_outcome_unknown_when_the_peer_goes_away():
+    client_stream, server_stream = _socket_streams()
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("block") as call:
+                await server.wait_for_handler()
+                await server.peer.aclose()
+                with pytest.raises(ConnectionLost) as info:
+                    await call.result()
+            assert "outcome of the call is unknown" in info.value.message
+            assert info.value.code == "connection_lost"
+
+
+async def test_server_closes_a_silent_connection_after_the_handshake_timeout(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+
+        async def serve():
+            with pytest.raises(ConnectionLost):
+                async with open_peer(server_stream, side="server", role="s", name="c", handler=_echo_handler):
+                    pass
+
+        nursery.start_soon(serve)
+        conn = P.Connection("client")
+        received = b""
+        while True:
+            data = await client_stream.receive_some(65536)
+            if not data:
+                break
+            received += data
+        conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="c", name="c"))
+        conn.receive_data(received)
+        event = conn.next_event()
+        assert isinstance(event, P.HelloError)
+        assert event.code == "invalid_request"
+        assert "handshake" in event.message
+
+
+async def test_client_with_no_common_version_is_refused_with_the_supported_range():
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+
+        async def serve():
+            with pytest.raises(ConnectionLost):
+                async with open_peer(server_stream, side="server", role="s", name="c", handler=_echo_handler):
+                    pass
+
+        nursery.start_soon(serve)
+        conn = P.Connection("client", versions=(7, 9))
+        await client_stream.send_all(
+            conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=7, max_version=9, role="c", name="c"))
+        )
+        received = b""
+        while True:
+            data = await client_stream.receive_some(65536)
+            if not data:
+                break
+            received += data
+        conn.receive_data(received)
+        event = conn.next_event()
+        assert isinstance(event, P.HelloError)
+        assert event.code == "version"
+        assert event.supported == list(P.SUPPORTED_VERSIONS)
