@@ -1,0 +1,279 @@
+"""End to end: the real ``pi-actors`` CLI, as a subprocess, against the scripted LLM server.
+
+Every test here runs the whole multi-process runtime (coordinator, store, provider, tool pool
+and workers) and the official SDKs over real sockets on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import trio
+
+from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+CLI = str(Path(sys.executable).with_name("pi-actors"))
+
+
+def _models_json(server: ScriptedLLM) -> dict:
+    return {
+        "providers": {
+            "scripted": {
+                "baseUrl": server.base_url_openai,
+                "api": "openai-completions",
+                "apiKey": "test-key",
+                "models": [{"id": "scripted-model"}],
+            },
+            "scripted-anthropic": {
+                "baseUrl": server.base_url_anthropic,
+                "api": "anthropic-messages",
+                "apiKey": "SCRIPTED_ANTHROPIC_KEY_VAR",
+                "models": [{"id": "scripted-claude"}],
+            },
+        }
+    }
+
+
+class Env:
+    def __init__(self, tmp_path: Path, server: ScriptedLLM) -> None:
+        self.home = tmp_path / "agent"
+        self.home.mkdir()
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.sessions = tmp_path / "sessions"
+        (self.home / "models.json").write_text(json.dumps(_models_json(server)))
+        self.marker = uuid.uuid4().hex
+        self.env = {
+            k: v for k, v in os.environ.items() if not (k.endswith("_API_KEY") or k.startswith("ANTHROPIC_") or k.startswith("OPENAI_"))
+        }
+        self.env.update(
+            PI_ACTORS_DIR=str(self.home),
+            PI_ACTORS_TEST_MARKER=self.marker,
+            SCRIPTED_ANTHROPIC_KEY_VAR="anthropic-test-key",
+        )
+
+    async def run(self, *args: str, stdin: bytes = b"") -> trio.CompletedProcess:
+        with trio.fail_after(60):
+            return await trio.run_process(
+                [CLI, *args], stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=self.env, cwd=self.work
+            )
+
+
+@pytest.fixture
+async def scripted(nursery):
+    replies: list[Reply] = []
+    server = ScriptedLLM(replies)
+    await nursery.start(server.serve)
+    server.script = replies  # tests append to it
+    return server
+
+
+@pytest.fixture
+def env(tmp_path, scripted):
+    return Env(tmp_path, scripted)
+
+
+def _events(stdout: bytes) -> list[dict]:
+    return [json.loads(line) for line in stdout.decode().splitlines() if line.strip()]
+
+
+async def test_print_mode_prints_the_final_assistant_text(scripted, env):
+    scripted.script.append(Reply(text="Hello from the scripted model.", chunks=5))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-p", "Say hello")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "Hello from the scripted model.\n"
+    request = scripted.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["authorization"] == "Bearer test-key"
+    assert request["body"]["messages"][-1] == {"role": "user", "content": "Say hello"}
+
+
+async def test_print_mode_talks_to_the_anthropic_messages_api_with_a_key_from_an_env_var(scripted, env):
+    scripted.script.append(Reply(text="Bonjour.", chunks=2))
+    done = await env.run("--model", "scripted-anthropic/scripted-claude", "--no-session", "-p", "Say hello")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "Bonjour.\n"
+    assert scripted.requests[0]["path"] == "/v1/messages"
+    assert scripted.requests[0]["headers"]["x-api-key"] == "anthropic-test-key"
+
+
+async def test_piped_stdin_is_the_prompt(scripted, env):
+    scripted.script.append(Reply(text="Got it."))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", stdin=b"what is piped in\n")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "Got it.\n"
+    assert scripted.requests[0]["body"]["messages"][-1]["content"] == "what is piped in"
+
+
+async def test_json_mode_prints_the_header_then_every_event_in_pi_shapes(scripted, env):
+    scripted.script.append(Reply(text="Reading it.", tool_calls=[ScriptToolCall(name="read", arguments={"path": "a.txt"})]))
+    scripted.script.append(Reply(text="It says hi."))
+    (env.work / "a.txt").write_text("hi\n")
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--mode", "json", "Read a.txt")
+    assert done.returncode == 0, done.stderr.decode()
+    events = _events(done.stdout)
+    assert events[0]["type"] == "session" and events[0]["version"] == 3
+    kinds = [e["type"] for e in events[1:] if e["type"] != "message_update"]
+    assert kinds == [
+        "agent_start", "turn_start", "message_start", "message_end",
+        "message_start", "message_end",
+        "tool_execution_start", "tool_execution_end", "message_start", "message_end",
+        "turn_end", "turn_start", "message_start", "message_end", "turn_end", "agent_end",
+    ]  # fmt: skip
+    updates = [e for e in events if e["type"] == "message_update"]
+    assert updates and all("assistantMessageEvent" in u and u["message"]["role"] == "assistant" for u in updates)
+    deltas = [u for u in updates if u["assistantMessageEvent"]["type"] == "text_delta"]
+    assert deltas[-1]["assistantMessageEvent"]["partial"]["content"][0]["text"] == "Reading it."
+    end = next(e for e in events if e["type"] == "tool_execution_end")
+    assert end["toolName"] == "read" and end["isError"] is False and "toolCallId" in end
+    assert end["result"]["content"] == [{"type": "text", "text": "hi\n"}]
+    final = [e for e in events if e["type"] == "message_end"][-1]["message"]
+    assert final["stopReason"] == "stop" and final["content"] == [{"type": "text", "text": "It says hi."}]
+    turn_end = next(e for e in events if e["type"] == "turn_end")
+    assert turn_end["toolResults"][0]["role"] == "toolResult"
+
+
+async def test_parallel_tool_calls_run_together_and_results_come_back_in_call_order(scripted, env):
+    # Call A cannot finish before call C has run: only concurrent execution completes it, and
+    # A finishes last, yet its result must come first.
+    wait_for_c = "while [ ! -f c.done ]; do sleep 0.01; done; echo A"
+    scripted.script.append(
+        Reply(
+            tool_calls=[
+                ScriptToolCall(name="bash", arguments={"command": wait_for_c}),
+                ScriptToolCall(name="nonexistent", arguments={}),
+                ScriptToolCall(name="bash", arguments={"command": "touch c.done; echo C"}),
+            ]
+        )
+    )
+    scripted.script.append(Reply(text="All done."))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--mode", "json", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    events = _events(done.stdout)
+    ends = [e for e in events if e["type"] == "tool_execution_end"]
+    texts = [e["result"]["content"][0]["text"].strip() for e in ends]
+    assert texts == ["A", "Tool nonexistent not found", "C"]
+    turn_end = next(e for e in events if e["type"] == "turn_end")
+    assert [r["content"][0]["text"].strip() for r in turn_end["toolResults"]] == texts
+    # The second request carries the results in call order too.
+    tool_msgs = [m for m in scripted.requests[1]["body"]["messages"] if m["role"] == "tool"]
+    assert [m["content"].strip() for m in tool_msgs] == texts
+
+
+async def test_a_missing_api_key_is_a_one_line_error_and_exit_code_1(env):
+    done = await env.run("--model", "anthropic/claude-sonnet-4-5", "--no-session", "-p", "hi")
+    assert done.returncode == 1
+    err = done.stderr.decode().strip()
+    assert len(err.splitlines()) == 1 and "anthropic" in err.lower() and "key" in err.lower()
+    assert "Traceback" not in err
+
+
+async def test_an_unknown_model_is_a_one_line_error_and_exit_code_1(env):
+    done = await env.run("--model", "no-such-model-anywhere", "-p", "hi")
+    assert done.returncode == 1
+    err = done.stderr.decode().strip()
+    assert err == 'Error: Model "no-such-model-anywhere" not found. Use --list-models to see available models.'
+
+
+async def test_an_unreachable_provider_is_a_one_line_error_and_exit_code_1(env, tmp_path):
+    models = json.loads((env.home / "models.json").read_text())
+    models["providers"]["scripted"]["baseUrl"] = "http://127.0.0.1:9/v1"  # discard port: refused
+    (env.home / "models.json").write_text(json.dumps(models))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-p", "hi")
+    assert done.returncode == 1
+    err = done.stderr.decode().strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and err
+
+
+async def test_session_file_holds_every_message_of_the_run(scripted, env):
+    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo saved"})]))
+    scripted.script.append(Reply(text="Saved."))
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "-p", "save me")
+    assert done.returncode == 0, done.stderr.decode()
+    files = list(env.sessions.glob("*.jsonl"))
+    assert len(files) == 1
+    lines = [json.loads(line) for line in files[0].read_text().splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["version"] == 3 and lines[0]["cwd"] == str(env.work)
+    roles = [e["message"]["role"] for e in lines[1:] if e["type"] == "message"]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
+    ids = [e["id"] for e in lines[1:]]
+    assert [e["parentId"] for e in lines[1:]] == [None, *ids[:-1]]
+
+
+def _marked_pids(marker: str) -> list[int]:
+    found = []
+    needle = f"PI_ACTORS_TEST_MARKER={marker}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def _cmdlines(pids: list[int]) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                out.append(f.read().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+    return out
+
+
+async def _poll(predicate, *, timeout: float = 20.0, interval: float = 0.02):
+    with trio.fail_after(timeout):
+        while True:
+            value = predicate()
+            if value:
+                return value
+            await trio.sleep(interval)
+
+
+async def test_killing_the_root_with_sigkill_leaves_no_process_behind(scripted, env):
+    scripted.script.append(
+        Reply(
+            tool_calls=[
+                ScriptToolCall(name="bash", arguments={"command": f"sleep 1000 & sleep 1001; echo {i}"}) for i in range(3)
+            ]
+        )
+    )
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--no-session", "-p", "run forever"],
+        env=env.env,
+        cwd=env.work,
+        stdout=open(os.devnull, "wb"),
+        stderr=open(os.devnull, "wb"),
+    )
+    try:
+        # Wait until all three bash calls (and their background children) are running.
+        await _poll(lambda: sum("sleep 1000" in c for c in _cmdlines(_marked_pids(env.marker))) >= 3)
+        assert len(_marked_pids(env.marker)) >= 1 + 4 + 3 + 6
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        await _poll(lambda: not _marked_pids(env.marker))
+    finally:
+        for pid in _marked_pids(env.marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_demo_runs_a_multi_process_session_without_any_api_key(env):
+    done = await env.run("demo")
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode() + out
+    assert "▶ bash" in out and "✓ read" in out
+    assert "slow call finished" in out
+    assert "Done. I ran five tool calls" in out
+    assert "session:" in out
