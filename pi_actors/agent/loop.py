@@ -1,0 +1,721 @@
+"""The stateless agent loop: from input messages to idle, as AgentEvents.
+
+``await run_agent_loop(prompts, context, config, emit, signal, stream_fn)`` and
+``await run_agent_loop_continue(context, config, emit, signal, stream_fn)`` run one agent run
+and return its new messages (the prompts first, for ``run_agent_loop``). ``emit`` is awaited
+for every event (a sync callable works too) and is never called concurrently, so a sink that
+persists or forwards events gives the caller barrier semantics.
+
+The run is pi's double loop (spec/pi-core.md §3.5-§3.9): turns of one LLM call plus its tool
+calls; after a turn with tool calls another LLM call follows; steering messages are injected
+before the next call; follow-up messages are taken when the run would otherwise end.
+
+Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differs"):
+
+* **Nothing hangs and nothing raises past the loop.** A callback that raises
+  (``convert_to_llm``, ``transform_context``, ``get_api_key``, the steering and follow-up getters,
+  ``after_tool_call``, ``should_stop_after_turn``, ``prepare_next_turn``) or a stream function
+  that raises ends the run with an assistant message ``stopReason "error"`` and
+  ``errorMessage`` = the exception text, emitted with ``message_start``/``message_end`` inside a
+  turn (``turn_start`` first if no turn is open), then ``turn_end`` and ``agent_end``. A raising
+  tool or ``before_tool_call`` gives that call an error result; the run goes on.
+  Exceptions: the sink itself (``emit``) raising propagates to the caller unchanged (there is
+  nobody left to tell), and trio cancellation of the caller's scope propagates as usual.
+* **Every tool call gets exactly one result**, in the assistant's call order, whatever
+  happens: unknown tool, invalid arguments, blocked, raised, skipped, aborted, truncated.
+  When ``after_tool_call`` or a steering poll raises during the tool phase, the current call
+  gets an error result with the exception text, calls not yet started get
+  ``Tool call was not executed: the run stopped after an error.``, the turn ends normally,
+  and the run then ends with the error message in a turn of its own.
+* **Parallel mode** (the default) preflights every call in order (``tool_execution_start``,
+  lookup, ``prepare_arguments``, validation, ``before_tool_call``), then starts all runnable
+  calls at once in a nursery, then emits every outcome (``tool_execution_end``, the result's
+  ``message_start``/``message_end``) in call order, preflight failures included. Steering is
+  polled once, after the batch; nothing is skipped. **Sequential mode** runs call after call
+  and polls steering after each; a non-empty poll skips the rest with
+  ``Skipped due to queued user message.``
+* **Length**: tool calls of an assistant message that stopped at the output-token limit are
+  never run; each gets the error result ``Tool call "<name>" was not executed: the response hit
+  the output token limit, so its arguments may be truncated. Re-issue the tool call with
+  complete arguments.`` and the loop makes its next LLM call as after any tool turn.
+* **Terminate**: when every result of a non-empty batch has ``terminate`` True, no LLM call
+  follows automatically (steering and follow-ups are still polled).
+* **Abort** (``signal``): the signal reaches the stream function, ``transform_context``, the
+  tool hooks and every tool. A call whose turn comes after the abort is not started
+  (``Operation aborted``); tools already running decide for themselves. An LLM call with
+  the signal already aborted is not made: the loop records an aborted assistant message
+  (``Request was aborted``), which ends the run.
+* ``run_agent_loop_continue`` does not mutate the caller's message list (pi's does).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import msgspec
+import trio
+
+from ..ai.abort import AbortSignal
+from ..ai.types import (
+    AssistantMessage,
+    Context,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    new_assistant_message,
+    now_ms,
+)
+from .types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentEndEvent,
+    AgentLoopConfig,
+    AgentLoopTurnUpdate,
+    AgentMessage,
+    AgentStartEvent,
+    AgentToolResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    LoopStreamOptions,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    StreamFn,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnContext,
+    TurnEndEvent,
+    TurnStartEvent,
+    message_role,
+)
+from .validation import validate_tool_arguments
+
+__all__ = [
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "TOOL_NOT_FOUND",
+    "TOOL_BLOCKED",
+    "TOOL_SKIPPED",
+    "TOOL_ABORTED",
+    "TOOL_NOT_RUN_AFTER_ERROR",
+    "TOOL_TRUNCATED",
+    "REQUEST_ABORTED",
+]
+
+TOOL_NOT_FOUND = "Tool {name} not found"
+TOOL_BLOCKED = "Tool execution was blocked"
+TOOL_SKIPPED = "Skipped due to queued user message."
+TOOL_ABORTED = "Operation aborted"
+TOOL_NOT_RUN_AFTER_ERROR = "Tool call was not executed: the run stopped after an error."
+TOOL_TRUNCATED = (
+    'Tool call "{name}" was not executed: the response hit the output token limit, so its '
+    "arguments may be truncated. Re-issue the tool call with complete arguments."
+)
+REQUEST_ABORTED = "Request was aborted"
+
+
+async def run_agent_loop(
+    prompts: list[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Any,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+) -> list[AgentMessage]:
+    """Run from ``prompts``; return the prompts followed by every message the run added.
+
+    The caller's ``context`` is not mutated: the run works on a new message list.
+    """
+    _require_stream_fn(stream_fn)
+    working = AgentContext(
+        system_prompt=context.system_prompt,
+        messages=[*context.messages, *prompts],
+        tools=context.tools,
+    )
+    run = _Run(working, config, emit, signal, stream_fn)  # type: ignore[arg-type]
+    run.new_messages = list(prompts)
+    await run.main(prompts_to_announce=list(prompts))
+    return run.new_messages
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Any,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+) -> list[AgentMessage]:
+    """Run from the existing context (its last message must not be an assistant message);
+    return only the messages the run added.
+
+    Raises ``ValueError`` before emitting anything for an empty context
+    (``Cannot continue: no messages in context``) or an assistant-last one
+    (``Cannot continue from message role: assistant``).
+    """
+    _require_stream_fn(stream_fn)
+    if not context.messages:
+        raise ValueError("Cannot continue: no messages in context")
+    if message_role(context.messages[-1]) == "assistant":
+        raise ValueError("Cannot continue from message role: assistant")
+    working = AgentContext(
+        system_prompt=context.system_prompt,
+        messages=list(context.messages),
+        tools=context.tools,
+    )
+    run = _Run(working, config, emit, signal, stream_fn)  # type: ignore[arg-type]
+    await run.main(prompts_to_announce=None)
+    return run.new_messages
+
+
+def _require_stream_fn(stream_fn: Any) -> None:
+    if stream_fn is None:
+        raise TypeError("stream_fn is required (pi_actors.ai.stream is not wired in as a default yet)")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _SinkFailed(Exception):
+    """The caller's sink raised; carried out of the loop and re-raised as the original."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+async def _call(fn: Any, *args: Any) -> Any:
+    """Call a sync-or-async callback."""
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _text_result(text: str) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text=text)], details={})
+
+
+def _normalize_result(value: Any) -> AgentToolResult:
+    """A tool's return value as an AgentToolResult (a ``{content, details}`` dict is accepted)."""
+    if isinstance(value, AgentToolResult):
+        return value
+    if isinstance(value, dict) and "content" in value:
+        return msgspec.convert(
+            {"content": value.get("content") or [], "details": value.get("details"), "terminate": value.get("terminate")},
+            AgentToolResult,
+        )
+    raise TypeError(f"tool returned {type(value).__name__}, expected AgentToolResult")
+
+
+@dataclass
+class _Outcome:
+    result: AgentToolResult
+    is_error: bool
+
+
+@dataclass
+class _Call:
+    """One tool call's way through the tool phase."""
+
+    block: ToolCall
+    tool: Any = None
+    args: Any = None
+    outcome: Optional[_Outcome] = None  # set when settled (immediately or after execution)
+    runnable: bool = False
+    executed: bool = False
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass
+class _Batch:
+    results: list[ToolResultMessage]
+    steering: list[AgentMessage]
+    terminate: bool
+    failure: Optional[Exception]
+
+
+class _Run:
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        sink: Any,
+        signal: Optional[AbortSignal],
+        stream_fn: StreamFn,
+    ) -> None:
+        self.context = context
+        self.config = config
+        self.sink = sink
+        self.signal = signal
+        self.stream_fn = stream_fn
+        self.model = config.model
+        self.reasoning = config.reasoning
+        self.new_messages: list[AgentMessage] = []
+        self._lock = trio.Lock()
+        self._sink_failure: Optional[_SinkFailed] = None
+        # The open turn: True between turn_start and turn_end.
+        self._turn_open = False
+        self._turn_message: Optional[AssistantMessage] = None
+        self._turn_results: list[ToolResultMessage] = []
+
+    # -- events ----------------------------------------------------------------------------
+
+    async def emit(self, event: Any) -> None:
+        if self._sink_failure is not None:
+            raise self._sink_failure
+        async with self._lock:
+            try:
+                result = self.sink(event)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                self._sink_failure = _SinkFailed(exc)
+                raise self._sink_failure from exc
+
+    async def _announce(self, message: AgentMessage) -> None:
+        """message_start + message_end, then the message joins the context and the result."""
+        await self.emit(MessageStartEvent(message=message))
+        await self.emit(MessageEndEvent(message=message))
+        self.context.messages.append(message)
+        self.new_messages.append(message)
+
+    async def _start_turn(self) -> None:
+        self._turn_open = True
+        self._turn_message = None
+        self._turn_results = []
+        await self.emit(TurnStartEvent())
+
+    async def _end_turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
+        self._turn_open = False
+        await self.emit(TurnEndEvent(message=message, tool_results=list(results)))
+
+    # -- the run ---------------------------------------------------------------------------
+
+    async def main(self, prompts_to_announce: Optional[list[AgentMessage]]) -> None:
+        try:
+            await self.emit(AgentStartEvent())
+            await self._start_turn()
+            if prompts_to_announce:
+                for message in prompts_to_announce:
+                    await self.emit(MessageStartEvent(message=message))
+                    await self.emit(MessageEndEvent(message=message))
+            try:
+                await self._turns()
+            except Exception as exc:
+                if self._sink_failure is not None:
+                    raise
+                await self._fail(exc)
+            await self.emit(AgentEndEvent(messages=list(self.new_messages)))
+        except Exception:
+            if self._sink_failure is not None:
+                raise self._sink_failure.error from None
+            raise
+
+    async def _turns(self) -> None:
+        pending = await self._poll(self.config.get_steering_messages)
+        first = True
+        while True:
+            more_tool_calls = True
+            steering_after_tools: list[AgentMessage] = []
+            while more_tool_calls or pending:
+                if not first:
+                    await self._prepare_next_turn()
+                    await self._start_turn()
+                first = False
+                for message in pending:
+                    await self._announce(message)
+                pending = []
+
+                message = await self._assistant_response()
+                self._turn_message = message
+                if message.stop_reason in ("error", "aborted"):
+                    await self._end_turn(message, [])
+                    return
+
+                calls = [block for block in message.content if isinstance(block, ToolCall)]
+                results: list[ToolResultMessage] = []
+                terminate = False
+                failure: Optional[Exception] = None
+                if calls:
+                    batch = await self._tool_phase(message, calls)
+                    results, steering_after_tools = batch.results, batch.steering
+                    terminate, failure = batch.terminate, batch.failure
+                more_tool_calls = bool(calls) and not terminate
+                await self._end_turn(message, results)
+                if failure is not None:
+                    raise failure
+                if await self._should_stop(message, results):
+                    return
+                if steering_after_tools:
+                    pending, steering_after_tools = steering_after_tools, []
+                else:
+                    pending = await self._poll(self.config.get_steering_messages)
+            follow_ups = await self._poll(self.config.get_follow_up_messages)
+            if not follow_ups:
+                return
+            pending = follow_ups
+
+    async def _fail(self, exc: Exception) -> None:
+        """End the run after a callback raised: an error assistant message in a turn."""
+        if self._turn_open and self._turn_message is not None:
+            # Failed between the assistant message and turn_end: close that turn first.
+            await self._end_turn(self._turn_message, self._turn_results)
+        if not self._turn_open:
+            await self._start_turn()
+        message = new_assistant_message(self.model)
+        message.stop_reason = "aborted" if self.signal is not None and self.signal.aborted else "error"
+        message.error_message = _error_text(exc)
+        await self._announce(message)
+        await self._end_turn(message, [])
+
+    async def _poll(self, getter: Any) -> list[AgentMessage]:
+        if getter is None:
+            return []
+        return list(await _call(getter) or [])
+
+    def _turn_context(self, message: AssistantMessage, results: list[ToolResultMessage]) -> TurnContext:
+        return TurnContext(
+            message=message, tool_results=list(results), context=self.context, new_messages=list(self.new_messages)
+        )
+
+    async def _should_stop(self, message: AssistantMessage, results: list[ToolResultMessage]) -> bool:
+        hook = self.config.should_stop_after_turn
+        if hook is None:
+            return False
+        return bool(await _call(hook, self._turn_context(message, results)))
+
+    async def _prepare_next_turn(self) -> None:
+        hook = self.config.prepare_next_turn
+        if hook is None or self._turn_message is None:
+            return
+        update = await _call(hook, self._turn_context(self._turn_message, self._turn_results))
+        if update is None:
+            return
+        if not isinstance(update, AgentLoopTurnUpdate):
+            raise TypeError(f"prepare_next_turn returned {type(update).__name__}, expected AgentLoopTurnUpdate")
+        if update.context is not None:
+            self.context = update.context
+        if update.model is not None:
+            self.model = update.model
+        if update.thinking_level is not None:
+            self.reasoning = None if update.thinking_level == "off" else update.thinking_level
+
+    # -- one LLM call (§3.6) ---------------------------------------------------------------
+
+    async def _assistant_response(self) -> AssistantMessage:
+        model = self.model
+        signal = self.signal
+        if signal is not None and signal.aborted:
+            message = new_assistant_message(model)
+            message.stop_reason = "aborted"
+            message.error_message = REQUEST_ABORTED
+            await self._announce(message)
+            return message
+
+        config = self.config
+        messages = self.context.messages
+        if config.transform_context is not None:
+            messages = await _call(config.transform_context, messages, signal)
+        llm_messages = await _call(config.convert_to_llm, messages)
+        tools = [Tool(name=t.name, description=t.description, parameters=t.parameters) for t in self.context.tools or ()]
+        llm_context = Context(
+            system_prompt=self.context.system_prompt,
+            messages=list(llm_messages),
+            tools=tools or None,
+        )
+        api_key = None
+        if config.get_api_key is not None:
+            api_key = await _call(config.get_api_key, model.provider)
+        options = LoopStreamOptions(
+            api_key=api_key or config.api_key,
+            signal=signal,
+            reasoning=self.reasoning,
+            session_id=config.session_id,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+        )
+        return await self._consume_stream(model, llm_context, options)
+
+    async def _consume_stream(self, model: Any, llm_context: Context, options: LoopStreamOptions) -> AssistantMessage:
+        partial: Optional[AssistantMessage] = None  # the live partial, once a start was seen
+        final: Optional[AssistantMessage] = None  # from the terminal event
+        sink_failed = False
+        scope = trio.CancelScope()
+
+        async def on_event(event: Any) -> None:
+            nonlocal partial, final, sink_failed
+            if final is not None or sink_failed:
+                return  # after the terminal event (or a dead sink) nothing counts
+            try:
+                if isinstance(event, StartEvent):
+                    if partial is not None:
+                        return
+                    partial = event.partial if event.partial is not None else new_assistant_message(model)
+                    self.context.messages.append(partial)
+                    await self.emit(MessageStartEvent(message=msgspec.structs.replace(partial)))
+                elif isinstance(event, DoneEvent):
+                    final = event.message
+                elif isinstance(event, ErrorEvent):
+                    final = event.error
+                elif partial is not None:  # a delta; deltas before start are dropped
+                    if getattr(event, "partial", None) is not None:
+                        partial = event.partial
+                        self.context.messages[-1] = partial
+                    await self.emit(
+                        MessageUpdateEvent(message=msgspec.structs.replace(partial), assistant_message_event=event)
+                    )
+            except _SinkFailed:
+                # Stop the stream function without letting it turn our failure into an
+                # error event: cancel it (Cancelled is not an Exception it would catch).
+                sink_failed = True
+                scope.cancel()
+                await trio.lowlevel.checkpoint()
+
+        returned: Any = None
+        raised: Optional[Exception] = None
+        with scope:
+            try:
+                returned = await self.stream_fn(model, llm_context, options, on_event)
+            except Exception as exc:
+                raised = exc
+        if self._sink_failure is not None:
+            raise self._sink_failure
+
+        if final is None:
+            if raised is None and isinstance(returned, AssistantMessage):
+                final = returned  # the stream ended without a terminal event: use its result
+            else:
+                final = msgspec.structs.replace(partial) if partial is not None else new_assistant_message(model)
+                final.stop_reason = "aborted" if options.signal is not None and options.signal.aborted else "error"
+                final.error_message = (
+                    _error_text(raised)
+                    if raised is not None
+                    else "Stream function ended without a final message"
+                )
+
+        if partial is not None:
+            self.context.messages[-1] = final
+        else:
+            self.context.messages.append(final)
+            await self.emit(MessageStartEvent(message=msgspec.structs.replace(final)))
+        await self.emit(MessageEndEvent(message=final))
+        self.new_messages.append(final)
+        return final
+
+    # -- tool phase (§3.7) -----------------------------------------------------------------
+
+    async def _tool_phase(self, message: AssistantMessage, blocks: list[ToolCall]) -> _Batch:
+        calls = [_Call(block=b) for b in blocks]
+        if message.stop_reason == "length":
+            for call in calls:
+                await self._emit_start(call)
+                call.outcome = _Outcome(_text_result(TOOL_TRUNCATED.format(name=call.block.name)), True)
+            results = [await self._finalize(message, call) for call in calls]
+            return _Batch(results, [], False, None)
+        if self.config.tool_execution == "sequential":
+            return await self._run_sequential(message, calls)
+        return await self._run_parallel(message, calls)
+
+    async def _run_sequential(self, message: AssistantMessage, calls: list[_Call]) -> _Batch:
+        results: list[ToolResultMessage] = []
+        steering: list[AgentMessage] = []
+        failure: Optional[Exception] = None
+        for index, call in enumerate(calls):
+            await self._emit_start(call)
+            if self._aborted():
+                call.outcome = _Outcome(_text_result(TOOL_ABORTED), True)
+            else:
+                await self._prepare(message, call)
+                if call.runnable:
+                    await self._execute(call)
+            try:
+                results.append(await self._finalize(message, call))
+            except Exception as exc:
+                failure = self._check_failure(exc)
+                results.append(await self._emit_outcome(call, _Outcome(_text_result(_error_text(exc)), True)))
+            rest = calls[index + 1 :]
+            if failure is None and rest and self.config.get_steering_messages is not None:
+                try:
+                    steering = await self._poll(self.config.get_steering_messages)
+                except Exception as exc:
+                    failure = self._check_failure(exc)
+                if steering:
+                    for skipped in rest:
+                        await self._emit_start(skipped)
+                        skipped.outcome = _Outcome(_text_result(TOOL_SKIPPED), True)
+                        results.append(await self._emit_outcome(skipped, skipped.outcome))
+                    break
+            if failure is not None:
+                for skipped in rest:
+                    await self._emit_start(skipped)
+                    results.append(await self._emit_outcome(skipped, _Outcome(_text_result(TOOL_NOT_RUN_AFTER_ERROR), True)))
+                break
+        if failure is None and not steering and self.config.get_steering_messages is not None:
+            # Batch end: the last call's poll (pi's per-call poll after the final call).
+            try:
+                steering = await self._poll(self.config.get_steering_messages)
+            except Exception as exc:
+                failure = self._check_failure(exc)
+        return _Batch(results, steering, self._all_terminate(calls), failure)
+
+    async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> _Batch:
+        # Phase 1: preflight in call order.
+        for call in calls:
+            await self._emit_start(call)
+            await self._prepare(message, call)
+        # Phase 2 + 3: start every runnable call at once; settle outcomes in call order.
+        results: list[ToolResultMessage] = []
+        failure: Optional[Exception] = None
+        async with trio.open_nursery() as nursery:
+            for call in calls:
+                if call.runnable:
+                    nursery.start_soon(self._execute, call)
+            for call in calls:
+                await call.done.wait()
+                try:
+                    results.append(await self._finalize(message, call))
+                except Exception as exc:
+                    if failure is None:
+                        failure = self._check_failure(exc)
+                    else:
+                        self._check_failure(exc)
+                    results.append(await self._emit_outcome(call, _Outcome(_text_result(_error_text(exc)), True)))
+        # Phase 4: one steering poll after the batch; nothing is skipped.
+        steering: list[AgentMessage] = []
+        if failure is None:
+            try:
+                steering = await self._poll(self.config.get_steering_messages)
+            except Exception as exc:
+                failure = self._check_failure(exc)
+        return _Batch(results, steering, self._all_terminate(calls), failure)
+
+    def _check_failure(self, exc: Exception) -> Exception:
+        """A callback failure in the tool phase; a sink failure is re-raised at once."""
+        if self._sink_failure is not None:
+            raise self._sink_failure
+        return exc
+
+    def _aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    def _all_terminate(self, calls: list[_Call]) -> bool:
+        return bool(calls) and all(c.outcome is not None and c.outcome.result.terminate is True for c in calls)
+
+    async def _emit_start(self, call: _Call) -> None:
+        block = call.block
+        await self.emit(ToolExecutionStartEvent(tool_call_id=block.id, tool_name=block.name, args=block.arguments))
+
+    async def _prepare(self, message: AssistantMessage, call: _Call) -> None:
+        """Lookup, argument preparation, validation, before_tool_call. Sets the outcome for a
+        call that must not run, else marks it runnable."""
+        block = call.block
+        tool = next((t for t in self.context.tools or () if t.name == block.name), None)
+        if tool is None:
+            self._settle(call, _Outcome(_text_result(TOOL_NOT_FOUND.format(name=block.name)), True))
+            return
+        try:
+            raw = block.arguments
+            prepare = getattr(tool, "prepare_arguments", None)
+            if prepare is not None:
+                raw = await _call(prepare, raw)
+            args = validate_tool_arguments(tool, raw)
+            hook = self.config.before_tool_call
+            if hook is not None:
+                verdict = await _call(hook, BeforeToolCallContext(message, block, args, self.context), self.signal)
+                if isinstance(verdict, BeforeToolCallResult) and verdict.block:
+                    result = _text_result(verdict.reason or TOOL_BLOCKED)
+                    result.terminate = verdict.terminate
+                    self._settle(call, _Outcome(result, True))
+                    return
+        except Exception as exc:
+            self._check_failure(exc)
+            self._settle(call, _Outcome(_text_result(_error_text(exc)), True))
+            return
+        if self._aborted():
+            self._settle(call, _Outcome(_text_result(TOOL_ABORTED), True))
+            return
+        call.tool, call.args, call.runnable = tool, args, True
+
+    def _settle(self, call: _Call, outcome: _Outcome) -> None:
+        call.outcome = outcome
+        call.done.set()
+
+    async def _execute(self, call: _Call) -> None:
+        block = call.block
+        settled = False
+
+        async def on_update(partial: Any) -> None:
+            if settled:
+                return  # updates after the call settled are ignored
+            await self.emit(
+                ToolExecutionUpdateEvent(
+                    tool_call_id=block.id, tool_name=block.name, args=block.arguments, partial_result=partial
+                )
+            )
+
+        try:
+            value = await call.tool.execute(block.id, call.args, self.signal, on_update)
+            outcome = _Outcome(_normalize_result(value), False)
+        except Exception as exc:
+            self._check_failure(exc)
+            outcome = _Outcome(_text_result(_error_text(exc)), True)
+        finally:
+            settled = True
+        call.executed = True
+        self._settle(call, outcome)
+
+    async def _finalize(self, message: AssistantMessage, call: _Call) -> ToolResultMessage:
+        """after_tool_call (executed calls only), then emit the outcome. A raising hook
+        propagates; the caller gives the call an error result instead."""
+        assert call.outcome is not None
+        outcome = call.outcome
+        hook = self.config.after_tool_call
+        if call.executed and hook is not None:
+            override = await _call(
+                hook,
+                AfterToolCallContext(message, call.block, call.args, outcome.result, outcome.is_error, self.context),
+                self.signal,
+            )
+            if isinstance(override, AfterToolCallResult):
+                result = AgentToolResult(
+                    content=override.content if override.content is not None else outcome.result.content,
+                    details=override.details if override.details is not None else outcome.result.details,
+                    terminate=override.terminate if override.terminate is not None else outcome.result.terminate,
+                )
+                is_error = override.is_error if override.is_error is not None else outcome.is_error
+                outcome = _Outcome(result, is_error)
+                call.outcome = outcome
+        return await self._emit_outcome(call, outcome)
+
+    async def _emit_outcome(self, call: _Call, outcome: _Outcome) -> ToolResultMessage:
+        block = call.block
+        call.outcome = outcome
+        await self.emit(
+            ToolExecutionEndEvent(
+                tool_call_id=block.id, tool_name=block.name, result=outcome.result, is_error=outcome.is_error
+            )
+        )
+        message = ToolResultMessage(
+            tool_call_id=block.id,
+            tool_name=block.name,
+            content=list(outcome.result.content),
+            details=outcome.result.details,
+            is_error=outcome.is_error,
+            timestamp=now_ms(),
+        )
+        await self._announce(message)
+        self._turn_results.append(message)
+        return message
