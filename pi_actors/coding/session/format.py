@@ -1,0 +1,70 @@
+"""Small pieces of pi's session file format (JSONL v3, pi spec §2.1–§2.2).
+
+- :func:`default_session_dir`: ``<agent_dir>/sessions/--<encoded cwd>--`` (created).
+- :func:`iso_timestamp`: ``2026-03-15T22:40:18.123Z`` (UTC, milliseconds), like JS
+  ``Date.toISOString``; :func:`timestamp_ms` turns one back into epoch milliseconds.
+- :func:`session_file_name`: ``<timestamp with ':' and '.' as '-'>_<session id>.jsonl``.
+- :func:`new_entry_id`: 8 lowercase hex characters (a random UUID's first 8), drawn again on
+  collision up to 100 times, then a full UUID.
+- :func:`encode_line`: one entry as compact JSON plus ``\\n``, UTF-8, as ``JSON.stringify``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from datetime import datetime, timezone
+
+CURRENT_VERSION = 3
+
+_CWD_SEPARATORS = re.compile(r"[/\\:]")
+
+
+def default_session_dir(agent_dir: str, cwd: str) -> str:
+    """The per-working-directory session folder under ``agent_dir``, created if missing."""
+    encoded = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
+    encoded = _CWD_SEPARATORS.sub("-", encoded)
+    path = os.path.join(agent_dir, "sessions", f"--{encoded}--")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def iso_timestamp(moment: datetime | None = None) -> str:
+    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def timestamp_ms(iso: str) -> int:
+    """Epoch milliseconds of an ISO timestamp such as ``2026-03-15T22:40:18.123Z``."""
+    text = iso[:-1] + "+00:00" if iso.endswith("Z") else iso
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(round(moment.timestamp() * 1000))
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def new_entry_id(existing: set[str] | frozenset[str]) -> str:
+    for _ in range(100):
+        candidate = uuid.uuid4().hex[:8]
+        if candidate not in existing:
+            return candidate
+    return str(uuid.uuid4())
+
+
+def encode_line(record: dict) -> bytes:
+    """``JSON.stringify(record) + "\\n"`` as UTF-8; ValueError if it is not plain JSON."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Session entry is not JSON-serialisable: {exc}") from None
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates: escape them (and everything non-ASCII) the way JSON allows.
+        return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")

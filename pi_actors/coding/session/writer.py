@@ -1,0 +1,268 @@
+"""Durable, single-writer appends to a pi session file (pi spec §2.5, made durable).
+
+Contract:
+
+- One :class:`SessionWriter` per file. Each append makes the new entry a child of the
+  current leaf (unless the entry names its own ``parentId``) and moves the leaf to it.
+- pi's lazy creation: until the first ``message`` entry whose message has role
+  ``assistant``, entries are only kept in memory and no file exists. That append writes the
+  header and every entry so far; from then on each append writes exactly one line.
+- Durability (better than pi): every write is followed by ``fsync`` of the file before the
+  append returns, and creating the file is followed by ``fsync`` of its directory. The file
+  is created exclusively (an existing file is never overwritten) with mode 0600.
+- Failures raise :class:`SessionWriteError` naming the file and the cause; nothing is
+  swallowed. A failed append leaves no trace: the entry is not added (the leaf does not
+  move), a partly written line is cut off again, and a file whose creation failed is
+  removed, so the caller can simply retry the same append. Entries accepted before the file
+  existed stay buffered and are written by the next successful flush, exactly once.
+- The methods block (``fsync``); an async caller runs them in a thread.
+
+:meth:`SessionWriter.resume` continues an existing file: it loads it (see
+:func:`load_session`), cuts off a torn last line, and — for a file of an older version —
+first rewrites it in version 3 (new file, fsync, atomic rename, fsync of the directory).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+
+from .format import CURRENT_VERSION, encode_line, iso_timestamp, new_entry_id, session_file_name
+from .loader import LoadedSession, load_session
+
+
+class SessionWriteError(Exception):
+    """Writing the session file failed; the message names the file and the cause."""
+
+
+def _describe(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0)
+    reason = exc.strerror or str(exc)
+    return f"{reason} ({name})" if name else reason
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _is_assistant_message(entry: dict) -> bool:
+    message = entry.get("message")
+    return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant"
+
+
+class SessionWriter:
+    """Appends entries to one session file; see the module docstring."""
+
+    path: str
+    session_id: str
+    header: dict
+    leaf_id: str | None
+
+    def __init__(self, path: str, header: dict, entries: list[dict], *, fd: int | None) -> None:
+        self.path = path
+        self.header = header
+        self.session_id = header["id"]
+        self._entries = entries
+        self._ids = {entry["id"] for entry in entries if isinstance(entry.get("id"), str)}
+        self.leaf_id = entries[-1].get("id") if entries else None
+        self._fd = fd  # None until the file exists (or after close)
+        self._pending = fd is None  # entries are buffered, the file not yet written
+        self._closed = False
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        session_dir: str,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+    ) -> "SessionWriter":
+        """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
+
+        Nothing touches the disk until the first assistant message is appended.
+        """
+        session_id = session_id or str(uuid.uuid4())
+        timestamp = iso_timestamp()
+        header: dict = {
+            "type": "session",
+            "version": CURRENT_VERSION,
+            "id": session_id,
+            "timestamp": timestamp,
+            "cwd": cwd,
+        }
+        if parent_session is not None:
+            header["parentSession"] = parent_session
+        path = os.path.join(session_dir, session_file_name(timestamp, session_id))
+        return cls(path, header, [], fd=None)
+
+    @classmethod
+    def resume(cls, path: str) -> "SessionWriter":
+        """Continue appending to an existing session file (repairing a torn last line).
+
+        Raises :class:`SessionLoadError` if the file is not a session file and
+        :class:`SessionWriteError` if it cannot be repaired or opened for appending.
+        """
+        loaded = load_session(path)
+        try:
+            if loaded.migrated_from is not None:
+                _rewrite(loaded)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SessionWriteError(f"Cannot open session file {path} for appending: {_describe(exc)}") from None
+        try:
+            if loaded.migrated_from is None:
+                size = os.fstat(fd).st_size
+                if loaded.torn_tail_bytes:
+                    os.ftruncate(fd, size - loaded.torn_tail_bytes)
+                    os.fsync(fd)
+                elif not loaded.ends_with_newline:
+                    _write_all(fd, b"\n")
+                    os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise SessionWriteError(f"Cannot repair the end of session file {path}: {_describe(exc)}") from None
+        # The file exists, so from now on every append is written at once (pi would buffer
+        # again until an assistant message and then write a second header).
+        return cls(path, loaded.header, loaded.entries, fd=fd)
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[dict]:
+        """All entries in append order (a copy of the list; the entries themselves are shared)."""
+        return list(self._entries)
+
+    @property
+    def is_persisted(self) -> bool:
+        """True once the file exists and holds every entry."""
+        return not self._pending
+
+    # -- appending ------------------------------------------------------------------------
+
+    def append_message(self, message: dict) -> dict:
+        """Append ``{"type": "message", id, parentId, timestamp, message}`` after the leaf."""
+        return self.append_entry({"type": "message", "message": message})
+
+    def append_entry(self, entry: dict) -> dict:
+        """Append any entry; ``id``, ``parentId`` (the leaf) and ``timestamp`` are filled in
+        when absent. Returns the stored entry."""
+        if self._closed:
+            raise SessionWriteError(f"Session writer for {self.path} is closed")
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise ValueError("A session entry must be a dict with a string 'type'")
+        if entry["type"] == "session":
+            raise ValueError("A session header cannot be appended as an entry")
+        entry_id = entry.get("id")
+        if entry_id is None:
+            entry_id = new_entry_id(self._ids)
+        elif entry_id in self._ids:
+            raise ValueError(f"Duplicate entry id {entry_id!r}")
+        stored = {
+            "type": entry["type"],
+            "id": entry_id,
+            "parentId": entry["parentId"] if "parentId" in entry else self.leaf_id,
+            "timestamp": entry.get("timestamp") or iso_timestamp(),
+        }
+        for key, value in entry.items():
+            if key not in stored:
+                stored[key] = value
+        line = encode_line(stored)  # ValueError before anything changes
+
+        if self._pending:
+            if _is_assistant_message(stored):
+                self._create_file([encode_line(self.header)] + [encode_line(e) for e in self._entries] + [line])
+        else:
+            self._append_line(line)
+        self._entries.append(stored)
+        self._ids.add(entry_id)
+        self.leaf_id = entry_id
+        return stored
+
+    def close(self) -> None:
+        """Release the file; entries still buffered (no assistant message yet) are not written."""
+        self._closed = True
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> "SessionWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- disk -----------------------------------------------------------------------------
+
+    def _create_file(self, lines: list[bytes]) -> None:
+        directory = os.path.dirname(self.path) or "."
+        created = False
+        fd: int | None = None
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+            )
+            created = True
+            _write_all(fd, b"".join(lines))
+            os.fsync(fd)
+            _fsync_dir(directory)
+        except OSError as exc:
+            if fd is not None:
+                os.close(fd)
+            if created:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            raise SessionWriteError(f"Cannot create session file {self.path}: {_describe(exc)}") from None
+        self._fd = fd
+        self._pending = False
+
+    def _append_line(self, line: bytes) -> None:
+        assert self._fd is not None
+        try:
+            size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
+        try:
+            _write_all(self._fd, line)
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
+
+
+def _rewrite(loaded: LoadedSession) -> None:
+    """Replace ``loaded.path`` with its migrated content, atomically and durably."""
+    directory = os.path.dirname(loaded.path) or "."
+    temporary = f"{loaded.path}.{uuid.uuid4().hex[:8]}.tmp"
+    data = b"".join(encode_line(record) for record in [loaded.header, *loaded.entries])
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temporary)
+        raise
+    os.close(fd)
+    os.replace(temporary, loaded.path)
+    _fsync_dir(directory)
