@@ -1,0 +1,82 @@
+"""API keys from the environment (spec/pi-core.md §1.11).
+
+Contract: ``get_env_api_key(provider)`` returns the key for ``provider`` from ``os.environ`` or
+None. Empty variables count as unset. ``anthropic`` prefers ``ANTHROPIC_OAUTH_TOKEN`` over
+``ANTHROPIC_API_KEY``; ``github-copilot`` takes the first of ``COPILOT_GITHUB_TOKEN``,
+``GH_TOKEN``, ``GITHUB_TOKEN``; ``amazon-bedrock`` and ``google-vertex`` return the sentinel
+``"<authenticated>"`` when ambient credentials exist; other providers use a fixed variable.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["get_env_api_key", "AUTHENTICATED", "ENV_KEY_VARIABLES"]
+
+AUTHENTICATED = "<authenticated>"
+
+ENV_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
+    "openai": ("OPENAI_API_KEY",),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "google": ("GEMINI_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "minimax": ("MINIMAX_API_KEY",),
+    "minimax-cn": ("MINIMAX_CN_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+    "opencode": ("OPENCODE_API_KEY",),
+    "opencode-go": ("OPENCODE_API_KEY",),
+    "kimi-coding": ("KIMI_API_KEY",),
+}
+
+_vertex_adc_seen = False
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value or None
+
+
+def _vertex_has_adc() -> bool:
+    global _vertex_adc_seen
+    if _vertex_adc_seen:
+        return True
+    path = _env("GOOGLE_APPLICATION_CREDENTIALS") or os.path.join(
+        os.path.expanduser("~"), ".config", "gcloud", "application_default_credentials.json"
+    )
+    if os.path.exists(path):
+        _vertex_adc_seen = True  # cached only once found, as pi does
+    return _vertex_adc_seen
+
+
+def get_env_api_key(provider: str) -> str | None:
+    for name in ENV_KEY_VARIABLES.get(provider, ()):
+        value = _env(name)
+        if value:
+            return value
+    if provider == "google-vertex":
+        key = _env("GOOGLE_CLOUD_API_KEY")
+        if key:
+            return key
+        project = _env("GOOGLE_CLOUD_PROJECT") or _env("GCLOUD_PROJECT")
+        if project and _env("GOOGLE_CLOUD_LOCATION") and _vertex_has_adc():
+            return AUTHENTICATED
+        return None
+    if provider == "amazon-bedrock":
+        if (
+            _env("AWS_PROFILE")
+            or (_env("AWS_ACCESS_KEY_ID") and _env("AWS_SECRET_ACCESS_KEY"))
+            or _env("AWS_BEARER_TOKEN_BEDROCK")
+            or _env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            or _env("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            or _env("AWS_WEB_IDENTITY_TOKEN_FILE")
+        ):
+            return AUTHENTICATED
+    return None

@@ -1,0 +1,219 @@
+"""models.json in pi's format: custom providers and models, overrides of built-ins.
+
+Shape: ``{"providers": {"<name>": {baseUrl?, apiKey?, api?, headers?, compat?, authHeader?,
+models?: [ModelDef], modelOverrides?: {"<modelId>": {...}}}}}``. A ModelDef has ``id`` and
+optionally ``name`` (default id), ``api`` (default the provider's), ``baseUrl`` (default the
+provider's), ``reasoning`` (False), ``input`` (["text"]), ``cost`` (zeros, per million tokens),
+``contextWindow`` (128000), ``maxTokens`` (16384), ``headers``, ``compat``.
+
+Contract:
+- ``read_models_json(path)`` never raises. A missing file is empty and not an error. Any error
+  (bad JSON, a provider with models but no ``baseUrl``/``apiKey``, a provider without models and
+  without ``baseUrl``/``compat``/``modelOverrides``, a model without ``api``, a non-positive
+  ``contextWindow``/``maxTokens``, a wrongly typed field) is reported in ``errors`` and **all**
+  custom models are dropped, as pi does; built-ins stay usable.
+- ``load_models_json(path) -> (models, errors)``: the custom models only.
+- ``merge_models(builtins, config)``: built-ins with provider-level baseUrl/headers/compat and
+  ``modelOverrides`` applied, then custom models replacing same provider+id or appended.
+- ``resolve_config_value(v)``: ``!command`` runs a shell command and gives its trimmed stdout
+  (cached for the process, failures too; a failure gives None); otherwise the environment
+  variable named ``v`` if set; otherwise ``v`` itself. Header values and ``apiKey`` use it.
+  Headers are resolved when the file is read; API keys are kept raw in ``api_keys`` and resolved
+  when needed (``resolve_api_key``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+import msgspec
+
+from .types import Model
+
+__all__ = ["ModelsJson", "read_models_json", "load_models_json", "merge_models", "resolve_config_value"]
+
+_command_cache: dict[str, str | None] = {}
+
+
+def resolve_config_value(value: str) -> str | None:
+    if value.startswith("!"):
+        command = value[1:]
+        if command not in _command_cache:
+            try:
+                done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=10)
+                out = done.stdout.strip()
+                _command_cache[command] = out if done.returncode == 0 and out else None
+            except (OSError, subprocess.SubprocessError):
+                _command_cache[command] = None
+        return _command_cache[command]
+    env = os.environ.get(value)
+    return env if env else value
+
+
+class ModelsJson(msgspec.Struct, kw_only=True):
+    models: list[Model] = []
+    api_keys: dict[str, str] = {}  # provider -> raw apiKey config value
+    provider_settings: dict[str, dict[str, Any]] = {}  # provider -> {baseUrl?, headers?, compat?}
+    model_overrides: dict[str, dict[str, dict[str, Any]]] = {}  # provider -> model id -> override
+    errors: list[str] = []
+
+    def resolve_api_key(self, provider: str) -> str | None:
+        raw = self.api_keys.get(provider)
+        return resolve_config_value(raw) if raw else None
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _resolved_headers(headers: Any, where: str) -> dict[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise _Invalid(f"{where}: headers must be an object of strings")
+    out = {}
+    for k, v in headers.items():
+        resolved = resolve_config_value(v)
+        if resolved is not None:
+            out[k] = resolved
+    return out
+
+
+def _check_dict(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Invalid(f"{where} must be an object")
+    return value
+
+
+def _build_model(provider: str, spec: dict[str, Any], idx: int) -> Model:
+    where = f"providers.{provider}.models[{idx}]"
+    if not isinstance(spec, dict):
+        raise _Invalid(f"{where} must be an object")
+    if not isinstance(spec.get("id"), str) or not spec["id"]:
+        raise _Invalid(f"{where}: id is required")
+    where = f"providers.{provider}.models[{idx}] ({spec['id']})"
+    for key in ("contextWindow", "maxTokens"):
+        if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] <= 0):
+            raise _Invalid(f"{where}: {key} must be a positive integer")
+    data = {k: v for k, v in spec.items() if v is not None}
+    data["provider"] = provider
+    data.setdefault("name", spec["id"])
+    try:
+        return msgspec.convert(data, Model)
+    except msgspec.ValidationError as exc:
+        raise _Invalid(f"{where}: {exc}") from None
+
+
+def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
+    where = f"providers.{name}"
+    if not isinstance(p, dict):
+        raise _Invalid(f"{where} must be an object")
+    models = p.get("models") or []
+    if not isinstance(models, list):
+        raise _Invalid(f"{where}.models must be a list")
+    for key in ("baseUrl", "apiKey", "api"):
+        if key in p and not isinstance(p[key], str):
+            raise _Invalid(f"{where}.{key} must be a string")
+    headers = _resolved_headers(p.get("headers"), where)
+    compat = _check_dict(p.get("compat"), f"{where}.compat")
+    overrides = _check_dict(p.get("modelOverrides"), f"{where}.modelOverrides")
+    if models:
+        if not p.get("baseUrl"):
+            raise _Invalid(f"{where}: baseUrl is required when models are defined")
+        if not p.get("apiKey"):
+            raise _Invalid(f"{where}: apiKey is required when models are defined")
+    elif not (p.get("baseUrl") or compat or overrides):
+        raise _Invalid(f"{where}: specify baseUrl, compat, modelOverrides or models")
+    if p.get("apiKey"):
+        cfg.api_keys[name] = p["apiKey"]
+        if p.get("authHeader"):
+            key = resolve_config_value(p["apiKey"])
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+    settings = {k: v for k, v in (("baseUrl", p.get("baseUrl")), ("headers", headers), ("compat", compat)) if v}
+    if settings:
+        cfg.provider_settings[name] = settings
+    if overrides:
+        cfg.model_overrides[name] = {k: _check_dict(v, f"{where}.modelOverrides.{k}") for k, v in overrides.items()}
+
+    out = []
+    for i, spec in enumerate(models):
+        if isinstance(spec, dict):
+            spec = dict(spec)
+            spec.setdefault("api", p.get("api"))
+            spec.setdefault("baseUrl", p.get("baseUrl"))
+            if spec.get("api") is None:
+                raise _Invalid(f"{where}.models[{i}]: api is required (on the model or the provider)")
+            model_headers = {**headers, **_resolved_headers(spec.get("headers"), f"{where}.models[{i}]")}
+            spec["headers"] = model_headers or None
+            model_compat = {**compat, **_check_dict(spec.get("compat"), f"{where}.models[{i}].compat")}
+            spec["compat"] = model_compat or None
+        out.append(_build_model(name, spec, i))
+    return out
+
+
+def read_models_json(path: str | os.PathLike[str]) -> ModelsJson:
+    cfg = ModelsJson()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return cfg
+    except OSError as exc:
+        cfg.errors.append(f"{path}: cannot read: {exc}")
+        return cfg
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        cfg.errors.append(f"{path}: invalid JSON: {exc}")
+        return cfg
+    try:
+        if not isinstance(data, dict):
+            raise _Invalid("the top level must be an object")
+        providers = _check_dict(data.get("providers"), "providers")
+        models: list[Model] = []
+        for name, p in providers.items():
+            models.extend(_parse_provider(cfg, name, p))
+        cfg.models = models
+    except _Invalid as exc:
+        return ModelsJson(errors=[f"{path}: {exc}"])
+    return cfg
+
+
+def load_models_json(path: str | os.PathLike[str]) -> tuple[list[Model], list[str]]:
+    cfg = read_models_json(path)
+    return cfg.models, cfg.errors
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def merge_models(builtins: list[Model], cfg: ModelsJson) -> list[Model]:
+    merged: list[Model] = []
+    for model in builtins:
+        data = msgspec.to_builtins(model)
+        settings = cfg.provider_settings.get(model.provider, {})
+        if "baseUrl" in settings:
+            data["baseUrl"] = settings["baseUrl"]
+        for key in ("headers", "compat"):
+            if key in settings:
+                data[key] = {**(data.get(key) or {}), **settings[key]}
+        override = cfg.model_overrides.get(model.provider, {}).get(model.id)
+        if override:
+            data = _deep_merge(data, override)
+        try:
+            merged.append(msgspec.convert(data, Model))
+        except msgspec.ValidationError:
+            merged.append(model)  # a bad override leaves the built-in as it was
+    custom = {(m.provider, m.id): m for m in cfg.models}
+    merged = [custom.pop((m.provider, m.id), m) for m in merged]
+    return merged + list(custom.values())

@@ -1,0 +1,114 @@
+"""Options of one LLM call, and the helpers ``stream_simple`` uses (spec/pi-core.md §1.9).
+
+``StreamOptions`` carries the unified options. Provider-native options for ``stream`` go in
+``extra`` under snake_case names (camelCase is accepted too, see ``extra_option``):
+
+- anthropic-messages: ``thinking_enabled``, ``thinking_budget_tokens``, ``effort``,
+  ``interleaved_thinking`` (default True), ``tool_choice``, ``metadata``;
+- openai-completions: ``tool_choice``, ``reasoning_effort``;
+- all: ``on_payload`` (``(payload, model) -> payload | None``, may be async; a non-None result
+  replaces the request body).
+
+``reasoning``/``thinking_budgets`` are read only by ``stream_simple``. ``cache_retention``
+(``none``/``short``/``long``; default short, ``PI_CACHE_RETENTION=long`` upgrades it) is read by
+providers that cache. ``signal`` is an :class:`AbortSignal`; it never crosses a process
+boundary, so ``to_plain`` works only while it is None.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Awaitable, Callable, Literal
+
+import msgspec
+
+from .abort import AbortSignal
+from .types import AssistantMessage, AssistantMessageEvent, Context, Model, ThinkingLevel
+
+__all__ = [
+    "StreamOptions",
+    "Emit",
+    "StreamFunction",
+    "CacheRetention",
+    "DEFAULT_THINKING_BUDGETS",
+    "extra_option",
+    "resolve_cache_retention",
+    "build_base_options",
+    "clamp_reasoning",
+    "adjust_max_tokens_for_thinking",
+    "supports_xhigh",
+]
+
+CacheRetention = Literal["none", "short", "long"]
+
+
+class StreamOptions(msgspec.Struct, kw_only=True, omit_defaults=True):
+    api_key: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    signal: AbortSignal | None = None
+    headers: dict[str, str] | None = None
+    session_id: str | None = None
+    reasoning: ThinkingLevel | None = None
+    thinking_budgets: dict[str, int] | None = None
+    cache_retention: CacheRetention | None = None
+    extra: dict[str, Any] = {}
+
+
+Emit = Callable[[AssistantMessageEvent], Awaitable[None]]
+StreamFunction = Callable[[Model, Context, "StreamOptions | None", Emit], Awaitable[AssistantMessage]]
+
+DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def extra_option(options: StreamOptions | None, name: str, default: Any = None) -> Any:
+    """``options.extra[name]``, also found under its camelCase spelling (``toolChoice``)."""
+    if options is None or not options.extra:
+        return default
+    if name in options.extra:
+        return options.extra[name]
+    head, *rest = name.split("_")
+    camel = head + "".join(p.title() for p in rest)
+    return options.extra.get(camel, default)
+
+
+def resolve_cache_retention(options: StreamOptions | None) -> CacheRetention:
+    if options is not None and options.cache_retention is not None:
+        return options.cache_retention
+    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+
+
+def build_base_options(model: Model, options: StreamOptions | None, api_key: str | None) -> StreamOptions:
+    """The options ``stream_simple`` hands a provider: key filled in, ``max_tokens`` defaulted
+    to ``min(model.max_tokens, 32000)`` (a falsy value also falls back)."""
+    base = msgspec.structs.replace(options) if options is not None else StreamOptions()
+    base.api_key = api_key or base.api_key
+    base.max_tokens = base.max_tokens or min(model.max_tokens, 32000)
+    base.extra = dict(base.extra)
+    return base
+
+
+def clamp_reasoning(level: ThinkingLevel | None) -> ThinkingLevel | None:
+    return "high" if level == "xhigh" else level
+
+
+def adjust_max_tokens_for_thinking(
+    base_max_tokens: int,
+    model_max_tokens: int,
+    level: ThinkingLevel,
+    custom_budgets: dict[str, int] | None = None,
+) -> tuple[int, int]:
+    """``(max_tokens, thinking_budget)`` for a budget-thinking model (spec §1.9)."""
+    budgets = {**DEFAULT_THINKING_BUDGETS, **(custom_budgets or {})}
+    budget = budgets[clamp_reasoning(level) or "high"]
+    max_tokens = min(base_max_tokens + budget, model_max_tokens)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - 1024)
+    return max_tokens, budget
+
+
+def supports_xhigh(model: Model) -> bool:
+    return any(s in model.id for s in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"))

@@ -1,0 +1,333 @@
+"""The skeleton every provider shares (spec/pi-core.md §2.0): one call from request to the
+terminal event, with errors and aborts turned into ``error`` events.
+
+Contract of ``run_stream(model, options, emit, body)``:
+- builds the live output message and a :class:`StreamRun` around it, then awaits
+  ``body(run)``; the body requests, calls ``run.start()`` when it has a response stream (per
+  provider timing) and maps the SDK stream through the block helpers;
+- never raises at its caller except for a cancellation from an outer cancel scope (or
+  KeyboardInterrupt): every exception, including one raised by ``emit``, becomes exactly one
+  ``error`` event;
+- ends with exactly one terminal event: ``done`` when the body returns with stop reason
+  stop/length/toolUse, otherwise ``error``. If the signal is aborted when the call fails or
+  finishes, the reason is ``aborted`` (the abort flag wins, as in pi) and the content so far is
+  kept; an already-aborted signal gives ``error``/aborted with no ``start``;
+- an abort interrupts whatever SDK await is in progress (``run.io``) at once, never an ``emit``
+  in progress; the body must close its HTTP response in a ``finally`` (``close_quietly``);
+- returns the final AssistantMessage (the one carried by the terminal event).
+
+Block helpers keep the tool-call JSON buffers beside the message (never inside the blocks), so
+nothing internal ever leaks into a message.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from ..abort import AbortSignal
+from ..catalog import calculate_cost
+from ..options import Emit, StreamOptions, extra_option
+from ..partial_json import parse_tool_arguments
+from ..types import (
+    AssistantMessage,
+    DoneEvent,
+    ErrorEvent,
+    Model,
+    StartEvent,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    new_assistant_message,
+)
+
+__all__ = [
+    "ProviderError",
+    "StreamRun",
+    "run_stream",
+    "describe_error",
+    "close_quietly",
+    "error_message_for",
+    "apply_on_payload",
+]
+
+_log = logging.getLogger(__name__)
+
+ABORTED_MESSAGE = "Request was aborted"
+_CLOSE_TIMEOUT = 2.0
+
+
+class ProviderError(Exception):
+    """A failure whose message is already what the user should read."""
+
+
+class _Aborted(Exception):
+    pass
+
+
+class StreamRun:
+    """One provider call in progress: the live message, event emission and abort wiring."""
+
+    def __init__(self, model: Model, options: StreamOptions | None, emit: Emit) -> None:
+        self.model = model
+        self.options = options or StreamOptions()
+        self.output: AssistantMessage = new_assistant_message(model)
+        self.signal: AbortSignal | None = self.options.signal
+        self.started = False
+        self._emit = emit
+        self._io_scope: trio.CancelScope | None = None
+        self._json: dict[int, str] = {}
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    async def io(self, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Await ``fn(*args, **kwargs)`` (an SDK request or read); an abort interrupts it at once."""
+        if self.signal is None:
+            return await fn(*args, **kwargs)
+        if self.signal.aborted:
+            raise _Aborted()
+        with trio.CancelScope() as scope:
+            self._io_scope = scope
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self._io_scope = None
+        raise _Aborted()
+
+    async def _watch_abort(self, signal: AbortSignal) -> None:
+        await signal.wait()
+        if self._io_scope is not None:
+            self._io_scope.cancel()
+
+    def check_aborted(self) -> None:
+        if self.aborted:
+            raise _Aborted()
+
+    # -- events -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not self.started:
+            self.started = True
+            await self._emit(StartEvent(partial=self.output))
+
+    def update_cost(self) -> None:
+        calculate_cost(self.model, self.output.usage)
+
+    async def text_start(self) -> int:
+        self.output.content.append(TextContent(text=""))
+        i = len(self.output.content) - 1
+        await self._emit(TextStartEvent(content_index=i, partial=self.output))
+        return i
+
+    async def text_delta(self, i: int, delta: str) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, TextContent)
+        block.text += delta
+        await self._emit(TextDeltaEvent(content_index=i, delta=delta, partial=self.output))
+
+    async def text_end(self, i: int) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, TextContent)
+        await self._emit(TextEndEvent(content_index=i, content=block.text, partial=self.output))
+
+    async def thinking_start(self, signature: str | None = None, text: str = "",
+                             redacted: bool | None = None) -> int:
+        self.output.content.append(ThinkingContent(thinking=text, thinking_signature=signature, redacted=redacted))
+        i = len(self.output.content) - 1
+        await self._emit(ThinkingStartEvent(content_index=i, partial=self.output))
+        return i
+
+    async def thinking_delta(self, i: int, delta: str) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, ThinkingContent)
+        block.thinking += delta
+        await self._emit(ThinkingDeltaEvent(content_index=i, delta=delta, partial=self.output))
+
+    async def thinking_end(self, i: int) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, ThinkingContent)
+        await self._emit(ThinkingEndEvent(content_index=i, content=block.thinking, partial=self.output))
+
+    async def toolcall_start(self, id: str, name: str, arguments: dict[str, Any] | None = None) -> int:
+        self.output.content.append(ToolCall(id=id, name=name, arguments=dict(arguments or {})))
+        i = len(self.output.content) - 1
+        self._json[i] = ""
+        await self._emit(ToolCallStartEvent(content_index=i, partial=self.output))
+        return i
+
+    async def toolcall_delta(self, i: int, fragment: str) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, ToolCall)
+        self._json[i] = self._json.get(i, "") + fragment
+        if self._json[i]:
+            block.arguments = parse_tool_arguments(self._json[i])
+        await self._emit(ToolCallDeltaEvent(content_index=i, delta=fragment, partial=self.output))
+
+    async def toolcall_end(self, i: int) -> None:
+        block = self.output.content[i]
+        assert isinstance(block, ToolCall)
+        buffered = self._json.pop(i, "")
+        if buffered.strip():
+            block.arguments = parse_tool_arguments(buffered)
+        await self._emit(ToolCallEndEvent(content_index=i, tool_call=block, partial=self.output))
+
+    def tool_json(self, i: int) -> str:
+        return self._json.get(i, "")
+
+    async def end_block(self, i: int) -> None:
+        """Emit the ``X_end`` matching the block at ``i``."""
+        block = self.output.content[i]
+        if isinstance(block, TextContent):
+            await self.text_end(i)
+        elif isinstance(block, ThinkingContent):
+            await self.thinking_end(i)
+        else:
+            await self.toolcall_end(i)
+
+    # -- terminal -----------------------------------------------------------------------------
+
+    async def _finish(self) -> AssistantMessage:
+        reason = self.output.stop_reason
+        assert reason in ("stop", "length", "toolUse")
+        try:
+            await self._emit(DoneEvent(reason=reason, message=self.output))
+        except Exception:  # the terminal event was handed over; nothing may follow it
+            _log.warning("emit raised on the done event", exc_info=True)
+        return self.output
+
+    async def _fail(self, exc: BaseException, describe: Callable[[BaseException], str]) -> AssistantMessage:
+        self._json.clear()
+        self.output.stop_reason = "aborted" if self.aborted or isinstance(exc, _Aborted) else "error"
+        self.output.error_message = error_message_for(exc, describe)
+        try:
+            await self._emit(ErrorEvent(reason=self.output.stop_reason, error=self.output))
+        except Exception:
+            _log.warning("emit raised on the error event (%s)", self.output.error_message, exc_info=True)
+        return self.output
+
+
+def error_message_for(exc: BaseException, describe: Callable[[BaseException], str] | None = None) -> str:
+    if isinstance(exc, _Aborted):
+        return ABORTED_MESSAGE
+    if isinstance(exc, ProviderError):
+        return str(exc)
+    try:
+        msg = (describe or describe_error)(exc)
+    except Exception:
+        msg = ""
+    return msg or str(exc) or type(exc).__name__
+
+
+def _body_message(body: Any) -> str | None:
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+        return json.dumps(body)[:4000]
+    if isinstance(body, str):
+        return body.strip()[:4000] or None
+    return None
+
+
+def describe_error(exc: BaseException) -> str:
+    """A user-facing message for SDK and transport errors, in pi's shapes where it has one:
+    ``"<status> <provider message>"`` for HTTP errors (``"<status> status code (no body)"`` when
+    empty), ``"Connection error: <cause>"`` for transport failures, the JSON error for bad data."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and hasattr(exc, "response"):
+        msg = _body_message(getattr(exc, "body", None))
+        if msg is None:
+            try:
+                msg = exc.response.text.strip()[:4000] or None  # type: ignore[attr-defined]
+            except Exception:
+                msg = None
+        return f"{status} {msg}" if msg else f"{status} status code (no body)"
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    if name in ("APIConnectionError", "APITimeoutError"):
+        cause = exc.__cause__ or exc.__context__
+        base = "Request timed out" if name == "APITimeoutError" else "Connection error"
+        return f"{base}: {_transport_text(cause)}" if cause is not None else f"{base}."
+    if module.startswith(("httpx", "httpcore", "anyio", "h11")) or isinstance(exc, (OSError, trio.BrokenResourceError)):
+        return f"Connection error: {_transport_text(exc)}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"Malformed stream data (not JSON): {exc}"
+    return str(exc) or name
+
+
+def _transport_text(exc: BaseException) -> str:
+    text = str(exc)
+    inner = exc.__cause__ or exc.__context__
+    while not text and inner is not None:
+        text, inner = str(inner), inner.__cause__ or inner.__context__
+    return text or type(exc).__name__
+
+
+async def close_quietly(resource: Any) -> None:
+    """Close an SDK stream or client, bounded in time and shielded from cancellation."""
+    if resource is None:
+        return
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + _CLOSE_TIMEOUT
+        try:
+            close = getattr(resource, "close", None) or getattr(resource, "aclose")
+            result = close()
+            if hasattr(result, "__await__"):
+                await result
+        except Exception:
+            pass
+
+
+async def run_stream(
+    model: Model,
+    options: StreamOptions | None,
+    emit: Emit,
+    body: Callable[[StreamRun], Awaitable[None]],
+    describe: Callable[[BaseException], str] = describe_error,
+) -> AssistantMessage:
+    run = StreamRun(model, options, emit)
+    failure: BaseException | None = None
+    if run.aborted:
+        return await run._fail(_Aborted(), describe)
+    async with trio.open_nursery() as nursery:
+        if run.signal is not None:
+            nursery.start_soon(run._watch_abort, run.signal)
+        try:
+            await body(run)
+            if run.aborted:
+                raise _Aborted()
+            if run.output.stop_reason in ("error", "aborted"):
+                raise ProviderError("An unknown error occurred")
+        except Exception as exc:
+            failure = exc
+        nursery.cancel_scope.cancel()
+    if failure is not None:
+        return await run._fail(failure, describe)
+    return await run._finish()
+
+
+async def apply_on_payload(params: dict[str, Any], model: Model, options: StreamOptions) -> dict[str, Any]:
+    hook = extra_option(options, "on_payload")
+    if hook is None:
+        return params
+    result = hook(params, model)
+    if inspect.isawaitable(result):
+        result = await result
+    return params if result is None else result

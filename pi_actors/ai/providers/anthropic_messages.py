@@ -1,0 +1,364 @@
+"""The ``anthropic-messages`` API through the official ``anthropic`` SDK (spec/pi-core.md §2.1).
+
+Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_stream`` (never
+raise, exactly one terminal event). Specific to this API:
+- ``start`` is emitted just before the HTTP request (pi emits it on creating the SDK stream), so
+  an HTTP error or a refused connection gives ``start`` then ``error``; a missing key or an
+  already-aborted signal gives ``error`` alone;
+- blocks follow the SDK's block indexes; ``signature_delta`` updates the thinking block without
+  an event; ``redacted_thinking`` becomes a redacted thinking block;
+- usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
+  by field by ``message_delta`` when present; ``totalTokens`` is the sum of the four counts;
+- a stream that ends without a stop reason is treated as truncated (error);
+- requests: consecutive tool results are merged into one user message; ``cache_control`` on the
+  system blocks and on the last block of a trailing user message (unless retention ``none``);
+  ``temperature`` only without thinking; OAuth keys (``sk-ant-oat``) use Bearer auth and the
+  Claude Code identity.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import anthropic
+
+from ..env_keys import get_env_api_key
+from ..options import StreamOptions, adjust_max_tokens_for_thinking, build_base_options, extra_option, \
+    resolve_cache_retention
+from ..sanitize import sanitize_surrogates
+from ..transform import transform_messages
+from ..types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream
+
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
+
+API = "anthropic-messages"
+
+_STOP_REASONS = {"end_turn": "stop", "pause_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                 "tool_use": "toolUse", "refusal": "error", "sensitive": "error"}
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+_CLAUDE_CODE_VERSION = "2.0.0"
+_CLAUDE_CODE_TOOLS = ["Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode",
+                      "ExitPlanMode", "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite",
+                      "WebFetch", "WebSearch"]
+_BETA_TOOL_STREAMING = "fine-grained-tool-streaming-2025-05-14"
+_BETA_INTERLEAVED = "interleaved-thinking-2025-05-14"
+
+
+def is_adaptive(model: Model) -> bool:
+    return any(s in model.id for s in ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"))
+
+
+def _is_oauth(key: str) -> bool:
+    return "sk-ant-oat" in key
+
+
+def _to_claude_code_name(name: str) -> str:
+    for canonical in _CLAUDE_CODE_TOOLS:
+        if canonical.lower() == name.lower():
+            return canonical
+    return name
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+
+
+def _normalize_tool_call_id(call_id: str, _model: Model, _source: AssistantMessage) -> str:
+    return _ID_UNSAFE.sub("_", call_id)[:64]
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+
+
+def _tool_result(msg: ToolResultMessage) -> dict[str, Any]:
+    texts = [b for b in msg.content if isinstance(b, TextContent)]
+    images = [b for b in msg.content if isinstance(b, ImageContent)]
+    if images:
+        content: Any = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
+                        else _image(b) for b in msg.content]
+        if not texts:
+            content.insert(0, {"type": "text", "text": "(see attached image)"})
+    else:
+        content = sanitize_surrogates("\n".join(b.text for b in texts))
+    return {"type": "tool_result", "tool_use_id": msg.tool_call_id, "content": content, "is_error": msg.is_error}
+
+
+def _assistant(msg: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            if b.text.strip():
+                blocks.append({"type": "text", "text": sanitize_surrogates(b.text)})
+        elif isinstance(b, ThinkingContent):
+            if b.redacted:
+                blocks.append({"type": "redacted_thinking", "data": b.thinking_signature or ""})
+            elif not b.thinking.strip():
+                continue
+            elif not (b.thinking_signature or "").strip():
+                blocks.append({"type": "text", "text": sanitize_surrogates(b.thinking)})
+            else:
+                blocks.append({"type": "thinking", "thinking": sanitize_surrogates(b.thinking),
+                               "signature": b.thinking_signature})
+        elif isinstance(b, ToolCall):
+            blocks.append({"type": "tool_use", "id": b.id, "name": _to_claude_code_name(b.name) if oauth else b.name,
+                           "input": b.arguments or {}})
+    return blocks
+
+
+def convert_messages(model: Model, context: Context, oauth: bool = False) -> list[dict[str, Any]]:
+    vision = "image" in model.input
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for msg in transform_messages(context.messages, model, _normalize_tool_call_id):
+        if isinstance(msg, ToolResultMessage):
+            results.append(_tool_result(msg))
+            continue
+        if results:
+            out.append({"role": "user", "content": results})
+            results = []
+        if isinstance(msg, UserMessage):
+            if isinstance(msg.content, str):
+                if msg.content.strip():
+                    out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+                continue
+            parts = []
+            for b in msg.content:
+                if isinstance(b, TextContent):
+                    if b.text.strip():
+                        parts.append({"type": "text", "text": sanitize_surrogates(b.text)})
+                elif vision:
+                    parts.append(_image(b))
+            if parts:
+                out.append({"role": "user", "content": parts})
+        else:
+            blocks = _assistant(msg, oauth)
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+    if results:
+        out.append({"role": "user", "content": results})
+    return out
+
+
+def _cache_control(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+    retention = resolve_cache_retention(options)
+    if retention == "none":
+        return None
+    if retention == "long" and "api.anthropic.com" in (model.base_url or ""):
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def _mark_last_user_block(messages: list[dict[str, Any]], cache: dict[str, Any]) -> None:
+    if not messages or messages[-1]["role"] != "user":
+        return
+    last = messages[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"], "cache_control": cache}]
+    elif last["content"] and last["content"][-1].get("type") in ("text", "image", "tool_result"):
+        last["content"][-1]["cache_control"] = cache
+
+
+def build_params(model: Model, context: Context, options: StreamOptions, oauth: bool = False) -> dict[str, Any]:
+    cache = _cache_control(model, options)
+    messages = convert_messages(model, context, oauth)
+    if cache is not None:
+        _mark_last_user_block(messages, cache)
+    params: dict[str, Any] = {"model": model.id, "messages": messages,
+                              "max_tokens": options.max_tokens or model.max_tokens // 3, "stream": True}
+    system = ([_CLAUDE_CODE_IDENTITY] if oauth else []) + ([context.system_prompt] if context.system_prompt else [])
+    if system:
+        params["system"] = [{"type": "text", "text": sanitize_surrogates(s), **({"cache_control": cache} if cache else {})}
+                            for s in system]
+    thinking = bool(extra_option(options, "thinking_enabled")) and model.reasoning
+    if options.temperature is not None and not thinking:
+        params["temperature"] = options.temperature
+    if context.tools:
+        params["tools"] = [{"name": _to_claude_code_name(t.name) if oauth else t.name, "description": t.description,
+                            "input_schema": {"type": "object", "properties": t.parameters.get("properties") or {},
+                                             "required": t.parameters.get("required") or []}}
+                           for t in context.tools]
+    if thinking:
+        if is_adaptive(model):
+            params["thinking"] = {"type": "adaptive"}
+            effort = extra_option(options, "effort")
+            if effort:
+                params["output_config"] = {"effort": effort}
+        else:
+            params["thinking"] = {"type": "enabled",
+                                  "budget_tokens": extra_option(options, "thinking_budget_tokens") or 1024}
+    metadata = extra_option(options, "metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("user_id"), str):
+        params["metadata"] = {"user_id": metadata["user_id"]}
+    choice = extra_option(options, "tool_choice")
+    if choice is not None:
+        params["tool_choice"] = {"type": choice} if isinstance(choice, str) else choice
+    return params
+
+
+def _headers(model: Model, options: StreamOptions, oauth: bool) -> dict[str, str]:
+    betas = [_BETA_TOOL_STREAMING]
+    if extra_option(options, "interleaved_thinking", True) and not is_adaptive(model):
+        betas.append(_BETA_INTERLEAVED)
+    headers = {"anthropic-beta": ",".join(betas)}
+    if oauth:
+        headers = {"anthropic-beta": ",".join(["claude-code-20250219", "oauth-2025-04-20", *betas]),
+                   "user-agent": f"claude-cli/{_CLAUDE_CODE_VERSION}", "x-app": "cli"}
+    return {**headers, **(model.headers or {}), **(options.headers or {})}
+
+
+# ---------------------------------------------------------------------------------------------
+# Response
+
+
+class _Mapper:
+    def __init__(self, run: StreamRun, context: Context, oauth: bool) -> None:
+        self.run = run
+        self.blocks: dict[int, int] = {}  # SDK block index -> our content index
+        self.stop_seen = False
+        self.tool_names = {t.name.lower(): t.name for t in context.tools or []} if oauth else {}
+
+    def _usage_start(self, usage: Any) -> None:
+        u = self.run.output.usage
+        u.input = usage.input_tokens or 0
+        u.output = usage.output_tokens or 0
+        u.cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+        u.cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+        self._total()
+
+    def _usage_delta(self, usage: Any) -> None:
+        u = self.run.output.usage
+        for ours, theirs in (("input", "input_tokens"), ("output", "output_tokens"),
+                             ("cache_read", "cache_read_input_tokens"), ("cache_write", "cache_creation_input_tokens")):
+            value = getattr(usage, theirs, None)
+            if value is not None:
+                setattr(u, ours, value)
+        self._total()
+
+    def _total(self) -> None:
+        u = self.run.output.usage
+        u.total_tokens = u.input + u.output + u.cache_read + u.cache_write
+        self.run.update_cost()
+
+    async def event(self, ev: Any) -> None:
+        run, kind = self.run, ev.type
+        if kind == "message_start":
+            if ev.message.usage is not None:
+                self._usage_start(ev.message.usage)
+        elif kind == "content_block_start":
+            block = ev.content_block
+            if block.type == "text":
+                self.blocks[ev.index] = await run.text_start()
+            elif block.type == "thinking":
+                self.blocks[ev.index] = await run.thinking_start(signature="")
+            elif block.type == "redacted_thinking":
+                self.blocks[ev.index] = await run.thinking_start(signature=block.data, text="[Reasoning redacted]",
+                                                                 redacted=True)
+            elif block.type == "tool_use":
+                name = self.tool_names.get(block.name.lower(), block.name)
+                initial = block.input if isinstance(block.input, dict) else {}
+                self.blocks[ev.index] = await run.toolcall_start(block.id, name, initial)
+        elif kind == "content_block_delta":
+            i = self.blocks.get(ev.index)
+            if i is None:
+                return
+            delta = ev.delta
+            if delta.type == "text_delta":
+                await run.text_delta(i, delta.text)
+            elif delta.type == "thinking_delta":
+                await run.thinking_delta(i, delta.thinking)
+            elif delta.type == "input_json_delta":
+                await run.toolcall_delta(i, delta.partial_json)
+            elif delta.type == "signature_delta":
+                block = run.output.content[i]
+                if isinstance(block, ThinkingContent):
+                    block.thinking_signature = (block.thinking_signature or "") + delta.signature
+        elif kind == "content_block_stop":
+            i = self.blocks.pop(ev.index, None)
+            if i is not None:
+                await run.end_block(i)
+        elif kind == "message_delta":
+            reason = ev.delta.stop_reason
+            if reason:
+                mapped = _STOP_REASONS.get(reason)
+                if mapped is None:
+                    raise ProviderError(f"Unhandled stop reason: {reason}")
+                run.output.stop_reason = mapped
+                self.stop_seen = True
+            if ev.usage is not None:
+                self._usage_delta(ev.usage)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+async def _body(run: StreamRun, context: Context) -> None:
+    model, options = run.model, run.options
+    api_key = options.api_key or get_env_api_key(model.provider)
+    if not api_key:
+        raise ProviderError(f"No API key for provider: {model.provider}")
+    oauth = _is_oauth(api_key)
+    params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
+    auth = {"auth_token": api_key} if oauth else {"api_key": api_key}
+    client = anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
+                                      default_headers=_headers(model, options, oauth))
+    sdk_stream = None
+    try:
+        await run.start()
+        rest = {k: v for k, v in params.items() if k not in ("model", "messages", "max_tokens", "stream")}
+        sdk_stream = await run.io(client.messages.create, model=params["model"], messages=params["messages"],
+                                  max_tokens=params["max_tokens"], stream=True, extra_body=rest)
+        mapper = _Mapper(run, context, oauth)
+        events = sdk_stream.__aiter__()
+        while True:
+            try:
+                ev = await run.io(events.__anext__)
+            except StopAsyncIteration:
+                break
+            await mapper.event(ev)
+        run.check_aborted()
+        if not mapper.stop_seen:
+            raise ProviderError("Stream ended without a stop reason (the response was cut short)")
+    finally:
+        await close_quietly(sdk_stream)
+        await close_quietly(client)
+
+
+async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
+    return await run_stream(model, options, emit, lambda run: _body(run, context))
+
+
+_ADAPTIVE_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+
+
+async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
+    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
+    base = build_base_options(model, options, api_key)
+    level = options.reasoning if options else None
+    if not level:
+        base.extra["thinking_enabled"] = False
+    elif is_adaptive(model):
+        base.extra["thinking_enabled"] = True
+        is_opus_46 = "opus-4-6" in model.id or "opus-4.6" in model.id
+        base.extra["effort"] = _ADAPTIVE_EFFORT.get(level) or ("max" if is_opus_46 else "high")
+    else:
+        max_tokens, budget = adjust_max_tokens_for_thinking(base.max_tokens or 0, model.max_tokens, level,
+                                                             options.thinking_budgets if options else None)
+        base.max_tokens = max_tokens
+        base.extra["thinking_enabled"] = True
+        base.extra["thinking_budget_tokens"] = budget
+    return await stream(model, context, base, emit)

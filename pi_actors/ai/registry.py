@@ -1,0 +1,133 @@
+"""The API provider registry: which stream functions serve which ``model.api`` (spec §1.10).
+
+Contract:
+- ``register_api_provider(provider, source_id=None)`` replaces any entry for the same api;
+  ``unregister_api_providers(source_id)`` removes every entry registered with that id;
+  ``clear_api_providers()`` empties the registry; ``reset_api_providers()`` restores the
+  built-ins. ``get_api_provider(api)`` / ``get_api_providers()`` look entries up.
+- Built-in providers are registered *lazily*: the entry exists from import time, but the
+  provider module (and with it the ``anthropic`` / ``openai`` SDK) is imported on first use, in a
+  worker thread so the trio loop keeps running. A failed import becomes an ``error`` event
+  carrying the import error's message.
+- A registered function called with a model of another api emits an ``error`` event
+  ``Mismatched api: <model.api> expected <api>`` (pi raises here).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import msgspec
+import trio
+
+from .options import Emit, StreamFunction, StreamOptions
+from .types import AssistantMessage, Context, ErrorEvent, Model, new_assistant_message
+
+__all__ = [
+    "ApiProvider",
+    "BUILTIN_PROVIDER_MODULES",
+    "register_api_provider",
+    "get_api_provider",
+    "get_api_providers",
+    "unregister_api_providers",
+    "clear_api_providers",
+    "reset_api_providers",
+    "error_message",
+]
+
+BUILTIN_PROVIDER_MODULES: dict[str, str] = {
+    "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
+    "openai-completions": "pi_actors.ai.providers.openai_completions",
+}
+
+
+class ApiProvider(msgspec.Struct, kw_only=True):
+    api: str
+    stream: StreamFunction
+    stream_simple: StreamFunction
+
+
+_registry: dict[str, tuple[ApiProvider, str | None]] = {}
+
+
+def error_message(model: Model, text: str) -> AssistantMessage:
+    """An empty assistant message for ``model`` that failed with ``text``."""
+    msg = new_assistant_message(model)
+    msg.stop_reason = "error"
+    msg.error_message = text
+    return msg
+
+
+async def _emit_error(model: Model, text: str, emit: Emit) -> AssistantMessage:
+    msg = error_message(model, text)
+    try:
+        await emit(ErrorEvent(reason="error", error=msg))
+    except Exception:
+        pass
+    return msg
+
+
+def _checked(api: str, fn: StreamFunction) -> StreamFunction:
+    async def call(model: Model, context: Context, options: StreamOptions | None, emit: Emit) -> AssistantMessage:
+        if model.api != api:
+            return await _emit_error(model, f"Mismatched api: {model.api} expected {api}", emit)
+        return await fn(model, context, options, emit)
+
+    call.__name__ = getattr(fn, "__name__", "stream")
+    return call
+
+
+def register_api_provider(provider: ApiProvider, source_id: str | None = None) -> None:
+    wrapped = ApiProvider(api=provider.api, stream=_checked(provider.api, provider.stream),
+                          stream_simple=_checked(provider.api, provider.stream_simple))
+    _registry[provider.api] = (wrapped, source_id)
+
+
+def get_api_provider(api: str) -> ApiProvider | None:
+    entry = _registry.get(api)
+    return entry[0] if entry else None
+
+
+def get_api_providers() -> list[ApiProvider]:
+    return [p for p, _ in _registry.values()]
+
+
+def unregister_api_providers(source_id: str) -> None:
+    for api in [a for a, (_, sid) in _registry.items() if sid == source_id]:
+        del _registry[api]
+
+
+def clear_api_providers() -> None:
+    _registry.clear()
+
+
+async def _load_module(path: str) -> Any:
+    module = sys.modules.get(path)
+    if module is not None:
+        return module
+    return await trio.to_thread.run_sync(importlib.import_module, path)
+
+
+def _lazy(path: str, attr: str) -> StreamFunction:
+    async def call(model: Model, context: Context, options: StreamOptions | None, emit: Emit) -> AssistantMessage:
+        try:
+            module = await _load_module(path)
+            fn = getattr(module, attr)
+        except Exception as exc:
+            return await _emit_error(model, f"Failed to load provider {path}: {exc}", emit)
+        return await fn(model, context, options, emit)
+
+    call.__name__ = f"lazy_{attr}"
+    return call
+
+
+def reset_api_providers() -> None:
+    clear_api_providers()
+    for api, path in BUILTIN_PROVIDER_MODULES.items():
+        register_api_provider(ApiProvider(api=api, stream=_lazy(path, "stream"),
+                                          stream_simple=_lazy(path, "stream_simple")), source_id="builtin")
+
+
+reset_api_providers()

@@ -1,0 +1,113 @@
+"""Prepare a history for replay to a model, possibly another one (spec/pi-core.md §2.9).
+
+Contract: ``transform_messages(messages, model, normalize_id=None)`` returns a new list and
+never mutates its input.
+
+Pass 1, per message: assistant messages from a different (provider, api, model id) lose
+redacted thinking, blank thinking, text signatures and tool-call thought signatures; their
+non-blank thinking becomes plain text; with ``normalize_id`` their tool-call ids are rewritten,
+and later tool results follow the rewrite. Same-model thinking with a signature is kept even
+when blank; other blank thinking is dropped.
+
+Pass 2: a tool call of a kept assistant message that has no result before the next assistant or
+user message gets a synthetic error result ``"No result provided"`` right before that message
+(calls still pending at the end are left alone); assistant messages that ended in ``error`` or
+``aborted`` are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import msgspec
+
+from .types import (
+    AssistantMessage,
+    Message,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    now_ms,
+)
+
+__all__ = ["transform_messages"]
+
+NormalizeId = Callable[[str, Model, AssistantMessage], str]
+
+
+def _convert_assistant(msg: AssistantMessage, model: Model, normalize_id: NormalizeId | None,
+                       id_map: dict[str, str]) -> AssistantMessage:
+    same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
+    blocks = []
+    for block in msg.content:
+        if isinstance(block, ThinkingContent):
+            if block.redacted:
+                if same:
+                    blocks.append(block)
+                continue
+            if same and block.thinking_signature:
+                blocks.append(block)
+            elif not block.thinking.strip():
+                continue
+            elif same:
+                blocks.append(block)
+            else:
+                blocks.append(TextContent(text=block.thinking))
+        elif isinstance(block, TextContent):
+            blocks.append(block if same else TextContent(text=block.text))
+        elif isinstance(block, ToolCall):
+            if same:
+                blocks.append(block)
+                continue
+            new_id = block.id
+            if normalize_id is not None:
+                new_id = normalize_id(block.id, model, msg)
+                if new_id != block.id:
+                    id_map[block.id] = new_id
+            blocks.append(ToolCall(id=new_id, name=block.name, arguments=block.arguments))
+        else:
+            blocks.append(block)
+    return msgspec.structs.replace(msg, content=blocks)
+
+
+def transform_messages(messages: list[Message], model: Model,
+                       normalize_id: NormalizeId | None = None) -> list[Message]:
+    id_map: dict[str, str] = {}
+    first: list[Message] = []
+    for msg in messages:
+        if isinstance(msg, AssistantMessage):
+            first.append(_convert_assistant(msg, model, normalize_id, id_map))
+        elif isinstance(msg, ToolResultMessage) and msg.tool_call_id in id_map:
+            first.append(msgspec.structs.replace(msg, tool_call_id=id_map[msg.tool_call_id]))
+        else:
+            first.append(msg)
+
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+
+    def flush() -> None:
+        for call in pending:
+            if call.id not in answered:
+                out.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                             content=[TextContent(text="No result provided")],
+                                             is_error=True, timestamp=now_ms()))
+        pending.clear()
+        answered.clear()
+
+    for msg in first:
+        if isinstance(msg, AssistantMessage):
+            flush()
+            if msg.stop_reason in ("error", "aborted"):
+                continue
+            pending.extend(b for b in msg.content if isinstance(b, ToolCall))
+            out.append(msg)
+        elif isinstance(msg, ToolResultMessage):
+            answered.add(msg.tool_call_id)
+            out.append(msg)
+        else:
+            flush()
+            out.append(msg)
+    return out

@@ -1,0 +1,279 @@
+"""A scripted LLM server: a real HTTP/1.1 server that speaks the OpenAI and Anthropic wires.
+
+This is not a mock of our code. The official SDKs connect to it over TCP on 127.0.0.1 and get
+genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a script:
+
+- ``POST /v1/chat/completions`` answers in OpenAI chat-completions SSE;
+- ``POST /v1/messages`` answers in Anthropic messages SSE;
+- anything else is a 404.
+
+Contract:
+- ``ScriptedLLM(replies)``: a list gives one :class:`Reply` per request in order, and a request
+  past its end gets HTTP 500 ``script exhausted``; a callable computes the Reply from the
+  request's JSON body.
+- ``requests`` holds every request received, as ``{"path", "headers", "body"}`` (header names
+  lower-case, body the parsed JSON or None), appended before the reply is computed.
+- ``await nursery.start(server.serve)`` binds the port (0 → ephemeral) and returns once it
+  listens; ``port``, ``base_url_openai`` and ``base_url_anthropic`` are valid from then on.
+- ``hang_after_start`` replies wait until the client disconnects; ``hung_up`` counts those
+  disconnects and ``await wait_hung_up(n)`` waits for the n-th.
+- Keep-alive is supported; each connection is served by its own task.
+
+Command line: ``python -m pi_actors.testing.scripted_server --script FILE.json [--port N]``
+prints the port on the first stdout line and serves until killed. The file holds a list of
+replies or ``{"replies": [...], "cycle": true}`` (cycle: start over at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable
+
+import h11
+import msgspec
+import trio
+
+from .wire_formats import Frames, Reply, anthropic_frames, error_body, openai_frames
+
+__all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
+
+_MAX_BODY = 64 * 1024 * 1024
+_OPENAI_PATH = "/v1/chat/completions"
+_ANTHROPIC_PATH = "/v1/messages"
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class ScriptedLLM:
+    def __init__(self, replies: list[Reply] | Callable[[dict], Reply], *, port: int = 0) -> None:
+        self._replies = replies
+        self._next = 0
+        self._want_port = port
+        self.port: int = 0
+        self.requests: list[dict[str, Any]] = []
+        self.hung_up = 0
+        self._hung_up_changed = trio.Event()
+
+    @property
+    def base_url_openai(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def base_url_anthropic(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def wait_hung_up(self, n: int = 1) -> None:
+        """Return once ``n`` hanging replies have seen their client disconnect."""
+        while self.hung_up < n:
+            await self._hung_up_changed.wait()
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(self._want_port, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started(self.port)
+        await trio.serve_listeners(self._serve_connection, listeners)
+
+    # -----------------------------------------------------------------------------------------
+
+    def _reply_for(self, body: Any) -> Reply | None:
+        if callable(self._replies):
+            return self._replies(body if isinstance(body, dict) else {})
+        if self._next >= len(self._replies):
+            return None
+        reply = self._replies[self._next]
+        self._next += 1
+        return reply
+
+    async def _serve_connection(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request, body = await _read_request(conn, stream)
+                if request is None:
+                    return
+                keep = await self._respond(conn, stream, request, body)
+                if not keep or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (_ClientGone, trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
+            return
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _respond(self, conn: h11.Connection, stream: trio.SocketStream,
+                       request: h11.Request, raw: bytes) -> bool:
+        """Send one response; return False when the connection must be dropped afterwards."""
+        path = request.target.decode("latin-1").split("?", 1)[0]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.requests.append({"path": path, "headers": headers, "body": body})
+
+        if request.method != b"POST" or path not in (_OPENAI_PATH, _ANTHROPIC_PATH):
+            await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
+            return True
+        api = "openai" if path == _OPENAI_PATH else "anthropic"
+        try:
+            reply = self._reply_for(body)
+        except Exception as exc:  # a broken script callable: say so on the wire
+            await _send_simple(conn, stream, 500, error_body(Reply(status=500), api, f"script error: {exc!r}"))
+            return True
+        if reply is None:
+            await _send_simple(conn, stream, 500, error_body(Reply(status=500), api, "script exhausted"))
+            return True
+        if reply.status != 200:
+            await _send_simple(conn, stream, reply.status, error_body(reply, api))
+            return True
+
+        model = reply.model or (body or {}).get("model") or "scripted-model"
+        if reply.raw_sse is not None:
+            frames = Frames([reply.raw_sse.encode()], [])
+        elif api == "openai":
+            frames = openai_frames(reply, str(model))
+        else:
+            frames = anthropic_frames(reply, str(model))
+        return await self._send_stream(conn, stream, reply, frames)
+
+    async def _send_stream(self, conn: h11.Connection, stream: trio.SocketStream,
+                           reply: Reply, frames: Frames) -> bool:
+        await _send(conn, stream, h11.Response(status_code=200, headers=[
+            ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+            ("transfer-encoding", "chunked"),
+        ]))
+        content = list(frames.content)
+        if reply.malformed:
+            content.insert(max(1, len(content) // 2), b'data: {"this is": not json\n\n')
+        everything = content + frames.closing
+
+        if reply.truncate:
+            cut = everything[: max(1, len(everything) // 2)]
+            for frame in cut:
+                await _send(conn, stream, h11.Data(data=frame))
+            if reply.truncate_style == "clean":
+                await _send(conn, stream, h11.EndOfMessage())
+                return False
+            return False  # dropped mid-body: the client sees an incomplete chunked message
+
+        if reply.hang_after_start:
+            for frame in content:
+                await _send(conn, stream, h11.Data(data=frame))
+            await _wait_until_gone(stream)
+            self.hung_up += 1
+            self._hung_up_changed.set()
+            self._hung_up_changed = trio.Event()
+            return False
+
+        for frame in everything:
+            await _send(conn, stream, h11.Data(data=frame))
+        await _send(conn, stream, h11.EndOfMessage())
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# h11 plumbing
+
+
+async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> tuple[h11.Request | None, bytes]:
+    request: h11.Request | None = None
+    body = bytearray()
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data and request is None and conn.their_state is h11.IDLE:
+                return None, b""
+            conn.receive_data(data)
+            continue
+        if isinstance(event, h11.Request):
+            request = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > _MAX_BODY:
+                raise _ClientGone("request body too large")
+        elif isinstance(event, h11.EndOfMessage):
+            return request, bytes(body)
+        elif isinstance(event, h11.ConnectionClosed):
+            return None, b""
+
+
+async def _send(conn: h11.Connection, stream: trio.SocketStream, event: Any) -> None:
+    data = conn.send(event)
+    if data:
+        await stream.send_all(data)
+
+
+async def _send_simple(conn: h11.Connection, stream: trio.SocketStream, status: int, body: bytes) -> None:
+    ctype = "application/json" if body[:1] in (b"{", b"[") else "text/plain"
+    await _send(conn, stream, h11.Response(status_code=status, headers=[
+        ("content-type", ctype), ("content-length", str(len(body))),
+    ]))
+    if body:
+        await _send(conn, stream, h11.Data(data=body))
+    await _send(conn, stream, h11.EndOfMessage())
+
+
+async def _wait_until_gone(stream: trio.SocketStream) -> None:
+    """Read and discard until the peer closes (EOF) or resets the connection."""
+    try:
+        while await stream.receive_some(65536):
+            pass
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def load_script(path: str) -> tuple[list[Reply], bool]:
+    """Read a script file: a JSON list of replies, or ``{"replies": [...], "cycle": bool}``."""
+    with open(path, "rb") as f:
+        data = json.load(f)
+    cycle = False
+    if isinstance(data, dict):
+        cycle = bool(data.get("cycle", False))
+        data = data.get("replies", [])
+    return msgspec.convert(data, list[Reply]), cycle
+
+
+def _cycling(replies: list[Reply]) -> Callable[[dict], Reply]:
+    state = {"i": 0}
+
+    def pick(_body: dict) -> Reply:
+        reply = replies[state["i"] % len(replies)]
+        state["i"] += 1
+        return reply
+
+    return pick
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m pi_actors.testing.scripted_server")
+    parser.add_argument("--script", required=True, help="JSON file: list of replies or {replies, cycle}")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    replies, cycle = load_script(args.script)
+    if cycle and not replies:
+        parser.error("a cycling script needs at least one reply")
+    server = ScriptedLLM(_cycling(replies) if cycle else replies, port=args.port)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(server.serve)
+            print(port, flush=True)
+
+    try:
+        trio.run(run)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,261 @@
+"""What a scripted reply looks like on the wire: OpenAI chat-completions and Anthropic messages SSE.
+
+Contract: ``openai_frames(reply, model)`` and ``anthropic_frames(reply, model)`` turn one
+:class:`Reply` into the list of SSE frames (``bytes``, each a complete ``...\\n\\n`` event) a real
+server would send for it, and ``error_body(reply, api)`` into the body of an HTTP error reply.
+Frames are split into a *content* part and a *closing* part so the server can hang or truncate
+between them. Pure functions: no I/O here.
+
+The shapes follow the public wire formats closely enough that the official SDKs parse them:
+OpenAI sends ``data: {chunk}`` lines ending with ``data: [DONE]``; Anthropic sends
+``event: <type>`` + ``data: {json}`` pairs (message_start, content_block_*, message_delta,
+message_stop, with a ping after message_start).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "ScriptToolCall",
+    "ScriptUsage",
+    "Reply",
+    "Frames",
+    "openai_frames",
+    "anthropic_frames",
+    "error_body",
+    "split_text",
+]
+
+
+class ScriptToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One tool call the scripted model makes; ``arguments`` is streamed in ``chunks`` fragments."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+    id: str | None = None
+    chunks: int = 3
+
+
+class ScriptUsage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Token counts reported by the scripted model (``output`` defaults to a rough count)."""
+
+    input: int = 10
+    output: int | None = None
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One scripted answer. Loadable from JSON (``msgspec.convert(obj, Reply)``).
+
+    - ``text`` / ``thinking`` / ``tool_calls``: content, sent in the order thinking, text, tools;
+      ``chunks`` is how many deltas the text and thinking are each split into.
+    - ``stop_reason``: ``stop``/``length``/``toolUse`` (mapped to each wire's word) or any raw
+      wire value (``content_filter``, ``refusal``, ``weird``...). Default: toolUse if there are
+      tool calls, else stop.
+    - ``status`` + ``error_body``: an HTTP error reply; a str body is sent verbatim (may be
+      non-JSON or empty), a dict as JSON, None as the provider's usual error JSON.
+    - ``truncate``: send about half of the stream then stop. ``truncate_style`` "abrupt" drops the
+      connection mid-body; "clean" ends the body properly but without the closing events.
+    - ``hang_after_start``: send the start and all content, then wait until the client goes away.
+    - ``malformed``: put an unparseable ``data:`` line in the middle of the stream.
+    - ``stream_error``: after the content, send the provider's in-stream error with this message.
+    - ``raw_sse``: send this text verbatim as the event-stream body instead of generated frames.
+    """
+
+    text: str | None = None
+    thinking: str | None = None
+    thinking_signature: str | None = None
+    tool_calls: list[ScriptToolCall] = []
+    stop_reason: str | None = None
+    usage: ScriptUsage = msgspec.field(default_factory=ScriptUsage)
+    chunks: int = 3
+    status: int = 200
+    error_body: str | dict[str, Any] | None = None
+    truncate: bool = False
+    truncate_style: Literal["abrupt", "clean"] = "abrupt"
+    hang_after_start: bool = False
+    malformed: bool = False
+    stream_error: str | None = None
+    raw_sse: str | None = None
+    model: str | None = None
+
+
+class Frames(msgspec.Struct):
+    """SSE frames of one reply: ``content`` (start + blocks) then ``closing`` (stop, usage, done)."""
+
+    content: list[bytes]
+    closing: list[bytes]
+
+
+def split_text(text: str, n: int) -> list[str]:
+    """``text`` cut into at most ``n`` non-empty consecutive pieces (one piece for n <= 1)."""
+    if not text:
+        return []
+    n = max(1, min(n, len(text)))
+    size, extra = divmod(len(text), n)
+    pieces, pos = [], 0
+    for i in range(n):
+        step = size + (1 if i < extra else 0)
+        pieces.append(text[pos : pos + step])
+        pos += step
+    return pieces
+
+
+def _output_tokens(reply: Reply) -> int:
+    if reply.usage.output is not None:
+        return reply.usage.output
+    words = len((reply.text or "").split()) + len((reply.thinking or "").split())
+    return max(1, words + 5 * len(reply.tool_calls))
+
+
+def _tool_id(reply: Reply, i: int, prefix: str) -> str:
+    call = reply.tool_calls[i]
+    return call.id if call.id is not None else f"{prefix}{i + 1}"
+
+
+def _args_json(call: ScriptToolCall) -> str:
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAI chat completions
+
+
+_OPENAI_STOP = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
+
+
+def _openai_data(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def openai_frames(reply: Reply, model: str) -> Frames:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _openai_data(
+            {
+                "id": "chatcmpl-scripted",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+
+    content = [chunk({"role": "assistant", "content": ""})]
+    for piece in split_text(reply.thinking or "", reply.chunks):
+        content.append(chunk({"reasoning_content": piece}))
+    for piece in split_text(reply.text or "", reply.chunks):
+        content.append(chunk({"content": piece}))
+    for i, call in enumerate(reply.tool_calls):
+        head = {"index": i, "id": _tool_id(reply, i, "call_"), "type": "function",
+                "function": {"name": call.name, "arguments": ""}}
+        content.append(chunk({"tool_calls": [head]}))
+        for frag in split_text(_args_json(call), call.chunks):
+            content.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": frag}}]}))
+
+    stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+    closing = []
+    if reply.stream_error is not None:
+        closing.append(_openai_data({"error": {"message": reply.stream_error, "type": "server_error"}}))
+    closing.append(chunk({}, _OPENAI_STOP.get(stop, stop)))
+    u = reply.usage
+    usage = {
+        "prompt_tokens": u.input + u.cache_read,
+        "completion_tokens": _output_tokens(reply),
+        "total_tokens": u.input + u.cache_read + _output_tokens(reply),
+        "prompt_tokens_details": {"cached_tokens": u.cache_read},
+        "completion_tokens_details": {"reasoning_tokens": u.reasoning},
+    }
+    closing.append(_openai_data({"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+                                 "created": created, "model": model, "choices": [], "usage": usage}))
+    closing.append(b"data: [DONE]\n\n")
+    return Frames(content, closing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Anthropic messages
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+
+
+def _anthropic_event(obj: dict[str, Any]) -> bytes:
+    return f"event: {obj['type']}\n".encode() + b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def anthropic_frames(reply: Reply, model: str) -> Frames:
+    u = reply.usage
+    content = [
+        _anthropic_event({
+            "type": "message_start",
+            "message": {
+                "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": u.input, "output_tokens": 1,
+                          "cache_read_input_tokens": u.cache_read,
+                          "cache_creation_input_tokens": u.cache_write},
+            },
+        }),
+        _anthropic_event({"type": "ping"}),
+    ]
+    index = 0
+
+    def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+        nonlocal index
+        content.append(_anthropic_event({"type": "content_block_start", "index": index, "content_block": start}))
+        for d in deltas:
+            content.append(_anthropic_event({"type": "content_block_delta", "index": index, "delta": d}))
+        content.append(_anthropic_event({"type": "content_block_stop", "index": index}))
+        index += 1
+
+    if reply.thinking is not None:
+        sig = reply.thinking_signature if reply.thinking_signature is not None else "c2lnbmF0dXJl"
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in split_text(reply.thinking, reply.chunks)]
+        deltas += [{"type": "signature_delta", "signature": p} for p in split_text(sig, 2)]
+        block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+    if reply.text is not None:
+        block({"type": "text", "text": ""},
+              [{"type": "text_delta", "text": p} for p in split_text(reply.text, reply.chunks)])
+    for i, call in enumerate(reply.tool_calls):
+        block({"type": "tool_use", "id": _tool_id(reply, i, "toolu_"), "name": call.name, "input": {}},
+              [{"type": "input_json_delta", "partial_json": p} for p in split_text(_args_json(call), call.chunks)])
+
+    stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+    closing = []
+    if reply.stream_error is not None:
+        closing.append(_anthropic_event({"type": "error", "error": {"type": "overloaded_error",
+                                                                   "message": reply.stream_error}}))
+    closing.append(_anthropic_event({
+        "type": "message_delta",
+        "delta": {"stop_reason": _ANTHROPIC_STOP.get(stop, stop), "stop_sequence": None},
+        "usage": {"output_tokens": _output_tokens(reply)},
+    }))
+    closing.append(_anthropic_event({"type": "message_stop"}))
+    return Frames(content, closing)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP error bodies
+
+
+def error_body(reply: Reply, api: Literal["openai", "anthropic"], message: str | None = None) -> bytes:
+    """The body of an HTTP error reply: verbatim str, JSON dict, or the provider's usual JSON."""
+    if isinstance(reply.error_body, str):
+        return reply.error_body.encode()
+    if isinstance(reply.error_body, dict):
+        return json.dumps(reply.error_body).encode()
+    msg = message or f"scripted error {reply.status}"
+    if api == "anthropic":
+        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+                529: "overloaded_error"}.get(reply.status, "api_error")
+        return json.dumps({"type": "error", "error": {"type": kind, "message": msg}}).encode()
+    kind = {400: "invalid_request_error", 401: "invalid_request_error"}.get(reply.status, "server_error")
+    return json.dumps({"error": {"message": msg, "type": kind, "param": None, "code": None}}).encode()
