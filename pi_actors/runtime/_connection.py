@@ -1,0 +1,406 @@
+"""The sans-I/O connection state machine of the pi-actors protocol.
+
+Theory of operation
+-------------------
+
+A :class:`Connection` is one side (``"client"`` or ``"server"``) of one byte stream. It
+never does I/O: the caller feeds it the bytes it read (``receive_data``; ``b""`` for end of
+stream) and pulls messages out (``next_event``), and it turns messages to send into bytes
+(``send``) for the caller to write. Everything is checked here, so the I/O adapter only
+moves bytes:
+
+* Framing and strict CBOR (``_framing``, ``_codec``): anything malformed raises
+  :class:`RemoteProtocolError` from ``next_event``.
+* The handshake. The client's first frame is ``Hello``; the server answers ``HelloOk``
+  (the highest common version, which ``next_event`` computed into ``negotiated_version``
+  when the Hello arrived) or ``HelloError``. The client may pipeline ``Call`` and
+  ``Cancel`` right after its Hello; the server receives them as events after the Hello and
+  must not answer them before it has sent ``HelloOk``.
+* ``state`` is ``HANDSHAKE`` → ``OPEN`` → ``CLOSED``. The client opens on receiving
+  ``HelloOk``, the server on sending it. ``CLOSED`` is reached by sending or receiving a
+  ``HelloError`` (the last frame of a failed connection, at any time) or by the peer
+  violating the protocol. End of stream alone does not close the sending side:
+  ``next_event`` returns ``CLOSED`` but answers may still be sent (half-close).
+* Errors. A :class:`LocalProtocolError` from ``send`` leaves the connection untouched
+  (nothing was sent). A :class:`RemoteProtocolError` from ``next_event`` is final: the
+  connection is ``CLOSED`` and every later ``next_event`` raises the same error; the caller
+  then writes ``fail(err.code, err.message, err.supported)`` and closes the stream.
+
+Calls themselves (``Call`` → ``Chunk``\\* → ``Result``, ``Cancel``) are not tracked here;
+that bookkeeping belongs to the layer above, which knows what its ids mean.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from ._codec import decode_message, encode_message
+from ._errors import INVALID_REQUEST, VERSION, LocalProtocolError, RemoteProtocolError
+from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from ._messages import Call, Cancel, Chunk, Hello, HelloError, HelloOk, Message, Result
+
+__all__ = [
+    "CLOSED",
+    "HANDSHAKE",
+    "NEED_DATA",
+    "OPEN",
+    "PROTOCOL_NAME",
+    "PROTOCOL_VERSION",
+    "SUPPORTED_VERSIONS",
+    "Connection",
+]
+
+PROTOCOL_NAME: Final = "pi-actors"
+PROTOCOL_VERSION: Final = 1
+#: The inclusive range of protocol versions this implementation speaks.
+SUPPORTED_VERSIONS: Final = (1, 1)
+#: The only payload codec of version 1.
+_CODEC = "cbor"
+
+#: ``state``: the hello exchange is not finished.
+HANDSHAKE: Final = "HANDSHAKE"
+#: ``state``: the handshake succeeded; calls flow both ways.
+OPEN: Final = "OPEN"
+#: ``state``: the connection failed or ended with a hello_error; also the ``next_event``
+#: sentinel meaning "the peer will send nothing more".
+CLOSED: Final = "CLOSED"
+#: ``next_event`` sentinel: feed more bytes with ``receive_data``.
+NEED_DATA: Final = "NEED_DATA"
+
+_CALL_TYPES = (Call, Chunk, Result, Cancel)
+_MAX_FAIL_MESSAGE = 500
+
+
+class Connection:
+    """One side of a pi-actors connection, as a sans-I/O state machine.
+
+    Args:
+        side: ``"client"`` (sends the first Hello) or ``"server"``.
+        versions: the inclusive ``(min, max)`` protocol versions this side supports.
+        max_frame: the largest payload sent or accepted, in bytes.
+
+    Attributes:
+        side: as given.
+        state: ``HANDSHAKE``, ``OPEN`` or ``CLOSED``.
+        negotiated_version: the agreed version once known, else ``None``.
+        peer_hello: (server) the client's Hello once received.
+        peer_hello_ok: (client) the server's HelloOk once received.
+        error: the RemoteProtocolError that killed the connection, if any.
+    """
+
+    def __init__(
+        self,
+        side: Literal["client", "server"],
+        *,
+        versions: tuple[int, int] = SUPPORTED_VERSIONS,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        if side not in ("client", "server"):
+            raise ValueError(f"side must be 'client' or 'server', got {side!r}")
+        lo, hi = versions
+        if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi):
+            raise ValueError(f"versions must be an inclusive (min, max) range, got {versions!r}")
+        self.side: Final = side
+        self.versions: Final = (lo, hi)
+        self.max_frame: Final = max_frame
+        self.state: str = HANDSHAKE
+        self.negotiated_version: int | None = None
+        self.peer_hello: Hello | None = None
+        self.peer_hello_ok: HelloOk | None = None
+        self.error: RemoteProtocolError | None = None
+        self._decoder = FrameDecoder(max_frame)
+        self._eof = False
+        self._hello_sent = False  # client: our Hello went out
+        self._announced: tuple[int, int] | None = None  # client: the range our Hello announced
+        self._hello_error_sent = False
+        self._peer_done = False  # a HelloError arrived or EOF was reported: no more events
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, msg: Message) -> bytes:
+        """Check that ``msg`` may be sent now, and return its frame.
+
+        Returns:
+            The bytes to write: header and CBOR payload.
+
+        Raises:
+            LocalProtocolError: (``invalid_request``) ``msg`` is out of order (see the
+                module docstring), cannot be encoded, or is larger than ``max_frame``.
+                The connection's state is unchanged.
+        """
+        state = self.state
+        if state is OPEN and type(msg) in _CALL_TYPES:
+            return self._frame(msg)  # the hot path
+        if state is CLOSED:
+            raise LocalProtocolError(
+                INVALID_REQUEST, f"cannot send {_name(msg)}: the connection is closed"
+            )
+        if type(msg) is HelloError:
+            data = self._frame(msg)
+            self._close_by_hello_error()
+            return data
+        if self.side == "client":
+            return self._client_send(msg)
+        return self._server_send(msg)
+
+    def _client_send(self, msg: Message) -> bytes:
+        if type(msg) is Hello:
+            if self._hello_sent:
+                raise LocalProtocolError(INVALID_REQUEST, "hello may only be sent once")
+            if msg.protocol != PROTOCOL_NAME:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, f"hello must name protocol {PROTOCOL_NAME!r}, not {msg.protocol!r}"
+                )
+            lo, hi = self.versions
+            if not lo <= msg.min_version <= msg.max_version <= hi:
+                raise LocalProtocolError(
+                    INVALID_REQUEST,
+                    f"hello announces versions {msg.min_version}..{msg.max_version}, which is not"
+                    f" a non-empty part of this connection's range {lo}..{hi}",
+                )
+            if _CODEC not in msg.codecs:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, f"hello must offer the {_CODEC!r} codec, got {msg.codecs!r}"
+                )
+            data = self._frame(msg)
+            self._hello_sent = True
+            self._announced = (msg.min_version, msg.max_version)
+            return data
+        if type(msg) is HelloOk:
+            raise LocalProtocolError(INVALID_REQUEST, "a client never sends hello_ok")
+        if not self._hello_sent:
+            raise LocalProtocolError(
+                INVALID_REQUEST, f"cannot send {_name(msg)} before hello: hello must be first"
+            )
+        if self.state is HANDSHAKE and type(msg) not in (Call, Cancel):
+            raise LocalProtocolError(
+                INVALID_REQUEST,
+                f"cannot send {_name(msg)} before the handshake completed"
+                " (only call and cancel may be pipelined after hello)",
+            )
+        return self._frame(msg)
+
+    def _server_send(self, msg: Message) -> bytes:
+        if type(msg) is Hello:
+            raise LocalProtocolError(INVALID_REQUEST, "a server never sends hello")
+        if type(msg) is HelloOk:
+            if self.state is not HANDSHAKE:
+                raise LocalProtocolError(INVALID_REQUEST, "hello_ok may only be sent once")
+            hello = self.peer_hello
+            if hello is None:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, "cannot send hello_ok before the client's hello arrived"
+                )
+            lo = max(self.versions[0], hello.min_version)
+            hi = min(self.versions[1], hello.max_version)
+            if not lo <= msg.version <= hi:
+                raise LocalProtocolError(
+                    INVALID_REQUEST,
+                    f"hello_ok version {msg.version} is outside the common range {lo}..{hi}",
+                )
+            if msg.codec not in hello.codecs or msg.codec != _CODEC:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, f"hello_ok codec {msg.codec!r} was not offered by the client"
+                )
+            data = self._frame(msg)
+            self.negotiated_version = msg.version
+            self.state = OPEN
+            return data
+        # A call-type message while still in the handshake.
+        raise LocalProtocolError(
+            INVALID_REQUEST,
+            f"cannot send {_name(msg)} before hello_ok: the handshake is not finished",
+        )
+
+    def _frame(self, msg: Message) -> bytes:
+        payload = encode_message(msg)
+        if len(payload) > self.max_frame:
+            raise LocalProtocolError(
+                INVALID_REQUEST,
+                f"{_name(msg)} message of {len(payload)} bytes exceeds the frame limit"
+                f" of {self.max_frame} bytes",
+            )
+        return encode_frame(payload)
+
+    def fail(self, code: str, message: str, supported: list[int] | None = None) -> bytes:
+        """Return the final ``hello_error`` frame and close the connection.
+
+        For use after a RemoteProtocolError (pass its ``code``, ``message`` and
+        ``supported``) or on a handshake timeout. ``message`` is cut to 500 characters, and
+        the frame is returned even if it exceeds ``max_frame``, so that this never fails in
+        an error path except for misuse.
+
+        Raises:
+            LocalProtocolError: a hello_error was already sent, or ``code`` is not a
+                non-empty str.
+        """
+        if self._hello_error_sent:
+            raise LocalProtocolError(INVALID_REQUEST, "a hello_error was already sent")
+        if not isinstance(code, str) or not code:
+            raise LocalProtocolError(INVALID_REQUEST, f"error code must be a non-empty str, got {code!r}")
+        message = str(message)
+        if len(message) > _MAX_FAIL_MESSAGE:
+            message = message[: _MAX_FAIL_MESSAGE - 3] + "..."
+        if supported is not None:
+            supported = list(supported)
+        data = encode_frame(encode_message(HelloError(code=code, message=message, supported=supported)))
+        self._close_by_hello_error()
+        return data
+
+    def _close_by_hello_error(self) -> None:
+        self._hello_error_sent = True
+        self.state = CLOSED
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes read from the stream; ``b""`` reports end of stream.
+
+        Data arriving after the connection closed is ignored.
+
+        Raises:
+            LocalProtocolError: data fed after end of stream was reported.
+        """
+        if self._eof:
+            if data:
+                raise LocalProtocolError(INVALID_REQUEST, "data received after end of stream")
+            return
+        if not data:
+            self._eof = True
+            return
+        if self.state is not CLOSED:
+            self._decoder.feed(data)
+
+    def next_event(self) -> Message | str:
+        """The next message from the peer, ``NEED_DATA`` or ``CLOSED``.
+
+        Returns:
+            A message; ``NEED_DATA`` when more bytes are needed; ``CLOSED`` when the peer
+            will send nothing more (clean end of stream, after a hello_error either way).
+
+        Raises:
+            RemoteProtocolError: the peer broke the protocol (``invalid_request``), or its
+                Hello shares no version with us (``version``, with ``supported`` set). The
+                connection is then CLOSED and the same error is raised on every later call.
+        """
+        if self.error is not None:
+            raise self.error
+        if self._peer_done or self._hello_error_sent:
+            return CLOSED
+        try:
+            payload = self._decoder.next_frame()
+            if payload is None:
+                if self._eof:
+                    self._decoder.check_end()
+                    self._peer_done = True
+                    return CLOSED
+                return NEED_DATA
+            msg = decode_message(payload)
+            if self.state is OPEN and type(msg) in _CALL_TYPES:
+                return msg  # the hot path
+            return self._check_received(msg)
+        except RemoteProtocolError as exc:
+            self.error = exc
+            self.state = CLOSED
+            raise
+
+    def _check_received(self, msg: Message) -> Message:
+        """Sequencing checks for everything but call traffic on an open connection."""
+        kind = type(msg)
+        if kind is HelloError:
+            self._peer_done = True
+            self.state = CLOSED
+            return msg
+        if self.side == "server":
+            if kind is Hello:
+                if self.peer_hello is not None:
+                    raise RemoteProtocolError(
+                        INVALID_REQUEST, "hello may only be sent as the first message"
+                    )
+                self._accept_hello(msg)  # type: ignore[arg-type]
+                return msg
+            if self.peer_hello is None:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST, f"the first client message must be hello, got {_name(msg)}"
+                )
+            if kind is HelloOk:
+                raise RemoteProtocolError(INVALID_REQUEST, "a client never sends hello_ok")
+            if kind in (Chunk, Result):
+                raise RemoteProtocolError(
+                    INVALID_REQUEST,
+                    f"{_name(msg)} received before the handshake completed"
+                    " (only call and cancel may be pipelined after hello)",
+                )
+            return msg  # a pipelined Call or Cancel
+        # client
+        if kind is Hello:
+            raise RemoteProtocolError(INVALID_REQUEST, "a server never sends hello")
+        if kind is HelloOk:
+            if self.state is not HANDSHAKE:
+                raise RemoteProtocolError(INVALID_REQUEST, "hello_ok may only be sent once")
+            self._accept_hello_ok(msg)  # type: ignore[arg-type]
+            return msg
+        if self.state is HANDSHAKE:
+            raise RemoteProtocolError(
+                INVALID_REQUEST,
+                f"the first server message must be hello_ok or hello_error, got {_name(msg)}",
+            )
+        return msg
+
+    def _accept_hello(self, hello: Hello) -> None:
+        if hello.protocol != PROTOCOL_NAME:
+            raise RemoteProtocolError(
+                INVALID_REQUEST,
+                f"unknown protocol {_excerpt(hello.protocol)}; this peer speaks {PROTOCOL_NAME!r}",
+            )
+        if hello.min_version > hello.max_version:
+            raise RemoteProtocolError(
+                INVALID_REQUEST,
+                f"hello announces an empty version range {hello.min_version}..{hello.max_version}",
+            )
+        lo, hi = self.versions
+        common_hi = min(hi, hello.max_version)
+        if max(lo, hello.min_version) > common_hi:
+            raise RemoteProtocolError(
+                VERSION,
+                f"no common protocol version: the client speaks"
+                f" {hello.min_version}..{hello.max_version}, this server {lo}..{hi}",
+                [lo, hi],
+            )
+        if _CODEC not in hello.codecs:
+            raise RemoteProtocolError(
+                INVALID_REQUEST,
+                f"no common codec: the client offers {_excerpt(hello.codecs)}, this server"
+                f" speaks [{_CODEC!r}]",
+            )
+        self.peer_hello = hello
+        self.negotiated_version = common_hi
+
+    def _accept_hello_ok(self, ok: HelloOk) -> None:
+        if not self._hello_sent:
+            raise RemoteProtocolError(INVALID_REQUEST, "hello_ok received before our hello was sent")
+        lo, hi = self._announced  # type: ignore[misc]
+        if not lo <= ok.version <= hi:
+            raise RemoteProtocolError(
+                INVALID_REQUEST,
+                f"the server chose version {ok.version}, outside the range {lo}..{hi} we announced",
+            )
+        if ok.codec != _CODEC:
+            raise RemoteProtocolError(
+                INVALID_REQUEST, f"the server chose codec {_excerpt(ok.codec)}, which we did not offer"
+            )
+        self.peer_hello_ok = ok
+        self.negotiated_version = ok.version
+        self.state = OPEN
+
+
+def _name(msg: object) -> str:
+    """The wire name of a message, for error messages."""
+    config = getattr(type(msg), "__struct_config__", None)
+    tag = getattr(config, "tag", None)
+    return tag if isinstance(tag, str) else type(msg).__name__
+
+
+def _excerpt(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,86 @@
+"""The pi-actors wire protocol, sans-I/O (in the manner of h11).
+
+Everything needed to speak the protocol over any byte stream, without doing any I/O:
+
+* messages — the envelope Structs: ``Hello``, ``HelloOk``, ``HelloError``, ``Call``,
+  ``Chunk``, ``Result`` (with ``ErrorInfo``), ``Cancel``; ``Message`` is their union;
+* ``encode_message`` / ``decode_message`` — one message <-> one strict CBOR item;
+* ``encode_frame`` / ``FrameDecoder`` — 4-byte big-endian length framing;
+* ``Connection`` — the state machine (handshake, ordering, fatal errors), with the states
+  ``HANDSHAKE`` / ``OPEN`` / ``CLOSED`` and the ``next_event`` sentinel ``NEED_DATA``;
+* ``ProtocolError`` / ``LocalProtocolError`` / ``RemoteProtocolError`` and the stable
+  error codes.
+
+The normative description, for other implementations, is ``proto/PROTOCOL.md``.
+"""
+
+from __future__ import annotations
+
+from ._codec import MAX_DEPTH, decode_message, encode_message
+from ._connection import (
+    CLOSED,
+    HANDSHAKE,
+    NEED_DATA,
+    OPEN,
+    PROTOCOL_NAME,
+    PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
+    Connection,
+)
+from ._errors import (
+    CANCELLED,
+    CONNECTION_LOST,
+    INTERNAL,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    VERSION,
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+)
+from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from ._messages import Call, Cancel, Chunk, ErrorInfo, Hello, HelloError, HelloOk, Message, Result
+
+#: Seconds a server waits for the client's Hello before failing the connection.
+HANDSHAKE_TIMEOUT = 5.0
+
+__all__ = [
+    # constants
+    "DEFAULT_MAX_FRAME",
+    "HANDSHAKE_TIMEOUT",
+    "MAX_DEPTH",
+    "PROTOCOL_NAME",
+    "PROTOCOL_VERSION",
+    "SUPPORTED_VERSIONS",
+    # messages
+    "Call",
+    "Cancel",
+    "Chunk",
+    "ErrorInfo",
+    "Hello",
+    "HelloError",
+    "HelloOk",
+    "Message",
+    "Result",
+    # codec and framing
+    "FrameDecoder",
+    "decode_message",
+    "encode_frame",
+    "encode_message",
+    # connection
+    "CLOSED",
+    "HANDSHAKE",
+    "NEED_DATA",
+    "OPEN",
+    "Connection",
+    # errors and error codes
+    "CANCELLED",
+    "CONNECTION_LOST",
+    "INTERNAL",
+    "INVALID_REQUEST",
+    "NOT_FOUND",
+    "VERSION",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteProtocolError",
+]
