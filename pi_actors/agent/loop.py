@@ -31,9 +31,12 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
   lookup, ``prepare_arguments``, validation, ``before_tool_call``), then starts all runnable
   calls at once in a nursery, then emits every outcome (``tool_execution_end``, the result's
   ``message_start``/``message_end``) in call order, preflight failures included. Steering is
-  polled once, after the batch; nothing is skipped. **Sequential mode** runs call after call
-  and polls steering after each; a non-empty poll skips the rest with
+  polled after the turn, as after any turn; nothing is skipped. **Sequential mode** runs call
+  after call and polls steering between calls; a non-empty poll skips the rest with
   ``Skipped due to queued user message.``
+* Polling order after a turn: ``turn_end``, ``should_stop_after_turn``, steering (unless the
+  tool phase already found some), follow-ups when nothing else is pending,
+  ``prepare_next_turn``, ``turn_start``.
 * **Length**: tool calls of an assistant message that stopped at the output-token limit are
   never run; each gets the error result ``Tool call "<name>" was not executed: the response hit
   the output token limit, so its arguments may be truncated. Re-issue the tool call with
@@ -563,12 +566,7 @@ class _Run:
                     await self._emit_start(skipped)
                     results.append(await self._emit_outcome(skipped, _Outcome(_text_result(TOOL_NOT_RUN_AFTER_ERROR), True)))
                 break
-        if failure is None and not steering and self.config.get_steering_messages is not None:
-            # Batch end: the last call's poll (pi's per-call poll after the final call).
-            try:
-                steering = await self._poll(self.config.get_steering_messages)
-            except Exception as exc:
-                failure = self._check_failure(exc)
+        # After the last call nothing is left to skip: the poll after turn_end takes over.
         return _Batch(results, steering, self._all_terminate(calls), failure)
 
     async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> _Batch:
@@ -593,14 +591,8 @@ class _Run:
                     else:
                         self._check_failure(exc)
                     results.append(await self._emit_outcome(call, _Outcome(_text_result(_error_text(exc)), True)))
-        # Phase 4: one steering poll after the batch; nothing is skipped.
-        steering: list[AgentMessage] = []
-        if failure is None:
-            try:
-                steering = await self._poll(self.config.get_steering_messages)
-            except Exception as exc:
-                failure = self._check_failure(exc)
-        return _Batch(results, steering, self._all_terminate(calls), failure)
+        # Steering is polled after turn_end, as after any turn; nothing is skipped.
+        return _Batch(results, [], self._all_terminate(calls), failure)
 
     def _check_failure(self, exc: Exception) -> Exception:
         """A callback failure in the tool phase; a sink failure is re-raised at once."""

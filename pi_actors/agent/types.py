@@ -348,7 +348,7 @@ class AgentLoopConfig:
     * ``get_api_key(provider) -> str | None``: per LLM call; a falsy result falls back to
       ``api_key``.
     * ``get_steering_messages() -> list``: polled at the start, after each tool (sequential
-      mode), after each tool batch, and after each turn. Non-empty: injected before the next
+      mode, between calls), and after each turn. Non-empty: injected before the next
       LLM call (in sequential mode the remaining tool calls of the message are skipped).
     * ``get_follow_up_messages() -> list``: polled when the run would otherwise end.
     * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``.
