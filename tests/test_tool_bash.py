@@ -190,15 +190,38 @@ async def test_timeout_uses_sigkill_when_sigterm_is_ignored(monkeypatch):
 
 async def test_cancelling_the_call_kills_the_whole_process_group():
     marker = new_marker()
+    seen: list[BaseException] = []
+
+    async def call():
+        try:
+            await bash(f"sleep {marker} & sleep {marker}; echo never")
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+
     with trio.fail_after(10):
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(bash, f"sleep {marker} & sleep {marker}; echo never")
+                nursery.start_soon(call)
                 await wait_until(lambda: len(alive_with_marker(marker)) == 2)
                 scope.cancel()
     assert scope.cancelled_caught
+    # The caller sees trio's own Cancelled, not a tool result or an exception group.
+    assert len(seen) == 1 and isinstance(seen[0], trio.Cancelled)
     await wait_until(lambda: not alive_with_marker(marker))
     assert not live_process_groups()
+
+
+async def test_a_failing_update_callback_stops_the_command_and_raises_as_is():
+    marker = new_marker()
+
+    async def broken_link(partial):
+        raise ConnectionError("pool link lost")
+
+    with trio.fail_after(10):
+        with pytest.raises(ConnectionError, match="pool link lost"):
+            await bash(f"echo hi; sleep {marker}", on_update=broken_link)
+    await wait_until(lambda: not alive_with_marker(marker))
 
 
 async def test_background_children_die_when_the_command_exits():

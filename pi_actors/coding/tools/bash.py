@@ -41,6 +41,7 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -205,20 +206,34 @@ def _with_status(text: str, status: str) -> str:
     return f"{text}\n\n{status}" if text else status
 
 
-async def _pump(
-    proc: GroupProcess,
-    output: _Output,
-    on_update: Callable[[dict], Awaitable[None]] | None,
-    eof: trio.Event,
-) -> None:
-    while True:
-        chunk = await proc.output.receive_some(_READ_SIZE)
-        if not chunk:
-            break
-        output.add(chunk)
-        if on_update is not None:
-            await on_update(_partial_result(output))
-    eof.set()
+class _Pump:
+    """Reads the merged output into ``output`` and reports each chunk to ``on_update``.
+
+    A failure while doing so (``on_update`` raising, the spill file failing) is kept in
+    :attr:`failure` and stops the call, so it can be raised bare rather than wrapped in the
+    nursery's exception group.
+    """
+
+    def __init__(self, output: _Output, on_update: Callable[[dict], Awaitable[None]] | None) -> None:
+        self.output = output
+        self.on_update = on_update
+        self.eof = trio.Event()
+        self.failure: Exception | None = None
+
+    async def run(self, proc: GroupProcess, stop: trio.CancelScope) -> None:
+        try:
+            while True:
+                chunk = await proc.output.receive_some(_READ_SIZE)
+                if not chunk:
+                    break
+                self.output.add(chunk)
+                if self.on_update is not None:
+                    await self.on_update(_partial_result(self.output))
+        except Exception as exc:  # noqa: BLE001 - re-raised by _supervise
+            self.failure = exc
+            stop.cancel()
+            return
+        self.eof.set()
 
 
 def _parse_args(args: dict[str, Any]) -> tuple[str, float | None]:
@@ -248,6 +263,8 @@ async def run_bash(
         proc = GroupProcess.spawn([shell, "-c", command], cwd=cwd)
     except OSError as exc:
         raise ToolError(f"spawn {shell} {errno.errorcode.get(exc.errno or 0, str(exc))}") from None
+    except subprocess.SubprocessError as exc:
+        raise ToolError(f"spawn {shell} failed: {exc}") from None
 
     output = _Output()
     try:
@@ -265,6 +282,11 @@ async def run_bash(
     return {"content": [{"type": "text", "text": text}], "details": details}
 
 
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
 async def _supervise(
     proc: GroupProcess,
     output: _Output,
@@ -274,10 +296,10 @@ async def _supervise(
     """Collect output until the shell exits or times out; always leaves the group dead and
     the shell reaped, also when cancelled. Returns True if the timeout fired."""
     timed_out = False
+    pump = _Pump(output, on_update)
     try:
         async with trio.open_nursery() as nursery:
-            eof = trio.Event()
-            nursery.start_soon(_pump, proc, output, on_update, eof)
+            nursery.start_soon(pump.run, proc, nursery.cancel_scope)
             deadline = math.inf
             if timeout is not None and timeout > 0:
                 deadline = trio.current_time() + timeout
@@ -289,9 +311,17 @@ async def _supervise(
             # Background children die with the call.
             proc.signal_group(signal.SIGKILL)
             with trio.move_on_after(_DRAIN_LIMIT):
-                await eof.wait()
+                await pump.eof.wait()
             nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Cancelled in both tasks arrives as a group; hand the caller a plain Cancelled.
+        cancelled, rest = group.split(trio.Cancelled)
+        if rest is None and cancelled is not None:
+            raise _first_leaf(cancelled) from None
+        raise
     finally:
         with trio.CancelScope(shield=True):
             await proc.shutdown(_TERM_GRACE)
+    if pump.failure is not None:
+        raise pump.failure
     return timed_out

@@ -37,7 +37,7 @@ from functools import partial
 
 import trio
 
-# pgid -> True while the group's leader is not yet reaped.
+# Group ids (= leader pids) whose leader has not been reaped yet.
 _live_groups: set[int] = set()
 
 _PR_SET_PDEATHSIG = 1
