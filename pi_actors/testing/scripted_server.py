@@ -139,17 +139,20 @@ class ScriptedLLM:
             frames = openai_frames(reply, str(model))
         else:
             frames = anthropic_frames(reply, str(model))
-        return await self._send_stream(conn, stream, reply, frames)
+        return await self._send_stream(conn, stream, reply, frames, api)
 
     async def _send_stream(self, conn: h11.Connection, stream: trio.SocketStream,
-                           reply: Reply, frames: Frames) -> bool:
+                           reply: Reply, frames: Frames, api: str) -> bool:
         await _send(conn, stream, h11.Response(status_code=200, headers=[
             ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
             ("transfer-encoding", "chunked"),
         ]))
         content = list(frames.content)
         if reply.malformed:
-            content.insert(max(1, len(content) // 2), b'data: {"this is": not json\n\n')
+            bad = b'data: {"this is": not json\n\n'
+            if api == "anthropic":
+                bad = b"event: content_block_delta\n" + bad
+            content.insert(max(1, len(content) // 2), bad)
         everything = content + frames.closing
 
         if reply.truncate:
@@ -162,9 +165,12 @@ class ScriptedLLM:
             return False  # dropped mid-body: the client sees an incomplete chunked message
 
         if reply.hang_after_start:
-            for frame in content:
-                await _send(conn, stream, h11.Data(data=frame))
-            await _wait_until_gone(stream)
+            try:
+                for frame in content:
+                    await _send(conn, stream, h11.Data(data=frame))
+                await _wait_until_gone(stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # gone while we were still sending: the same outcome
             self.hung_up += 1
             self._hung_up_changed.set()
             self._hung_up_changed = trio.Event()

@@ -1,0 +1,450 @@
+"""The two providers through the real SDKs against the scripted LLM server (no network).
+
+Every scenario runs for both APIs. The event-sequence invariants of spec/pi-core.md §1.7 and §5
+(one start first, one terminal last, contentIndex valid and of the right block type, partial is
+the live message) are checked on every recorded stream.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import msgspec
+import pytest
+import trio
+
+from pi_actors import ai
+from pi_actors.ai.partial_json import parse_tool_arguments
+from pi_actors.testing import Reply, ScriptedLLM, ScriptToolCall, ScriptUsage
+
+APIS = ["openai-completions", "anthropic-messages"]
+PROVIDER = {"openai-completions": "openai", "anthropic-messages": "anthropic"}
+KEY_VAR = {"openai-completions": "OPENAI_API_KEY", "anthropic-messages": "ANTHROPIC_API_KEY"}
+BLOCK_TYPE = {"text": ai.TextContent, "thinking": ai.ThinkingContent, "toolcall": ai.ToolCall}
+
+
+def tag(event: object) -> str:
+    return type(event).__struct_config__.tag  # type: ignore[attr-defined]
+
+
+class Recorder:
+    """An emit callback that records events and checks the invariants as they arrive."""
+
+    def __init__(self, on_event=None) -> None:
+        self.events: list = []
+        self.on_event = on_event
+        self.live: ai.AssistantMessage | None = None
+
+    async def __call__(self, event) -> None:
+        assert not self.events or tag(self.events[-1]) not in ("done", "error"), "event after terminal"
+        self.events.append(event)
+        kind = tag(event)
+        if kind not in ("done", "error"):
+            if self.live is None:
+                self.live = event.partial
+            assert event.partial is self.live, "partial must be the one live message"
+        if kind.endswith(("_start", "_delta", "_end")):
+            block = event.partial.content[event.content_index]
+            assert isinstance(block, BLOCK_TYPE[kind.split("_")[0]])
+        if self.on_event is not None:
+            await self.on_event(event)
+
+    @property
+    def types(self) -> list[str]:
+        return [tag(e) for e in self.events]
+
+    def check(self) -> None:
+        types = self.types
+        assert types[-1] in ("done", "error") and types.count("done") + types.count("error") == 1
+        assert types.count("start") <= 1
+        if "start" in types:
+            assert types[0] == "start"
+        open_blocks: dict[int, str] = {}
+        for e in self.events:
+            kind = tag(e)
+            if kind.endswith("_start") and kind != "start":
+                assert e.content_index not in open_blocks
+                open_blocks[e.content_index] = kind.split("_")[0]
+            elif kind.endswith("_delta"):
+                assert open_blocks.get(e.content_index) == kind.split("_")[0]
+            elif kind.endswith("_end"):
+                assert open_blocks.pop(e.content_index) == kind.split("_")[0]
+        final = self.events[-1]
+        msg = final.message if tag(final) == "done" else final.error
+        assert msg.stop_reason == final.reason
+        if tag(final) == "error":
+            assert msg.error_message
+        if self.live is not None:
+            assert msg is self.live
+
+
+@pytest.fixture
+def start_llm(nursery):
+    async def start(replies) -> ScriptedLLM:
+        server = ScriptedLLM(replies)
+        await nursery.start(server.serve)
+        return server
+
+    return start
+
+
+def model_for(api: str, server: ScriptedLLM | None, *, port: int | None = None, **kw) -> ai.Model:
+    if server is not None:
+        url = server.base_url_openai if api == "openai-completions" else server.base_url_anthropic
+    else:
+        url = f"http://127.0.0.1:{port}" + ("/v1" if api == "openai-completions" else "")
+    fields = dict(id="test-model", api=api, provider=PROVIDER[api], base_url=url, reasoning=True,
+                  input=["text", "image"], cost=ai.ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
+                  max_tokens=32000)
+    fields.update(kw)
+    return ai.Model(**fields)
+
+
+def hello_context(**kw) -> ai.Context:
+    return ai.Context(system_prompt="You are terse.", messages=[ai.UserMessage(content="hi", timestamp=1)], **kw)
+
+
+async def run(api, server, reply_options=None, *, context=None, simple=False, on_event=None, model=None):
+    rec = Recorder(on_event)
+    options = reply_options if reply_options is not None else ai.StreamOptions(api_key="sk-test")
+    fn = ai.stream_simple if simple else ai.stream
+    with trio.fail_after(20):
+        result = await fn(model or model_for(api, server), context or hello_context(), options, rec)
+    rec.check()
+    return result, rec
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+pytestmark = pytest.mark.parametrize("api", APIS)
+
+
+# --- success paths ----------------------------------------------------------------------------
+
+
+async def test_text_streams_as_start_text_blocks_then_done(api, start_llm):
+    server = await start_llm([Reply(text="Hello there, world", chunks=3)])
+    result, rec = await run(api, server)
+    assert rec.types == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
+    assert all(e.content_index == 0 for e in rec.events[1:-1])
+    assert "".join(e.delta for e in rec.events if tag(e) == "text_delta") == "Hello there, world"
+    assert rec.events[-2].content == "Hello there, world"
+    assert result.stop_reason == "stop" and result.error_message is None
+    assert result.content == [ai.TextContent(text="Hello there, world")]
+    assert (result.api, result.provider, result.model) == (api, PROVIDER[api], "test-model")
+
+
+async def test_thinking_block_precedes_text_and_keeps_its_signature(api, start_llm):
+    server = await start_llm([Reply(thinking="Let me think.", thinking_signature="sig-abc", text="Answer")])
+    result, rec = await run(api, server)
+    kinds = [t for t in rec.types if t.endswith(("_start", "_end")) and t != "start"]
+    assert kinds == ["thinking_start", "thinking_end", "text_start", "text_end"]
+    thinking, text = result.content
+    assert thinking.thinking == "Let me think." and text.text == "Answer"
+    if api == "anthropic-messages":
+        assert thinking.thinking_signature == "sig-abc"  # signature_delta: no event, block updated
+    else:
+        assert thinking.thinking_signature == "reasoning_content"  # the delta field's name
+
+
+async def test_parallel_tool_calls_parse_arguments_progressively(api, start_llm):
+    calls = [ScriptToolCall(name="read", arguments={"path": "/tmp/a.txt", "limit": 20}, chunks=4),
+             ScriptToolCall(name="bash", arguments={"command": "ls -la", "timeout": 5}, chunks=3)]
+    server = await start_llm([Reply(text="Running both.", tool_calls=calls)])
+    seen: dict[int, list] = {}
+
+    async def watch(event):
+        if tag(event) == "toolcall_delta":
+            block = event.partial.content[event.content_index]
+            assert isinstance(block.arguments, dict)
+            seen.setdefault(event.content_index, []).append((event.delta, dict(block.arguments)))
+
+    result, rec = await run(api, server, on_event=watch)
+    assert result.stop_reason == "toolUse" and rec.events[-1].reason == "toolUse"
+    tool_blocks = [b for b in result.content if isinstance(b, ai.ToolCall)]
+    assert [(b.name, b.arguments) for b in tool_blocks] == [(c.name, c.arguments) for c in calls]
+    assert len({b.id for b in tool_blocks}) == 2
+    for index, deltas in seen.items():
+        buffer = ""
+        for fragment, arguments in deltas:
+            buffer += fragment
+            assert arguments == parse_tool_arguments(buffer)
+        assert sum(1 for _, a in deltas if a) >= 2, "arguments should fill in over several deltas"
+    ends = [e for e in rec.events if tag(e) == "toolcall_end"]
+    assert [e.tool_call for e in ends] == tool_blocks
+    assert ends[0].tool_call is result.content[ends[0].content_index]
+
+
+async def test_usage_and_cost_on_the_final_message(api, start_llm):
+    usage = ScriptUsage(input=100, output=20, cache_read=30, cache_write=7, reasoning=5)
+    server = await start_llm([Reply(text="ok", usage=usage)])
+    result, _ = await run(api, server)
+    u = result.usage
+    if api == "openai-completions":
+        # prompt 130 incl. 30 cached; completion 20 + reasoning 5 (added, as pi does)
+        assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (100, 25, 30, 0, 155)
+    else:
+        assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (100, 20, 30, 7, 157)
+    assert u.cost.input == pytest.approx(3 * u.input / 1e6)
+    assert u.cost.output == pytest.approx(15 * u.output / 1e6)
+    assert u.cost.cache_read == pytest.approx(0.3 * u.cache_read / 1e6)
+    assert u.cost.total == pytest.approx(u.cost.input + u.cost.output + u.cost.cache_read + u.cost.cache_write)
+
+
+async def test_length_stop_reason_ends_with_done_length(api, start_llm):
+    server = await start_llm([Reply(text="cut", stop_reason="length")])
+    result, rec = await run(api, server)
+    assert result.stop_reason == "length" and rec.events[-1].reason == "length"
+
+
+@pytest.mark.parametrize("raw", ["weird_reason"])
+async def test_unknown_stop_reason_is_an_error(api, start_llm, raw):
+    server = await start_llm([Reply(text="x", stop_reason=raw)])
+    result, _ = await run(api, server)
+    assert result.stop_reason == "error" and result.error_message == f"Unhandled stop reason: {raw}"
+
+
+async def test_refusal_or_content_filter_is_an_unknown_error(api, start_llm):
+    raw = "content_filter" if api == "openai-completions" else "refusal"
+    server = await start_llm([Reply(text="partial", stop_reason=raw)])
+    result, _ = await run(api, server)
+    assert result.stop_reason == "error" and result.error_message == "An unknown error occurred"
+    assert result.content[0].text == "partial"
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [400, 401, 500])
+async def test_http_error_becomes_error_event_with_status_and_provider_message(api, start_llm, status):
+    server = await start_llm([Reply(status=status, error_body=None)])
+    result, rec = await run(api, server)
+    assert result.stop_reason == "error"
+    assert result.error_message == f"{status} scripted error {status}"
+    # openai-completions emits start only once the request is accepted; anthropic before it
+    assert rec.types == (["error"] if api == "openai-completions" else ["start", "error"])
+
+
+async def test_non_json_error_body_is_reported_verbatim(api, start_llm):
+    server = await start_llm([Reply(status=502, error_body="<html>Bad Gateway</html>")])
+    result, _ = await run(api, server)
+    assert result.error_message == "502 <html>Bad Gateway</html>"
+
+
+async def test_empty_error_body_says_no_body(api, start_llm):
+    server = await start_llm([Reply(status=400, error_body="")])
+    result, _ = await run(api, server)
+    assert result.error_message == "400 status code (no body)"
+
+
+async def test_refused_connection_is_a_connection_error(api):
+    result, rec = await run(api, None, model=model_for(api, None, port=free_port()))
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith("Connection error")
+    assert "error" == rec.types[-1]
+
+
+async def test_missing_api_key_is_an_error_event_before_any_request(api, start_llm, monkeypatch):
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    server = await start_llm([Reply(text="never")])
+    for simple in (False, True):
+        result, rec = await run(api, server, ai.StreamOptions(), simple=simple)
+        assert rec.types == ["error"]
+        assert result.error_message == f"No API key for provider: {PROVIDER[api]}"
+    assert server.requests == []
+
+
+async def test_api_key_from_environment_reaches_the_server(api, start_llm, monkeypatch):
+    monkeypatch.setenv(KEY_VAR[api], "sk-from-env")
+    monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
+    server = await start_llm([Reply(text="ok")])
+    result, _ = await run(api, server, ai.StreamOptions())
+    assert result.stop_reason == "stop"
+    headers = server.requests[0]["headers"]
+    # (the anthropic SDK of this generation sends API keys as a Bearer token too)
+    assert headers.get("x-api-key") == "sk-from-env" or headers["authorization"] == "Bearer sk-from-env"
+
+
+async def test_abort_mid_stream_keeps_partial_text_and_closes_the_response(api, start_llm):
+    server = await start_llm([Reply(text="Hello there, world", chunks=3, hang_after_start=True)])
+    signal = ai.AbortSignal()
+
+    async def abort_on_first_delta(event):
+        if tag(event) == "text_delta":
+            signal.abort()
+
+    result, rec = await run(api, server, ai.StreamOptions(api_key="k", signal=signal), on_event=abort_on_first_delta)
+    assert rec.types[-1] == "error" and rec.events[-1].reason == "aborted"
+    assert result.stop_reason == "aborted" and result.error_message
+    assert result.content and result.content[0].text == "Hello "
+    with trio.fail_after(5):
+        await server.wait_hung_up(1)  # the client closed the connection
+
+
+async def test_abort_while_waiting_for_data_interrupts_the_read(api, start_llm, nursery):
+    server = await start_llm([Reply(text="all of it", chunks=2, hang_after_start=True)])
+    signal = ai.AbortSignal()
+    got_text = trio.Event()
+
+    async def note(event):
+        if tag(event) == "text_end" or (tag(event) == "text_delta" and event.partial.content[0].text == "all of it"):
+            got_text.set()
+
+    async def abort_later():
+        await got_text.wait()
+        await trio.sleep(0.05)  # the provider is now blocked reading from the hanging server
+        signal.abort()
+
+    nursery.start_soon(abort_later)
+    result, rec = await run(api, server, ai.StreamOptions(api_key="k", signal=signal), on_event=note)
+    assert result.stop_reason == "aborted" and result.content[0].text == "all of it"
+    with trio.fail_after(5):
+        await server.wait_hung_up(1)
+
+
+async def test_already_aborted_signal_gives_aborted_error_without_start(api, start_llm):
+    server = await start_llm([Reply(text="never")])
+    signal = ai.AbortSignal()
+    signal.abort()
+    result, rec = await run(api, server, ai.StreamOptions(api_key="k", signal=signal))
+    assert rec.types == ["error"] and rec.events[0].reason == "aborted"
+    assert result.stop_reason == "aborted" and result.content == []
+    assert server.requests == []
+
+
+async def test_outer_cancellation_propagates_and_is_not_an_event(api, start_llm):
+    server = await start_llm([Reply(text="slow", hang_after_start=True)])
+    rec = Recorder()
+    with trio.move_on_after(0.5) as scope:
+        await ai.stream(model_for(api, server), hello_context(), ai.StreamOptions(api_key="k"), rec)
+    assert scope.cancelled_caught
+    assert "done" not in rec.types and "error" not in rec.types
+    with trio.fail_after(5):
+        await server.wait_hung_up(1)
+
+
+@pytest.mark.parametrize("style", ["abrupt", "clean"])
+async def test_truncated_stream_is_an_error_keeping_partial_content(api, start_llm, style):
+    server = await start_llm([Reply(text="one two three four five six", chunks=6, truncate=True,
+                                    truncate_style=style)])
+    result, rec = await run(api, server)
+    assert result.stop_reason == "error"
+    if style == "abrupt":
+        assert result.error_message.startswith("Connection error")
+    else:
+        assert "cut short" in result.error_message
+    assert result.content and result.content[0].text  # partial text kept
+    assert "done" not in rec.types
+
+
+async def test_malformed_sse_data_is_an_error(api, start_llm):
+    server = await start_llm([Reply(text="alpha beta gamma", malformed=True)])
+    result, _ = await run(api, server)
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith("Malformed stream data")
+
+
+async def test_in_stream_error_event_is_an_error(api, start_llm):
+    server = await start_llm([Reply(text="so far", stream_error="Overloaded right now")])
+    result, _ = await run(api, server)
+    assert result.stop_reason == "error" and "Overloaded right now" in result.error_message
+    assert result.content[0].text == "so far"
+
+
+async def test_emit_that_raises_ends_the_call_with_an_error_event(api, start_llm):
+    server = await start_llm([Reply(text="a b c")])
+
+    async def boom(event):
+        if tag(event) == "text_delta":
+            raise RuntimeError("consumer broke")
+
+    result, rec = await run(api, server, on_event=boom)
+    assert result.stop_reason == "error" and "consumer broke" in result.error_message
+    assert rec.types[-1] == "error"
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+async def test_headers_and_payload_hook_shape_the_request(api, start_llm):
+    server = await start_llm([Reply(text="ok")])
+    seen = []
+
+    def hook(payload, model):
+        seen.append(payload)
+        return {**payload, "temperature": 0.25}
+
+    model = model_for(api, server, headers={"x-model-header": "m", "x-both": "model"})
+    options = ai.StreamOptions(api_key="k", headers={"x-both": "options"}, extra={"onPayload": hook})
+    await run(api, server, options, model=model)
+    request = server.requests[0]
+    assert request["headers"]["x-model-header"] == "m" and request["headers"]["x-both"] == "options"
+    assert request["body"]["temperature"] == 0.25 and seen[0]["model"] == "test-model"
+
+
+async def test_simple_reasoning_reaches_the_wire(api, start_llm):
+    server = await start_llm([Reply(text="ok")])
+    options = ai.StreamOptions(api_key="k", reasoning="medium", temperature=0.5)
+    await run(api, server, options, simple=True, model=model_for(api, server, max_tokens=64000))
+    body = server.requests[0]["body"]
+    if api == "openai-completions":
+        assert body["reasoning_effort"] == "medium" and body["max_completion_tokens"] == 32000
+        assert body["messages"][0] == {"role": "developer", "content": "You are terse."}
+        assert body["stream_options"] == {"include_usage": True} and body["store"] is False
+    else:
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+        assert body["max_tokens"] == 40192 and "temperature" not in body
+        assert "interleaved-thinking-2025-05-14" in server.requests[0]["headers"]["anthropic-beta"]
+
+
+async def test_replaying_a_tool_turn_sends_the_results_back(api, start_llm):
+    server = await start_llm([Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "a"}),
+                                                ScriptToolCall(name="read", arguments={"path": "b"})]),
+                              Reply(text="done")])
+    tools = [ai.Tool(name="read", description="Read a file", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})]
+    context = hello_context(tools=tools)
+    first, _ = await run(api, server, context=context)
+    assert first.stop_reason == "toolUse"
+    context.messages.append(first)
+    for call in first.content:
+        context.messages.append(ai.ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                                     content=[ai.TextContent(text=f"contents of {call.arguments['path']}")],
+                                                     is_error=False, timestamp=2))
+    second, _ = await run(api, server, context=context)
+    assert second.stop_reason == "stop"
+    messages = server.requests[1]["body"]["messages"]
+    if api == "openai-completions":
+        assert [m["role"] for m in messages] == ["developer", "user", "assistant", "tool", "tool"]
+        assert [m["tool_call_id"] for m in messages[3:]] == [c.id for c in first.content]
+        assert messages[2]["tool_calls"][1]["function"]["arguments"] == '{"path": "b"}'
+    else:
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        results = messages[2]["content"]
+        assert [r["tool_use_id"] for r in results] == [c.id for c in first.content]
+        assert results[1]["content"] == "contents of b" and results[1]["is_error"] is False
+        assert results[-1]["cache_control"] == {"type": "ephemeral"}
+
+
+async def test_outgoing_text_loses_lone_surrogates(api, start_llm):
+    server = await start_llm([Reply(text="ok")])
+    context = ai.Context(messages=[ai.UserMessage(content="bad \ud83d half, good \U0001F600", timestamp=1)])
+    result, _ = await run(api, server, context=context)
+    assert result.stop_reason == "stop"
+    body = server.requests[0]["body"]
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    assert text == "bad  half, good \U0001F600"
+
+
+async def test_event_partial_is_not_serialised_across_the_wire(api, start_llm):
+    server = await start_llm([Reply(text="abc")])
+    _, rec = await run(api, server)
+    for event in rec.events:
+        plain = ai.to_plain(msgspec.structs.replace(event, partial=None)) if hasattr(event, "partial") else ai.to_plain(event)
+        assert ai.event_from_plain(plain) is not None
