@@ -4,6 +4,7 @@ It knows nothing of sessions, files, processes or sockets: callers hand it a con
 configuration of callbacks, a stream function and an event sink.
 """
 
+from .agent import Agent, AgentState, QueueMode
 from .loop import run_agent_loop, run_agent_loop_continue
 from .types import (
     AfterToolCallContext,
@@ -41,6 +42,9 @@ from .types import (
 from .validation import ToolArgumentsError, validate_tool_arguments
 
 __all__ = [
+    "Agent",
+    "AgentState",
+    "QueueMode",
     "run_agent_loop",
     "run_agent_loop_continue",
     "AfterToolCallContext",
