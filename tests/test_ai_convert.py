@@ -1,0 +1,230 @@
+"""Request building without the network: history transforms and per-API message conversion."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_actors import ai
+from pi_actors.ai.providers import anthropic_messages as anth
+from pi_actors.ai.providers import openai_completions as oai
+from pi_actors.ai.providers.openai_compat import detect_compat, get_compat
+
+
+def user(text="hi") -> ai.UserMessage:
+    return ai.UserMessage(content=text, timestamp=1)
+
+
+def assistant(*blocks, provider="anthropic", api="anthropic-messages", model="claude-x",
+              stop="toolUse") -> ai.AssistantMessage:
+    return ai.AssistantMessage(content=list(blocks), api=api, provider=provider, model=model, usage=ai.Usage(),
+                               stop_reason=stop, timestamp=1)
+
+
+def result(call_id, text="ok", images=()) -> ai.ToolResultMessage:
+    content = [ai.TextContent(text=text)] if text else []
+    content += [ai.ImageContent(data=d, mime_type="image/png") for d in images]
+    return ai.ToolResultMessage(tool_call_id=call_id, tool_name="t", content=content, is_error=False, timestamp=1)
+
+
+def call(call_id, name="t", **args) -> ai.ToolCall:
+    return ai.ToolCall(id=call_id, name=name, arguments=args)
+
+
+CLAUDE = ai.Model(id="claude-x", api="anthropic-messages", provider="anthropic",
+                  base_url="https://api.anthropic.com", reasoning=True, input=["text", "image"], max_tokens=64000)
+GPT = ai.Model(id="gpt-x", api="openai-completions", provider="openai", base_url="https://api.openai.com/v1",
+               reasoning=True, input=["text", "image"])
+
+
+# --- transform_messages ------------------------------------------------------------------------
+
+
+def test_foreign_thinking_becomes_text_and_signatures_are_dropped():
+    msg = assistant(ai.ThinkingContent(thinking="deep", thinking_signature="sig"),
+                    ai.ThinkingContent(thinking="   "),
+                    ai.ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="enc", redacted=True),
+                    ai.TextContent(text="t", text_signature="ts"),
+                    ai.ToolCall(id="c1", name="t", arguments={}, thought_signature="x"),
+                    provider="openai", api="openai-completions", model="gpt-x")
+    out = ai.transform_messages([user(), msg, result("c1")], CLAUDE)
+    assert out[1].content == [ai.TextContent(text="deep"), ai.TextContent(text="t"),
+                              ai.ToolCall(id="c1", name="t", arguments={})]
+    assert msg.content[0].thinking_signature == "sig"  # input untouched
+
+
+def test_same_model_signed_thinking_is_kept_even_when_blank():
+    block = ai.ThinkingContent(thinking="", thinking_signature="encrypted")
+    out = ai.transform_messages([user(), assistant(block, stop="stop")], CLAUDE)
+    assert out[1].content == [block]
+
+
+def test_orphaned_tool_calls_get_synthetic_results_and_failed_turns_are_dropped():
+    history = [user(), assistant(call("a"), call("b")), result("a"), user("interrupt"),
+               assistant(ai.TextContent(text="oops"), stop="error"), user("again"),
+               assistant(call("z"))]
+    out = ai.transform_messages(history, CLAUDE)
+    kinds = [(type(m).__name__, getattr(m, "tool_call_id", None)) for m in out]
+    assert kinds == [("UserMessage", None), ("AssistantMessage", None), ("ToolResultMessage", "a"),
+                     ("ToolResultMessage", "b"), ("UserMessage", None), ("UserMessage", None),
+                     ("AssistantMessage", None)]
+    synthetic = out[3]
+    assert synthetic.is_error and synthetic.content[0].text == "No result provided"
+
+
+def test_foreign_tool_call_ids_are_normalized_and_results_follow():
+    history = [user(), assistant(call("call|abc+/="), provider="github-copilot", api="openai-responses",
+                                 model="gpt-5"), result("call|abc+/=")]
+    body = anth.convert_messages(CLAUDE, ai.Context(messages=history))
+    assert body[1]["content"][0]["id"] == "call_abc___"
+    assert body[2]["content"][0]["tool_use_id"] == "call_abc___"
+    out = oai.convert_messages(GPT, ai.Context(messages=history), get_compat(GPT))
+    assert out[1]["tool_calls"][0]["id"] == "call" and out[2]["tool_call_id"] == "call"
+
+
+# --- anthropic-messages --------------------------------------------------------------------------
+
+
+def test_anthropic_groups_consecutive_tool_results_into_one_user_message():
+    history = [user(), assistant(call("a"), call("b")), result("a", "one"), result("b", "two"), user("next")]
+    body = anth.convert_messages(CLAUDE, ai.Context(messages=history))
+    assert [m["role"] for m in body] == ["user", "assistant", "user", "user"]
+    assert [(r["tool_use_id"], r["content"]) for r in body[2]["content"]] == [("a", "one"), ("b", "two")]
+
+
+def test_anthropic_image_only_tool_result_gets_a_placeholder_text():
+    body = anth.convert_messages(CLAUDE, ai.Context(messages=[user(), assistant(call("a")),
+                                                              result("a", text="", images=["AAA"])]))
+    content = body[2]["content"][0]["content"]
+    assert content[0] == {"type": "text", "text": "(see attached image)"}
+    assert content[1]["source"] == {"type": "base64", "media_type": "image/png", "data": "AAA"}
+
+
+def test_anthropic_drops_blank_user_content_and_images_for_text_only_models():
+    text_only = ai.Model(id="t", api="anthropic-messages", provider="anthropic", input=["text"])
+    history = [ai.UserMessage(content="  ", timestamp=1),
+               ai.UserMessage(content=[ai.ImageContent(data="x", mime_type="image/png"),
+                                       ai.TextContent(text=" ")], timestamp=1),
+               ai.UserMessage(content=[ai.ImageContent(data="x", mime_type="image/png"),
+                                       ai.TextContent(text="look")], timestamp=1)]
+    body = anth.convert_messages(text_only, ai.Context(messages=history))
+    assert body == [{"role": "user", "content": [{"type": "text", "text": "look"}]}]
+
+
+def test_anthropic_unsigned_thinking_is_sent_as_text_and_redacted_as_redacted_thinking():
+    msg = assistant(ai.ThinkingContent(thinking="plain", thinking_signature=""),
+                    ai.ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="blob", redacted=True),
+                    ai.ThinkingContent(thinking="signed", thinking_signature="s1"), stop="stop")
+    body = anth.convert_messages(CLAUDE, ai.Context(messages=[user(), msg]))
+    assert body[1]["content"] == [{"type": "text", "text": "plain"},
+                                  {"type": "redacted_thinking", "data": "blob"},
+                                  {"type": "thinking", "thinking": "signed", "signature": "s1"}]
+
+
+def test_anthropic_params_cache_control_tools_and_tool_choice(monkeypatch):
+    monkeypatch.delenv("PI_CACHE_RETENTION", raising=False)
+    tools = [ai.Tool(name="read", description="d", parameters={
+        "type": "object", "properties": {"p": {"type": "string"}}, "required": ["p"], "additionalProperties": False})]
+    context = ai.Context(system_prompt="sys", messages=[user()], tools=tools)
+    params = anth.build_params(CLAUDE, context, ai.StreamOptions(temperature=0.2, extra={"tool_choice": "any"}))
+    assert params["system"] == [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
+    assert params["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert params["tools"][0]["input_schema"] == {"type": "object", "properties": {"p": {"type": "string"}},
+                                                  "required": ["p"]}
+    assert params["tool_choice"] == {"type": "any"} and params["temperature"] == 0.2
+    assert params["max_tokens"] == 64000 // 3
+
+    monkeypatch.setenv("PI_CACHE_RETENTION", "long")
+    long = anth.build_params(CLAUDE, context, ai.StreamOptions())
+    assert long["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    none = anth.build_params(CLAUDE, context, ai.StreamOptions(cache_retention="none"))
+    assert "cache_control" not in none["system"][0] and none["messages"][-1]["content"] == "hi"
+
+
+def test_anthropic_adaptive_models_get_adaptive_thinking_and_effort():
+    opus = ai.Model(id="claude-opus-4-6", api="anthropic-messages", provider="anthropic", reasoning=True)
+    params = anth.build_params(opus, ai.Context(messages=[user()]),
+                               ai.StreamOptions(temperature=1, extra={"thinking_enabled": True, "effort": "max"}))
+    assert params["thinking"] == {"type": "adaptive"} and params["output_config"] == {"effort": "max"}
+    assert "temperature" not in params
+    assert "interleaved" not in anth._headers(opus, ai.StreamOptions(), oauth=False)["anthropic-beta"]
+
+
+def test_anthropic_oauth_adds_the_claude_code_identity_and_tool_casing():
+    context = ai.Context(system_prompt="mine", messages=[user()],
+                         tools=[ai.Tool(name="read", description="d", parameters={})])
+    params = anth.build_params(CLAUDE, context, ai.StreamOptions(), oauth=True)
+    assert [b["text"] for b in params["system"]] == [
+        "You are Claude Code, Anthropic's official CLI for Claude.", "mine"]
+    assert params["tools"][0]["name"] == "Read"
+
+
+# --- openai-completions --------------------------------------------------------------------------
+
+
+def test_openai_batches_tool_result_images_after_the_run():
+    history = [user(), assistant(call("a"), call("b"), provider="openai", api="openai-completions", model="gpt-x"),
+               result("a", images=["I1"]), result("b", text="", images=["I2"])]
+    out = oai.convert_messages(GPT, ai.Context(messages=history), get_compat(GPT))
+    assert [m["role"] for m in out] == ["user", "assistant", "tool", "tool", "user"]
+    assert out[3]["content"] == "(see attached image)"
+    assert out[4]["content"][0] == {"type": "text", "text": "Attached image(s) from tool result:"}
+    assert [p["image_url"]["url"] for p in out[4]["content"][1:]] == ["data:image/png;base64,I1",
+                                                                       "data:image/png;base64,I2"]
+
+
+def test_openai_assistant_text_is_joined_and_thinking_goes_to_its_field():
+    msg = assistant(ai.ThinkingContent(thinking="why", thinking_signature="reasoning_content"),
+                    ai.TextContent(text="a"), ai.TextContent(text="b"), call("c", x=1),
+                    provider="openai", api="openai-completions", model="gpt-x")
+    out = oai.convert_messages(GPT, ai.Context(messages=[user(), msg]), get_compat(GPT))
+    sent = out[1]
+    assert sent["content"] == "ab" and sent["reasoning_content"] == "why"
+    assert sent["tool_calls"] == [{"id": "c", "type": "function", "function": {"name": "t", "arguments": '{"x": 1}'}}]
+
+
+def test_openai_compat_flags_shape_the_conversation():
+    model = ai.Model(id="m", api="openai-completions", provider="custom", base_url="http://x", reasoning=True,
+                     compat={"requiresToolResultName": True, "requiresAssistantAfterToolResult": True,
+                             "requiresThinkingAsText": True, "supportsDeveloperRole": False})
+    msg = assistant(ai.ThinkingContent(thinking="why"), ai.TextContent(text="answer"), call("c"),
+                    provider="custom", api="openai-completions", model="m")
+    out = oai.convert_messages(model, ai.Context(system_prompt="s", messages=[user(), msg, result("c"), user("2")]),
+                               get_compat(model))
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert out[2]["content"] == [{"type": "text", "text": "why"}, {"type": "text", "text": "answer"}]
+    assert out[3]["name"] == "t"
+    assert out[4]["content"] == "I have processed the tool results."
+
+
+def test_openai_params_send_empty_tools_when_history_has_tool_calls():
+    history = [user(), assistant(call("a"), provider="openai", api="openai-completions", model="gpt-x"), result("a")]
+    params = oai.build_params(GPT, ai.Context(messages=history), ai.StreamOptions(), get_compat(GPT))
+    assert params["tools"] == []
+
+
+@pytest.mark.parametrize(("provider", "url", "expected"), [
+    ("openai", "https://api.openai.com/v1", (True, True, True, "openai", "max_completion_tokens")),
+    ("zai", "https://api.z.ai/v1", (False, False, False, "zai", "max_completion_tokens")),
+    ("xai", "https://api.x.ai/v1", (False, False, False, "openai", "max_completion_tokens")),
+    ("x", "https://llm.chutes.ai/v1", (False, False, True, "openai", "max_tokens")),
+])
+def test_openai_compat_detection(provider, url, expected):
+    c = detect_compat(ai.Model(id="m", api="openai-completions", provider=provider, base_url=url))
+    assert (c.supports_store, c.supports_developer_role, c.supports_reasoning_effort, c.thinking_format,
+            c.max_tokens_field) == expected
+
+
+def test_openai_groq_qwen_maps_every_effort_to_default():
+    groq = ai.Model(id="qwen/qwen3-32b", api="openai-completions", provider="groq", base_url="https://api.groq.com",
+                    reasoning=True)
+    params = oai.build_params(groq, ai.Context(messages=[user()]), ai.StreamOptions(extra={"reasoning_effort": "medium"}),
+                              get_compat(groq))
+    assert params["reasoning_effort"] == "default"
+
+
+def test_openai_strict_is_omitted_when_compat_disables_it():
+    model = ai.Model(id="m", api="openai-completions", provider="p", compat={"supportsStrictMode": False})
+    tools = [ai.Tool(name="t", description="d", parameters={"type": "object"})]
+    params = oai.build_params(model, ai.Context(messages=[user()], tools=tools),
+                              ai.StreamOptions(extra={"toolChoice": "required"}), get_compat(model))
+    assert "strict" not in params["tools"][0]["function"] and params["tool_choice"] == "required"
