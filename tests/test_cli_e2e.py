@@ -129,8 +129,13 @@ async def test_json_mode_prints_the_header_then_every_event_in_pi_shapes(scripte
     ]  # fmt: skip
     updates = [e for e in events if e["type"] == "message_update"]
     assert updates and all("assistantMessageEvent" in u and u["message"]["role"] == "assistant" for u in updates)
-    deltas = [u for u in updates if u["assistantMessageEvent"]["type"] == "text_delta"]
+    first_reply = [u for u in updates if u["message"]["content"] and u["message"]["content"][0].get("text", "").startswith("Read")]
+    deltas = [u for u in first_reply if u["assistantMessageEvent"]["type"] == "text_delta"]
+    assert len(deltas) == 3  # the scripted model splits the text into 3 deltas
     assert deltas[-1]["assistantMessageEvent"]["partial"]["content"][0]["text"] == "Reading it."
+    assert deltas[-1]["message"]["content"][0]["text"] == "Reading it."
+    tool_updates = [u for u in first_reply if u["assistantMessageEvent"]["type"] == "toolcall_end"]
+    assert tool_updates[0]["assistantMessageEvent"]["toolCall"]["arguments"] == {"path": "a.txt"}
     end = next(e for e in events if e["type"] == "tool_execution_end")
     assert end["toolName"] == "read" and end["isError"] is False and "toolCallId" in end
     assert end["result"]["content"] == [{"type": "text", "text": "hi\n"}]
@@ -259,8 +264,13 @@ async def test_killing_the_root_with_sigkill_leaves_no_process_behind(scripted, 
     )
     try:
         # Wait until all three bash calls (and their background children) are running.
-        await _poll(lambda: sum("sleep 1000" in c for c in _cmdlines(_marked_pids(env.marker))) >= 3)
-        assert len(_marked_pids(env.marker)) >= 1 + 4 + 3 + 6
+        def all_running() -> bool:
+            lines = _cmdlines(_marked_pids(env.marker))
+            return sum(c == "sleep 1000 " for c in lines) >= 3 and sum(c == "sleep 1001 " for c in lines) >= 3
+
+        await _poll(all_running)
+        # root, 4 actors, at least 3 tool workers, 3 shells, 6 sleeps
+        assert len(_marked_pids(env.marker)) >= 1 + 4 + 3 + 3 + 6, _cmdlines(_marked_pids(env.marker))
         os.kill(proc.pid, signal.SIGKILL)
         await proc.wait()
         await _poll(lambda: not _marked_pids(env.marker))

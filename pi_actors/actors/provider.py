@@ -17,6 +17,7 @@ API keys live only in this process: the configuration carries the runtime key gi
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import msgspec
@@ -24,6 +25,7 @@ import trio
 
 from ..ai import types as T
 from ..ai.abort import AbortSignal
+from ..ai.registry import BUILTIN_PROVIDER_MODULES
 from ..runtime import IncomingCall, RemoteError, open_peer
 from ._event_wire import strip_stream_event
 
@@ -35,6 +37,9 @@ class ProviderActor:
         self._runtime_keys: dict[str, str] = dict(config.get("runtime_api_keys") or {})
         self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
         self._resolved: dict[str, str | None] = {}
+        #: Set once the start-up import of the expected SDK is over; streams wait for it so
+        #: two threads never import the same provider module at once.
+        self.warmed = trio.Event()
 
     def api_key_for(self, provider: str) -> str | None:
         """Runtime key, then the environment, then models.json's apiKey (resolved once)."""
@@ -55,6 +60,7 @@ class ProviderActor:
             raise RemoteError("not_found", f"provider: unknown method {call.method!r}")
         from ..ai import StreamOptions, stream_simple
 
+        await self.warmed.wait()
         try:
             args = call.args or {}
             model = msgspec.convert(args["model"], T.Model)
@@ -94,10 +100,16 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     actor = ProviderActor(config or {})
     async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
         warm_api = (config or {}).get("warm_api")
-        if warm_api:
-            # Import the SDK for the expected API while the user is still typing / the
-            # coordinator is still preparing the request.
-            from ..ai import warm_provider
-
-            await trio.to_thread.run_sync(warm_provider, warm_api)
+        module = BUILTIN_PROVIDER_MODULES.get(warm_api or "")
+        try:
+            if module:
+                # Import the SDK for the expected API while the coordinator is still preparing
+                # the first request (the registry would otherwise import it on first use). A
+                # failure here is reported by the registry's own import on first use.
+                try:
+                    await trio.to_thread.run_sync(importlib.import_module, module)
+                except Exception:
+                    pass
+        finally:
+            actor.warmed.set()
         await peer.closed_event.wait()

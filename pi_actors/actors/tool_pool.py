@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 
-from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer, start_actor
+from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer, start_actor
 
 __all__ = ["run_tool_pool", "ToolPool"]
 
@@ -29,7 +29,7 @@ class _Worker:
     def __init__(self, index: int) -> None:
         self.index = index
         self.peer: Peer | None = None
-        self.process: trio.Process | None = None
+        self.process: ChildProcess | None = None
         self.exited = trio.Event()
 
 
@@ -79,10 +79,8 @@ class ToolPool:
                     await peer.closed_event.wait()
                 # The link is gone: make sure the process is too, then reap it.
                 with trio.move_on_after(2):
-                    await worker.process.wait()
-                if worker.process.returncode is None:
-                    worker.process.kill()
-                n.cancel_scope.cancel()
+                    await worker.process.exited.wait()
+                n.cancel_scope.cancel()  # the owner task stops the process if still running
         finally:
             worker.exited.set()
             if worker in self._idle:
@@ -143,7 +141,7 @@ class ToolPool:
             self.release(worker)
 
 
-def _describe_exit(process: trio.Process | None) -> str:
+def _describe_exit(process: ChildProcess | None) -> str:
     if process is None or process.returncode is None:
         return "the worker exited"
     code = process.returncode

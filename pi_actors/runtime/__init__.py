@@ -11,6 +11,7 @@ Public surface:
 
 from . import protocol
 from ._peer import ConnectionLost, Handler, IncomingCall, OutgoingCall, Peer, RemoteError, open_peer
+from ._process import ChildProcess
 from ._spawn import child_environment, link_pair, start_actor
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Peer",
     "RemoteError",
     "open_peer",
+    "ChildProcess",
     "child_environment",
     "link_pair",
     "start_actor",

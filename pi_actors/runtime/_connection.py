@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from ._codec import decode_message, encode_message
+from ._codec import decode_message, encode_message, encode_message_into
 from ._errors import INVALID_REQUEST, VERSION, LocalProtocolError, RemoteProtocolError
 from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 from ._messages import Call, Cancel, Chunk, Hello, HelloError, HelloOk, Message, Result
@@ -213,14 +213,17 @@ class Connection:
         )
 
     def _frame(self, msg: Message) -> bytes:
-        payload = encode_message(msg)
-        if len(payload) > self.max_frame:
+        out = bytearray(4)  # the length header, filled in below
+        encode_message_into(msg, out)
+        size = len(out) - 4
+        if size > self.max_frame:
             raise LocalProtocolError(
                 INVALID_REQUEST,
-                f"{_name(msg)} message of {len(payload)} bytes exceeds the frame limit"
+                f"{_name(msg)} message of {size} bytes exceeds the frame limit"
                 f" of {self.max_frame} bytes",
             )
-        return encode_frame(payload)
+        out[0:4] = size.to_bytes(4, "big")
+        return bytes(out)
 
     def fail(self, code: str, message: str, supported: list[int] | None = None) -> bytes:
         """Return the final ``hello_error`` frame and close the connection.

@@ -6,7 +6,8 @@ configuration, its parent's pid) and runs ``await function(links, config)`` unde
 ``links`` maps each name to a ``trio.SocketStream``.
 
 Ownership: ``start_actor`` runs the process as a task in the caller's nursery, which waits
-for it. Cancelling that nursery terminates the child (SIGTERM, then SIGKILL after a grace
+for it (see ``_process`` for why we fork from the trio thread rather than using
+``trio.run_process``). Cancelling that nursery terminates the child (SIGTERM, then SIGKILL after a grace
 period) and waits for its exit. A child also dies with its parent: it sets a parent-death
 signal at start (Linux prctl) and exits at EOF on its links.
 
@@ -20,12 +21,12 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
-from functools import partial
 from typing import Any
 
 import trio
+
+from ._process import ChildProcess
 
 __all__ = ["link_pair", "start_actor", "child_environment"]
 
@@ -54,7 +55,7 @@ async def start_actor(
     death_signal: int = signal.SIGKILL,
     env: dict[str, str] | None = None,
     grace: float = 2.0,
-) -> trio.Process:
+) -> ChildProcess:
     """Start an actor process owned by ``nursery``; returns once it is running.
 
     Args:
@@ -63,10 +64,9 @@ async def start_actor(
       links: our ends of socketpairs to hand to the child (closed here after the spawn).
       config: JSON-serialisable configuration.
       death_signal: what the child receives when its parent dies.
+    Cancellation of ``nursery`` stops the child: SIGTERM, then SIGKILL after ``grace``.
     """
     fds = {link_name: sock.fileno() for link_name, sock in links.items()}
-    for sock in links.values():
-        os.set_inheritable(sock.fileno(), True)
     boot = json.dumps(
         {
             "name": name,
@@ -77,36 +77,22 @@ async def start_actor(
             "death_signal": int(death_signal),
         }
     ).encode()
-
-    async def deliver_cancel(process: trio.Process) -> None:
-        try:
-            process.terminate()
-        except ProcessLookupError:
-            return
-        with trio.move_on_after(grace):
-            await process.wait()
-            return
-        try:
-            process.kill()
-        except ProcessLookupError:
-            pass
-
     argv = [sys.executable, "-m", "pi_actors.runtime.child", name]
     try:
-        process = await nursery.start(
-            partial(
-                trio.run_process,
-                argv,
-                stdin=boot,
-                pass_fds=tuple(fds.values()),
-                check=False,
-                env=env,
-                deliver_cancel=deliver_cancel,
-                stdout=None,
-                stderr=None,
-            )
-        )
+        process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env)
     finally:
         for sock in links.values():
             sock.close()
-    return process
+    return await nursery.start(_own_process, process, boot, grace)
+
+
+async def _own_process(process: ChildProcess, boot: bytes, grace: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """The owner task of one actor process: feeds its boot document, waits for its exit."""
+    try:
+        task_status.started(process)
+        await process.send_stdin(boot)
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            with trio.CancelScope(shield=True):
+                await process.stop(grace)
