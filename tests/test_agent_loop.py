@@ -1123,3 +1123,29 @@ async def test_an_error_assistant_message_ends_the_run_without_running_its_tool_
     assert result[-1].error_message == "overloaded"
     assert rec.of("tool_execution_start") == [] and polled == []
     assert rec.of("turn_end")[-1].tool_results == []
+
+
+async def test_an_aborted_run_takes_no_queued_messages():
+    signal = AbortSignal()
+    polls: list[str] = []
+
+    async def execute(tool_call_id, params, sig, on_update):
+        signal.abort()
+        return AgentToolResult(content=[TextContent(text="ok")])
+
+    async def steering():
+        polls.append("steer")
+        return [user("queued")]
+
+    async def follow_ups():
+        polls.append("follow")
+        return [user("queued")]
+
+    stream = ScriptedStream(reply(Call("a", "echo", {"value": "1"})))
+    result, _ = await run(
+        [user("go")], stream, tools=[make_tool(execute=execute)], signal=signal,
+        get_steering_messages=steering, get_follow_up_messages=follow_ups,
+    )
+    assert polls == ["steer"]  # only the initial poll, before the abort
+    assert [m.content for m in result if isinstance(m, UserMessage)] == ["go", "queued"]
+    assert result[-1].stop_reason == "aborted"

@@ -47,7 +47,8 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
   tool hooks and every tool. A call whose turn comes after the abort is not started
   (``Operation aborted``); tools already running decide for themselves. An LLM call with
   the signal already aborted is not made: the loop records an aborted assistant message
-  (``Request was aborted``), which ends the run.
+  (``Request was aborted``), which ends the run. An aborted run polls no steering or
+  follow-up messages, so queued ones wait for the next run instead of being consumed.
 * ``run_agent_loop_continue`` does not mutate the caller's message list (pi's does).
 """
 
@@ -385,8 +386,8 @@ class _Run:
         await self._end_turn(message, [])
 
     async def _poll(self, getter: Any) -> list[AgentMessage]:
-        if getter is None:
-            return []
+        if getter is None or self._aborted():
+            return []  # an aborted run takes no queued messages: they wait for the next run
         return list(await _call(getter) or [])
 
     def _turn_context(self, message: AssistantMessage, results: list[ToolResultMessage]) -> TurnContext:
