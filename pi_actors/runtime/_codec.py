@@ -549,6 +549,11 @@ def _decode_map(
                 raise _truncated_string(pos, vb - 0x60, n, pos + 1)
             result[key] = buf[pos + 1 : end].decode()
             pos = end
+        elif vb == 0x18:  # unsigned integer < 256 (ids, sequence numbers)
+            result[key] = buf[pos + 1]
+            pos += 2
+        elif 0xA0 <= vb < 0xB8:  # small map
+            result[key], pos = _decode_map(buf, pos, pos + 1, n, depth, vb - 0xA0)
         else:
             result[key], pos = _decode_item(buf, pos, n, depth)
     return result, pos
@@ -560,7 +565,11 @@ def _decode_tree(payload: bytes) -> Any:
     if n == 0:
         raise _DecodeError(0, "empty payload (a frame must hold one CBOR item)")
     try:
-        value, pos = _decode_item(payload, 0, n, 0)
+        ib = payload[0]
+        if 0xA0 <= ib < 0xB8:  # the envelope: a small map
+            value, pos = _decode_map(payload, 0, 1, n, 0, ib - 0xA0)
+        else:
+            value, pos = _decode_item(payload, 0, n, 0)
     except (IndexError, struct.error):
         raise _DecodeError(None, f"truncated: the payload ends ({n} bytes) inside an item") from None
     except UnicodeDecodeError as exc:
