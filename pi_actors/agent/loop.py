@@ -15,18 +15,19 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
 * **Nothing hangs and nothing raises past the loop.** A callback that raises
   (``convert_to_llm``, ``transform_context``, ``get_api_key``, the steering and follow-up getters,
   ``after_tool_call``, ``should_stop_after_turn``, ``prepare_next_turn``) or a stream function
-  that raises ends the run with an assistant message ``stopReason "error"`` and
-  ``errorMessage`` = the exception text, emitted with ``message_start``/``message_end`` inside a
+  that raises ends the run with an assistant message ``stopReason "error"`` (``"aborted"`` if
+  the signal was aborted by then) and ``errorMessage`` = the exception text, emitted with ``message_start``/``message_end`` inside a
   turn (``turn_start`` first if no turn is open), then ``turn_end`` and ``agent_end``. A raising
   tool or ``before_tool_call`` gives that call an error result; the run goes on.
   Exceptions: the sink itself (``emit``) raising propagates to the caller unchanged (there is
   nobody left to tell), and trio cancellation of the caller's scope propagates as usual.
 * **Every tool call gets exactly one result**, in the assistant's call order, whatever
   happens: unknown tool, invalid arguments, blocked, raised, skipped, aborted, truncated.
-  When ``after_tool_call`` or a steering poll raises during the tool phase, the current call
-  gets an error result with the exception text, calls not yet started get
-  ``Tool call was not executed: the run stopped after an error.``, the turn ends normally,
-  and the run then ends with the error message in a turn of its own.
+  When ``after_tool_call`` raises, that call's result is an error result with the exception
+  text; in sequential mode (also when a steering poll between calls raises) the calls not yet
+  started get ``Tool call was not executed: the run stopped after an error.``; in parallel
+  mode the other calls, already running, finish normally. The turn ends normally, and the run
+  then ends with the error message in a turn of its own.
 * **Parallel mode** (the default) preflights every call in order (``tool_execution_start``,
   lookup, ``prepare_arguments``, validation, ``before_tool_call``), then starts all runnable
   calls at once in a nursery, then emits every outcome (``tool_execution_end``, the result's
@@ -50,6 +51,8 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
   (``Request was aborted``), which ends the run. An aborted run polls no steering or
   follow-up messages, so queued ones wait for the next run instead of being consumed.
 * ``run_agent_loop_continue`` does not mutate the caller's message list (pi's does).
+* ``stream_fn`` has no default yet (``pi_actors.ai.stream`` is not wired in): without one both
+  functions raise TypeError before emitting anything.
 """
 
 from __future__ import annotations
