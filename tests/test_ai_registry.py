@@ -140,19 +140,28 @@ def test_importing_the_package_does_not_import_the_sdks():
     assert out.stdout.strip() == ""
 
 
-def test_first_use_imports_the_provider_sdk():
+def test_first_use_imports_the_provider_sdk_once_even_when_concurrent():
     code = textwrap.dedent("""
-        import sys, trio
+        import socket, sys, trio
         from pi_actors import ai
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: connections are refused
+        async def one(api, results):
+            async def emit(e): pass
+            url = f"http://127.0.0.1:{port}" + ("/v1" if api == "openai-completions" else "")
+            m = ai.Model(id="m", api=api, provider="p", base_url=url)
+            results.append((await ai.stream(m, ai.Context(), ai.StreamOptions(api_key="k"), emit)).error_message)
         async def main():
-            events = []
-            async def emit(e): events.append(e)
-            m = ai.Model(id="m", api="openai-completions", provider="openai", base_url="http://127.0.0.1:9/v1")
-            await ai.stream(m, ai.Context(), ai.StreamOptions(api_key="k"), emit)
-        trio.run(main)
-        print("openai" in sys.modules, "anthropic" in sys.modules)
+            results = []
+            async with trio.open_nursery() as n:
+                for api in ["openai-completions"] * 3 + ["anthropic-messages"] * 2:
+                    n.start_soon(one, api, results)
+            return results
+        results = trio.run(main)
+        print(all(r.startswith("Connection error") for r in results), len(results), results)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "False"]
+    assert out.stdout.split()[:2] == ["True", "5"], out.stdout

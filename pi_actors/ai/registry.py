@@ -7,8 +7,9 @@ Contract:
   built-ins. ``get_api_provider(api)`` / ``get_api_providers()`` look entries up.
 - Built-in providers are registered *lazily*: the entry exists from import time, but the
   provider module (and with it the ``anthropic`` / ``openai`` SDK) is imported on first use, in a
-  worker thread so the trio loop keeps running. A failed import becomes an ``error`` event
-  carrying the import error's message.
+  worker thread so the trio loop keeps running (one such import at a time; a module another
+  thread is still importing is waited for, never used half-initialised). A failed import
+  becomes an ``error`` event carrying the import error's message.
 - A registered function called with a model of another api emits an ``error`` event
   ``Mismatched api: <model.api> expected <api>`` (pi raises here).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from typing import Any
 
 import msgspec
@@ -103,11 +105,22 @@ def clear_api_providers() -> None:
     _registry.clear()
 
 
+_import_lock = threading.Lock()
+
+
+def _import(path: str) -> Any:
+    with _import_lock:  # one provider import at a time: the SDKs share dependencies
+        return importlib.import_module(path)
+
+
 async def _load_module(path: str) -> Any:
     module = sys.modules.get(path)
-    if module is not None:
+    spec = getattr(module, "__spec__", None)
+    if module is not None and not getattr(spec, "_initializing", False):
         return module
-    return await trio.to_thread.run_sync(importlib.import_module, path)
+    # Not imported yet, or being imported by another thread right now: import_module waits
+    # for that import to finish instead of handing out a half-initialised module.
+    return await trio.to_thread.run_sync(_import, path)
 
 
 def _lazy(path: str, attr: str) -> StreamFunction:
