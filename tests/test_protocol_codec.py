@@ -296,7 +296,7 @@ def test_a_cyclic_payload_cannot_be_sent():
         (Call(id=True, method="m"), "`id` must be a non-negative int"),
         (Call(id=1, method=None), "`method` must be a str"),
         (Result(id=1, ok="yes"), "`ok` must be a bool"),
-        (Result(id=1, ok=False, error={"code": "x", "message": "y"}), "`error` must be a ErrorInfo"),
+        (Result(id=1, ok=False, error={"code": "x", "message": "y"}), "`error` must be of type ErrorInfo"),
         (Result(id=1, ok=False, error=ErrorInfo(code=1, message="y")), "`error.code` must be a str"),
         (HelloError(code="version", message="m", supported=[1]), "`supported` must have 2..2 items"),
         (Hello(protocol="pi-actors", min_version=1, max_version=1, role="ui", name="n", codecs="cbor"),

@@ -290,7 +290,7 @@ def _compile_struct(info: mi.StructType, prefix: str = "") -> _FieldEncoder:
 
     def enc_struct(msg: Any, out: bytearray) -> None:
         if type(msg) is not cls:
-            raise _EncodeError(f"`{prefix[:-1] or name}` must be a {cls.__name__}, got {_excerpt(msg)}")
+            raise _EncodeError(f"`{prefix[:-1] or name}` must be of type {cls.__name__}, got {_excerpt(msg)}")
         at = len(out)
         out.append(0)  # the map head, filled in below
         out += tag_bytes

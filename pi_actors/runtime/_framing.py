@@ -87,8 +87,22 @@ class FrameDecoder:
         buf = self._buf
         if buf:
             buf += data
-            data = buf
-        n = len(data)
+            with memoryview(buf) as view:  # slices of the view copy once, not twice
+                pos = self._split(view, len(buf))
+            if self._error is None:
+                del buf[:pos]
+            return
+        if type(data) is not bytes:
+            data = bytes(data)
+        pos = self._split(data, len(data))
+        if pos < len(data) and self._error is None:
+            buf += data[pos:]
+
+    def _split(self, data: bytes | memoryview, n: int) -> int:
+        """Queue the complete frames at the start of ``data[:n]``; return where they end.
+
+        On an oversize header, records the error and drops the partial buffer.
+        """
         pos = 0
         max_frame = self.max_frame
         frames = self._frames
@@ -100,16 +114,13 @@ class FrameDecoder:
                     f"frame announces {length} bytes, more than the limit of {max_frame} bytes",
                 )
                 self._buf = bytearray()
-                return
+                return pos
             end = pos + 4 + length
             if end > n:
                 break
             frames.append(bytes(data[pos + 4 : end]))
             pos = end
-        if data is buf:
-            del buf[:pos]
-        elif pos < n:
-            buf += data[pos:]
+        return pos
 
     def next_frame(self) -> bytes | None:
         """The next complete payload, or ``None`` if more data is needed.
