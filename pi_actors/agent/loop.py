@@ -58,7 +58,6 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import msgspec
@@ -71,39 +70,38 @@ from ..ai.types import (
     DoneEvent,
     ErrorEvent,
     StartEvent,
-    TextContent,
     Tool,
     ToolCall,
     ToolResultMessage,
     new_assistant_message,
-    now_ms,
+)
+from ._support import SinkFailed, call_maybe_async, error_text
+from ._tools import (
+    TOOL_ABORTED,
+    TOOL_BLOCKED,
+    TOOL_NOT_FOUND,
+    TOOL_NOT_RUN_AFTER_ERROR,
+    TOOL_SKIPPED,
+    TOOL_TRUNCATED,
+    ToolPhase,
 )
 from .types import (
-    AfterToolCallContext,
-    AfterToolCallResult,
     AgentContext,
     AgentEndEvent,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
     AgentMessage,
     AgentStartEvent,
-    AgentToolResult,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
     LoopStreamOptions,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
     StreamFn,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
     TurnContext,
     TurnEndEvent,
     TurnStartEvent,
     message_role,
 )
-from .validation import validate_tool_arguments
 
 __all__ = [
     "run_agent_loop",
@@ -117,15 +115,6 @@ __all__ = [
     "REQUEST_ABORTED",
 ]
 
-TOOL_NOT_FOUND = "Tool {name} not found"
-TOOL_BLOCKED = "Tool execution was blocked"
-TOOL_SKIPPED = "Skipped due to queued user message."
-TOOL_ABORTED = "Operation aborted"
-TOOL_NOT_RUN_AFTER_ERROR = "Tool call was not executed: the run stopped after an error."
-TOOL_TRUNCATED = (
-    'Tool call "{name}" was not executed: the response hit the output token limit, so its '
-    "arguments may be truncated. Re-issue the tool call with complete arguments."
-)
 REQUEST_ABORTED = "Request was aborted"
 
 
@@ -190,71 +179,7 @@ def _require_stream_fn(stream_fn: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class _SinkFailed(Exception):
-    """The caller's sink raised; carried out of the loop and re-raised as the original."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _error_text(exc: BaseException) -> str:
-    text = str(exc)
-    return text if text else type(exc).__name__
-
-
-async def _call(fn: Any, *args: Any) -> Any:
-    """Call a sync-or-async callback."""
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _text_result(text: str) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=text)], details={})
-
-
-def _normalize_result(value: Any) -> AgentToolResult:
-    """A tool's return value as an AgentToolResult (a ``{content, details}`` dict is accepted)."""
-    if isinstance(value, AgentToolResult):
-        return value
-    if isinstance(value, dict) and "content" in value:
-        return msgspec.convert(
-            {"content": value.get("content") or [], "details": value.get("details"), "terminate": value.get("terminate")},
-            AgentToolResult,
-        )
-    raise TypeError(f"tool returned {type(value).__name__}, expected AgentToolResult")
-
-
-@dataclass
-class _Outcome:
-    result: AgentToolResult
-    is_error: bool
-
-
-@dataclass
-class _Call:
-    """One tool call's way through the tool phase."""
-
-    block: ToolCall
-    tool: Any = None
-    args: Any = None
-    outcome: Optional[_Outcome] = None  # set when settled (immediately or after execution)
-    runnable: bool = False
-    executed: bool = False
-    done: trio.Event = field(default_factory=trio.Event)
-
-
-@dataclass
-class _Batch:
-    results: list[ToolResultMessage]
-    steering: list[AgentMessage]
-    terminate: bool
-    failure: Optional[Exception]
-
-
-class _Run:
+class _Run(ToolPhase):
     def __init__(
         self,
         context: AgentContext,
@@ -272,7 +197,7 @@ class _Run:
         self.reasoning = config.reasoning
         self.new_messages: list[AgentMessage] = []
         self._lock = trio.Lock()
-        self._sink_failure: Optional[_SinkFailed] = None
+        self._sink_failure: Optional[SinkFailed] = None
         # The open turn: True between turn_start and turn_end.
         self._turn_open = False
         self._turn_message: Optional[AssistantMessage] = None
@@ -289,7 +214,7 @@ class _Run:
                 if inspect.isawaitable(result):
                     await result
             except Exception as exc:
-                self._sink_failure = _SinkFailed(exc)
+                self._sink_failure = SinkFailed(exc)
                 raise self._sink_failure from exc
 
     async def _announce(self, message: AgentMessage) -> None:
@@ -384,14 +309,14 @@ class _Run:
             await self._start_turn()
         message = new_assistant_message(self.model)
         message.stop_reason = "aborted" if self.signal is not None and self.signal.aborted else "error"
-        message.error_message = _error_text(exc)
+        message.error_message = error_text(exc)
         await self._announce(message)
         await self._end_turn(message, [])
 
     async def _poll(self, getter: Any) -> list[AgentMessage]:
         if getter is None or self._aborted():
             return []  # an aborted run takes no queued messages: they wait for the next run
-        return list(await _call(getter) or [])
+        return list(await call_maybe_async(getter) or [])
 
     def _turn_context(self, message: AssistantMessage, results: list[ToolResultMessage]) -> TurnContext:
         return TurnContext(
@@ -402,13 +327,13 @@ class _Run:
         hook = self.config.should_stop_after_turn
         if hook is None:
             return False
-        return bool(await _call(hook, self._turn_context(message, results)))
+        return bool(await call_maybe_async(hook, self._turn_context(message, results)))
 
     async def _prepare_next_turn(self) -> None:
         hook = self.config.prepare_next_turn
         if hook is None or self._turn_message is None:
             return
-        update = await _call(hook, self._turn_context(self._turn_message, self._turn_results))
+        update = await call_maybe_async(hook, self._turn_context(self._turn_message, self._turn_results))
         if update is None:
             return
         if not isinstance(update, AgentLoopTurnUpdate):
@@ -435,8 +360,8 @@ class _Run:
         config = self.config
         messages = self.context.messages
         if config.transform_context is not None:
-            messages = await _call(config.transform_context, messages, signal)
-        llm_messages = await _call(config.convert_to_llm, messages)
+            messages = await call_maybe_async(config.transform_context, messages, signal)
+        llm_messages = await call_maybe_async(config.convert_to_llm, messages)
         tools = [Tool(name=t.name, description=t.description, parameters=t.parameters) for t in self.context.tools or ()]
         llm_context = Context(
             system_prompt=self.context.system_prompt,
@@ -445,7 +370,7 @@ class _Run:
         )
         api_key = None
         if config.get_api_key is not None:
-            api_key = await _call(config.get_api_key, model.provider)
+            api_key = await call_maybe_async(config.get_api_key, model.provider)
         options = LoopStreamOptions(
             api_key=api_key or config.api_key,
             signal=signal,
@@ -484,7 +409,7 @@ class _Run:
                     await self.emit(
                         MessageUpdateEvent(message=msgspec.structs.replace(partial), assistant_message_event=event)
                     )
-            except _SinkFailed:
+            except SinkFailed:
                 # Stop the stream function without letting it turn our failure into an
                 # error event: cancel it (Cancelled is not an Exception it would catch).
                 sink_failed = True
@@ -508,7 +433,7 @@ class _Run:
                 final = msgspec.structs.replace(partial) if partial is not None else new_assistant_message(model)
                 final.stop_reason = "aborted" if options.signal is not None and options.signal.aborted else "error"
                 final.error_message = (
-                    _error_text(raised)
+                    error_text(raised)
                     if raised is not None
                     else "Stream function ended without a final message"
                 )
@@ -521,197 +446,3 @@ class _Run:
         await self.emit(MessageEndEvent(message=final))
         self.new_messages.append(final)
         return final
-
-    # -- tool phase (§3.7) -----------------------------------------------------------------
-
-    async def _tool_phase(self, message: AssistantMessage, blocks: list[ToolCall]) -> _Batch:
-        calls = [_Call(block=b) for b in blocks]
-        if message.stop_reason == "length":
-            for call in calls:
-                await self._emit_start(call)
-                call.outcome = _Outcome(_text_result(TOOL_TRUNCATED.format(name=call.block.name)), True)
-            results = [await self._finalize(message, call) for call in calls]
-            return _Batch(results, [], False, None)
-        if self.config.tool_execution == "sequential":
-            return await self._run_sequential(message, calls)
-        return await self._run_parallel(message, calls)
-
-    async def _run_sequential(self, message: AssistantMessage, calls: list[_Call]) -> _Batch:
-        results: list[ToolResultMessage] = []
-        steering: list[AgentMessage] = []
-        failure: Optional[Exception] = None
-        for index, call in enumerate(calls):
-            await self._emit_start(call)
-            if self._aborted():
-                call.outcome = _Outcome(_text_result(TOOL_ABORTED), True)
-            else:
-                await self._prepare(message, call)
-                if call.runnable:
-                    await self._execute(call)
-            try:
-                results.append(await self._finalize(message, call))
-            except Exception as exc:
-                failure = self._check_failure(exc)
-                results.append(await self._emit_outcome(call, _Outcome(_text_result(_error_text(exc)), True)))
-            rest = calls[index + 1 :]
-            if failure is None and rest and self.config.get_steering_messages is not None:
-                try:
-                    steering = await self._poll(self.config.get_steering_messages)
-                except Exception as exc:
-                    failure = self._check_failure(exc)
-                if steering:
-                    for skipped in rest:
-                        await self._emit_start(skipped)
-                        skipped.outcome = _Outcome(_text_result(TOOL_SKIPPED), True)
-                        results.append(await self._emit_outcome(skipped, skipped.outcome))
-                    break
-            if failure is not None:
-                for skipped in rest:
-                    await self._emit_start(skipped)
-                    results.append(await self._emit_outcome(skipped, _Outcome(_text_result(TOOL_NOT_RUN_AFTER_ERROR), True)))
-                break
-        # After the last call nothing is left to skip: the poll after turn_end takes over.
-        return _Batch(results, steering, self._all_terminate(calls), failure)
-
-    async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> _Batch:
-        # Phase 1: preflight in call order.
-        for call in calls:
-            await self._emit_start(call)
-            await self._prepare(message, call)
-        # Phase 2 + 3: start every runnable call at once; settle outcomes in call order.
-        results: list[ToolResultMessage] = []
-        failure: Optional[Exception] = None
-        async with trio.open_nursery() as nursery:
-            for call in calls:
-                if call.runnable:
-                    nursery.start_soon(self._execute, call)
-            for call in calls:
-                await call.done.wait()
-                try:
-                    results.append(await self._finalize(message, call))
-                except Exception as exc:
-                    if failure is None:
-                        failure = self._check_failure(exc)
-                    else:
-                        self._check_failure(exc)
-                    results.append(await self._emit_outcome(call, _Outcome(_text_result(_error_text(exc)), True)))
-        # Steering is polled after turn_end, as after any turn; nothing is skipped.
-        return _Batch(results, [], self._all_terminate(calls), failure)
-
-    def _check_failure(self, exc: Exception) -> Exception:
-        """A callback failure in the tool phase; a sink failure is re-raised at once."""
-        if self._sink_failure is not None:
-            raise self._sink_failure
-        return exc
-
-    def _aborted(self) -> bool:
-        return self.signal is not None and self.signal.aborted
-
-    def _all_terminate(self, calls: list[_Call]) -> bool:
-        return bool(calls) and all(c.outcome is not None and c.outcome.result.terminate is True for c in calls)
-
-    async def _emit_start(self, call: _Call) -> None:
-        block = call.block
-        await self.emit(ToolExecutionStartEvent(tool_call_id=block.id, tool_name=block.name, args=block.arguments))
-
-    async def _prepare(self, message: AssistantMessage, call: _Call) -> None:
-        """Lookup, argument preparation, validation, before_tool_call. Sets the outcome for a
-        call that must not run, else marks it runnable."""
-        block = call.block
-        tool = next((t for t in self.context.tools or () if t.name == block.name), None)
-        if tool is None:
-            self._settle(call, _Outcome(_text_result(TOOL_NOT_FOUND.format(name=block.name)), True))
-            return
-        try:
-            raw = block.arguments
-            prepare = getattr(tool, "prepare_arguments", None)
-            if prepare is not None:
-                raw = await _call(prepare, raw)
-            args = validate_tool_arguments(tool, raw)
-            hook = self.config.before_tool_call
-            if hook is not None:
-                verdict = await _call(hook, BeforeToolCallContext(message, block, args, self.context), self.signal)
-                if isinstance(verdict, BeforeToolCallResult) and verdict.block:
-                    result = _text_result(verdict.reason or TOOL_BLOCKED)
-                    result.terminate = verdict.terminate
-                    self._settle(call, _Outcome(result, True))
-                    return
-        except Exception as exc:
-            self._check_failure(exc)
-            self._settle(call, _Outcome(_text_result(_error_text(exc)), True))
-            return
-        if self._aborted():
-            self._settle(call, _Outcome(_text_result(TOOL_ABORTED), True))
-            return
-        call.tool, call.args, call.runnable = tool, args, True
-
-    def _settle(self, call: _Call, outcome: _Outcome) -> None:
-        call.outcome = outcome
-        call.done.set()
-
-    async def _execute(self, call: _Call) -> None:
-        block = call.block
-        settled = False
-
-        async def on_update(partial: Any) -> None:
-            if settled:
-                return  # updates after the call settled are ignored
-            await self.emit(
-                ToolExecutionUpdateEvent(
-                    tool_call_id=block.id, tool_name=block.name, args=block.arguments, partial_result=partial
-                )
-            )
-
-        try:
-            value = await call.tool.execute(block.id, call.args, self.signal, on_update)
-            outcome = _Outcome(_normalize_result(value), False)
-        except Exception as exc:
-            self._check_failure(exc)
-            outcome = _Outcome(_text_result(_error_text(exc)), True)
-        finally:
-            settled = True
-        call.executed = True
-        self._settle(call, outcome)
-
-    async def _finalize(self, message: AssistantMessage, call: _Call) -> ToolResultMessage:
-        """after_tool_call (executed calls only), then emit the outcome. A raising hook
-        propagates; the caller gives the call an error result instead."""
-        assert call.outcome is not None
-        outcome = call.outcome
-        hook = self.config.after_tool_call
-        if call.executed and hook is not None:
-            override = await _call(
-                hook,
-                AfterToolCallContext(message, call.block, call.args, outcome.result, outcome.is_error, self.context),
-                self.signal,
-            )
-            if isinstance(override, AfterToolCallResult):
-                result = AgentToolResult(
-                    content=override.content if override.content is not None else outcome.result.content,
-                    details=override.details if override.details is not None else outcome.result.details,
-                    terminate=override.terminate if override.terminate is not None else outcome.result.terminate,
-                )
-                is_error = override.is_error if override.is_error is not None else outcome.is_error
-                outcome = _Outcome(result, is_error)
-                call.outcome = outcome
-        return await self._emit_outcome(call, outcome)
-
-    async def _emit_outcome(self, call: _Call, outcome: _Outcome) -> ToolResultMessage:
-        block = call.block
-        call.outcome = outcome
-        await self.emit(
-            ToolExecutionEndEvent(
-                tool_call_id=block.id, tool_name=block.name, result=outcome.result, is_error=outcome.is_error
-            )
-        )
-        message = ToolResultMessage(
-            tool_call_id=block.id,
-            tool_name=block.name,
-            content=list(outcome.result.content),
-            details=outcome.result.details,
-            is_error=outcome.is_error,
-            timestamp=now_ms(),
-        )
-        await self._announce(message)
-        self._turn_results.append(message)
-        return message

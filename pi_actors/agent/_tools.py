@@ -1,0 +1,311 @@
+"""The tool phase of a turn (spec/pi-core.md §3.7, with DESIGN's differences; see loop.py).
+
+``ToolPhase`` is mixed into the loop's run object: it runs the tool calls of one assistant
+message — preflight (lookup, ``prepare_arguments``, validation, ``before_tool_call``),
+execution (all runnable calls at once in parallel mode, one after another in sequential
+mode), ``after_tool_call`` — and emits every call's outcome in call order. Every call ends
+with exactly one result. A callback failure is returned in the batch (``failure``) for the
+loop to end the run after ``turn_end``; a sink failure is raised at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import msgspec
+import trio
+
+from ..ai.abort import AbortSignal
+from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
+from ._support import SinkFailed, call_maybe_async, error_text
+from .types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentLoopConfig,
+    AgentMessage,
+    AgentToolResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from .validation import validate_tool_arguments
+
+__all__ = [
+    "ToolPhase",
+    "Batch",
+    "TOOL_NOT_FOUND",
+    "TOOL_BLOCKED",
+    "TOOL_SKIPPED",
+    "TOOL_ABORTED",
+    "TOOL_NOT_RUN_AFTER_ERROR",
+    "TOOL_TRUNCATED",
+]
+
+TOOL_NOT_FOUND = "Tool {name} not found"
+TOOL_BLOCKED = "Tool execution was blocked"
+TOOL_SKIPPED = "Skipped due to queued user message."
+TOOL_ABORTED = "Operation aborted"
+TOOL_NOT_RUN_AFTER_ERROR = "Tool call was not executed: the run stopped after an error."
+TOOL_TRUNCATED = (
+    'Tool call "{name}" was not executed: the response hit the output token limit, so its '
+    "arguments may be truncated. Re-issue the tool call with complete arguments."
+)
+
+
+def _text_result(text: str) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text=text)], details={})
+
+
+def _normalize_result(value: Any) -> AgentToolResult:
+    """A tool's return value as an AgentToolResult (a ``{content, details}`` dict is accepted)."""
+    if isinstance(value, AgentToolResult):
+        return value
+    if isinstance(value, dict) and "content" in value:
+        return msgspec.convert(
+            {"content": value.get("content") or [], "details": value.get("details"), "terminate": value.get("terminate")},
+            AgentToolResult,
+        )
+    raise TypeError(f"tool returned {type(value).__name__}, expected AgentToolResult")
+
+
+@dataclass
+class _Outcome:
+    result: AgentToolResult
+    is_error: bool
+
+
+@dataclass
+class _Call:
+    """One tool call's way through the tool phase."""
+
+    block: ToolCall
+    tool: Any = None
+    args: Any = None
+    outcome: Optional[_Outcome] = None  # set when settled (immediately or after execution)
+    runnable: bool = False
+    executed: bool = False
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass
+class Batch:
+    results: list[ToolResultMessage]
+    steering: list[AgentMessage]
+    terminate: bool
+    failure: Optional[Exception]
+
+
+class ToolPhase:
+    """Mixin: needs ``context``, ``config``, ``signal``, ``_sink_failure``, ``_turn_results``,
+    ``emit(event)``, ``_announce(message)`` and ``_poll(getter)`` from the run object."""
+
+    context: AgentContext
+    config: AgentLoopConfig
+    signal: Optional[AbortSignal]
+    _sink_failure: Optional[SinkFailed]
+    _turn_results: list[ToolResultMessage]
+
+    async def emit(self, event: Any) -> None:  # provided by the run
+        raise NotImplementedError
+
+    async def _announce(self, message: AgentMessage) -> None:  # provided by the run
+        raise NotImplementedError
+
+    async def _poll(self, getter: Any) -> list[AgentMessage]:  # provided by the run
+        raise NotImplementedError
+
+    async def _tool_phase(self, message: AssistantMessage, blocks: list[ToolCall]) -> Batch:
+        calls = [_Call(block=b) for b in blocks]
+        if message.stop_reason == "length":
+            for call in calls:
+                await self._emit_start(call)
+                call.outcome = _Outcome(_text_result(TOOL_TRUNCATED.format(name=call.block.name)), True)
+            results = [await self._finalize(message, call) for call in calls]
+            return Batch(results, [], False, None)
+        if self.config.tool_execution == "sequential":
+            return await self._run_sequential(message, calls)
+        return await self._run_parallel(message, calls)
+
+    async def _run_sequential(self, message: AssistantMessage, calls: list[_Call]) -> Batch:
+        results: list[ToolResultMessage] = []
+        steering: list[AgentMessage] = []
+        failure: Optional[Exception] = None
+        for index, call in enumerate(calls):
+            await self._emit_start(call)
+            if self._aborted():
+                call.outcome = _Outcome(_text_result(TOOL_ABORTED), True)
+            else:
+                await self._prepare(message, call)
+                if call.runnable:
+                    await self._execute(call)
+            try:
+                results.append(await self._finalize(message, call))
+            except Exception as exc:
+                failure = self._check_failure(exc)
+                results.append(await self._emit_outcome(call, _Outcome(_text_result(error_text(exc)), True)))
+            rest = calls[index + 1 :]
+            if failure is None and rest and self.config.get_steering_messages is not None:
+                try:
+                    steering = await self._poll(self.config.get_steering_messages)
+                except Exception as exc:
+                    failure = self._check_failure(exc)
+                if steering:
+                    for skipped in rest:
+                        await self._emit_start(skipped)
+                        skipped.outcome = _Outcome(_text_result(TOOL_SKIPPED), True)
+                        results.append(await self._emit_outcome(skipped, skipped.outcome))
+                    break
+            if failure is not None:
+                for skipped in rest:
+                    await self._emit_start(skipped)
+                    results.append(await self._emit_outcome(skipped, _Outcome(_text_result(TOOL_NOT_RUN_AFTER_ERROR), True)))
+                break
+        # After the last call nothing is left to skip: the poll after turn_end takes over.
+        return Batch(results, steering, self._all_terminate(calls), failure)
+
+    async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> Batch:
+        # Phase 1: preflight in call order.
+        for call in calls:
+            await self._emit_start(call)
+            await self._prepare(message, call)
+        # Phase 2 + 3: start every runnable call at once; settle outcomes in call order.
+        results: list[ToolResultMessage] = []
+        failure: Optional[Exception] = None
+        async with trio.open_nursery() as nursery:
+            for call in calls:
+                if call.runnable:
+                    nursery.start_soon(self._execute, call)
+            for call in calls:
+                await call.done.wait()
+                try:
+                    results.append(await self._finalize(message, call))
+                except Exception as exc:
+                    if failure is None:
+                        failure = self._check_failure(exc)
+                    else:
+                        self._check_failure(exc)
+                    results.append(await self._emit_outcome(call, _Outcome(_text_result(error_text(exc)), True)))
+        # Steering is polled after turn_end, as after any turn; nothing is skipped.
+        return Batch(results, [], self._all_terminate(calls), failure)
+
+    def _check_failure(self, exc: Exception) -> Exception:
+        """A callback failure in the tool phase; a sink failure is re-raised at once."""
+        if self._sink_failure is not None:
+            raise self._sink_failure
+        return exc
+
+    def _aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    def _all_terminate(self, calls: list[_Call]) -> bool:
+        return bool(calls) and all(c.outcome is not None and c.outcome.result.terminate is True for c in calls)
+
+    async def _emit_start(self, call: _Call) -> None:
+        block = call.block
+        await self.emit(ToolExecutionStartEvent(tool_call_id=block.id, tool_name=block.name, args=block.arguments))
+
+    async def _prepare(self, message: AssistantMessage, call: _Call) -> None:
+        """Lookup, argument preparation, validation, before_tool_call. Sets the outcome for a
+        call that must not run, else marks it runnable."""
+        block = call.block
+        tool = next((t for t in self.context.tools or () if t.name == block.name), None)
+        if tool is None:
+            self._settle(call, _Outcome(_text_result(TOOL_NOT_FOUND.format(name=block.name)), True))
+            return
+        try:
+            raw = block.arguments
+            prepare = getattr(tool, "prepare_arguments", None)
+            if prepare is not None:
+                raw = await call_maybe_async(prepare, raw)
+            args = validate_tool_arguments(tool, raw)
+            hook = self.config.before_tool_call
+            if hook is not None:
+                verdict = await call_maybe_async(hook, BeforeToolCallContext(message, block, args, self.context), self.signal)
+                if isinstance(verdict, BeforeToolCallResult) and verdict.block:
+                    result = _text_result(verdict.reason or TOOL_BLOCKED)
+                    result.terminate = verdict.terminate
+                    self._settle(call, _Outcome(result, True))
+                    return
+        except Exception as exc:
+            self._check_failure(exc)
+            self._settle(call, _Outcome(_text_result(error_text(exc)), True))
+            return
+        if self._aborted():
+            self._settle(call, _Outcome(_text_result(TOOL_ABORTED), True))
+            return
+        call.tool, call.args, call.runnable = tool, args, True
+
+    def _settle(self, call: _Call, outcome: _Outcome) -> None:
+        call.outcome = outcome
+        call.done.set()
+
+    async def _execute(self, call: _Call) -> None:
+        block = call.block
+        settled = False
+
+        async def on_update(partial: Any) -> None:
+            if settled:
+                return  # updates after the call settled are ignored
+            await self.emit(
+                ToolExecutionUpdateEvent(
+                    tool_call_id=block.id, tool_name=block.name, args=block.arguments, partial_result=partial
+                )
+            )
+
+        try:
+            value = await call.tool.execute(block.id, call.args, self.signal, on_update)
+            outcome = _Outcome(_normalize_result(value), False)
+        except Exception as exc:
+            self._check_failure(exc)
+            outcome = _Outcome(_text_result(error_text(exc)), True)
+        finally:
+            settled = True
+        call.executed = True
+        self._settle(call, outcome)
+
+    async def _finalize(self, message: AssistantMessage, call: _Call) -> ToolResultMessage:
+        """after_tool_call (executed calls only), then emit the outcome. A raising hook
+        propagates; the caller gives the call an error result instead."""
+        assert call.outcome is not None
+        outcome = call.outcome
+        hook = self.config.after_tool_call
+        if call.executed and hook is not None:
+            override = await call_maybe_async(
+                hook,
+                AfterToolCallContext(message, call.block, call.args, outcome.result, outcome.is_error, self.context),
+                self.signal,
+            )
+            if isinstance(override, AfterToolCallResult):
+                result = AgentToolResult(
+                    content=override.content if override.content is not None else outcome.result.content,
+                    details=override.details if override.details is not None else outcome.result.details,
+                    terminate=override.terminate if override.terminate is not None else outcome.result.terminate,
+                )
+                is_error = override.is_error if override.is_error is not None else outcome.is_error
+                outcome = _Outcome(result, is_error)
+                call.outcome = outcome
+        return await self._emit_outcome(call, outcome)
+
+    async def _emit_outcome(self, call: _Call, outcome: _Outcome) -> ToolResultMessage:
+        block = call.block
+        call.outcome = outcome
+        await self.emit(
+            ToolExecutionEndEvent(
+                tool_call_id=block.id, tool_name=block.name, result=outcome.result, is_error=outcome.is_error
+            )
+        )
+        message = ToolResultMessage(
+            tool_call_id=block.id,
+            tool_name=block.name,
+            content=list(outcome.result.content),
+            details=outcome.result.details,
+            is_error=outcome.is_error,
+            timestamp=now_ms(),
+        )
+        await self._announce(message)
+        self._turn_results.append(message)
+        return message
