@@ -395,6 +395,12 @@ def test_fail_gives_one_final_hello_error_frame():
         server.send(Cancel(id=1))
 
 
+def test_fail_survives_a_message_that_is_not_valid_unicode():
+    server = Connection("server")
+    msg = decode_message(server.fail("invalid_request", "bad \udc80 text")[4:])
+    assert msg.message == "bad \\udc80 text"
+
+
 def test_fail_works_after_a_remote_error_and_after_receiving_hello_error():
     server = Connection("server")
     server.receive_data(encode_frame(b""))

@@ -241,7 +241,8 @@ class Connection:
             raise LocalProtocolError(INVALID_REQUEST, "a hello_error was already sent")
         if not isinstance(code, str) or not code:
             raise LocalProtocolError(INVALID_REQUEST, f"error code must be a non-empty str, got {code!r}")
-        message = str(message)
+        # Never let the message itself make this fail: no lone surrogates, bounded length.
+        message = str(message).encode("utf-8", "backslashreplace").decode("utf-8")
         if len(message) > _MAX_FAIL_MESSAGE:
             message = message[: _MAX_FAIL_MESSAGE - 3] + "..."
         if supported is not None:
