@@ -364,7 +364,7 @@ async def test_malformed_sse_data_is_an_error(api, start_llm):
 async def test_in_stream_error_event_is_an_error(api, start_llm):
     server = await start_llm([Reply(text="so far", stream_error="Overloaded right now")])
     result, _ = await run(api, server)
-    assert result.stop_reason == "error" and "Overloaded right now" in result.error_message
+    assert result.stop_reason == "error" and result.error_message == "Overloaded right now"
     assert result.content[0].text == "so far"
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import threading
 from typing import Any, Awaitable, Callable
 
 import trio
@@ -62,6 +63,7 @@ __all__ = [
     "close_quietly",
     "error_message_for",
     "apply_on_payload",
+    "shared_ssl_context",
 ]
 
 _log = logging.getLogger(__name__)
@@ -258,6 +260,8 @@ def describe_error(exc: BaseException) -> str:
                 msg = exc.response.text.strip()[:4000] or None  # type: ignore[attr-defined]
             except Exception:
                 msg = None
+        if status < 400:  # an error event inside a 200 stream (Anthropic): no status to report
+            return msg or f"{type(exc).__name__}: {exc}"
         return f"{status} {msg}" if msg else f"{status} status code (no body)"
     name = type(exc).__name__
     module = type(exc).__module__ or ""
@@ -278,6 +282,23 @@ def _transport_text(exc: BaseException) -> str:
     while not text and inner is not None:
         text, inner = str(inner), inner.__cause__ or inner.__context__
     return text or type(exc).__name__
+
+
+_ssl_context: Any = None
+_ssl_lock = threading.Lock()
+
+
+def shared_ssl_context() -> Any:
+    """One TLS context for every SDK client of the process. Building one reads the system CA
+    bundle (about 20 ms), which would otherwise be paid on every call as each call makes its
+    own client. ``ssl.SSLContext`` is safe to share between clients and threads."""
+    global _ssl_context
+    with _ssl_lock:
+        if _ssl_context is None:
+            import httpx2
+
+            _ssl_context = httpx2.create_ssl_context()
+        return _ssl_context
 
 
 async def close_quietly(resource: Any) -> None:

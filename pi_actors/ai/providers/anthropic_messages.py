@@ -39,7 +39,7 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream
+from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream, shared_ssl_context
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
 
@@ -315,7 +315,8 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
     auth = {"auth_token": api_key} if oauth else {"api_key": api_key}
     client = anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
-                                      default_headers=_headers(model, options, oauth))
+                                      default_headers=_headers(model, options, oauth),
+                                      http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
     sdk_stream = None
     try:
         await run.start()

@@ -39,7 +39,15 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, describe_error, run_stream
+from ._common import (
+    ProviderError,
+    StreamRun,
+    apply_on_payload,
+    close_quietly,
+    describe_error,
+    run_stream,
+    shared_ssl_context,
+)
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params"]
@@ -323,7 +331,8 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = await apply_on_payload(params, model, options)
     headers = {**(model.headers or {}), **(options.headers or {})}
     client = openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
-                                default_headers=headers or None)
+                                default_headers=headers or None,
+                                http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
     sdk_stream = None
     try:
         rest = {k: v for k, v in params.items() if k not in ("model", "messages", "stream")}
