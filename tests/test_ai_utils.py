@@ -114,3 +114,12 @@ def test_extra_options_accept_snake_and_camel_case():
     assert extra_option(ai.StreamOptions(extra={"toolChoice": "auto"}), "tool_choice") == "auto"
     assert extra_option(ai.StreamOptions(extra={"tool_choice": "any"}), "tool_choice") == "any"
     assert extra_option(None, "tool_choice", "d") == "d"
+
+
+def test_stream_options_round_trip_in_camel_case():
+    options = ai.StreamOptions(api_key="k", max_tokens=5, session_id="s", reasoning="low", extra={"effort": "high"})
+    plain = ai.to_plain(options)
+    assert plain == {"apiKey": "k", "maxTokens": 5, "sessionId": "s", "reasoning": "low", "extra": {"effort": "high"}}
+    import msgspec
+
+    assert msgspec.convert(plain, ai.StreamOptions) == options

@@ -201,3 +201,20 @@ def test_command_line_prints_the_port_and_serves(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_a_reply_list_is_read_live_so_tests_can_append(start_llm):
+    script: list[Reply] = []
+    server = await start_llm(script)
+    script.append(Reply(text="late", chunks=1))
+    status, payload = await raw_post(server.port, "/v1/chat/completions", {"model": "m"})
+    assert status == 200 and b'"content": "late"' in payload
+
+
+async def test_a_raising_script_callable_is_answered_with_500(start_llm):
+    def broken(body):
+        raise KeyError("no such turn")
+
+    server = await start_llm(broken)
+    status, payload = await raw_post(server.port, "/v1/messages", {"model": "m"})
+    assert status == 500 and b"no such turn" in payload

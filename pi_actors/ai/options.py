@@ -12,7 +12,9 @@
 ``reasoning``/``thinking_budgets`` are read only by ``stream_simple``. ``cache_retention``
 (``none``/``short``/``long``; default short, ``PI_CACHE_RETENTION=long`` upgrades it) is read by
 providers that cache. ``signal`` is an :class:`AbortSignal`; it never crosses a process
-boundary, so ``to_plain`` works only while it is None.
+boundary, so ``to_plain`` works only while it is None. On a wire the field names are
+camelCase like every other Struct here (``apiKey``, ``maxTokens``, ``sessionId``), so
+``msgspec.convert(plain, StreamOptions)`` reads what ``to_plain`` wrote.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = [
 CacheRetention = Literal["none", "short", "long"]
 
 
-class StreamOptions(msgspec.Struct, kw_only=True, omit_defaults=True):
+class StreamOptions(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     api_key: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None

@@ -9,8 +9,9 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 
 Contract:
 - ``ScriptedLLM(replies)``: a list gives one :class:`Reply` per request in order, and a request
-  past its end gets HTTP 500 ``script exhausted``; a callable computes the Reply from the
-  request's JSON body.
+  past its end gets HTTP 500 ``script exhausted``; the list is read live, so a test may append
+  replies after the server started. A callable computes the Reply from the request's JSON body
+  (an exception in it is answered with HTTP 500 naming it).
 - ``requests`` holds every request received, as ``{"path", "headers", "body"}`` (header names
   lower-case, body the parsed JSON or None), appended before the reply is computed.
 - ``await nursery.start(server.serve)`` binds the port (0 → ephemeral) and returns once it
