@@ -1,0 +1,133 @@
+"""The actors in their real placement (one process each), driven from the UI side in-process.
+
+These tests hold the UI end of the coordinator link, so they can act in the middle of a run:
+abort while a tool runs, abort while the model streams, and check what is left on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+import trio
+
+from pi_actors.actors._event_wire import AgentEventRebuilder
+from pi_actors.ai import types as T
+from pi_actors.cli._supervisor import open_local_runtime
+from pi_actors.cli.main import runtime_config
+from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+
+@pytest.fixture
+async def scripted(nursery):
+    replies: list[Reply] = []
+    server = ScriptedLLM(replies)
+    await nursery.start(server.serve)
+    server.script = replies
+    return server
+
+
+def _config(server: ScriptedLLM, cwd: str, tools=("read", "bash")) -> dict:
+    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
+    return runtime_config(
+        model=model,
+        thinking="off",
+        tools=list(tools),
+        cwd=cwd,
+        system_prompt="You are a test.",
+        no_session=True,
+        session_dir=None,
+        agent_dir=cwd,
+        runtime_keys={"scripted": "k"},
+        key_sources={},
+    )
+
+
+def _pids_with_cmdline(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if f.read().replace(b"\0", b" ").decode(errors="replace").strip() == text:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+async def _wait_until(predicate, timeout: float = 20.0, interval: float = 0.02):
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(interval)
+
+
+async def test_abort_while_a_bash_call_runs_kills_its_process_group_and_ends_the_run(scripted, tmp_path):
+    tag = uuid.uuid4().int % 100000 + 200000
+    scripted.script.append(
+        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"sleep {tag} & sleep {tag + 1}; echo never"})])
+    )
+    # After the abort the loop's next request is made with an aborted signal and never sent.
+    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+        events: list[dict] = []
+        rebuild = AgentEventRebuilder()
+        async with coordinator.open_call("prompt", {"text": "run it"}) as call:
+            async for event in call:
+                events.append(rebuild.apply(event))
+                if event["type"] == "tool_execution_start":
+                    await _wait_until(lambda: _pids_with_cmdline(f"sleep {tag + 1}") and _pids_with_cmdline(f"sleep {tag}"))
+                    await coordinator.call("abort")
+            await call.result()
+        assert not _pids_with_cmdline(f"sleep {tag}") and not _pids_with_cmdline(f"sleep {tag + 1}")
+    kinds = [e["type"] for e in events if e["type"] != "message_update"]
+    end = next(e for e in events if e["type"] == "tool_execution_end")
+    assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"].lower()
+    assert kinds[-1] == "agent_end"
+    last = [e for e in events if e["type"] == "message_end"][-1]["message"]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    # Every tool call has exactly one result in the transcript.
+    messages = events[-1]["messages"]
+    calls = [b["id"] for m in messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "toolCall"]
+    results = [m["toolCallId"] for m in messages if m["role"] == "toolResult"]
+    assert calls == results
+
+
+async def test_abort_while_the_model_streams_keeps_the_partial_text(scripted, tmp_path):
+    scripted.script.append(Reply(text="partial answer that never finishes", hang_after_start=True, chunks=4))
+    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+        events: list[dict] = []
+        rebuild = AgentEventRebuilder()
+        async with coordinator.open_call("prompt", {"text": "talk"}) as call:
+            aborted = False
+            async for event in call:
+                event = rebuild.apply(event)
+                events.append(event)
+                if event["type"] != "message_update":
+                    continue
+                text = "".join(b.get("text", "") for b in event["message"]["content"] if b.get("type") == "text")
+                if not aborted and text == "partial answer that never finishes":
+                    aborted = True
+                    await coordinator.call("abort")
+            await call.result()
+        await scripted.wait_hung_up(1)  # the provider closed the HTTP stream
+    final = [e for e in events if e["type"] == "message_end"][-1]["message"]
+    assert final["stopReason"] == "aborted"
+    assert final["content"][0]["text"] == "partial answer that never finishes"
+    assert [e["type"] for e in events][-2:] == ["turn_end", "agent_end"]
+
+
+async def test_a_second_prompt_while_running_is_refused_as_busy(scripted, tmp_path):
+    scripted.script.append(Reply(text="slow", hang_after_start=True))
+    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+        async with coordinator.open_call("prompt", {"text": "first"}) as call:
+            async for event in call:
+                if event["type"] == "message_start" and event["message"]["role"] == "assistant":
+                    from pi_actors.runtime import RemoteError
+
+                    with pytest.raises(RemoteError) as info:
+                        await coordinator.call("prompt", {"text": "second"})
+                    assert info.value.code == "busy"
+                    await coordinator.call("abort")
+            await call.result()
