@@ -323,21 +323,29 @@ async def test_already_aborted_signal_gives_aborted_error_without_start(api, sta
 
 
 async def test_outer_cancellation_propagates_and_is_not_an_event(api, start_llm):
-    server = await start_llm([Reply(text="slow", hang_after_start=True)])
-    scope = trio.CancelScope()
+    server = await start_llm([Reply(text="slow", hang_after_start=True)] * 2)
+    for signal in (None, ai.AbortSignal()):  # with a signal the abort watcher task is running too
+        scope = trio.CancelScope()
 
-    async def cancel_on_text(event):
-        if tag(event) == "text_delta":
-            scope.cancel()
+        async def cancel_on_text(event, scope=scope):
+            if tag(event) == "text_delta":
+                scope.cancel()
 
-    rec = Recorder(cancel_on_text)
-    with scope:
-        await ai.stream(model_for(api, server), hello_context(), ai.StreamOptions(api_key="k"), rec)
-        pytest.fail("stream returned inside a cancelled scope")
-    assert scope.cancelled_caught
-    assert "done" not in rec.types and "error" not in rec.types
+        rec = Recorder(cancel_on_text)
+        raised = []
+        with scope:
+            try:
+                await ai.stream(model_for(api, server), hello_context(), ai.StreamOptions(api_key="k", signal=signal),
+                                rec)
+            except BaseException as exc:
+                raised.append(type(exc))
+                raise
+            pytest.fail("stream returned inside a cancelled scope")
+        assert scope.cancelled_caught
+        assert raised == [trio.Cancelled]  # a plain Cancelled, not an exception group
+        assert "done" not in rec.types and "error" not in rec.types
     with trio.fail_after(5):
-        await server.wait_hung_up(1)
+        await server.wait_hung_up(2)
 
 
 @pytest.mark.parametrize("style", ["abrupt", "clean"])

@@ -325,23 +325,47 @@ async def run_stream(
 ) -> AssistantMessage:
     run = StreamRun(model, options, emit)
     failure: BaseException | None = None
+    escaping: BaseException | None = None
     if run.aborted:
         return await run._fail(_Aborted(), describe)
-    async with trio.open_nursery() as nursery:
-        if run.signal is not None:
-            nursery.start_soon(run._watch_abort, run.signal)
-        try:
-            await body(run)
-            if run.aborted:
-                raise _Aborted()
-            if run.output.stop_reason in ("error", "aborted"):
-                raise ProviderError("An unknown error occurred")
-        except Exception as exc:
-            failure = exc
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            if run.signal is not None:
+                nursery.start_soon(run._watch_abort, run.signal)
+            try:
+                await body(run)
+                if run.aborted:
+                    raise _Aborted()
+                if run.output.stop_reason in ("error", "aborted"):
+                    raise ProviderError("An unknown error occurred")
+            except Exception as exc:
+                failure = exc
+            except BaseException as exc:  # Cancelled from an outer scope, KeyboardInterrupt
+                escaping = exc
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Only cancellations can get here (the body's exceptions are caught above; the watcher
+        # raises nothing else). The caller gets one plain trio.Cancelled, which the cancelled
+        # outer scope catches as usual, rather than an exception group.
+        escaping = _plain_cancelled(group) or escaping
+        if escaping is None:
+            raise
+    if escaping is not None:
+        raise escaping
     if failure is not None:
         return await run._fail(failure, describe)
     return await run._finish()
+
+
+def _plain_cancelled(group: BaseExceptionGroup) -> BaseException | None:
+    """The first trio.Cancelled of a group made only of cancellations, else None."""
+    cancelled, rest = group.split(trio.Cancelled)
+    if rest is not None or cancelled is None:
+        return None
+    leaf: BaseException = cancelled
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
 
 
 async def apply_on_payload(params: dict[str, Any], model: Model, options: StreamOptions) -> dict[str, Any]:
