@@ -312,6 +312,24 @@ async def test_abort_while_waiting_for_data_interrupts_the_read(api, start_llm, 
         await server.wait_hung_up(1)
 
 
+async def test_abort_while_waiting_for_the_response_headers(api, start_llm, nursery):
+    server = await start_llm([Reply(hang_before_headers=True)])
+    signal = ai.AbortSignal()
+
+    async def abort_when_request_arrives():
+        while not server.requests:
+            await trio.testing.wait_all_tasks_blocked()
+        await trio.testing.wait_all_tasks_blocked()
+        signal.abort()
+
+    nursery.start_soon(abort_when_request_arrives)
+    result, rec = await run(api, server, ai.StreamOptions(api_key="k", signal=signal))
+    assert result.stop_reason == "aborted" and result.content == []
+    assert rec.types == (["error"] if api == "openai-completions" else ["start", "error"])
+    with trio.fail_after(5):
+        await server.wait_hung_up(1)
+
+
 async def test_already_aborted_signal_gives_aborted_error_without_start(api, start_llm):
     server = await start_llm([Reply(text="never")])
     signal = ai.AbortSignal()

@@ -16,8 +16,8 @@ Contract:
   lower-case, body the parsed JSON or None), appended before the reply is computed.
 - ``await nursery.start(server.serve)`` binds the port (0 → ephemeral) and returns once it
   listens; ``port``, ``base_url_openai`` and ``base_url_anthropic`` are valid from then on.
-- ``hang_after_start`` replies wait until the client disconnects; ``hung_up`` counts those
-  disconnects and ``await wait_hung_up(n)`` waits for the n-th.
+- ``hang_after_start`` / ``hang_before_headers`` replies wait until the client disconnects;
+  ``hung_up`` counts those disconnects and ``await wait_hung_up(n)`` waits for the n-th.
 - Keep-alive is supported; each connection is served by its own task.
 
 Command line: ``python -m pi_actors.testing.scripted_server --script FILE.json [--port N]``
@@ -129,6 +129,9 @@ class ScriptedLLM:
         if reply is None:
             await _send_simple(conn, stream, 500, error_body(Reply(status=500), api, "script exhausted"))
             return True
+        if reply.hang_before_headers:
+            await self._hang(stream, [])
+            return False
         if reply.status != 200:
             await _send_simple(conn, stream, reply.status, error_body(reply, api))
             return True
@@ -166,21 +169,26 @@ class ScriptedLLM:
             return False  # dropped mid-body: the client sees an incomplete chunked message
 
         if reply.hang_after_start:
-            try:
-                for frame in content:
-                    await _send(conn, stream, h11.Data(data=frame))
-                await _wait_until_gone(stream)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # gone while we were still sending: the same outcome
-            self.hung_up += 1
-            self._hung_up_changed.set()
-            self._hung_up_changed = trio.Event()
+            await self._hang(stream, [conn.send(h11.Data(data=frame)) for frame in content])
             return False
 
         for frame in everything:
             await _send(conn, stream, h11.Data(data=frame))
         await _send(conn, stream, h11.EndOfMessage())
         return True
+
+
+    async def _hang(self, stream: trio.SocketStream, payloads: list[bytes]) -> None:
+        """Send ``payloads``, then wait for the client to go away and count it."""
+        try:
+            for data in payloads:
+                await stream.send_all(data)
+            await _wait_until_gone(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # gone while we were still sending: the same outcome
+        self.hung_up += 1
+        self._hung_up_changed.set()
+        self._hung_up_changed = trio.Event()
 
 
 # ---------------------------------------------------------------------------------------------

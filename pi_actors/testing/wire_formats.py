@@ -64,6 +64,7 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     - ``truncate``: send about half of the stream then stop. ``truncate_style`` "abrupt" drops the
       connection mid-body; "clean" ends the body properly but without the closing events.
     - ``hang_after_start``: send the start and all content, then wait until the client goes away.
+    - ``hang_before_headers``: send nothing at all, and wait until the client goes away.
     - ``malformed``: put an unparseable ``data:`` line in the middle of the stream.
     - ``stream_error``: after the content, send the provider's in-stream error with this message.
     - ``raw_sse``: send this text verbatim as the event-stream body instead of generated frames.
@@ -81,6 +82,7 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     truncate: bool = False
     truncate_style: Literal["abrupt", "clean"] = "abrupt"
     hang_after_start: bool = False
+    hang_before_headers: bool = False
     malformed: bool = False
     stream_error: str | None = None
     raw_sse: str | None = None
