@@ -269,7 +269,8 @@ def describe_error(exc: BaseException) -> str:
         cause = exc.__cause__ or exc.__context__
         base = "Request timed out" if name == "APITimeoutError" else "Connection error"
         return f"{base}: {_transport_text(cause)}" if cause is not None else f"{base}."
-    if module.startswith(("httpx", "httpcore", "anyio", "h11")) or isinstance(exc, (OSError, trio.BrokenResourceError)):
+    if module.startswith(("httpx", "httpcore", "anyio", "h11")) or isinstance(exc, (ConnectionError,
+                                                                                    trio.BrokenResourceError)):
         return f"Connection error: {_transport_text(exc)}"
     if isinstance(exc, json.JSONDecodeError):
         return f"Malformed stream data (not JSON): {exc}"
