@@ -101,7 +101,8 @@ async def test_print_mode_talks_to_the_anthropic_messages_api_with_a_key_from_an
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode() == "Bonjour.\n"
     assert scripted.requests[0]["path"] == "/v1/messages"
-    assert scripted.requests[0]["headers"]["x-api-key"] == "anthropic-test-key"
+    # The anthropic SDK (2.x) sends an API key as a bearer token.
+    assert scripted.requests[0]["headers"]["authorization"] == "Bearer anthropic-test-key"
 
 
 async def test_piped_stdin_is_the_prompt(scripted, env):
@@ -178,6 +179,14 @@ async def test_a_missing_api_key_is_a_one_line_error_and_exit_code_1(env):
     err = done.stderr.decode().strip()
     assert len(err.splitlines()) == 1 and "anthropic" in err.lower() and "key" in err.lower()
     assert "Traceback" not in err
+
+
+async def test_provider_flag_selects_the_provider_of_a_bare_model_id(scripted, env):
+    scripted.script.append(Reply(text="From the anthropic wire."))
+    done = await env.run("--provider", "scripted-anthropic", "--model", "scripted-claude", "--no-session", "-p", "hi")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "From the anthropic wire.\n"
+    assert scripted.requests[0]["path"] == "/v1/messages"
 
 
 async def test_an_unknown_model_is_a_one_line_error_and_exit_code_1(env):

@@ -6,14 +6,15 @@ names are snake_case in Python and camelCase on every wire and file (``rename="c
 
 Schema-evolution rule: a new field gets a default; no field ever changes its type.
 
-Content blocks are tagged by ``type``, messages by ``role``, events by ``type``. Optional
-fields are omitted from the encoding when unset (pi leaves them ``undefined``).
+Content blocks are tagged by ``type``, messages by ``role``, events by ``type``; each class
+also carries its tag as a class attribute (``block.type``, ``message.role``). Optional fields
+are omitted from the encoding when unset (pi leaves them ``undefined``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 
@@ -74,22 +75,26 @@ class _Block(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=Tru
 
 
 class TextContent(_Block, tag="text"):
+    type: ClassVar[str] = "text"
     text: str
     text_signature: str | None = None
 
 
 class ThinkingContent(_Block, tag="thinking"):
+    type: ClassVar[str] = "thinking"
     thinking: str
     thinking_signature: str | None = None
     redacted: bool | None = None
 
 
 class ImageContent(_Block, tag="image"):
+    type: ClassVar[str] = "image"
     data: str  # base64, no data: prefix
     mime_type: str
 
 
 class ToolCall(_Block, tag="toolCall"):
+    type: ClassVar[str] = "toolCall"
     id: str
     name: str
     arguments: dict[str, Any]
@@ -140,11 +145,13 @@ class _Message(msgspec.Struct, tag_field="role", rename="camel", omit_defaults=T
 
 
 class UserMessage(_Message, tag="user"):
+    role: ClassVar[str] = "user"
     content: Union[str, list[UserContent]]
     timestamp: int
 
 
 class AssistantMessage(_Message, tag="assistant"):
+    role: ClassVar[str] = "assistant"
     # Fields without defaults are always encoded, as pi always writes them.
     content: list[AssistantContent]
     api: str
@@ -157,6 +164,7 @@ class AssistantMessage(_Message, tag="assistant"):
 
 
 class ToolResultMessage(_Message, tag="toolResult"):
+    role: ClassVar[str] = "toolResult"
     tool_call_id: str
     tool_name: str
     content: list[ToolResultContent]
@@ -216,66 +224,78 @@ class _Event(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=Tru
 
 
 class StartEvent(_Event, tag="start"):
+    type: ClassVar[str] = "start"
     partial: AssistantMessage | None = None
 
 
 class TextStartEvent(_Event, tag="text_start"):
+    type: ClassVar[str] = "text_start"
     content_index: int
     partial: AssistantMessage | None = None
 
 
 class TextDeltaEvent(_Event, tag="text_delta"):
+    type: ClassVar[str] = "text_delta"
     content_index: int
     delta: str
     partial: AssistantMessage | None = None
 
 
 class TextEndEvent(_Event, tag="text_end"):
+    type: ClassVar[str] = "text_end"
     content_index: int
     content: str
     partial: AssistantMessage | None = None
 
 
 class ThinkingStartEvent(_Event, tag="thinking_start"):
+    type: ClassVar[str] = "thinking_start"
     content_index: int
     partial: AssistantMessage | None = None
 
 
 class ThinkingDeltaEvent(_Event, tag="thinking_delta"):
+    type: ClassVar[str] = "thinking_delta"
     content_index: int
     delta: str
     partial: AssistantMessage | None = None
 
 
 class ThinkingEndEvent(_Event, tag="thinking_end"):
+    type: ClassVar[str] = "thinking_end"
     content_index: int
     content: str
     partial: AssistantMessage | None = None
 
 
 class ToolCallStartEvent(_Event, tag="toolcall_start"):
+    type: ClassVar[str] = "toolcall_start"
     content_index: int
     partial: AssistantMessage | None = None
 
 
 class ToolCallDeltaEvent(_Event, tag="toolcall_delta"):
+    type: ClassVar[str] = "toolcall_delta"
     content_index: int
     delta: str
     partial: AssistantMessage | None = None
 
 
 class ToolCallEndEvent(_Event, tag="toolcall_end"):
+    type: ClassVar[str] = "toolcall_end"
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage | None = None
 
 
 class DoneEvent(_Event, tag="done"):
+    type: ClassVar[str] = "done"
     reason: Literal["stop", "length", "toolUse"]
     message: AssistantMessage
 
 
 class ErrorEvent(_Event, tag="error"):
+    type: ClassVar[str] = "error"
     reason: Literal["error", "aborted"]
     error: AssistantMessage
 

@@ -11,7 +11,6 @@ of models.json) gives its default model.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,27 +50,15 @@ class ModelChoice:
 
 
 def load_model_registry(directory: str | None = None) -> ModelRegistry:
-    """Built-in catalog plus models.json (custom models replace built-ins with the same id)."""
-    from ..ai import get_models, get_providers, load_models_json
+    """Built-in catalog with models.json applied (overrides, custom models, raw apiKeys)."""
+    from ..ai import builtin_models, merge_models, read_models_json
 
-    reg = ModelRegistry()
-    builtin = [m for p in get_providers() for m in get_models(p)]
-    path = os.path.join(directory or agent_dir(), "models.json")
-    custom: list[Any] = []
-    if os.path.exists(path):
-        custom, errors = load_models_json(path)
-        reg.errors.extend(f"models.json error: {e}" for e in errors)
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = json.load(f)
-            for name, prov in (raw.get("providers") or {}).items():
-                if isinstance(prov, dict) and isinstance(prov.get("apiKey"), str):
-                    reg.key_sources[name] = prov["apiKey"]
-        except (OSError, ValueError, AttributeError):
-            pass  # load_models_json already reported what is wrong with the file
-    keys = {(m.provider, m.id) for m in custom}
-    reg.models = [m for m in builtin if (m.provider, m.id) not in keys] + list(custom)
-    return reg
+    cfg = read_models_json(os.path.join(directory or agent_dir(), "models.json"))
+    return ModelRegistry(
+        models=merge_models(builtin_models(), cfg),
+        key_sources=dict(cfg.api_keys),
+        errors=[f"models.json error: {e}" for e in cfg.errors],
+    )
 
 
 def _has_key(reg: ModelRegistry, provider: str, runtime_key: str | None) -> bool:
