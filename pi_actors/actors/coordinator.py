@@ -69,6 +69,7 @@ class Coordinator:
         self._signal: AbortSignal | None = None
         self._running = False
         self._store_error: str | None = None
+        self._tools_warmed = False
 
     # -- remote capabilities -----------------------------------------------------------------
 
@@ -181,9 +182,17 @@ class Coordinator:
         tools = [self.make_tool(TOOL_SPECS[n]) for n in self.tool_names if n in TOOL_SPECS]
         context = AgentContext(system_prompt=self.system_prompt, messages=list(self.messages), tools=tools)
 
+        run_nursery: list[trio.Nursery] = []
+
         async def emit(event: Any) -> None:
-            if getattr(event, "type", None) == "message_end":
+            kind = getattr(event, "type", None)
+            if kind == "message_end":
                 await self._persist(event.message, signal)
+            elif kind == "message_start" and tools and not self._tools_warmed and isinstance(event.message, T.AssistantMessage):
+                # The model has started answering, so the provider's start-up is over: a good
+                # moment for the pool to start its warm workers, before the first tool call.
+                self._tools_warmed = True
+                run_nursery[0].start_soon(self._warm_tools)
             await call.send_chunk(strip_agent_event(event))
 
         loop_config = AgentLoopConfig(
@@ -201,6 +210,7 @@ class Coordinator:
                     signal.abort("prompt call cancelled")
 
                 nursery.start_soon(pass_cancel)
+                run_nursery.append(nursery)
                 new_messages = await run_agent_loop([prompt], context, loop_config, emit, signal, self.stream_fn)
                 nursery.cancel_scope.cancel()
             self.messages.extend(new_messages)
@@ -210,6 +220,13 @@ class Coordinator:
         if self._store_error:
             raise RemoteError("write_failed", self._store_error)
         return {}
+
+    async def _warm_tools(self) -> None:
+        """Ask the pool to start its warm workers (idempotent; errors show on first use)."""
+        try:
+            await self.tools_peer.call("warm")
+        except RemoteError:
+            pass
 
     async def _persist(self, message: Any, signal: AbortSignal) -> None:
         """Append a finished message to the session; a failure stops the run, loudly."""

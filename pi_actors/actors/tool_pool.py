@@ -1,8 +1,9 @@
 """The tool executor pool actor: warm worker processes, one call per worker at a time.
 
 Calls served (from the coordinator): ``run_tool {toolCallId, name, args, cwd}`` → chunks are
-partial results, the result is ``{content, details, isError}``. The pool keeps ``warm``
-workers started, grows on demand up to ``max_workers`` and makes a call wait for a free worker
+partial results, the result is ``{content, details, isError}``; ``warm {}`` starts the warm
+workers if they are not started yet (with ``warm_on_request`` the pool waits for it, so that
+start-up CPU goes to the provider's SDK import first). The pool keeps ``warm`` workers started, grows on demand up to ``max_workers`` and makes a call wait for a free worker
 beyond that. A ``cancel`` is passed on to the worker (which kills the call's process group).
 A worker that dies mid-call gives that call an error result naming the exit status, and is
 replaced; the pool itself carries on.
@@ -42,6 +43,7 @@ class ToolPool:
         self._count = 0
         self._changed = trio.Event()
         self._next_index = 0
+        self._warm_requested = False
 
     def _notify(self) -> None:
         self._changed.set()
@@ -104,7 +106,16 @@ class ToolPool:
             self._idle.append(worker)
         self._notify()
 
+    def request_warm(self) -> None:
+        """Start the warm workers (once), in the background of the pool's nursery."""
+        if not self._warm_requested:
+            self._warm_requested = True
+            self._nursery.start_soon(self.start_warm)
+
     async def handle(self, call: IncomingCall) -> Any:
+        if call.method == "warm":
+            self.request_warm()
+            return {}
         if call.method != "run_tool":
             raise RemoteError("not_found", f"tool pool: unknown method {call.method!r}")
         args = call.args or {}
@@ -158,7 +169,8 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
     config = config or {}
     async with trio.open_nursery() as nursery:
         pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)))
-        nursery.start_soon(pool.start_warm)
+        if not config.get("warm_on_request"):
+            pool.request_warm()
         async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
             await peer.closed_event.wait()
         nursery.cancel_scope.cancel()

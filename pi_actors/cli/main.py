@@ -86,7 +86,9 @@ def runtime_config(
 
     return {
         "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api},
-        "tools": {"max_workers": 32, "warm": 2},
+        # Workers warm up when the first prompt starts, overlapping the model's first reply
+        # instead of competing with start-up for the CPU.
+        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True},
         "store": {},
         "coordinator": {
             "cwd": cwd,
