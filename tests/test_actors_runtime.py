@@ -19,6 +19,8 @@ from pi_actors.cli.main import runtime_config
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
 
+from _procs import cmdline, live_pids, wait_exited
+
 
 @pytest.fixture
 async def scripted(nursery):
@@ -45,42 +47,52 @@ def _config(server: ScriptedLLM, cwd: str, tools=("read", "bash")) -> dict:
     )
 
 
-def _pids_with_cmdline(text: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if f.read().replace(b"\0", b" ").decode(errors="replace").strip() == text:
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
+def _process_group_of_command(text: str) -> list[int]:
+    """Every process in the group led by the shell running ``text`` (forked children too,
+    whether or not they have exec'd yet)."""
+    leaders = live_pids(lambda pid: text in cmdline(pid))
+    assert len(leaders) == 1, leaders
+    group = os.getpgid(leaders[0])
+    assert group == leaders[0], "the bash call should lead its own process group"
 
+    def in_group(pid: int) -> bool:
+        try:
+            return os.getpgid(pid) == group
+        except ProcessLookupError:
+            return False
 
-async def _wait_until(predicate, timeout: float = 20.0, interval: float = 0.02):
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(interval)
+    return live_pids(in_group)
 
 
 async def test_abort_while_a_bash_call_runs_kills_its_process_group_and_ends_the_run(scripted, tmp_path):
     tag = uuid.uuid4().int % 100000 + 200000
     scripted.script.append(
-        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"sleep {tag} & sleep {tag + 1}; echo never"})])
+        Reply(
+            tool_calls=[
+                ScriptToolCall(
+                    name="bash", arguments={"command": f"sleep {tag} & sleep {tag + 1} & echo started; wait; echo never"}
+                )
+            ]
+        )
     )
     # After the abort the loop's next request is made with an aborted signal and never sent.
     async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
         events: list[dict] = []
         rebuild = AgentEventRebuilder()
+        sleepers: list[int] = []
         async with coordinator.open_call("prompt", {"text": "run it"}) as call:
             async for event in call:
                 events.append(rebuild.apply(event))
-                if event["type"] == "tool_execution_start":
-                    await _wait_until(lambda: _pids_with_cmdline(f"sleep {tag + 1}") and _pids_with_cmdline(f"sleep {tag}"))
+                if event["type"] == "tool_execution_update" and not sleepers:
+                    # "started" is printed after both sleeps were forked.
+                    assert "started" in event["partialResult"]["content"][0]["text"]
+                    sleepers = _process_group_of_command(f"sleep {tag} & sleep {tag + 1}")
+                    assert len(sleepers) == 3  # the shell and its two background children
                     await coordinator.call("abort")
             await call.result()
-        assert not _pids_with_cmdline(f"sleep {tag}") and not _pids_with_cmdline(f"sleep {tag + 1}")
+        assert sleepers
+        # The call's result came only after its process group was killed.
+        await wait_exited(sleepers, timeout=5)
     kinds = [e["type"] for e in events if e["type"] != "message_update"]
     end = next(e for e in events if e["type"] == "tool_execution_end")
     assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"].lower()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -18,6 +19,8 @@ import trio
 
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
+
+from _procs import cmdline, environ_has, live_pids, wait_exited  # noqa: F401
 
 CLI = str(Path(sys.executable).with_name("pi-actors"))
 
@@ -222,67 +225,47 @@ async def test_session_file_holds_every_message_of_the_run(scripted, env):
 
 
 def _marked_pids(marker: str) -> list[int]:
-    found = []
-    needle = f"PI_ACTORS_TEST_MARKER={marker}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read():
-                    found.append(int(entry))
-        except OSError:
-            pass
-    return found
-
-
-def _cmdlines(pids: list[int]) -> list[str]:
-    out = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                out.append(f.read().replace(b"\0", b" ").decode(errors="replace"))
-        except OSError:
-            pass
-    return out
-
-
-async def _poll(predicate, *, timeout: float = 20.0, interval: float = 0.02):
-    with trio.fail_after(timeout):
-        while True:
-            value = predicate()
-            if value:
-                return value
-            await trio.sleep(interval)
+    return live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}"))
 
 
 async def test_killing_the_root_with_sigkill_leaves_no_process_behind(scripted, env):
     scripted.script.append(
         Reply(
             tool_calls=[
-                ScriptToolCall(name="bash", arguments={"command": f"sleep 1000 & sleep 1001; echo {i}"}) for i in range(3)
+                ScriptToolCall(name="bash", arguments={"command": f"sleep 1000 & sleep 1001 & echo started {i}; wait"})
+                for i in range(3)
             ]
         )
     )
     proc = await trio.lowlevel.open_process(
-        [CLI, "--model", "scripted/scripted-model", "--no-session", "-p", "run forever"],
+        [CLI, "--model", "scripted/scripted-model", "--no-session", "--mode", "json", "run forever"],
         env=env.env,
         cwd=env.work,
-        stdout=open(os.devnull, "wb"),
-        stderr=open(os.devnull, "wb"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        # Wait until all three bash calls (and their background children) are running.
-        def all_running() -> bool:
-            lines = _cmdlines(_marked_pids(env.marker))
-            return sum(c == "sleep 1000 " for c in lines) >= 3 and sum(c == "sleep 1001 " for c in lines) >= 3
-
-        await _poll(all_running)
-        # root, 4 actors, at least 3 tool workers, 3 shells, 6 sleeps
-        assert len(_marked_pids(env.marker)) >= 1 + 4 + 3 + 3 + 6, _cmdlines(_marked_pids(env.marker))
+        # Read events until all three bash calls report that their children were forked.
+        started: set[str] = set()
+        buffer = b""
+        with trio.fail_after(30):
+            while len(started) < 3:
+                data = await proc.stdout.receive_some()
+                assert data, "the CLI ended before the tool calls started"
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    event = json.loads(line)
+                    if event["type"] == "tool_execution_update":
+                        started.add(event["toolCallId"])
+        pids = _marked_pids(env.marker)
+        # root, 4 actors, 3 tool workers (more may be warming), 3 shells, 6 sleeps (forked by
+        # the shells before they printed "started"; they carry the marker either way)
+        assert len(pids) >= 1 + 4 + 3 + 3 + 6, [cmdline(p) for p in pids]
         os.kill(proc.pid, signal.SIGKILL)
         await proc.wait()
-        await _poll(lambda: not _marked_pids(env.marker))
+        await wait_exited(pids, timeout=10)
+        assert not _marked_pids(env.marker)
     finally:
         for pid in _marked_pids(env.marker):
             os.kill(pid, signal.SIGKILL)

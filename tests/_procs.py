@@ -1,0 +1,69 @@
+"""Process inspection for tests: find processes in /proc, wait for their exit through pidfds.
+
+Waiting for an exit uses ``pidfd_open`` (which works for any process, not only our children):
+the pidfd becomes readable when the process exits, so tests wait for the event itself instead
+of polling. Zombies count as gone: they have exited and only wait to be reaped.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable
+
+import trio
+
+__all__ = ["live_pids", "cmdline", "environ_has", "wait_exited"]
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
+    except (OSError, ValueError):
+        return "X"
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def environ_has(pid: int, needle: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle.encode() in f.read()
+    except OSError:
+        return False
+
+
+def live_pids(predicate: Callable[[int], bool]) -> list[int]:
+    """Pids of running (non-zombie) processes for which ``predicate(pid)`` holds."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            pid = int(entry)
+            if pid != os.getpid() and predicate(pid) and _state(pid) not in ("Z", "X"):
+                out.append(pid)
+    return out
+
+
+async def wait_exited(pids: Iterable[int], timeout: float = 10.0) -> None:
+    """Return once every process in ``pids`` has exited; fail after ``timeout`` seconds."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            pass  # already gone
+    try:
+        with trio.fail_after(timeout):
+            for fd in fds:
+                await trio.lowlevel.wait_readable(fd)
+    finally:
+        for fd in fds:
+            trio.lowlevel.notify_closing(fd)
+            os.close(fd)
