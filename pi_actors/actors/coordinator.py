@@ -87,18 +87,9 @@ class Coordinator:
         }
         try:
             async with self.provider.open_call("stream", args) as call:
-                async with trio.open_nursery() as nursery:
-
-                    async def pass_abort() -> None:
-                        assert signal is not None
-                        await signal.wait()
-                        await call.cancel()
-
-                    if signal is not None:
-                        nursery.start_soon(pass_abort)
+                async with call.cancel_when(signal.wait if signal else None):
                     async for data in call:
                         await emit(rebuild.apply(data))
-                    nursery.cancel_scope.cancel()
                 return msgspec.convert(await call.result(), T.AssistantMessage)
         except (RemoteError, msgspec.ValidationError, ValueError) as exc:
             final = _error_message(model, f"provider actor: {exc}")
@@ -112,19 +103,10 @@ class Coordinator:
             args = {"toolCallId": tool_call_id, "name": spec.name, "args": params, "cwd": self.cwd}
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
-                    async with trio.open_nursery() as nursery:
-
-                        async def pass_abort() -> None:
-                            assert signal is not None
-                            await signal.wait()
-                            await call.cancel()
-
-                        if signal is not None:
-                            nursery.start_soon(pass_abort)
+                    async with call.cancel_when(signal.wait if signal else None):
                         async for partial in call:
                             if on_update is not None:
                                 await on_update(AgentToolResult(content=_blocks(partial.get("content")), details=partial.get("details")))
-                        nursery.cancel_scope.cancel()
                     result = await call.result()
             except ConnectionLost as exc:
                 raise ToolFailure(f"tool pool unavailable: {exc.message}") from None

@@ -125,16 +125,9 @@ class ToolPool:
             assert worker.peer is not None
             try:
                 async with worker.peer.open_call("run", args) as out:
-                    async with trio.open_nursery() as n:
-
-                        async def pass_cancel() -> None:
-                            await call.cancel_requested.wait()
-                            await out.cancel()
-
-                        n.start_soon(pass_cancel)
+                    async with out.cancel_when(call.cancel_requested.wait):
                         async for partial in out:
                             await call.send_chunk(partial)
-                        n.cancel_scope.cancel()
                     return await out.result()
             except ConnectionLost:
                 await worker.exited.wait()

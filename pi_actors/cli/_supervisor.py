@@ -21,7 +21,7 @@ import trio
 
 from ..runtime import Peer, child_environment, link_pair, open_peer, start_actor
 
-__all__ = ["open_local_runtime", "RuntimeConfig", "secret_env_names"]
+__all__ = ["open_local_runtime", "secret_env_names"]
 
 _SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
 
@@ -32,50 +32,27 @@ def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
     return tuple(name for name in env if _SECRET.search(name))
 
 
-class RuntimeConfig(dict):
-    """Plain configuration documents for each actor: keys provider, tools, store, coordinator."""
-
-
 @asynccontextmanager
 async def open_local_runtime(config: dict[str, Any], *, shutdown_grace: float = 3.0) -> AsyncIterator[Peer]:
+    """Spawn the actors for ``config`` (keys provider, tools, store, coordinator) and yield
+    the UI's connection to the coordinator; see the module docstring for shutdown."""
     scrubbed = child_environment(scrub=secret_env_names())
     async with trio.open_nursery() as nursery:
         ui_end, coord_ui = link_pair()
         coord_prov, prov = link_pair()
         coord_tools, tools = link_pair()
         coord_store, store = link_pair()
+        coordinator_links = {"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "store": coord_store}
+        # (name, entry, links, config key, environment); only the provider sees API keys.
+        actors = [
+            ("provider", "pi_actors.actors.provider:run_provider", {"coordinator": prov}, "provider", None),
+            ("tool-pool", "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": tools}, "tools", scrubbed),
+            ("session-store", "pi_actors.actors.session_store:run_session_store", {"coordinator": store}, "store", scrubbed),
+            ("coordinator", "pi_actors.actors.coordinator:run_coordinator", coordinator_links, "coordinator", scrubbed),
+        ]
         try:
-            await start_actor(
-                nursery,
-                name="provider",
-                entry="pi_actors.actors.provider:run_provider",
-                links={"coordinator": prov},
-                config=config.get("provider") or {},
-            )
-            await start_actor(
-                nursery,
-                name="tool-pool",
-                entry="pi_actors.actors.tool_pool:run_tool_pool",
-                links={"coordinator": tools},
-                config=config.get("tools") or {},
-                env=scrubbed,
-            )
-            await start_actor(
-                nursery,
-                name="session-store",
-                entry="pi_actors.actors.session_store:run_session_store",
-                links={"coordinator": store},
-                config=config.get("store") or {},
-                env=scrubbed,
-            )
-            await start_actor(
-                nursery,
-                name="coordinator",
-                entry="pi_actors.actors.coordinator:run_coordinator",
-                links={"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "store": coord_store},
-                config=config.get("coordinator") or {},
-                env=scrubbed,
-            )
+            for name, entry, links, key, env in actors:
+                await start_actor(nursery, name=name, entry=entry, links=links, config=config.get(key) or {}, env=env)
         except BaseException:
             ui_end.close()
             raise

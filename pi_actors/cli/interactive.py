@@ -12,8 +12,8 @@ from typing import Any
 
 import trio
 
-from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import RemoteError
+from ._client import send_prompt
 from ._render import LiveRenderer
 from ._supervisor import open_local_runtime
 
@@ -41,11 +41,7 @@ async def run_interactive(config: dict[str, Any], initial: list[str]) -> int:
                 continue
             if text in ("/quit", "/exit"):
                 return 0
-            rebuild = AgentEventRebuilder()
             try:
-                async with coordinator.open_call("prompt", {"text": text}) as call:
-                    async for event in call:
-                        renderer.event(rebuild.apply(event))
-                    await call.result()
+                await send_prompt(coordinator, text, renderer)
             except RemoteError as exc:
                 print(f"Error: {exc.message}", file=sys.stderr)

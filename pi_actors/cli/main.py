@@ -103,8 +103,8 @@ def runtime_config(
 
 async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any) -> int:
     """Start the local runtime, send each prompt in turn, feed every event to ``renderer``."""
-    from ..actors._event_wire import AgentEventRebuilder
     from ..runtime import RemoteError
+    from ._client import send_prompt
     from ._supervisor import open_local_runtime
 
     async with open_local_runtime(config) as coordinator:
@@ -114,12 +114,8 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
             raise UsageError(exc.message) from None
         renderer.header((session or {}).get("header") or {})
         for text in prompts:
-            rebuild = AgentEventRebuilder()
             try:
-                async with coordinator.open_call("prompt", {"text": text}) as call:
-                    async for event in call:
-                        renderer.event(rebuild.apply(event))
-                    await call.result()
+                await send_prompt(coordinator, text, renderer)
             except RemoteError as exc:
                 print(f"Error: {exc.message}", file=sys.stderr)
                 return 1

@@ -143,6 +143,27 @@ class OutgoingCall:
         if not self._done:
             await self._peer._send_cancel(self.id)
 
+    @asynccontextmanager
+    async def cancel_when(self, wait: Callable[[], Awaitable[object]] | None) -> AsyncIterator[None]:
+        """Within the block, ask the peer to cancel as soon as ``await wait()`` returns.
+
+        Typical use relays an abort: ``async with call.cancel_when(signal.wait): ...``. The
+        call then ends with whatever the peer answers (its own result for a cooperative
+        handler). ``wait=None`` does nothing.
+        """
+        if wait is None:
+            yield
+            return
+        async with trio.open_nursery() as nursery:
+
+            async def relay() -> None:
+                await wait()
+                await self.cancel()
+
+            nursery.start_soon(relay)
+            yield
+            nursery.cancel_scope.cancel()
+
 
 class Peer:
     """One open connection after the handshake. Create with ``open_peer``."""

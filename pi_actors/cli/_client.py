@@ -1,0 +1,20 @@
+"""The UI side of a session: send a prompt to the coordinator, hand each event to a renderer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..actors._event_wire import AgentEventRebuilder
+from ..runtime import Peer
+
+__all__ = ["send_prompt"]
+
+
+async def send_prompt(coordinator: Peer, text: str, renderer: Any) -> None:
+    """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
+    ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run."""
+    rebuild = AgentEventRebuilder()
+    async with coordinator.open_call("prompt", {"text": text}) as call:
+        async for event in call:
+            renderer.event(rebuild.apply(event))
+        await call.result()
