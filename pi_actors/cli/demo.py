@@ -39,10 +39,10 @@ def demo_reply(body: dict) -> Any:
         return Reply(
             text="I'll look around the scratch directory, with several tools at once.",
             tool_calls=[
-                ScriptToolCall(name="bash", arguments={"command": "sleep 0.5; echo 'slow call finished (started first)'"}),
-                ScriptToolCall(name="bash", arguments={"command": "ls -la"}),
-                ScriptToolCall(name="read", arguments={"path": "notes.txt"}),
-                ScriptToolCall(name="bash", arguments={"command": "python3 hello.py"}),
+                ScriptToolCall(id="call_1", name="bash", arguments={"command": "sleep 0.5; echo 'slow call finished (started first)'"}),
+                ScriptToolCall(id="call_2", name="bash", arguments={"command": "ls -la"}),
+                ScriptToolCall(id="call_3", name="read", arguments={"path": "notes.txt"}),
+                ScriptToolCall(id="call_4", name="bash", arguments={"command": "python3 hello.py"}),
             ],
             chunks=8,
         )
@@ -50,7 +50,9 @@ def demo_reply(body: dict) -> Any:
         return Reply(
             text="Now I'll write a summary file and count the lines of every file.",
             tool_calls=[
-                ScriptToolCall(name="bash", arguments={"command": "echo 'written by the demo' > summary.txt && wc -l *"}),
+                ScriptToolCall(
+                    id="call_5", name="bash", arguments={"command": "echo 'written by the demo' > summary.txt && wc -l *"}
+                ),
             ],
             chunks=6,
         )
