@@ -190,3 +190,64 @@ async def test_client_with_no_common_version_is_refused_with_the_supported_range
         assert isinstance(event, P.HelloError)
         assert event.code == "version"
         assert event.supported == list(P.SUPPORTED_VERSIONS)
+
+
+async def _raw_exchange(send: bytes) -> list:
+    """Send raw bytes to a serving Peer; return every message it sent before closing."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    reader = P.Connection("client")
+    # The reading side only decodes; mark our hello as sent so server replies are in order.
+    reader.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="c", name="c"))
+    received: list = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve_expecting_failure, server_stream)
+        await client_stream.send_all(send)
+        data = b""
+        while True:
+            chunk = await client_stream.receive_some(65536)
+            if not chunk:
+                break
+            data += chunk
+    reader.receive_data(data)
+    reader.receive_data(b"")
+    while True:
+        event = reader.next_event()
+        if event is P.CLOSED or event is P.NEED_DATA:
+            return received
+        received.append(event)
+        if isinstance(event, P.HelloError):
+            return received
+
+
+async def _serve_expecting_failure(stream) -> None:
+    try:
+        async with open_peer(stream, side="server", role="s", name="c", handler=_echo_handler) as peer:
+            await peer.closed_event.wait()
+    except ConnectionLost:
+        pass
+
+
+def _hello_bytes() -> bytes:
+    return P.Connection("client").send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="c", name="c"))
+
+
+async def test_a_bad_frame_gets_one_hello_error_and_the_connection_closes():
+    got = await _raw_exchange(b"\x00\x00\x00\x03\xff\xff\xff")
+    assert len(got) == 1 and isinstance(got[0], P.HelloError) and got[0].code == "invalid_request"
+
+
+async def test_an_oversized_length_is_refused_from_the_header_alone():
+    got = await _raw_exchange(b"\xff\xff\xff\xff")  # 4 GiB announced, no payload sent
+    assert len(got) == 1 and isinstance(got[0], P.HelloError) and got[0].code == "invalid_request"
+
+
+async def test_a_first_message_that_is_not_hello_is_refused():
+    call = P.encode_frame(P.encode_message(P.Call(id=1, method="echo", args=1)))
+    got = await _raw_exchange(call)
+    assert len(got) == 1 and isinstance(got[0], P.HelloError) and got[0].code == "invalid_request"
+
+
+async def test_a_second_hello_after_the_handshake_gets_hello_error_and_close():
+    got = await _raw_exchange(_hello_bytes() + _hello_bytes())
+    assert isinstance(got[0], P.HelloOk)
+    assert isinstance(got[1], P.HelloError) and got[1].code == "invalid_request"

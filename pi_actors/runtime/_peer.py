@@ -259,14 +259,21 @@ class Peer:
             await self._fail(exc.code, exc.message, getattr(exc, "supported", None))
 
     async def _fail(self, code: str, message: str, supported: list[int] | None = None) -> None:
-        """Send one final hello_error and close (remote protocol violation)."""
-        self._mark_closed(f"protocol error from {self.name}: {message}")
+        """Send one final hello_error and close (remote protocol violation).
+
+        The final frame is sent shielded (bounded to 1 s) *before* the peer is marked closed,
+        so an owner that leaves as soon as ``closed_event`` fires cannot cut it off.
+        """
+        reason = f"protocol error from {self.name}: {message}"
         try:
             data = self._conn.fail(code, message, supported)
-            with trio.move_on_after(1):
-                await self._stream.send_all(data)
-        except Exception:  # the stream may already be gone; the close below still happens
-            pass
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + 1
+                async with self._send_lock:
+                    await self._stream.send_all(data)
+        except (P.LocalProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError):
+            pass  # the stream is already gone or unusable; closing below is all we can do
+        self._mark_closed(reason)
         await trio.aclose_forcefully(self._stream)
 
     def _dispatch(self, msg: Any) -> None:
