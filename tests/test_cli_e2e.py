@@ -224,6 +224,17 @@ async def test_session_file_holds_every_message_of_the_run(scripted, env):
     assert [e["parentId"] for e in lines[1:]] == [None, *ids[:-1]]
 
 
+async def test_a_session_that_cannot_be_written_stops_the_run_with_a_clear_error(scripted, env):
+    scripted.script.append(Reply(text="This answer cannot be saved."))
+    blocker = env.work / "not-a-directory"
+    blocker.write_text("")
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(blocker / "sessions"), "-p", "hi")
+    assert done.returncode == 1
+    err = done.stderr.decode().strip()
+    assert err.startswith("Error: session not saved:") and "Not a directory" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
 def _marked_pids(marker: str) -> list[int]:
     return live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}"))
 

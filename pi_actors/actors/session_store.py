@@ -78,6 +78,8 @@ class SessionStore:
                 entry = await trio.to_thread.run_sync(writer.append_entry, payload)
         except (OSError, SessionWriteError) as exc:
             raise RemoteError("write_failed", f"session write failed: {exc}") from None
+        except ValueError as exc:  # not JSON-serialisable, or a duplicate id
+            raise RemoteError("invalid_args", f"session store: bad {kind}: {exc}") from None
         return {"id": entry.get("id")}
 
     def close(self) -> None:
