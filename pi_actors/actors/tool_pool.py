@@ -44,6 +44,8 @@ class ToolPool:
         self._changed = trio.Event()
         self._next_index = 0
         self._warm_requested = False
+        self._warming = 0  # warm workers starting; they will land in _idle
+        self._waiting = 0  # calls inside acquire()
 
     def _notify(self) -> None:
         self._changed.set()
@@ -56,7 +58,11 @@ class ToolPool:
 
     async def _spawn_idle(self) -> None:
         self._count += 1  # _run_worker gives it back when the worker ends (or fails to start)
-        worker = await self._nursery.start(self._run_worker)
+        self._warming += 1
+        try:
+            worker = await self._nursery.start(self._run_worker)
+        finally:
+            self._warming -= 1
         self._idle.append(worker)
         self._notify()
 
@@ -91,15 +97,21 @@ class ToolPool:
             self._notify()
 
     async def acquire(self) -> _Worker:
-        while True:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.peer is not None and not worker.peer.closed_event.is_set():
-                    return worker
-            if self._count < self.max_workers:
-                self._count += 1  # given back by _run_worker
-                return await self._nursery.start(self._run_worker)
-            await self._changed.wait()
+        """A live idle worker for one call: an idle one, one that is warming up (when there
+        are at least as many warming as callers waiting), or a new one up to the limit."""
+        self._waiting += 1
+        try:
+            while True:
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.peer is not None and not worker.peer.closed_event.is_set():
+                        return worker
+                if self._warming < self._waiting and self._count < self.max_workers:
+                    self._count += 1  # given back by _run_worker
+                    return await self._nursery.start(self._run_worker)
+                await self._changed.wait()
+        finally:
+            self._waiting -= 1
 
     def release(self, worker: _Worker) -> None:
         if worker.peer is not None and not worker.peer.closed_event.is_set():
