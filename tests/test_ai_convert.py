@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from pi_actors import ai
@@ -31,8 +32,8 @@ def call(call_id, name="t", **args) -> ai.ToolCall:
 
 
 CLAUDE = ai.Model(id="claude-x", api="anthropic-messages", provider="anthropic",
-                  base_url="https://api.anthropic.com", reasoning=True, input=["text", "image"], max_tokens=64000)
-GPT = ai.Model(id="gpt-x", api="openai-completions", provider="openai", base_url="https://api.openai.com/v1",
+                  base_url="http://127.0.0.1:9", reasoning=True, input=["text", "image"], max_tokens=64000)
+GPT = ai.Model(id="gpt-x", api="openai-completions", provider="openai", base_url="http://127.0.0.1:9/v1",
                reasoning=True, input=["text", "image"])
 
 
@@ -134,7 +135,9 @@ def test_anthropic_params_cache_control_tools_and_tool_choice(monkeypatch):
     assert params["max_tokens"] == 64000 // 3
 
     monkeypatch.setenv("PI_CACHE_RETENTION", "long")
-    long = anth.build_params(CLAUDE, context, ai.StreamOptions())
+    # The 1-hour TTL is for the official API only, which the provider recognises by its host.
+    official = msgspec.structs.replace(CLAUDE, base_url=f"https://{anth.OFFICIAL_HOST}")
+    long = anth.build_params(official, context, ai.StreamOptions())
     assert long["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     none = anth.build_params(CLAUDE, context, ai.StreamOptions(cache_retention="none"))
     assert "cache_control" not in none["system"][0] and none["messages"][-1]["content"] == "hi"
@@ -203,7 +206,7 @@ def test_openai_params_send_empty_tools_when_history_has_tool_calls():
 
 
 @pytest.mark.parametrize(("provider", "url", "expected"), [
-    ("openai", "https://api.openai.com/v1", (True, True, True, "openai", "max_completion_tokens")),
+    ("openai", "http://127.0.0.1:9/v1", (True, True, True, "openai", "max_completion_tokens")),
     ("zai", "https://api.z.ai/v1", (False, False, False, "zai", "max_completion_tokens")),
     ("xai", "https://api.x.ai/v1", (False, False, False, "openai", "max_completion_tokens")),
     ("x", "https://llm.chutes.ai/v1", (False, False, True, "openai", "max_tokens")),

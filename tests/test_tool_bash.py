@@ -1,7 +1,12 @@
 """The bash tool with real processes (pi spec §1.7) and the tail-truncation helper (§1.3).
 
-Commands that must be found in /proc use ``sleep <unique duration>`` as a marker. Waiting is
-done on events or by polling real state, with ``trio.fail_after`` only as a safety bound.
+A test learns that a command's processes have started from an event (the command announces
+itself on its output, writes ``$!`` to a file, or opens a fifo the test waits on), snapshots
+their pids then by process group (each call runs in its own group, and the group, unlike the
+command line or environment, stays readable while a process execs), and waits for their exit
+through pidfds (``_procs.wait_exited``); ``trio.fail_after`` is only a safety bound. Every
+process a test starts also carries a unique marker in its environment (and ``sleep <marker>``
+as its command), so a test can check that nothing of it is left, in or out of the group.
 """
 
 from __future__ import annotations
@@ -16,38 +21,47 @@ import textwrap
 import pytest
 import trio
 
+from _procs import environ_has, live_pids, wait_exited
 from pi_actors.coding.tools import ToolError, kill_all_process_groups, run_tool, truncate_tail
 from pi_actors.coding.tools import bash as bash_module
 from pi_actors.coding.tools.process import live_process_groups
+
+
+MARKER_VAR = "PI_ACTORS_TEST_BASH_MARKER"
 
 
 def new_marker() -> str:
     return f"1000.{secrets.randbelow(10**6):06d}"
 
 
-def alive_with_marker(marker: str) -> list[int]:
-    """Pids of non-zombie ``sleep <marker>`` processes."""
-    needle = b"sleep\0" + marker.encode() + b"\0"
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+@pytest.fixture
+def marker(monkeypatch) -> str:
+    """A unique value, exported so that every process the test starts carries it."""
+    value = new_marker()
+    monkeypatch.setenv(MARKER_VAR, value)
+    return value
+
+
+def group_members(groups) -> list[int]:
+    """Pids of running (non-zombie) processes in the process groups ``groups``."""
+
+    def member(pid: int) -> bool:
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
+            return os.getpgid(pid) in groups
         except OSError:
-            continue
-        if needle in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
+            return False
+
+    return live_pids(member)
 
 
-async def wait_until(predicate, limit: float = 10.0) -> None:
-    with trio.fail_after(limit):
-        while not predicate():
-            await trio.sleep(0.01)
+def marked(marker: str) -> list[int]:
+    """Pids of running (non-zombie) processes carrying ``marker`` in their environment."""
+    return live_pids(lambda pid: environ_has(pid, f"{MARKER_VAR}={marker}"))
+
+
+async def open_fifo_for_writing(path) -> int:
+    """Wait until the command opens the fifo ``path`` for reading; return our write end."""
+    return await trio.to_thread.run_sync(os.open, str(path), os.O_WRONLY, abandon_on_cancel=True)
 
 
 async def bash(command: str, cwd="/tmp", on_update=None, **extra):
@@ -170,31 +184,47 @@ async def test_one_huge_final_line_shows_its_last_50kb():
     os.unlink(path)
 
 
-async def test_timeout_kills_the_command_and_says_so():
-    marker = new_marker()
+async def test_timeout_kills_the_command_and_says_so(marker):
+    started: list[int] = []
+
+    async def on_update(partial):
+        # "before" is echoed after the background sleep was forked: shell and sleep both run.
+        if not started:
+            started.extend(group_members(live_process_groups()))
+
     with pytest.raises(ToolError) as info:
-        await bash(f"echo before; sleep {marker}", timeout=0.5)
+        await bash(f"sleep {marker} & echo before; sleep {marker}", timeout=0.5, on_update=on_update)
     assert info.value.message == "before\n\n\nCommand timed out after 0.5 seconds"
-    await wait_until(lambda: not alive_with_marker(marker))
+    assert len(started) >= 2
+    # Also whatever started after the snapshot (the foreground sleep) and may still be dying.
+    await wait_exited(started + marked(marker))
+    assert not marked(marker)
     assert not live_process_groups()
 
 
-async def test_timeout_uses_sigkill_when_sigterm_is_ignored(monkeypatch):
+async def test_timeout_uses_sigkill_when_sigterm_is_ignored(monkeypatch, marker, tmp_path):
     monkeypatch.setattr(bash_module, "_TERM_GRACE", 0.2)
-    marker = new_marker()
+    pidfile = tmp_path / "pid"
     with pytest.raises(ToolError) as info:
-        await bash(f"trap '' TERM; sleep {marker} & wait", timeout=0.3)
+        await bash(f"trap '' TERM; sleep {marker} & echo $! > {pidfile}; wait", timeout=0.3)
     assert info.value.message == "Command timed out after 0.3 seconds"
-    await wait_until(lambda: not alive_with_marker(marker))
+    # The sleep ignores SIGTERM (inherited from the trap): only SIGKILL ends it.
+    sleeper = int(pidfile.read_text())
+    await wait_exited([sleeper, *marked(marker)])
+    assert not marked(marker)
 
 
-async def test_cancelling_the_call_kills_the_whole_process_group():
-    marker = new_marker()
+async def test_cancelling_the_call_kills_the_whole_process_group(marker):
     seen: list[BaseException] = []
+    started = trio.Event()
+
+    async def on_update(partial):
+        if "started" in partial["content"][0]["text"]:
+            started.set()
 
     async def call():
         try:
-            await bash(f"sleep {marker} & sleep {marker}; echo never")
+            await bash(f"sleep {marker} & sleep {marker} & echo started; wait; echo never", on_update=on_update)
         except BaseException as exc:
             seen.append(exc)
             raise
@@ -203,62 +233,83 @@ async def test_cancelling_the_call_kills_the_whole_process_group():
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(call)
-                await wait_until(lambda: len(alive_with_marker(marker)) == 2)
+                await started.wait()
+                # The shell and its two background sleeps.
+                pids = group_members(live_process_groups())
+                assert len(pids) == 3
                 scope.cancel()
     assert scope.cancelled_caught
     # The caller sees trio's own Cancelled, not a tool result or an exception group.
     assert len(seen) == 1 and isinstance(seen[0], trio.Cancelled)
-    await wait_until(lambda: not alive_with_marker(marker))
+    await wait_exited(pids)
+    assert not marked(marker)
     assert not live_process_groups()
 
 
-async def test_a_failing_update_callback_stops_the_command_and_raises_as_is():
-    marker = new_marker()
+async def test_a_failing_update_callback_stops_the_command_and_raises_as_is(marker):
+    started: list[int] = []
 
     async def broken_link(partial):
+        # "hi" is echoed after the background sleep was forked: shell and sleep both run.
+        started.extend(group_members(live_process_groups()))
         raise ConnectionError("pool link lost")
 
     with trio.fail_after(10):
         with pytest.raises(ConnectionError, match="pool link lost"):
-            await bash(f"echo hi; sleep {marker}", on_update=broken_link)
-    await wait_until(lambda: not alive_with_marker(marker))
+            await bash(f"sleep {marker} & echo hi; sleep {marker}", on_update=broken_link)
+    assert len(started) >= 2
+    await wait_exited(started + marked(marker))
+    assert not marked(marker)
 
 
-async def test_background_children_die_when_the_command_exits():
-    marker = new_marker()
+async def test_background_children_die_when_the_command_exits(marker, tmp_path):
+    pidfile = tmp_path / "pid"
     with trio.fail_after(10):
-        result = await bash(f"sleep {marker} & echo done")
+        result = await bash(f"sleep {marker} & echo $! > {pidfile}; echo done")
     assert text_of(result) == "done\n"
-    await wait_until(lambda: not alive_with_marker(marker))
+    sleeper = int(pidfile.read_text())
+    await wait_exited([sleeper, *marked(marker)])
+    assert not marked(marker)
 
 
-async def test_kill_all_process_groups_ends_running_commands():
-    marker = new_marker()
+async def test_kill_all_process_groups_ends_running_commands(marker, tmp_path):
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
     result = None
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
+    writer = None
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
 
-            async def run():
-                nonlocal result
-                result = await bash(f"sleep {marker}; echo unreachable")
+                async def run():
+                    nonlocal result
+                    result = await bash(f"sleep {marker} & read line < {fifo}; echo unreachable")
 
-            nursery.start_soon(run)
-            await wait_until(lambda: alive_with_marker(marker))
-            kill_all_process_groups()
+                nursery.start_soon(run)
+                # The shell opened the fifo, so the sleep runs; it stays blocked reading the
+                # fifo while we hold the write end open.
+                writer = await open_fifo_for_writing(fifo)
+                pids = group_members(live_process_groups())
+                assert len(pids) == 2
+                kill_all_process_groups()
+    finally:
+        if writer is not None:
+            os.close(writer)
     # pi treats a shell killed by a signal as a success, with whatever output there was.
     assert text_of(result) == "(no output)"
-    await wait_until(lambda: not alive_with_marker(marker))
+    await wait_exited(pids)
+    assert not marked(marker)
 
 
-async def test_command_dies_with_its_worker_process():
-    marker = new_marker()
+async def test_command_dies_with_its_worker_process(marker):
     worker_code = textwrap.dedent(
         f"""
         import functools, trio
         from pi_actors.coding.tools import run_tool
+        from pi_actors.coding.tools.process import live_process_groups
 
         async def on_update(partial):
-            print("started", flush=True)
+            print("started", *live_process_groups(), flush=True)
 
         call = functools.partial(run_tool, cwd="/tmp", on_update=on_update)
         trio.run(call, "bash", {{"command": "echo x; exec sleep {marker}"}})
@@ -271,14 +322,19 @@ async def test_command_dies_with_its_worker_process():
     try:
         with trio.fail_after(10):
             seen = b""
-            while b"started" not in seen:
+            while b"\n" not in seen:
                 chunk = await worker.stdout.receive_some()
                 assert chunk, "worker exited early"
                 seen += chunk
-            await wait_until(lambda: alive_with_marker(marker))
+        word, *groups = seen.split(b"\n")[0].split()
+        assert word == b"started"
+        # The command's shell, which becomes the sleep.
+        pids = group_members({int(g) for g in groups})
+        assert len(pids) == 1
         worker.send_signal(signal.SIGKILL)
         await worker.wait()
-        await wait_until(lambda: not alive_with_marker(marker))
+        await wait_exited(pids)
+        assert not marked(marker)
     finally:
         if worker.returncode is None:
             worker.kill()

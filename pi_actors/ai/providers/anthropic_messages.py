@@ -41,9 +41,11 @@ from ..types import (
 )
 from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream, shared_ssl_context
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
+__all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
 
 API = "anthropic-messages"
+# The official API's host: a base URL containing it gets the 1-hour cache TTL for long retention.
+OFFICIAL_HOST = "api.anthropic.com"
 
 _STOP_REASONS = {"end_turn": "stop", "pause_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                  "tool_use": "toolUse", "refusal": "error", "sensitive": "error"}
@@ -157,7 +159,7 @@ def _cache_control(model: Model, options: StreamOptions) -> dict[str, Any] | Non
     retention = resolve_cache_retention(options)
     if retention == "none":
         return None
-    if retention == "long" and "api.anthropic.com" in (model.base_url or ""):
+    if retention == "long" and OFFICIAL_HOST in (model.base_url or ""):
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
 
