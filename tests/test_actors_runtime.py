@@ -50,18 +50,19 @@ def _config(server: ScriptedLLM, cwd: str, tools=("read", "bash")) -> dict:
 def _process_group_of_command(text: str) -> list[int]:
     """Every process in the group led by the shell running ``text`` (forked children too,
     whether or not they have exec'd yet)."""
-    leaders = live_pids(lambda pid: text in cmdline(pid))
-    assert len(leaders) == 1, leaders
-    group = os.getpgid(leaders[0])
-    assert group == leaders[0], "the bash call should lead its own process group"
 
-    def in_group(pid: int) -> bool:
+    def pgid(pid: int) -> int | None:
         try:
-            return os.getpgid(pid) == group
+            return os.getpgid(pid)
         except ProcessLookupError:
-            return False
+            return None
 
-    return live_pids(in_group)
+    # Forked children that have not exec'd yet still show the shell's command line, so the
+    # shell is the one that leads its own process group.
+    shells = live_pids(lambda pid: text in cmdline(pid))
+    leaders = [pid for pid in shells if pgid(pid) == pid]
+    assert len(leaders) == 1, f"the bash call should lead its own process group: {shells}"
+    return live_pids(lambda pid: pgid(pid) == leaders[0])
 
 
 async def test_abort_while_a_bash_call_runs_kills_its_process_group_and_ends_the_run(scripted, tmp_path):

@@ -13,11 +13,19 @@ It runs the stateless agent loop (``pi_actors.agent``) with three remote capabil
 Calls served (from a UI):
 
 ``session {}``            → ``{header, path}`` of the open session.
-``prompt {text}``         → chunks: every AgentEvent in pi's JSON shape (``message_update``
-                            without its ``message``, rebuilt by the UI); result ``{}`` when
-                            the run is over. A prompt while a run is active fails ``busy``.
-``abort {}``              → aborts the active run (no-op when idle).
-``get_state {}``          → model, isStreaming, messageCount, session.
+``prompt {text}``         → chunks: every AgentEvent of the run in pi's JSON shape
+                            (``message_update`` without its ``message``, rebuilt by the UI);
+                            result ``{}`` when the run is over. Fails ``busy`` during a run.
+``continue {}``           → the same, continuing from the transcript (``invalid_state`` when
+                            there is nothing to continue from).
+``steer {text}``          → queues a message for the next LLM call of the current run.
+``follow_up {text}``      → queues a message for when the run would otherwise end.
+``abort {}``              → aborts the active run and returns once it has ended.
+``get_state {}``          → model, thinking level, isStreaming, counts, queue modes, session.
+``get_messages {}``       → ``{messages}``: the transcript.
+
+The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
+steering and follow-up queues, one run at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ..agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, run_agent_loop
+from ..agent import Agent, AgentTool, AgentToolResult
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
@@ -55,19 +63,32 @@ def _convert_to_llm(messages: list[Any]) -> list[T.Message]:
 
 class Coordinator:
     def __init__(self, config: dict[str, Any], provider: Peer, tools: Peer, store: Peer) -> None:
+        from ..coding.tools import TOOL_SPECS
+
         self.config = config
         self.provider = provider
         self.tools_peer = tools
         self.store = store
         self.cwd: str = config.get("cwd") or os.getcwd()
-        self.model = msgspec.convert(config["model"], T.Model)
-        self.thinking_level: str = config.get("thinkingLevel") or "off"
-        self.messages: list[Any] = []
-        self.system_prompt: str = config.get("systemPrompt") or ""
-        self.tool_names: list[str] = list(config.get("tools") or [])
         self.session: dict | None = None
-        self._signal: AbortSignal | None = None
-        self._running = False
+        tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.get("tools") or [] if n in TOOL_SPECS]
+        self.agent = Agent(
+            initial_state={
+                "system_prompt": config.get("systemPrompt") or "",
+                "model": msgspec.convert(config["model"], T.Model),
+                "thinking_level": config.get("thinkingLevel") or "off",
+                "tools": tools_list,
+            },
+            stream_fn=self.stream_fn,
+            convert_to_llm=_convert_to_llm,
+            steering_mode=config.get("steeringMode") or "one-at-a-time",
+            follow_up_mode=config.get("followUpMode") or "one-at-a-time",
+            tool_execution=config.get("toolExecution") or "parallel",
+        )
+        self.agent.subscribe(self._on_event)
+        #: The UI call that started the current run: it receives the run's events.
+        self._sink: IncomingCall | None = None
+        self._run_nursery: trio.Nursery | None = None
         self._store_error: str | None = None
         self._tools_warmed = False
 
@@ -130,78 +151,87 @@ class Coordinator:
 
     async def handle(self, call: IncomingCall) -> Any:
         args = call.args or {}
-        if call.method == "session":
+        method = call.method
+        if method == "session":
             return self.session
-        if call.method == "prompt":
-            return await self._prompt(call, args)
-        if call.method == "abort":
-            if self._signal is not None:
-                self._signal.abort("aborted by the user")
+        if method in ("prompt", "continue"):
+            return await self._run(call, args)
+        if method in ("steer", "follow_up"):
+            text = _text_arg(args, method)
+            message = T.UserMessage(content=text, timestamp=T.now_ms())
+            (self.agent.steer if method == "steer" else self.agent.follow_up)(message)
             return {}
-        if call.method == "get_state":
+        if method == "abort":
+            self.agent.abort()
+            await self.agent.wait_for_idle()
+            return {}
+        if method == "get_state":
+            state = self.agent.state
             return {
-                "model": T.to_plain(self.model),
-                "thinkingLevel": self.thinking_level,
-                "isStreaming": self._running,
-                "messageCount": len(self.messages),
+                "model": T.to_plain(state.model),
+                "thinkingLevel": state.thinking_level,
+                "isStreaming": state.is_streaming,
+                "messageCount": len(state.messages),
+                "pendingMessageCount": len(self.agent._steering) + len(self.agent._follow_ups),
+                "steeringMode": self.agent.steering_mode,
+                "followUpMode": self.agent.follow_up_mode,
                 "sessionFile": (self.session or {}).get("path"),
                 "sessionId": ((self.session or {}).get("header") or {}).get("id"),
             }
-        raise RemoteError("not_found", f"coordinator: unknown method {call.method!r}")
+        if method == "get_messages":
+            return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
+        raise RemoteError("not_found", f"coordinator: unknown method {method!r}")
 
-    async def _prompt(self, call: IncomingCall, args: dict) -> Any:
-        text = args.get("text")
-        if not isinstance(text, str):
-            raise RemoteError("invalid_args", "prompt: text must be a string")
-        if self._running:
+    async def _run(self, call: IncomingCall, args: dict) -> Any:
+        """Run ``prompt {text}`` or ``continue {}`` to its end, streaming its events to ``call``."""
+        if self.agent.state.is_streaming:
             raise RemoteError("busy", "Agent is already processing a prompt. Use steer or follow_up, or wait.")
-        self._running = True
-        self._signal = signal = AbortSignal()
+        prompt = None
+        if call.method == "prompt":
+            prompt = T.UserMessage(content=_text_arg(args, "prompt"), timestamp=T.now_ms())
         call.cooperative = True
         self._store_error = None
-        from ..coding.tools import TOOL_SPECS
-
-        tools = [self.make_tool(TOOL_SPECS[n]) for n in self.tool_names if n in TOOL_SPECS]
-        context = AgentContext(system_prompt=self.system_prompt, messages=list(self.messages), tools=tools)
-
-        run_nursery: list[trio.Nursery] = []
-
-        async def emit(event: Any) -> None:
-            kind = getattr(event, "type", None)
-            if kind == "message_end":
-                await self._persist(event.message, signal)
-            elif kind == "message_start" and tools and not self._tools_warmed and isinstance(event.message, T.AssistantMessage):
-                # The model has started answering, so the provider's start-up is over: a good
-                # moment for the pool to start its warm workers, before the first tool call.
-                self._tools_warmed = True
-                run_nursery[0].start_soon(self._warm_tools)
-            await call.send_chunk(strip_agent_event(event))
-
-        loop_config = AgentLoopConfig(
-            model=self.model,
-            convert_to_llm=_convert_to_llm,
-            reasoning=None if self.thinking_level == "off" else self.thinking_level,
-            session_id=((self.session or {}).get("header") or {}).get("id"),
-        )
-        prompt = T.UserMessage(content=text, timestamp=T.now_ms())
         try:
             async with trio.open_nursery() as nursery:
+                self._sink, self._run_nursery = call, nursery
 
                 async def pass_cancel() -> None:
                     await call.cancel_requested.wait()
-                    signal.abort("prompt call cancelled")
+                    self.agent.abort()
 
                 nursery.start_soon(pass_cancel)
-                run_nursery.append(nursery)
-                new_messages = await run_agent_loop([prompt], context, loop_config, emit, signal, self.stream_fn)
+                try:
+                    if prompt is not None:
+                        await self.agent.prompt(prompt)
+                    else:
+                        await self.agent.continue_()
+                except RuntimeError as exc:  # nothing to continue from, no model, ...
+                    raise RemoteError("invalid_state", str(exc)) from None
                 nursery.cancel_scope.cancel()
-            self.messages.extend(new_messages)
         finally:
-            self._running = False
-            self._signal = None
+            self._sink = self._run_nursery = None
         if self._store_error:
             raise RemoteError("write_failed", self._store_error)
         return {}
+
+    async def _on_event(self, event: Any) -> None:
+        """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
+        kind = event.type
+        if kind == "message_end":
+            await self._persist(event.message)
+        elif (
+            kind == "message_start"
+            and not self._tools_warmed
+            and self.agent.state.tools
+            and isinstance(event.message, T.AssistantMessage)
+            and self._run_nursery is not None
+        ):
+            # The model has started answering, so the provider's start-up is over: a good
+            # moment for the pool to start its warm workers, before the first tool call.
+            self._tools_warmed = True
+            self._run_nursery.start_soon(self._warm_tools)
+        if self._sink is not None:
+            await self._sink.send_chunk(strip_agent_event(event))
 
     async def _warm_tools(self) -> None:
         """Ask the pool to start its warm workers (idempotent; errors show on first use)."""
@@ -210,7 +240,7 @@ class Coordinator:
         except RemoteError:
             pass
 
-    async def _persist(self, message: Any, signal: AbortSignal) -> None:
+    async def _persist(self, message: Any) -> None:
         """Append a finished message to the session; a failure stops the run, loudly."""
         if self._store_error is not None:
             return
@@ -218,7 +248,14 @@ class Coordinator:
             await self.store.call("append", {"message": T.to_plain(message)})
         except RemoteError as exc:
             self._store_error = f"session not saved: {exc.message}"
-            signal.abort(self._store_error)
+            self.agent.abort()
+
+
+def _text_arg(args: dict, method: str) -> str:
+    text = args.get("text")
+    if not isinstance(text, str):
+        raise RemoteError("invalid_args", f"{method}: text must be a string")
+    return text
 
 
 def _blocks(content: Any) -> list[Any]:
