@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 import trio
 
-__all__ = ["live_pids", "cmdline", "environ_has", "wait_exited"]
+__all__ = ["live_pids", "cmdline", "environ_has", "parent_pid", "wait_exited"]
 
 
 def _state(pid: int) -> str:
@@ -22,6 +22,15 @@ def _state(pid: int) -> str:
         return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
     except (OSError, ValueError):
         return "X"
+
+
+def parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+        return int(data[data.rindex(b")") + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cmdline(pid: int) -> str:

@@ -16,8 +16,9 @@ Calls served (from a UI):
 ``prompt {text}``         → chunks: every AgentEvent of the run in pi's JSON shape
                             (``message_update`` without its ``message``, rebuilt by the UI);
                             result ``{}`` when the run is over. Fails ``busy`` during a run.
-``continue {}``           → the same, continuing from the transcript (``invalid_state`` when
-                            there is nothing to continue from).
+``continue {}``           → the same, continuing from the transcript; a trailing failed
+                            (error/aborted) reply is dropped first, so this retries it
+                            (``invalid_state`` when there is nothing to continue from).
 ``steer {text}``          → queues a message for the next LLM call of the current run.
 ``follow_up {text}``      → queues a message for when the run would otherwise end.
 ``abort {}``              → aborts the active run and returns once it has ended.
@@ -189,8 +190,15 @@ class Coordinator:
         prompt = None
         if call.method == "prompt":
             prompt = T.UserMessage(content=_text_arg(args, "prompt"), timestamp=T.now_ms())
+        else:
+            messages = self.agent.state.messages
+            if messages and isinstance(messages[-1], T.AssistantMessage) and messages[-1].stop_reason in ("error", "aborted"):
+                # Continuing after a failed reply retries it, as pi's retry does: the failed
+                # message stays in the session file but leaves the working transcript.
+                self.agent.replace_messages(messages[:-1])
         call.cooperative = True
         self._store_error = None
+        refused: str | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
@@ -206,10 +214,12 @@ class Coordinator:
                     else:
                         await self.agent.continue_()
                 except RuntimeError as exc:  # nothing to continue from, no model, ...
-                    raise RemoteError("invalid_state", str(exc)) from None
+                    refused = str(exc)
                 nursery.cancel_scope.cancel()
         finally:
             self._sink = self._run_nursery = None
+        if refused is not None:
+            raise RemoteError("invalid_state", refused)
         if self._store_error:
             raise RemoteError("write_failed", self._store_error)
         return {}

@@ -312,6 +312,12 @@ class Peer:
                 result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code="cancelled", message="call cancelled"))
         except RemoteError as exc:
             result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=exc.code, message=exc.message))
+        except BaseExceptionGroup as group:
+            # A handler that raised RemoteError from inside a nursery: still a refusal, not a bug.
+            remote = _only_remote_errors(group)
+            if remote is None:
+                raise
+            result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=remote.code, message=remote.message))
         except Exception as exc:
             self._incoming.pop(call.id, None)
             with trio.CancelScope(shield=True):
@@ -332,6 +338,23 @@ class Peer:
     async def aclose(self) -> None:
         self._mark_closed("closed locally")
         await trio.aclose_forcefully(self._stream)
+
+
+def _only_remote_errors(group: BaseExceptionGroup) -> RemoteError | None:
+    """The first RemoteError of ``group`` if every exception in it is one, else None."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    if leaves and all(isinstance(e, RemoteError) for e in leaves):
+        return leaves[0]  # type: ignore[return-value]
+    return None
 
 
 @asynccontextmanager
