@@ -152,19 +152,29 @@ async def test_steering_during_tool_execution_is_injected_before_the_next_model_
 
 
 async def test_a_follow_up_queued_during_a_run_starts_a_new_turn_when_the_agent_would_stop(scripted, tmp_path):
-    scripted.script += [Reply(text="first answer", hang_after_start=False, chunks=30), Reply(text="follow-up answered")]
+    gate = tmp_path / "gate"
+    wait_for_gate = f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo released"
+    scripted.script += [
+        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": wait_for_gate})]),
+        Reply(text="first answer"),
+        Reply(text="follow-up answered"),
+    ]
     async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
         queued = False
 
         async def on_event(event: dict) -> None:
             nonlocal queued
-            if event["type"] == "message_start" and event["message"]["role"] == "assistant" and not queued:
+            if event["type"] == "tool_execution_update" and not queued:
                 queued = True
                 await coordinator.call("follow_up", {"text": "and one more thing"})
+                gate.touch()
 
         events = await _run(coordinator, "prompt", {"text": "first"}, on_event)
-    assert _types(events).count("turn_start") == 2
-    assert _request_roles(scripted, 1)[-1] == ("user", "and one more thing")
+    # The follow-up waited for the run to be about to stop: after the answer to the tool
+    # result, not before it.
+    assert _request_roles(scripted, 1)[-1][0] == "tool"
+    assert _request_roles(scripted, 2)[-2:] == [("assistant", "first answer"), ("user", "and one more thing")]
+    assert _types(events).count("turn_start") == 3
     assert [e for e in events if e["type"] == "message_end"][-1]["message"]["content"][0]["text"] == "follow-up answered"
 
 
