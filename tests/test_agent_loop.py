@@ -1149,3 +1149,39 @@ async def test_an_aborted_run_takes_no_queued_messages():
     assert polls == ["steer"]  # only the initial poll, before the abort
     assert [m.content for m in result if isinstance(m, UserMessage)] == ["go", "queued"]
     assert result[-1].stop_reason == "aborted"
+
+
+async def test_abort_between_turns_makes_no_further_llm_call_and_keeps_every_tool_result():
+    signal = AbortSignal()
+
+    def abort_after_the_turn() -> list:
+        # Polled after turn_end and before the next turn: the user pressed Esc right then.
+        if any(isinstance(m, ToolResultMessage) for m in turns_seen):
+            signal.abort()
+        return []
+
+    turns_seen: list[Any] = []
+
+    async def execute(tool_call_id, params, sig, on_update):
+        return AgentToolResult(content=[TextContent(text=f"done {tool_call_id}")])
+
+    async def record(event: Any) -> None:
+        if event.type == "message_end":
+            turns_seen.append(event.message)
+
+    stream = ScriptedStream(reply(Call("a", "echo", {"value": "1"}), Call("b", "echo", {"value": "2"})), done_only(Text("never")))
+    rec = Recorder()
+
+    async def sink(event: Any) -> None:
+        await record(event)
+        await rec(event)
+
+    context = AgentContext(system_prompt="sys", messages=[], tools=[make_tool(execute=execute)])
+    config = AgentLoopConfig(model=MODEL, get_steering_messages=abort_after_the_turn)
+    with trio.fail_after(5):
+        result = await run_agent_loop([user("go")], context, config, sink, signal, stream)
+    check_invariants(rec.events, result)
+    assert len(stream.calls) == 1
+    calls = [b.id for m in result if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolCall)]
+    assert [m.tool_call_id for m in result if isinstance(m, ToolResultMessage)] == calls == ["a", "b"]
+    assert result[-1].stop_reason == "aborted"
