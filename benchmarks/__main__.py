@@ -1,0 +1,185 @@
+"""``python -m benchmarks``: the side-by-side scenarios, the budgets and the micro-benchmarks.
+
+Run from the repository root with the project's virtualenv::
+
+    .venv/bin/python -m benchmarks                 # everything, 5 rounds (~6-8 minutes)
+    .venv/bin/python -m benchmarks --quick         # 2 rounds, short micro-benchmarks (~2-3 minutes)
+    .venv/bin/python -m benchmarks --install-pi    # npm install pi into the cache folder first
+    .venv/bin/python -m benchmarks --only micro    # micro-benchmarks only
+    .venv/bin/python -m benchmarks --scenarios a,b32 --rounds 3
+
+``--results benchmarks/RESULTS.md`` rewrites that file with this run's figures, the machine
+and the command (keeping its "## Notes" section).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from . import report
+from .clis import find_pi, install_pi
+from .e2e import default_scenarios, run_scenarios
+from .micro import run_micro
+
+
+def machine() -> dict[str, str]:
+    info = {"nproc": str(os.cpu_count())}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        info["cpu"] = next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("Model name")), "?")
+    except (OSError, subprocess.SubprocessError):
+        info["cpu"] = platform.processor() or "?"
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        info["memory"] = f"{kb / 1024 / 1024:.1f} GiB"
+    except OSError:
+        info["memory"] = "?"
+    info["python"] = platform.python_version()
+    info["kernel"] = platform.release()
+    try:
+        info["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        info["node"] = "absent"
+    info["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                        cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except OSError:
+        info["commit"] = "?"
+    return info
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description="pi-actors benchmarks: side by side with pi, and the runtime's micro-benchmarks")
+    p.add_argument("--quick", action="store_true", help="2 rounds and short micro-benchmarks")
+    p.add_argument("--rounds", type=int, help="rounds per scenario and CLI (default 5, --quick 2)")
+    p.add_argument("--only", choices=["scenarios", "micro"], help="run only one part")
+    p.add_argument("--scenarios", help="comma-separated keys among a,b8,b32,c,d,e (default: all)")
+    p.add_argument("--deltas", type=int, default=50_000, help="deltas in scenario d (default 50000)")
+    p.add_argument("--turns", type=int, default=50, help="turns in scenario c (default 50)")
+    p.add_argument("--no-pi", action="store_true", help="run pi-actors alone")
+    p.add_argument("--install-pi", action="store_true", help="npm install pi into the cache folder if it is missing")
+    p.add_argument("--poll", type=float, default=0.05, help="seconds between /proc samples of the tree's RSS")
+    p.add_argument("--json", help="also write every figure to this JSON file")
+    p.add_argument("--results", help="write a Markdown report to this file (e.g. benchmarks/RESULTS.md)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python -m benchmarks " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    rounds = args.rounds or (2 if args.quick else 5)
+    info = machine()
+    print(f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']}, Python {info['python']}, node {info['node']}, {info['date']}")
+
+    pi_path, pi_reason = None, None
+    if not args.no_pi:
+        pi_path, how = find_pi()
+        if pi_path is None and args.install_pi:
+            print("pi: " + install_pi())
+            pi_path, how = find_pi()
+        if pi_path is None:
+            pi_reason = how
+            print(f"pi: MISSING — {how}. Running pi-actors alone.")
+        else:
+            print(f"pi: {pi_path} ({how})")
+    else:
+        pi_reason = "--no-pi"
+
+    results, facts, micro = [], {}, []
+    if args.only != "micro":
+        scen = default_scenarios(deltas=args.deltas, turns=args.turns)
+        if args.scenarios:
+            keys = {k.strip() for k in args.scenarios.split(",")}
+            unknown = keys - {s.key for s in scen}
+            if unknown:
+                print(f"unknown scenario key(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+                return 2
+            scen = [s for s in scen if s.key in keys]
+        print(f"\n== scenarios: {rounds} round(s), CLIs alternating ==")
+        results, facts = run_scenarios(scen, rounds=rounds, pi_path=pi_path, poll=args.poll)
+        if facts.get("pi_missing"):
+            pi_reason = facts["pi_missing"]
+        print(f"\npi-actors: {facts.get('pi-actors')}; pi: {facts.get('pi', 'absent')}; {facts.get('sandbox')}")
+        print(f"scripted server: {facts.get('requests')} requests in all, every counted run checked against its expected count")
+        print()
+        print(report.scenario_table(results, rounds))
+        for res in results:
+            for cli, problems in res.failures.items():
+                for pr in sorted(set(problems)):
+                    print(f"  FAILED ({res.scenario.key}) {cli}: {pr}")
+        print("\n== budgets (issue 9) ==")
+        bs = report.budgets(results, pi_reason)
+        print(report.budget_lines(bs))
+    if args.only != "scenarios":
+        print("\n== micro-benchmarks (pi_actors.runtime) ==")
+        micro = run_micro(quick=args.quick)
+        print(report.micro_table(micro))
+        print()
+        for line in report.landscape_lines(micro):
+            print("  " + line)
+
+    if args.json:
+        doc = {
+            "command": command, "machine": info, "facts": facts, "pi_reason": pi_reason,
+            "scenarios": [
+                {"key": r.scenario.key, "name": r.scenario.name, "title": r.scenario.title,
+                 "runs": {cli: [{k: v for k, v in asdict(m).items() if k not in ("stdout", "stderr")} for m in ms] for cli, ms in r.runs.items()},
+                 "failures": r.failures}
+                for r in results
+            ],
+            "micro": [asdict(m) for m in micro],
+        }
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+    if args.results:
+        write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro)
+        print(f"\nwrote {args.results}")
+    return 0
+
+
+def write_results(path: Path, command, info, facts, pi_reason, rounds, results, micro) -> None:
+    notes = ""
+    if path.exists():
+        old = path.read_text()
+        if "\n## Notes" in old:
+            notes = old[old.index("\n## Notes") :]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `python -m benchmarks --results benchmarks/RESULTS.md`; see `benchmarks/README.md` for what",
+        "each figure means and how it is taken.",
+        "",
+        f"- date: {info['date']} (commit {info['commit']})",
+        f"- machine: {info['nproc']} CPUs, {info['cpu']}, {info['memory']} RAM, Linux {info['kernel']}",
+        f"- Python {info['python']}, node {info['node']}",
+        f"- command: `{command}` (from the repository root, with `.venv/bin/python`)",
+    ]
+    if facts:
+        lines.append(f"- pi-actors {facts.get('pi-actors', '?')}, pi {facts.get('pi', 'absent' if pi_reason is None else f'absent: {pi_reason}')};"
+                     f" {facts.get('sandbox', '')}")
+        lines.append(f"- {rounds} rounds per scenario and CLI, alternating, after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
+    if results:
+        lines += ["", "## Scenarios (medians)", "", report.scenario_table(results, rounds, markdown=True), ""]
+        fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]
+        if fails:
+            lines += ["Failed runs (not in the medians):", "", *fails, ""]
+        lines += ["## Budgets (issue 9)", "", report.budget_lines(report.budgets(results, pi_reason), markdown=True), ""]
+    if micro:
+        lines += ["## Micro-benchmarks", "", report.micro_table(micro, markdown=True), ""]
+        lines += [f"- {l}" for l in report.landscape_lines(micro)]
+        lines.append("")
+    path.write_text("\n".join(lines) + notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

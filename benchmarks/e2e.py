@@ -1,0 +1,222 @@
+"""Side-by-side scenarios: pi-actors and pi against one scripted LLM server.
+
+One ``benchmarks.server`` process serves every run. Each round runs every scenario once with
+each CLI, the two CLIs alternating (which one goes first flips every round), after one
+untimed warm-up run of each CLI. A run counts only if it exited 0, printed the scenario's
+check string, and made exactly the expected number of requests to the server (read back
+from the server's request log by the run's id) — otherwise it is reported as failed.
+
+See :mod:`benchmarks.procs` for how wall, CPU and memory are taken, and
+:mod:`benchmarks.startup` for scenario (e).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import scenarios as S
+from .clis import Pi, PiActors
+from .procs import Measurement, become_subreaper, measure
+from .startup import measure_startup
+
+__all__ = ["Scenario", "ScenarioResult", "default_scenarios", "run_scenarios", "Server"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str  # "a", "b8", ...
+    name: str  # server scenario name, or "startup"
+    title: str
+    sessions: bool = False  # durable session writes (a fresh --session-dir per run)
+    timeout: float = 120.0
+
+
+def default_scenarios(deltas: int = 50_000, turns: int = 50, parallel: tuple[int, ...] = (8, 32)) -> list[Scenario]:
+    out = [Scenario("a", "trivial", "trivial prompt -> final text (-p)")]
+    for n in parallel:
+        out.append(Scenario(f"b{n}", f"parallel-{n}", f"{n} parallel `sleep 1; echo i` bash calls, then text"))
+    out.append(Scenario("c", f"turns-{turns}", f"{turns} turns of one `echo i` call, session written", sessions=True))
+    out.append(Scenario("d", f"deltas-{deltas}", f"one reply of {deltas:,} text deltas"))
+    out.append(Scenario("e", "startup", "start-up to ready for input (interactive, on a pty)", timeout=60.0))
+    return out
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    runs: dict[str, list[Measurement]] = field(default_factory=dict)
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+    def ok(self, cli: str) -> list[Measurement]:
+        return self.runs.get(cli, [])
+
+    def median(self, cli: str, attr: str) -> float | None:
+        vals = [getattr(m, attr) for m in self.ok(cli)]
+        return statistics.median(vals) if vals else None
+
+    def peak(self, cli: str, attr: str) -> int | None:
+        vals = [getattr(m, attr) for m in self.ok(cli)]
+        return max(vals) if vals else None
+
+
+class Server:
+    """The scripted LLM server in its own process, with its request log."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.log = workdir / "requests.log"
+        self.log.touch()
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.server", "--log", str(self.log)],
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=root,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.proc.kill()
+            raise RuntimeError(f"the scripted server did not start (printed {line!r})")
+        self.port = int(line)
+
+    def requests_for(self, run_id: str) -> int:
+        with open(self.log, encoding="utf-8") as f:
+            return sum(1 for line in f if line.split(" ", 1)[0] == run_id)
+
+    def total_requests(self) -> int:
+        with open(self.log, encoding="utf-8") as f:
+            return sum(1 for _ in f)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _check(scenario: Scenario, m: Measurement, server: Server, run_id: str) -> str | None:
+    """Why the run does not count, or None."""
+    if m.returncode != 0:
+        tail = (m.stderr or m.stdout).decode(errors="replace").strip().splitlines()[-3:]
+        return f"exit {m.returncode}: {' | '.join(tail)}"
+    if scenario.name == "startup":
+        return None
+    out = m.stdout.decode(errors="replace")
+    want = S.expected_output(scenario.name)
+    if want not in out:
+        return f"output lacks {want[:40]!r}: {out.strip()[-120:]!r}"
+    if scenario.name.startswith("deltas-"):
+        n = int(scenario.name.split("-")[1])
+        if out.count(S.DELTA_PIECE.strip()) != n:
+            return f"output holds {out.count(S.DELTA_PIECE.strip())} of {n} deltas"
+    got, expect = server.requests_for(run_id), S.expected_requests(scenario.name)
+    if got != expect:
+        return f"{got} requests reached the scripted server, expected {expect}"
+    return None
+
+
+def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float) -> tuple[Measurement, str | None]:
+    run_id = f"{cli.short.replace('-', '')}{uuid.uuid4().hex[:10]}"
+    work = Path(tempfile.mkdtemp(prefix="work-", dir=workdir))
+    session_dir = str(Path(tempfile.mkdtemp(prefix="sessions-", dir=workdir))) if scenario.sessions else None
+    keep = {server.proc.pid}
+    try:
+        if scenario.name == "startup":
+            m = measure_startup(
+                cli.argv(None, interactive=True), env=cli.env(), cwd=str(work), ready=cli.ready_marker,
+                timeout=scenario.timeout, keep=keep,
+            )
+        else:
+            m = measure(
+                cli.argv(S.prompt_for(scenario.name, run_id), session_dir=session_dir),
+                env=cli.env(), cwd=str(work), timeout=scenario.timeout, poll=poll, keep=keep,
+            )
+        problem = _check(scenario, m, server, run_id)
+        if problem is None and session_dir is not None and not any(Path(session_dir).rglob("*.jsonl")):
+            problem = "no session file was written"
+        if problem is None and m.orphans:
+            problem = f"left {m.orphans} orphaned process(es) behind"
+        return m, problem
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if session_dir:
+            shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def run_scenarios(
+    scenarios: list[Scenario],
+    *,
+    rounds: int,
+    pi_path: str | None,
+    poll: float = 0.05,
+    progress=print,
+) -> tuple[list[ScenarioResult], dict]:
+    """Run everything; returns the results and facts about the run (versions, server)."""
+    become_subreaper()
+    workdir = Path(tempfile.mkdtemp(prefix="pi-actors-bench-"))
+    server = Server(workdir)
+    facts: dict = {"port": server.port}
+    try:
+        clis = [PiActors(workdir / "pi-actors-home", server.port)]
+        facts["pi-actors"] = clis[0].version()
+        facts["sandbox"] = clis[0].sandbox_note()
+        if pi_path:
+            pi = Pi(workdir / "pi-home", server.port, pi_path)
+            facts["pi"] = pi.version()
+            clis.append(pi)
+        results = [ScenarioResult(s) for s in scenarios]
+        idle = {}
+        for res in list(results):
+            if res.scenario.name == "startup":
+                derived = ScenarioResult(Scenario(res.scenario.key + " idle", "startup-idle", "start-up until the whole tree is idle"))
+                idle[res.scenario.key] = derived
+                results.insert(results.index(res) + 1, derived)
+        # Warm-up: page cache, bytecode caches, node's compile cache. Not timed.
+        warm = Scenario("warm", "trivial", "warm-up")
+        for cli in clis:
+            _, problem = _run_one(cli, warm, server, workdir, poll)
+            progress(f"  warm-up {cli.name}: {'ok' if problem is None else problem}")
+            if problem is not None and cli.name == "pi":
+                facts["pi_missing"] = f"pi failed its warm-up run: {problem}"
+        if "pi_missing" in facts:
+            clis = clis[:1]
+        t_start = time.perf_counter()
+        for r in range(rounds):
+            order = clis if r % 2 == 0 else list(reversed(clis))
+            for res in results:
+                if res.scenario.name == "startup-idle":
+                    continue
+                for cli in order:
+                    m, problem = _run_one(cli, res.scenario, server, workdir, poll)
+                    if problem is None:
+                        res.runs.setdefault(cli.name, []).append(m)
+                        if res.scenario.key in idle:
+                            if m.extra.get("idle") is not None:
+                                idle[res.scenario.key].runs.setdefault(cli.name, []).append(m.extra["idle"])
+                            else:
+                                idle[res.scenario.key].failures.setdefault(cli.name, []).append("never went idle")
+                    else:
+                        res.failures.setdefault(cli.name, []).append(problem)
+                    progress(
+                        f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} "
+                        + (f"{m.wall:7.3f} s wall {m.cpu:7.3f} s cpu {m.max_rss_kb / 1024:6.1f} MiB" if problem is None else f"FAILED: {problem}")
+                    )
+        facts["elapsed"] = time.perf_counter() - t_start
+        facts["requests"] = server.total_requests()
+        return results, facts
+    finally:
+        server.close()
+        shutil.rmtree(workdir, ignore_errors=True)
