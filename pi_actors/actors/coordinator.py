@@ -39,6 +39,7 @@ import msgspec
 import trio
 
 from ..agent import Agent, AgentTool, AgentToolResult
+from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
@@ -56,10 +57,6 @@ def _error_message(model: T.Model, text: str) -> T.AssistantMessage:
     msg.stop_reason = "error"
     msg.error_message = text
     return msg
-
-
-def _convert_to_llm(messages: list[Any]) -> list[T.Message]:
-    return [m for m in messages if isinstance(m, (T.UserMessage, T.AssistantMessage, T.ToolResultMessage))]
 
 
 class Coordinator:
@@ -81,7 +78,7 @@ class Coordinator:
                 "tools": tools_list,
             },
             stream_fn=self.stream_fn,
-            convert_to_llm=_convert_to_llm,
+            convert_to_llm=convert_to_llm,
             steering_mode=config.get("steeringMode") or "one-at-a-time",
             follow_up_mode=config.get("followUpMode") or "one-at-a-time",
             tool_execution=config.get("toolExecution") or "parallel",
@@ -243,6 +240,23 @@ class Coordinator:
         if self._sink is not None:
             await self._sink.send_chunk(strip_agent_event(event))
 
+    async def open_session(self, args: dict) -> None:
+        """Open (create, resume or fork) the session and load its transcript into the agent.
+
+        A resumed transcript whose last tool calls have no results (the previous process died
+        mid-call) gets error results, appended to the file too, so the next request is valid.
+        """
+        self.session = await self.store.call("open", args)
+        self._load_context(self.session)
+        repairs = interrupted_tool_results(self.agent.state.messages)
+        for result in repairs:
+            await self.store.call("append", {"message": T.to_plain(result)})
+            self.agent.append_message(result)
+
+    def _load_context(self, described: dict) -> None:
+        context = described.get("context") or {}
+        self.agent.replace_messages(from_session_messages(context.get("messages") or []))
+
     async def _warm_tools(self) -> None:
         """Ask the pool to start its warm workers (idempotent; errors show on first use)."""
         try:
@@ -300,14 +314,15 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
                     )
                 coord = Coordinator(config, peers["provider"], peers["tools"], peers["store"])
                 session_cfg = config.get("session") or {}
-                coord.session = await peers["store"].call(
-                    "open",
+                await coord.open_session(
                     {
                         "cwd": coord.cwd,
                         "sessionDir": session_cfg.get("sessionDir"),
                         "agentDir": session_cfg.get("agentDir"),
                         "noSession": bool(session_cfg.get("noSession")),
-                    },
+                        "resume": session_cfg.get("resume"),
+                        "forkFrom": session_cfg.get("forkFrom"),
+                    }
                 )
                 state["coord"] = coord
             except RemoteError as exc:

@@ -2,21 +2,29 @@
 
 Calls served (from the coordinator):
 
-``open {cwd, sessionDir?, agentDir, noSession}``
-    Creates the session (pi's JSONL v3; the file appears with the first assistant message)
-    and returns ``{header, path}`` (``path`` is None for ``--no-session``).
+``open {cwd, agentDir, sessionDir?, noSession?, resume?: path, forkFrom?: path}``
+    Creates a new session (pi's JSONL v3; the file appears with the first assistant message),
+    resumes the file ``resume`` (repairing a torn last line), or forks ``forkFrom`` into a
+    new file. Returns ``{header, path, context: {messages, thinkingLevel, model}, warnings}``
+    (``path`` is None for ``--no-session``).
 ``append {message}``
     Appends a ``message`` entry as a child of the leaf. Answers only once the line is written
     and fsynced (or buffered, before the first assistant message, as pi does), returning
     ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
 ``append_entry {entry}``
-    Appends another entry type (model_change, thinking_level_change, ...), same durability.
+    Appends another entry type (model_change, thinking_level_change, compaction, label, ...),
+    same durability.
+``entries {}``      → ``{entries, leafId, labels}``: the whole tree, for navigation.
+``context {}``      → the LLM context along the current branch (as ``open`` returns it).
+``branch {entryId | null}`` → moves the leaf (null: the next entry is a new root); nothing is
+                      written until the next append.
+``fork {entryId}``  → the path root→entry becomes a new session file (``parentSession`` =
+                      this one), which this store writes from then on; returns as ``open``.
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 import trio
@@ -26,40 +34,107 @@ from ..runtime import IncomingCall, RemoteError, open_peer
 __all__ = ["run_session_store", "SessionStore"]
 
 
-def _iso_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class SessionStore:
     def __init__(self) -> None:
         self._writer: Any = None
         self._header: dict | None = None
+        self._session_dir: str | None = None
+        self._warnings: list[str] = []
 
     async def handle(self, call: IncomingCall) -> Any:
         args = call.args or {}
-        if call.method == "open":
-            return await self._open(args)
-        if call.method == "append":
+        method = call.method
+        if method == "open":
+            return await self._guard(self._open, args)
+        if method == "append":
             return await self._append("message", args.get("message"))
-        if call.method == "append_entry":
+        if method == "append_entry":
             return await self._append("entry", args.get("entry"))
-        raise RemoteError("not_found", f"session store: unknown method {call.method!r}")
+        if self._header is None:
+            raise RemoteError("not_open", "session store: no session is open")
+        if method == "context":
+            return self._describe()
+        if method == "entries":
+            writer = self._writer
+            return {
+                "entries": writer.entries if writer else [],
+                "leafId": writer.leaf_id if writer else None,
+                "labels": writer.labels() if writer else {},
+            }
+        if method == "branch":
+            return self._branch(args.get("entryId"))
+        if method == "fork":
+            return await self._guard(self._fork, args)
+        raise RemoteError("not_found", f"session store: unknown method {method!r}")
+
+    async def _guard(self, fn: Any, args: dict) -> Any:
+        from ..coding.session import SessionLoadError, SessionWriteError
+
+        try:
+            return await fn(args)
+        except (OSError, SessionWriteError) as exc:
+            raise RemoteError("write_failed", f"session: {exc}") from None
+        except SessionLoadError as exc:
+            raise RemoteError("invalid_session", str(exc)) from None
+        except KeyError as exc:
+            raise RemoteError("not_found", str(exc.args[0]) if exc.args else "not found") from None
+
+    def _describe(self) -> dict:
+        from ..coding.session import session_context
+
+        ctx = session_context(self._writer.entries, self._writer.leaf_id) if self._writer else None
+        return {
+            "header": self._header,
+            "path": self._writer.path if self._writer else None,
+            "context": {
+                "messages": ctx.messages if ctx else [],
+                "thinkingLevel": ctx.thinking_level if ctx else "off",
+                "model": ctx.model if ctx else None,
+            },
+            "warnings": list(self._warnings),
+        }
 
     async def _open(self, args: dict) -> dict:
-        from ..coding.session import SessionWriteError, SessionWriter, default_session_dir
+        from ..coding.session import SessionWriter, default_session_dir, load_session
 
         cwd = args.get("cwd") or "."
+        self._warnings = []
         if args.get("noSession"):
             self._writer = None
             self._header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": _iso_now(), "cwd": cwd}
-            return {"header": self._header, "path": None}
-        try:
-            session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
-            self._writer = await trio.to_thread.run_sync(lambda: SessionWriter.create(session_dir, cwd))
-        except (OSError, SessionWriteError) as exc:
-            raise RemoteError("write_failed", f"cannot create the session: {exc}") from None
+            return self._describe()
+        self._session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
+        resume, fork_from = args.get("resume"), args.get("forkFrom")
+        if resume:
+            self._warnings = list(load_session(resume).warnings)
+            self._writer = await trio.to_thread.run_sync(SessionWriter.resume, resume)
+        elif fork_from:
+            self._writer = await trio.to_thread.run_sync(SessionWriter.fork_from, fork_from, self._session_dir, cwd)
+        else:
+            self._writer = SessionWriter.create(self._session_dir, cwd)
         self._header = self._writer.header
-        return {"header": self._header, "path": self._writer.path}
+        return self._describe()
+
+    def _branch(self, entry_id: Any) -> dict:
+        if self._writer is None:
+            raise RemoteError("not_supported", "branching needs a saved session (not --no-session)")
+        try:
+            if entry_id is None:
+                self._writer.reset_leaf()
+            else:
+                self._writer.branch(str(entry_id))
+        except KeyError as exc:
+            raise RemoteError("not_found", str(exc.args[0])) from None
+        return self._describe()
+
+    async def _fork(self, args: dict) -> dict:
+        if self._writer is None:
+            raise RemoteError("not_supported", "forking needs a saved session (not --no-session)")
+        old = self._writer
+        self._writer = await trio.to_thread.run_sync(old.create_branched_session, str(args.get("entryId")), self._session_dir)
+        old.close()
+        self._header = self._writer.header
+        return self._describe()
 
     async def _append(self, kind: str, payload: Any) -> dict:
         from ..coding.session import SessionWriteError
@@ -85,6 +160,12 @@ class SessionStore:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+
+
+def _iso_now() -> str:
+    from ..coding.session import iso_timestamp
+
+    return iso_timestamp()
 
 
 async def run_session_store(links: dict[str, trio.SocketStream], config: Any) -> None:

@@ -3,9 +3,11 @@
 - :class:`SessionWriter` — one writer per file; pi's lazy creation; every append fsynced.
 - :func:`load_session` — header, entries, leaf, warnings; torn last line recovered.
 - :func:`build_session_context` / :func:`session_context` — messages along a path (§2.4).
+- :func:`list_sessions`, :func:`most_recent_session`, :func:`find_session` — which file to open.
 - :func:`default_session_dir`, :func:`new_entry_id` and the format helpers.
 """
 
+from .catalog import SessionInfo, SessionNotFound, find_session, list_sessions, most_recent_session, session_info
 from .context import SessionContext, build_session_context, session_context
 from .format import (
     CURRENT_VERSION,
@@ -20,6 +22,12 @@ from .writer import SessionWriteError, SessionWriter
 
 __all__ = [
     "CURRENT_VERSION",
+    "SessionInfo",
+    "SessionNotFound",
+    "find_session",
+    "list_sessions",
+    "most_recent_session",
+    "session_info",
     "LoadedSession",
     "SessionContext",
     "SessionLoadError",

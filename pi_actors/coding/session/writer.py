@@ -29,7 +29,7 @@ import os
 import uuid
 
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, new_entry_id, session_file_name
-from .loader import LoadedSession, load_session
+from .loader import LoadedSession, SessionLoadError, load_session
 
 
 class SessionWriteError(Exception):
@@ -192,6 +192,104 @@ class SessionWriter:
         self._ids.add(entry_id)
         self.leaf_id = entry_id
         return stored
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    def get_entry(self, entry_id: str) -> dict | None:
+        for entry in self._entries:
+            if entry.get("id") == entry_id:
+                return entry
+        return None
+
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf to an existing entry; the next append becomes its child. Nothing is
+        written. Raises KeyError ``Entry <id> not found``."""
+        if entry_id not in self._ids:
+            raise KeyError(f"Entry {entry_id} not found")
+        self.leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        """The next append becomes a new root (``parentId: null``)."""
+        self.leaf_id = None
+
+    def path_to(self, entry_id: str | None) -> list[dict]:
+        """Entries from the root down to ``entry_id`` (inclusive); [] for None."""
+        by_id = {e["id"]: e for e in self._entries if isinstance(e.get("id"), str)}
+        path: list[dict] = []
+        seen: set[str] = set()
+        current = by_id.get(entry_id) if entry_id is not None else None
+        while current is not None and current["id"] not in seen:
+            seen.add(current["id"])
+            path.append(current)
+            parent = current.get("parentId")
+            current = by_id.get(parent) if isinstance(parent, str) else None
+        return path[::-1]
+
+    def append_label(self, target_id: str, label: str | None) -> dict:
+        """Label an entry (None or "" clears its label). Raises KeyError for an unknown target."""
+        if target_id not in self._ids:
+            raise KeyError(f"Entry {target_id} not found")
+        entry: dict = {"type": "label", "targetId": target_id}
+        if label:
+            entry["label"] = label
+        return self.append_entry(entry)
+
+    def labels(self) -> dict[str, str]:
+        """Current label of each labelled entry (the latest label entry for a target wins)."""
+        out: dict[str, str] = {}
+        for entry in self._entries:
+            if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
+                if entry.get("label"):
+                    out[entry["targetId"]] = entry["label"]
+                else:
+                    out.pop(entry["targetId"], None)
+        return out
+
+    def create_branched_session(self, leaf_id: str, session_dir: str) -> "SessionWriter":
+        """A new session file holding the path root→``leaf_id`` (label entries left out, then
+        fresh labels for labelled entries on the path), ``parentSession`` = this file.
+
+        Written at once when the path holds an assistant message, else on the first one (the
+        lazy rule). Raises KeyError for an unknown id.
+        """
+        if leaf_id not in self._ids:
+            raise KeyError(f"Entry {leaf_id} not found")
+        path = [e for e in self.path_to(leaf_id) if e.get("type") != "label"]
+        branched = SessionWriter.create(session_dir, self.header.get("cwd") or "", parent_session=self.path)
+        on_path = {e["id"] for e in path}
+        labels = {t: l for t, l in self.labels().items() if t in on_path}
+        records = [dict(e) for e in path]
+        parent = records[-1]["id"] if records else None
+        for target, label in labels.items():
+            new_id = new_entry_id({r["id"] for r in records})
+            records.append({"type": "label", "id": new_id, "parentId": parent, "timestamp": iso_timestamp(), "targetId": target, "label": label})
+            parent = new_id
+        branched._entries = records
+        branched._ids = {r["id"] for r in records}
+        branched.leaf_id = parent
+        if any(_is_assistant_message(r) for r in records):
+            branched._create_file([encode_line(branched.header)] + [encode_line(r) for r in records])
+        return branched
+
+    @classmethod
+    def fork_from(cls, source_path: str, session_dir: str, cwd: str) -> "SessionWriter":
+        """A new session in ``session_dir`` copying every entry (all branches) of
+        ``source_path``, with ``cwd`` and ``parentSession`` = the source; written at once.
+
+        Raises SessionLoadError (``Cannot fork: source session file is empty or invalid``)
+        or SessionWriteError.
+        """
+        try:
+            loaded = load_session(source_path)
+        except SessionLoadError:
+            raise SessionLoadError(f"Cannot fork: source session file is empty or invalid: {source_path}") from None
+        forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path))
+        records = [dict(e) for e in loaded.entries]
+        forked._entries = records
+        forked._ids = {r["id"] for r in records if isinstance(r.get("id"), str)}
+        forked.leaf_id = loaded.leaf_id
+        forked._create_file([encode_line(forked.header)] + [encode_line(r) for r in records])
+        return forked
 
     def close(self) -> None:
         """Release the file; entries still buffered (no assistant message yet) are not written."""
