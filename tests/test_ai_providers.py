@@ -1,12 +1,13 @@
-"""The two providers through the real SDKs against the scripted LLM server (no network).
+"""The three providers through the real SDKs against the scripted LLM server (no network).
 
-Every scenario runs for both APIs. The event-sequence invariants of spec/pi-core.md §1.7 and §5
+Every scenario runs for all three APIs. The event-sequence invariants of spec/pi-core.md §1.7 and §5
 (one start first, one terminal last, contentIndex valid and of the right block type, partial is
 the live message) are checked on every recorded stream.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 
 import msgspec
@@ -18,9 +19,11 @@ from pi_actors import ai
 from pi_actors.ai.partial_json import parse_tool_arguments
 from pi_actors.testing import Reply, ScriptedLLM, ScriptToolCall, ScriptUsage
 
-APIS = ["openai-completions", "anthropic-messages"]
-PROVIDER = {"openai-completions": "openai", "anthropic-messages": "anthropic"}
-KEY_VAR = {"openai-completions": "OPENAI_API_KEY", "anthropic-messages": "ANTHROPIC_API_KEY"}
+APIS = ["openai-completions", "openai-responses", "anthropic-messages"]
+PROVIDER = {"openai-completions": "openai", "openai-responses": "openai", "anthropic-messages": "anthropic"}
+KEY_VAR = {"openai-completions": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY",
+           "anthropic-messages": "ANTHROPIC_API_KEY"}
+OPENAI = ("openai-completions", "openai-responses")
 BLOCK_TYPE = {"text": ai.TextContent, "thinking": ai.ThinkingContent, "toolcall": ai.ToolCall}
 
 
@@ -91,9 +94,9 @@ def start_llm(nursery):
 
 def model_for(api: str, server: ScriptedLLM | None, *, port: int | None = None, **kw) -> ai.Model:
     if server is not None:
-        url = server.base_url_openai if api == "openai-completions" else server.base_url_anthropic
+        url = server.base_url_openai if api in OPENAI else server.base_url_anthropic
     else:
-        url = f"http://127.0.0.1:{port}" + ("/v1" if api == "openai-completions" else "")
+        url = f"http://127.0.0.1:{port}" + ("/v1" if api in OPENAI else "")
     fields = dict(id="test-model", api=api, provider=PROVIDER[api], base_url=url, reasoning=True,
                   input=["text", "image"], cost=ai.ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
                   max_tokens=32000)
@@ -135,7 +138,11 @@ async def test_text_streams_as_start_text_blocks_then_done(api, start_llm):
     assert "".join(e.delta for e in rec.events if tag(e) == "text_delta") == "Hello there, world"
     assert rec.events[-2].content == "Hello there, world"
     assert result.stop_reason == "stop" and result.error_message is None
-    assert result.content == [ai.TextContent(text="Hello there, world")]
+    assert [b.text for b in result.content] == ["Hello there, world"]
+    if api == "openai-responses":  # the message item's id, for replay
+        assert json.loads(result.content[0].text_signature) == {"v": 1, "id": "msg_scripted_0"}
+    else:
+        assert result.content[0].text_signature is None
     assert (result.api, result.provider, result.model) == (api, PROVIDER[api], "test-model")
 
 
@@ -148,6 +155,10 @@ async def test_thinking_block_precedes_text_and_keeps_its_signature(api, start_l
     assert thinking.thinking == "Let me think." and text.text == "Answer"
     if api == "anthropic-messages":
         assert thinking.thinking_signature == "sig-abc"  # signature_delta: no event, block updated
+    elif api == "openai-responses":  # the whole reasoning item, encrypted content included
+        item = json.loads(thinking.thinking_signature)
+        assert item["type"] == "reasoning" and item["encrypted_content"] == "sig-abc"
+        assert json.loads(text.text_signature) == {"v": 1, "id": "msg_scripted_1"}
     else:
         assert thinking.thinking_signature == "reasoning_content"  # the delta field's name
 
@@ -177,7 +188,10 @@ async def test_parallel_tool_calls_parse_arguments_progressively(api, start_llm)
         assert sum(1 for _, a in deltas if a) >= 2, "arguments should fill in over several deltas"
     ends = [e for e in rec.events if tag(e) == "toolcall_end"]
     assert [e.tool_call for e in ends] == tool_blocks
-    assert ends[0].tool_call is result.content[ends[0].content_index]
+    if api == "openai-responses":  # a fresh object with the same id, name and arguments (§1.7)
+        assert ends[0].tool_call is not result.content[ends[0].content_index]
+    else:
+        assert ends[0].tool_call is result.content[ends[0].content_index]
 
 
 async def test_usage_and_cost_on_the_final_message(api, start_llm):
@@ -188,6 +202,8 @@ async def test_usage_and_cost_on_the_final_message(api, start_llm):
     if api == "openai-completions":
         # prompt 130 incl. 30 cached; completion 20 + reasoning 5 (added, as pi does)
         assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (100, 25, 30, 0, 155)
+    elif api == "openai-responses":  # input 130 incl. 30 cached; the provider's own total
+        assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (100, 20, 30, 0, 150)
     else:
         assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (100, 20, 30, 7, 157)
     assert u.cost.input == pytest.approx(3 * u.input / 1e6)
@@ -210,7 +226,7 @@ async def test_unknown_stop_reason_is_an_error(api, start_llm, raw):
 
 
 async def test_refusal_or_content_filter_is_an_unknown_error(api, start_llm):
-    raw = "content_filter" if api == "openai-completions" else "refusal"
+    raw = {"openai-completions": "content_filter", "openai-responses": "cancelled"}.get(api, "refusal")
     server = await start_llm([Reply(text="partial", stop_reason=raw)])
     result, _ = await run(api, server)
     assert result.stop_reason == "error" and result.error_message == "An unknown error occurred"
@@ -226,8 +242,8 @@ async def test_http_error_becomes_error_event_with_status_and_provider_message(a
     result, rec = await run(api, server)
     assert result.stop_reason == "error"
     assert result.error_message == f"{status} scripted error {status}"
-    # openai-completions emits start only once the request is accepted; anthropic before it
-    assert rec.types == (["error"] if api == "openai-completions" else ["start", "error"])
+    # the openai APIs emit start only once the request is accepted; anthropic before it
+    assert rec.types == (["error"] if api in OPENAI else ["start", "error"])
 
 
 async def test_non_json_error_body_is_reported_verbatim(api, start_llm):
@@ -325,7 +341,7 @@ async def test_abort_while_waiting_for_the_response_headers(api, start_llm, nurs
     nursery.start_soon(abort_when_request_arrives)
     result, rec = await run(api, server, ai.StreamOptions(api_key="k", signal=signal))
     assert result.stop_reason == "aborted" and result.content == []
-    assert rec.types == (["error"] if api == "openai-completions" else ["start", "error"])
+    assert rec.types == (["error"] if api in OPENAI else ["start", "error"])
     with trio.fail_after(5):
         await server.wait_hung_up(1)
 
@@ -390,7 +406,8 @@ async def test_malformed_sse_data_is_an_error(api, start_llm):
 async def test_in_stream_error_event_is_an_error(api, start_llm):
     server = await start_llm([Reply(text="so far", stream_error="Overloaded right now")])
     result, _ = await run(api, server)
-    assert result.stop_reason == "error" and result.error_message == "Overloaded right now"
+    expected = "Error Code server_error: Overloaded right now" if api == "openai-responses" else "Overloaded right now"
+    assert result.stop_reason == "error" and result.error_message == expected
     assert result.content[0].text == "so far"
 
 
@@ -430,7 +447,11 @@ async def test_simple_reasoning_reaches_the_wire(api, start_llm):
     options = ai.StreamOptions(api_key="k", reasoning="medium", temperature=0.5)
     await run(api, server, options, simple=True, model=model_for(api, server, max_tokens=64000))
     body = server.requests[0]["body"]
-    if api == "openai-completions":
+    if api == "openai-responses":
+        assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
+        assert body["include"] == ["reasoning.encrypted_content"] and body["max_output_tokens"] == 32000
+        assert body["input"][0] == {"role": "developer", "content": "You are terse."} and body["store"] is False
+    elif api == "openai-completions":
         assert body["reasoning_effort"] == "medium" and body["max_completion_tokens"] == 32000
         assert body["messages"][0] == {"role": "developer", "content": "You are terse."}
         assert body["stream_options"] == {"include_usage": True} and body["store"] is False
@@ -456,6 +477,14 @@ async def test_replaying_a_tool_turn_sends_the_results_back(api, start_llm):
                                                      is_error=False, timestamp=2))
     second, _ = await run(api, server, context=context)
     assert second.stop_reason == "stop"
+    if api == "openai-responses":
+        items = server.requests[1]["body"]["input"]
+        assert [i.get("type") or i["role"] for i in items] == [
+            "developer", "user", "function_call", "function_call", "function_call_output", "function_call_output"]
+        assert [i["call_id"] + "|" + i["id"] for i in items[2:4]] == [c.id for c in first.content]
+        assert [i["call_id"] for i in items[4:]] == [c.id.split("|")[0] for c in first.content]
+        assert items[3]["arguments"] == '{"path": "b"}' and items[5]["output"] == "contents of b"
+        return
     messages = server.requests[1]["body"]["messages"]
     if api == "openai-completions":
         assert [m["role"] for m in messages] == ["developer", "user", "assistant", "tool", "tool"]
@@ -475,7 +504,7 @@ async def test_outgoing_text_loses_lone_surrogates(api, start_llm):
     result, _ = await run(api, server, context=context)
     assert result.stop_reason == "stop"
     body = server.requests[0]["body"]
-    content = body["messages"][-1]["content"]
+    content = (body["input"] if api == "openai-responses" else body["messages"])[-1]["content"]
     text = content if isinstance(content, str) else content[0]["text"]
     assert text == "bad  half, good \U0001F600"
 

@@ -98,7 +98,7 @@ async def test_every_request_is_recorded_with_path_headers_and_body(start_llm):
 
 async def test_unknown_paths_get_404(start_llm):
     server = await start_llm([])
-    status, _ = await raw_post(server.port, "/v1/responses", {})
+    status, _ = await raw_post(server.port, "/v1/embeddings", {})
     assert status == 404
 
 

@@ -6,6 +6,7 @@
 - anthropic-messages: ``thinking_enabled``, ``thinking_budget_tokens``, ``effort``,
   ``interleaved_thinking`` (default True), ``tool_choice``, ``metadata``;
 - openai-completions: ``tool_choice``, ``reasoning_effort``;
+- openai-responses: ``reasoning_effort``, ``reasoning_summary``, ``service_tier``, ``tool_choice``;
 - all: ``on_payload`` (``(payload, model) -> payload | None``, may be async; a non-None result
   replaces the request body).
 
@@ -56,6 +57,12 @@ class StreamOptions(msgspec.Struct, kw_only=True, omit_defaults=True, rename="ca
     thinking_budgets: dict[str, int] | None = None
     cache_retention: CacheRetention | None = None
     extra: dict[str, Any] = {}
+    #: False lets the provider bring the streamed block of ``partial`` up to date lazily:
+    #: during a run of deltas the block may lag behind (text, thinking, tool arguments); it is
+    #: complete at every other event and in the final message. For consumers that read only
+    #: ``delta`` from delta events, such as the provider actor forwarding them to another
+    #: process; it makes a long reply linear instead of quadratic in its length.
+    live_partial: bool = True
 
 
 Emit = Callable[[AssistantMessageEvent], Awaitable[None]]

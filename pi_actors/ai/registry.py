@@ -42,6 +42,7 @@ __all__ = [
 BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
     "openai-completions": "pi_actors.ai.providers.openai_completions",
+    "openai-responses": "pi_actors.ai.providers.openai_responses",
 }
 
 

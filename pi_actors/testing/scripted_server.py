@@ -4,6 +4,7 @@ This is not a mock of our code. The official SDKs connect to it over TCP on 127.
 genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a script:
 
 - ``POST /v1/chat/completions`` answers in OpenAI chat-completions SSE;
+- ``POST /v1/responses`` answers in OpenAI Responses SSE;
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
 - anything else is a 404.
 
@@ -19,6 +20,9 @@ Contract:
 - ``hang_after_start`` / ``hang_before_headers`` replies wait until the client disconnects;
   ``hung_up`` counts those disconnects and ``await wait_hung_up(n)`` waits for the n-th.
 - Keep-alive is supported; each connection is served by its own task.
+- A whole reply goes out in writes of up to 64 KiB (many SSE events per write, as a fast real
+  server's would arrive), and the frames of a reply object are generated once and reused for
+  later requests answered with the same object (a cycling script, a benchmark).
 
 Command line: ``python -m pi_actors.testing.scripted_server --script FILE.json [--port N]``
 prints the port on the first stdout line and serves until killed. The file holds a list of
@@ -36,13 +40,18 @@ import h11
 import msgspec
 import trio
 
-from .wire_formats import Frames, Reply, anthropic_frames, error_body, openai_frames
+from .wire_formats import Frames, Reply, anthropic_frames, error_body, openai_frames, responses_frames
 
 __all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
 
 _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
+_RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
+_API_BY_PATH = {_OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic"}
+_FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames}
+_WRITE_SIZE = 65536
+_CACHE_SIZE = 16
 
 
 class _ClientGone(Exception):
@@ -58,6 +67,7 @@ class ScriptedLLM:
         self.requests: list[dict[str, Any]] = []
         self.hung_up = 0
         self._hung_up_changed = trio.Event()
+        self._frames_cache: dict[tuple[int, str, str], tuple[Reply, Frames]] = {}
 
     @property
     def base_url_openai(self) -> str:
@@ -117,10 +127,10 @@ class ScriptedLLM:
             body = None
         self.requests.append({"path": path, "headers": headers, "body": body})
 
-        if request.method != b"POST" or path not in (_OPENAI_PATH, _ANTHROPIC_PATH):
+        api = _API_BY_PATH.get(path)
+        if request.method != b"POST" or api is None:
             await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
             return True
-        api = "openai" if path == _OPENAI_PATH else "anthropic"
         try:
             reply = self._reply_for(body)
         except Exception as exc:  # a broken script callable: say so on the wire
@@ -136,14 +146,23 @@ class ScriptedLLM:
             await _send_simple(conn, stream, reply.status, error_body(reply, api))
             return True
 
-        model = reply.model or (body or {}).get("model") or "scripted-model"
+        model = str(reply.model or (body or {}).get("model") or "scripted-model")
         if reply.raw_sse is not None:
             frames = Frames([reply.raw_sse.encode()], [])
-        elif api == "openai":
-            frames = openai_frames(reply, str(model))
         else:
-            frames = anthropic_frames(reply, str(model))
+            frames = self._frames(reply, api, model)
         return await self._send_stream(conn, stream, reply, frames, api)
+
+    def _frames(self, reply: Reply, api: str, model: str) -> Frames:
+        key = (id(reply), api, model)
+        hit = self._frames_cache.get(key)
+        if hit is not None and hit[0] is reply:
+            return hit[1]
+        frames = _FRAME_MAKERS[api](reply, model)
+        if len(self._frames_cache) >= _CACHE_SIZE:
+            self._frames_cache.pop(next(iter(self._frames_cache)))
+        self._frames_cache[key] = (reply, frames)  # the reply is kept, so its id stays unique
+        return frames
 
     async def _send_stream(self, conn: h11.Connection, stream: trio.SocketStream,
                            reply: Reply, frames: Frames, api: str) -> bool:
@@ -156,6 +175,8 @@ class ScriptedLLM:
             bad = b'data: {"this is": not json\n\n'
             if api == "anthropic":
                 bad = b"event: content_block_delta\n" + bad
+            elif api == "responses":
+                bad = b"event: response.output_text.delta\n" + bad
             content.insert(max(1, len(content) // 2), bad)
         everything = content + frames.closing
 
@@ -172,8 +193,8 @@ class ScriptedLLM:
             await self._hang(stream, [conn.send(h11.Data(data=frame)) for frame in content])
             return False
 
-        for frame in everything:
-            await _send(conn, stream, h11.Data(data=frame))
+        for data in _batched(everything):
+            await _send(conn, stream, h11.Data(data=data))
         await _send(conn, stream, h11.EndOfMessage())
         return True
 
@@ -193,6 +214,22 @@ class ScriptedLLM:
 
 # ---------------------------------------------------------------------------------------------
 # h11 plumbing
+
+
+def _batched(frames: list[bytes]) -> list[bytes]:
+    """Whole frames joined into writes of at most ``_WRITE_SIZE`` bytes (a larger frame alone)."""
+    out: list[bytes] = []
+    group: list[bytes] = []
+    size = 0
+    for frame in frames:
+        if group and size + len(frame) > _WRITE_SIZE:
+            out.append(b"".join(group))
+            group, size = [], 0
+        group.append(frame)
+        size += len(frame)
+    if group:
+        out.append(b"".join(group))
+    return out
 
 
 async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> tuple[h11.Request | None, bytes]:

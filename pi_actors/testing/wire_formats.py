@@ -1,15 +1,20 @@
-"""What a scripted reply looks like on the wire: OpenAI chat-completions and Anthropic messages SSE.
+"""What a scripted reply looks like on the wire: OpenAI chat-completions, OpenAI Responses and
+Anthropic messages SSE.
 
-Contract: ``openai_frames(reply, model)`` and ``anthropic_frames(reply, model)`` turn one
-:class:`Reply` into the list of SSE frames (``bytes``, each a complete ``...\\n\\n`` event) a real
-server would send for it, and ``error_body(reply, api)`` into the body of an HTTP error reply.
+Contract: ``openai_frames(reply, model)``, ``responses_frames(reply, model)`` and
+``anthropic_frames(reply, model)`` turn one :class:`Reply` into the list of SSE frames
+(``bytes``, each a complete ``...\\n\\n`` event) a real server would send for it, and
+``error_body(reply, api)`` into the body of an HTTP error reply.
 Frames are split into a *content* part and a *closing* part so the server can hang or truncate
 between them. Pure functions: no I/O here.
 
 The shapes follow the public wire formats closely enough that the official SDKs parse them:
 OpenAI sends ``data: {chunk}`` lines ending with ``data: [DONE]``; Anthropic sends
 ``event: <type>`` + ``data: {json}`` pairs (message_start, content_block_*, message_delta,
-message_stop, with a ping after message_start).
+message_stop, with a ping after message_start); the Responses API sends ``event: <type>`` +
+``data: {json}`` pairs (response.created, response.output_item.added/done around reasoning
+summaries, output text and function-call arguments, then response.completed, .incomplete or
+.failed), each with its ``sequence_number``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ __all__ = [
     "Frames",
     "openai_frames",
     "anthropic_frames",
+    "responses_frames",
     "error_body",
     "split_text",
 ]
@@ -56,9 +62,13 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     - ``text`` / ``thinking`` / ``tool_calls``: content, sent in the order thinking, text, tools;
       ``chunks`` is how many deltas the text and thinking are each split into.
+    - ``redacted_thinking``: an opaque reasoning payload sent before the thinking (Anthropic: a
+      ``redacted_thinking`` block; Responses: a reasoning item with only ``encrypted_content``;
+      chat completions: not sent).
     - ``stop_reason``: ``stop``/``length``/``toolUse`` (mapped to each wire's word) or any raw
       wire value (``content_filter``, ``refusal``, ``weird``...). Default: toolUse if there are
-      tool calls, else stop.
+      tool calls, else stop. On the Responses wire the raw value is the response ``status``;
+      ``failed`` sends ``response.failed`` (with ``stream_error`` as its message).
     - ``status`` + ``error_body``: an HTTP error reply; a str body is sent verbatim (may be
       non-JSON or empty), a dict as JSON, None as the provider's usual error JSON.
     - ``truncate``: send about half of the stream then stop. ``truncate_style`` "abrupt" drops the
@@ -73,6 +83,7 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     text: str | None = None
     thinking: str | None = None
     thinking_signature: str | None = None
+    redacted_thinking: str | None = None
     tool_calls: list[ScriptToolCall] = []
     stop_reason: str | None = None
     usage: ScriptUsage = msgspec.field(default_factory=ScriptUsage)
@@ -218,6 +229,8 @@ def anthropic_frames(reply: Reply, model: str) -> Frames:
         content.append(_anthropic_event({"type": "content_block_stop", "index": index}))
         index += 1
 
+    if reply.redacted_thinking is not None:
+        block({"type": "redacted_thinking", "data": reply.redacted_thinking}, [])
     if reply.thinking is not None:
         sig = reply.thinking_signature if reply.thinking_signature is not None else "c2lnbmF0dXJl"
         deltas = [{"type": "thinking_delta", "thinking": p} for p in split_text(reply.thinking, reply.chunks)]
@@ -245,10 +258,115 @@ def anthropic_frames(reply: Reply, model: str) -> Frames:
 
 
 # ---------------------------------------------------------------------------------------------
+# OpenAI Responses
+
+
+_RESPONSES_STATUS = {"stop": "completed", "toolUse": "completed", "length": "incomplete"}
+
+
+def responses_frames(reply: Reply, model: str) -> Frames:
+    created = int(time.time())
+    seq = 0
+    u = reply.usage
+    output: list[dict[str, Any]] = []
+
+    def event(kind: str, **fields: Any) -> bytes:
+        nonlocal seq
+        obj = {"type": kind, "sequence_number": seq, **fields}
+        seq += 1
+        return f"event: {kind}\n".encode() + b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+    def response(status: str, **extra: Any) -> dict[str, Any]:
+        return {"id": "resp_scripted", "object": "response", "created_at": created, "status": status,
+                "model": model, "output": list(output), "parallel_tool_calls": True, "tool_choice": "auto",
+                "tools": [], "error": None, "incomplete_details": None, **extra}
+
+    content = [event("response.created", response=response("in_progress")),
+               event("response.in_progress", response=response("in_progress"))]
+
+    def item(obj: dict[str, Any], deltas: list[bytes]) -> None:
+        index = len(output)
+        added = dict(obj, status="in_progress") if obj["type"] != "reasoning" else dict(obj, summary=[])
+        if obj["type"] == "message":
+            added["content"] = []
+        if obj["type"] == "function_call":
+            added["arguments"] = ""
+        content.append(event("response.output_item.added", output_index=index, item=added))
+        content.extend(deltas)
+        content.append(event("response.output_item.done", output_index=index, item=obj))
+        output.append(obj)
+
+    n = len(output)
+    if reply.redacted_thinking is not None:
+        item({"id": f"rs_scripted_{n}", "type": "reasoning", "summary": [],
+              "encrypted_content": reply.redacted_thinking}, [])
+    if reply.thinking is not None:
+        rid = f"rs_scripted_{len(output)}"
+        idx = len(output)
+        part = {"type": "summary_text", "text": ""}
+        deltas = [event("response.reasoning_summary_part.added", item_id=rid, output_index=idx, summary_index=0,
+                        part=part)]
+        deltas += [event("response.reasoning_summary_text.delta", item_id=rid, output_index=idx, summary_index=0,
+                         delta=p) for p in split_text(reply.thinking, reply.chunks)]
+        deltas.append(event("response.reasoning_summary_text.done", item_id=rid, output_index=idx, summary_index=0,
+                            text=reply.thinking))
+        deltas.append(event("response.reasoning_summary_part.done", item_id=rid, output_index=idx, summary_index=0,
+                            part={"type": "summary_text", "text": reply.thinking}))
+        obj: dict[str, Any] = {"id": rid, "type": "reasoning",
+                               "summary": [{"type": "summary_text", "text": reply.thinking}]}
+        if reply.thinking_signature is not None:
+            obj["encrypted_content"] = reply.thinking_signature
+        item(obj, deltas)
+    if reply.text is not None:
+        mid = f"msg_scripted_{len(output)}"
+        idx = len(output)
+        deltas = [event("response.content_part.added", item_id=mid, output_index=idx, content_index=0,
+                        part={"type": "output_text", "text": "", "annotations": []})]
+        deltas += [event("response.output_text.delta", item_id=mid, output_index=idx, content_index=0, delta=p,
+                         logprobs=[]) for p in split_text(reply.text, reply.chunks)]
+        deltas.append(event("response.output_text.done", item_id=mid, output_index=idx, content_index=0,
+                            text=reply.text, logprobs=[]))
+        done_part = {"type": "output_text", "text": reply.text, "annotations": []}
+        deltas.append(event("response.content_part.done", item_id=mid, output_index=idx, content_index=0,
+                            part=done_part))
+        item({"id": mid, "type": "message", "status": "completed", "role": "assistant", "content": [done_part]},
+             deltas)
+    for i, call in enumerate(reply.tool_calls):
+        fid = f"fc_scripted_{i + 1}"
+        idx = len(output)
+        args = _args_json(call)
+        deltas = [event("response.function_call_arguments.delta", item_id=fid, output_index=idx, delta=p)
+                  for p in split_text(args, call.chunks)]
+        deltas.append(event("response.function_call_arguments.done", item_id=fid, output_index=idx,
+                            arguments=args))
+        item({"id": fid, "type": "function_call", "status": "completed", "arguments": args,
+              "call_id": _tool_id(reply, i, "call_"), "name": call.name}, deltas)
+
+    stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+    status = _RESPONSES_STATUS.get(stop, stop)
+    out_tokens = _output_tokens(reply)
+    usage = {"input_tokens": u.input + u.cache_read, "input_tokens_details": {"cached_tokens": u.cache_read},
+             "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": u.reasoning},
+             "total_tokens": u.input + u.cache_read + out_tokens}
+    closing = []
+    if status == "failed":
+        error = {"code": "server_error", "message": reply.stream_error or "The model failed"}
+        closing.append(event("response.failed", response=response("failed", error=error, usage=usage)))
+    elif reply.stream_error is not None:
+        closing.append(event("error", code="server_error", message=reply.stream_error, param=None))
+    elif status == "incomplete":
+        closing.append(event("response.incomplete", response=response(
+            "incomplete", incomplete_details={"reason": "max_output_tokens"}, usage=usage)))
+    else:
+        closing.append(event("response.completed", response=response(status, usage=usage)))
+    return Frames(content, closing)
+
+
+# ---------------------------------------------------------------------------------------------
 # HTTP error bodies
 
 
-def error_body(reply: Reply, api: Literal["openai", "anthropic"], message: str | None = None) -> bytes:
+def error_body(reply: Reply, api: Literal["openai", "responses", "anthropic"], message: str | None = None) -> bytes:
     """The body of an HTTP error reply: verbatim str, JSON dict, or the provider's usual JSON."""
     if isinstance(reply.error_body, str):
         return reply.error_body.encode()

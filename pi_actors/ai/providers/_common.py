@@ -52,6 +52,7 @@ from ..types import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    UsageCost,
     new_assistant_message,
 )
 
@@ -91,7 +92,10 @@ class StreamRun:
         self.started = False
         self._emit = emit
         self._io_scope: trio.CancelScope | None = None
-        self._json: dict[int, str] = {}
+        self.live = self.options.live_partial
+        self._json: dict[int, list[str]] = {}  # tool-call argument fragments, by block index
+        self._lag: dict[int, list[str]] = {}
+        self._stale: set[int] = set()
 
     @property
     def aborted(self) -> bool:
@@ -121,28 +125,64 @@ class StreamRun:
             raise _Aborted()
 
     # -- events -------------------------------------------------------------------------------
+    #
+    # Each helper changes the live message, then emits the matching event. With
+    # ``options.live_partial`` False, deltas are kept aside (``_lag``: text and thinking
+    # pieces; ``_stale``: tool calls whose arguments were not re-parsed) and applied by
+    # ``sync`` before any other event is emitted and before the message is handed out.
+
+    def sync(self) -> None:
+        """Bring every lagging block of the live message up to date (lazy mode)."""
+        content = self.output.content
+        if self._lag:
+            for i, parts in self._lag.items():
+                block = content[i]
+                if isinstance(block, TextContent):
+                    block.text += "".join(parts)
+                elif isinstance(block, ThinkingContent):
+                    block.thinking += "".join(parts)
+            self._lag.clear()
+        if self._stale:
+            for i in self._stale:
+                block = content[i]
+                if isinstance(block, ToolCall) and i in self._json:
+                    block.arguments = parse_tool_arguments("".join(self._json[i]))
+            self._stale.clear()
+
+    async def _emit_synced(self, event: Any) -> None:
+        if self._lag or self._stale:
+            self.sync()
+        await self._emit(event)
 
     async def start(self) -> None:
         if not self.started:
             self.started = True
             await self._emit(StartEvent(partial=self.output))
 
-    def update_cost(self) -> None:
-        calculate_cost(self.model, self.output.usage)
+    def update_cost(self) -> UsageCost:
+        return calculate_cost(self.model, self.output.usage)
 
-    async def text_start(self) -> int:
-        self.output.content.append(TextContent(text=""))
+    async def text_start(self, text: str = "", signature: str | None = None) -> int:
+        self.output.content.append(TextContent(text=text, text_signature=signature))
         i = len(self.output.content) - 1
-        await self._emit(TextStartEvent(content_index=i, partial=self.output))
+        await self._emit_synced(TextStartEvent(content_index=i, partial=self.output))
         return i
 
     async def text_delta(self, i: int, delta: str) -> None:
-        block = self.output.content[i]
-        assert isinstance(block, TextContent)
-        block.text += delta
+        if self.live:
+            block = self.output.content[i]
+            assert isinstance(block, TextContent)
+            block.text += delta
+        else:
+            lag = self._lag.get(i)
+            if lag is None:
+                self._lag[i] = [delta]
+            else:
+                lag.append(delta)
         await self._emit(TextDeltaEvent(content_index=i, delta=delta, partial=self.output))
 
     async def text_end(self, i: int) -> None:
+        self.sync()
         block = self.output.content[i]
         assert isinstance(block, TextContent)
         await self._emit(TextEndEvent(content_index=i, content=block.text, partial=self.output))
@@ -151,45 +191,75 @@ class StreamRun:
                              redacted: bool | None = None) -> int:
         self.output.content.append(ThinkingContent(thinking=text, thinking_signature=signature, redacted=redacted))
         i = len(self.output.content) - 1
-        await self._emit(ThinkingStartEvent(content_index=i, partial=self.output))
+        await self._emit_synced(ThinkingStartEvent(content_index=i, partial=self.output))
         return i
 
     async def thinking_delta(self, i: int, delta: str) -> None:
-        block = self.output.content[i]
-        assert isinstance(block, ThinkingContent)
-        block.thinking += delta
+        if self.live:
+            block = self.output.content[i]
+            assert isinstance(block, ThinkingContent)
+            block.thinking += delta
+        else:
+            lag = self._lag.get(i)
+            if lag is None:
+                self._lag[i] = [delta]
+            else:
+                lag.append(delta)
         await self._emit(ThinkingDeltaEvent(content_index=i, delta=delta, partial=self.output))
 
     async def thinking_end(self, i: int) -> None:
+        self.sync()
         block = self.output.content[i]
         assert isinstance(block, ThinkingContent)
         await self._emit(ThinkingEndEvent(content_index=i, content=block.thinking, partial=self.output))
 
-    async def toolcall_start(self, id: str, name: str, arguments: dict[str, Any] | None = None) -> int:
+    async def toolcall_start(self, id: str, name: str, arguments: dict[str, Any] | None = None,
+                             initial_json: str = "") -> int:
         self.output.content.append(ToolCall(id=id, name=name, arguments=dict(arguments or {})))
         i = len(self.output.content) - 1
-        self._json[i] = ""
-        await self._emit(ToolCallStartEvent(content_index=i, partial=self.output))
+        self._json[i] = [initial_json] if initial_json else []
+        if initial_json:
+            self.output.content[i].arguments = parse_tool_arguments(initial_json)  # type: ignore[union-attr]
+        await self._emit_synced(ToolCallStartEvent(content_index=i, partial=self.output))
         return i
 
     async def toolcall_delta(self, i: int, fragment: str) -> None:
-        block = self.output.content[i]
-        assert isinstance(block, ToolCall)
-        self._json[i] = self._json.get(i, "") + fragment
-        if self._json[i]:
-            block.arguments = parse_tool_arguments(self._json[i])
+        parts = self._json.setdefault(i, [])
+        if fragment:
+            parts.append(fragment)
+        if self.live:
+            if parts:
+                block = self.output.content[i]
+                assert isinstance(block, ToolCall)
+                block.arguments = parse_tool_arguments("".join(parts))
+        elif fragment:
+            self._stale.add(i)
         await self._emit(ToolCallDeltaEvent(content_index=i, delta=fragment, partial=self.output))
 
-    async def toolcall_end(self, i: int) -> None:
+    def set_tool_json(self, i: int, text: str) -> None:
+        """Replace the buffered argument JSON of tool call ``i`` and re-parse it (no event)."""
+        self._json[i] = [text] if text else []
+        self._stale.discard(i)
+        block = self.output.content[i]
+        if isinstance(block, ToolCall) and text.strip():
+            block.arguments = parse_tool_arguments(text)
+
+    async def toolcall_end(self, i: int, emit_block: ToolCall | None = None) -> None:
+        """Final parse of tool call ``i``, then ``toolcall_end`` carrying ``emit_block`` (a fresh
+        copy, as openai-responses does) or the block itself."""
+        self.sync()
         block = self.output.content[i]
         assert isinstance(block, ToolCall)
-        buffered = self._json.pop(i, "")
+        buffered = "".join(self._json.pop(i, ()))
         if buffered.strip():
             block.arguments = parse_tool_arguments(buffered)
-        await self._emit(ToolCallEndEvent(content_index=i, tool_call=block, partial=self.output))
+        out = emit_block if emit_block is not None else block
+        if emit_block is not None:
+            emit_block.arguments = dict(block.arguments)
+        await self._emit(ToolCallEndEvent(content_index=i, tool_call=out, partial=self.output))
 
     def tool_json(self, i: int) -> str:
-        return self._json.get(i, "")
+        return "".join(self._json.get(i, ()))
 
     async def end_block(self, i: int) -> None:
         """Emit the ``X_end`` matching the block at ``i``."""
@@ -204,6 +274,7 @@ class StreamRun:
     # -- terminal -----------------------------------------------------------------------------
 
     async def _finish(self) -> AssistantMessage:
+        self.sync()
         reason = self.output.stop_reason
         assert reason in ("stop", "length", "toolUse")
         try:
@@ -213,6 +284,7 @@ class StreamRun:
         return self.output
 
     async def _fail(self, exc: BaseException, describe: Callable[[BaseException], str]) -> AssistantMessage:
+        self.sync()
         self._json.clear()
         self.output.stop_reason = "aborted" if self.aborted or isinstance(exc, _Aborted) else "error"
         self.output.error_message = error_message_for(exc, describe)

@@ -18,6 +18,7 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -40,6 +41,7 @@ from ..types import (
     UserMessage,
 )
 from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream, shared_ssl_context
+from ._sse import decode_json, read_sse
 
 __all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
 
@@ -227,81 +229,86 @@ def _headers(model: Model, options: StreamOptions, oauth: bool) -> dict[str, str
 
 
 class _Mapper:
+    """Maps Anthropic SSE events (decoded JSON) onto the run's blocks by the SDK's block index."""
+
     def __init__(self, run: StreamRun, context: Context, oauth: bool) -> None:
         self.run = run
-        self.blocks: dict[int, int] = {}  # SDK block index -> our content index
+        self.blocks: dict[int, int] = {}  # wire block index -> our content index
         self.stop_seen = False
         self.tool_names = {t.name.lower(): t.name for t in context.tools or []} if oauth else {}
 
-    def _usage_start(self, usage: Any) -> None:
-        u = self.run.output.usage
-        u.input = usage.input_tokens or 0
-        u.output = usage.output_tokens or 0
-        u.cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
-        u.cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
-        self._total()
-
-    def _usage_delta(self, usage: Any) -> None:
+    def _usage(self, usage: dict[str, Any], overwrite_only_present: bool) -> None:
         u = self.run.output.usage
         for ours, theirs in (("input", "input_tokens"), ("output", "output_tokens"),
                              ("cache_read", "cache_read_input_tokens"), ("cache_write", "cache_creation_input_tokens")):
-            value = getattr(usage, theirs, None)
+            value = usage.get(theirs)
             if value is not None:
                 setattr(u, ours, value)
-        self._total()
-
-    def _total(self) -> None:
-        u = self.run.output.usage
+            elif not overwrite_only_present:
+                setattr(u, ours, 0)
         u.total_tokens = u.input + u.output + u.cache_read + u.cache_write
         self.run.update_cost()
 
-    async def event(self, ev: Any) -> None:
-        run, kind = self.run, ev.type
-        if kind == "message_start":
-            if ev.message.usage is not None:
-                self._usage_start(ev.message.usage)
-        elif kind == "content_block_start":
-            block = ev.content_block
-            if block.type == "text":
-                self.blocks[ev.index] = await run.text_start()
-            elif block.type == "thinking":
-                self.blocks[ev.index] = await run.thinking_start(signature="")
-            elif block.type == "redacted_thinking":
-                self.blocks[ev.index] = await run.thinking_start(signature=block.data, text="[Reasoning redacted]",
-                                                                 redacted=True)
-            elif block.type == "tool_use":
-                name = self.tool_names.get(block.name.lower(), block.name)
-                initial = block.input if isinstance(block.input, dict) else {}
-                self.blocks[ev.index] = await run.toolcall_start(block.id, name, initial)
-        elif kind == "content_block_delta":
-            i = self.blocks.get(ev.index)
+    async def sse(self, name: str | None, data: bytes) -> None:
+        ev = decode_json(data)
+        if not isinstance(ev, dict):
+            raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
+        kind = ev.get("type") or name
+        run = self.run
+        if kind == "content_block_delta":
+            i = self.blocks.get(ev.get("index"))  # type: ignore[arg-type]
             if i is None:
                 return
-            delta = ev.delta
-            if delta.type == "text_delta":
-                await run.text_delta(i, delta.text)
-            elif delta.type == "thinking_delta":
-                await run.thinking_delta(i, delta.thinking)
-            elif delta.type == "input_json_delta":
-                await run.toolcall_delta(i, delta.partial_json)
-            elif delta.type == "signature_delta":
+            delta = ev.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                await run.text_delta(i, delta.get("text") or "")
+            elif dtype == "thinking_delta":
+                await run.thinking_delta(i, delta.get("thinking") or "")
+            elif dtype == "input_json_delta":
+                await run.toolcall_delta(i, delta.get("partial_json") or "")
+            elif dtype == "signature_delta":
                 block = run.output.content[i]
                 if isinstance(block, ThinkingContent):
-                    block.thinking_signature = (block.thinking_signature or "") + delta.signature
+                    block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
+        elif kind == "message_start":
+            usage = (ev.get("message") or {}).get("usage")
+            if usage:
+                self._usage(usage, overwrite_only_present=False)
+        elif kind == "content_block_start":
+            block = ev.get("content_block") or {}
+            btype, index = block.get("type"), ev.get("index")
+            if btype == "text":
+                self.blocks[index] = await run.text_start()  # type: ignore[index]
+            elif btype == "thinking":
+                self.blocks[index] = await run.thinking_start(signature="")  # type: ignore[index]
+            elif btype == "redacted_thinking":
+                self.blocks[index] = await run.thinking_start(  # type: ignore[index]
+                    signature=block.get("data") or "", text="[Reasoning redacted]", redacted=True)
+            elif btype == "tool_use":
+                name = block.get("name") or ""
+                name = self.tool_names.get(name.lower(), name)
+                initial = block.get("input")
+                self.blocks[index] = await run.toolcall_start(  # type: ignore[index]
+                    block.get("id") or "", name, initial if isinstance(initial, dict) else {})
         elif kind == "content_block_stop":
-            i = self.blocks.pop(ev.index, None)
+            i = self.blocks.pop(ev.get("index"), None)  # type: ignore[arg-type]
             if i is not None:
                 await run.end_block(i)
         elif kind == "message_delta":
-            reason = ev.delta.stop_reason
+            reason = (ev.get("delta") or {}).get("stop_reason")
             if reason:
                 mapped = _STOP_REASONS.get(reason)
                 if mapped is None:
                     raise ProviderError(f"Unhandled stop reason: {reason}")
                 run.output.stop_reason = mapped
                 self.stop_seen = True
-            if ev.usage is not None:
-                self._usage_delta(ev.usage)
+            if ev.get("usage"):
+                self._usage(ev["usage"], overwrite_only_present=True)
+        elif kind == "error":
+            error = ev.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ProviderError(message or json.dumps(ev))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,25 +326,23 @@ async def _body(run: StreamRun, context: Context) -> None:
     client = anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
                                       default_headers=_headers(model, options, oauth),
                                       http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
-    sdk_stream = None
+    response = None
     try:
         await run.start()
+        # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
+        # which avoids building a typed event object per delta.
         rest = {k: v for k, v in params.items() if k not in ("model", "messages", "max_tokens", "stream")}
-        sdk_stream = await run.io(client.messages.create, model=params["model"], messages=params["messages"],
-                                  max_tokens=params["max_tokens"], stream=True, extra_body=rest)
+        manager = client.messages.with_streaming_response.create(
+            model=params["model"], messages=params["messages"], max_tokens=params["max_tokens"], stream=True,
+            extra_body=rest)
+        response = await run.io(manager.__aenter__)
         mapper = _Mapper(run, context, oauth)
-        events = sdk_stream.__aiter__()
-        while True:
-            try:
-                ev = await run.io(events.__anext__)
-            except StopAsyncIteration:
-                break
-            await mapper.event(ev)
+        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
         run.check_aborted()
         if not mapper.stop_seen:
             raise ProviderError("Stream ended without a stop reason (the response was cut short)")
     finally:
-        await close_quietly(sdk_stream)
+        await close_quietly(response)
         await close_quietly(client)
 
 

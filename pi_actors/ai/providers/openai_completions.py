@@ -48,6 +48,7 @@ from ._common import (
     run_stream,
     shared_ssl_context,
 )
+from ._sse import decode_json, read_sse
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params"]
@@ -231,88 +232,112 @@ def build_params(model: Model, context: Context, options: StreamOptions,
 
 
 class _Mapper:
-    """Maps chat-completion chunks onto the run's blocks (one open block at a time)."""
+    """Maps chat-completion chunks (decoded JSON) onto the run's blocks, one open block at a time."""
 
     def __init__(self, run: StreamRun) -> None:
         self.run = run
         self.open: int | None = None
+        self.open_kind: str | None = None  # "text", "thinking" or "toolCall"
         self.saw_finish = False
-
-    def _block(self) -> Any:
-        return None if self.open is None else self.run.output.content[self.open]
+        self.done = False
 
     async def close_open(self) -> None:
         if self.open is not None:
-            i, self.open = self.open, None
+            i, self.open, self.open_kind = self.open, None, None
             await self.run.end_block(i)
 
-    def _usage(self, usage: Any) -> None:
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-        out_details = getattr(usage, "completion_tokens_details", None)
-        reasoning = (getattr(out_details, "reasoning_tokens", None) or 0) if out_details is not None else 0
+    def _usage(self, usage: dict[str, Any]) -> None:
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") or 0
+        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
         u = self.run.output.usage
-        u.input = (getattr(usage, "prompt_tokens", None) or 0) - cached
-        u.output = (getattr(usage, "completion_tokens", None) or 0) + reasoning
+        u.input = (usage.get("prompt_tokens") or 0) - cached
+        u.output = (usage.get("completion_tokens") or 0) + reasoning
         u.cache_read = cached
         u.cache_write = 0
         u.total_tokens = u.input + u.output + u.cache_read
         self.run.update_cost()
 
-    async def chunk(self, chunk: Any) -> None:
+    async def sse(self, _name: str | None, data: bytes) -> None:
+        if data == b"[DONE]":
+            self.done = True
+            return
+        chunk = decode_json(data)
+        if not isinstance(chunk, dict):
+            raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
+        error = chunk.get("error")
+        if error is not None:
+            raise ProviderError(_stream_error_text(error))
+        await self.chunk(chunk)
+
+    async def chunk(self, chunk: dict[str, Any]) -> None:
         run = self.run
-        if getattr(chunk, "usage", None) is not None:
-            self._usage(chunk.usage)
-        choices = getattr(chunk, "choices", None) or []
+        usage = chunk.get("usage")
+        if usage:
+            self._usage(usage)
+        choices = chunk.get("choices")
         if not choices:
             return
         choice = choices[0]
-        if getattr(chunk, "usage", None) is None and getattr(choice, "usage", None) is not None:
-            self._usage(choice.usage)  # Moonshot puts usage on the choice
-        if choice.finish_reason:
+        if not usage and choice.get("usage"):
+            self._usage(choice["usage"])  # Moonshot puts usage on the choice
+        finish = choice.get("finish_reason")
+        if finish:
             self.saw_finish = True
-            reason = _STOP_REASONS.get(choice.finish_reason)
+            reason = _STOP_REASONS.get(finish)
             if reason is None:
-                raise ProviderError(f"Unhandled stop reason: {choice.finish_reason}")
+                raise ProviderError(f"Unhandled stop reason: {finish}")
             run.output.stop_reason = reason
-        delta = choice.delta
-        if delta is None:
+        delta = choice.get("delta")
+        if not delta:
             return
-        if delta.content:
-            if not isinstance(self._block(), TextContent):
+        text = delta.get("content")
+        if text:
+            if self.open_kind != "text":
                 await self.close_open()
-                self.open = await run.text_start()
-            await run.text_delta(self.open, delta.content)
+                self.open, self.open_kind = await run.text_start(), "text"
+            await run.text_delta(self.open, text)
+            if len(delta) == 1 or (len(delta) == 2 and "role" in delta):
+                return  # the common case: nothing but content
         for field in _REASONING_FIELDS:
-            text = getattr(delta, field, None)
-            if isinstance(text, str) and text:
-                if not isinstance(self._block(), ThinkingContent):
+            thought = delta.get(field)
+            if isinstance(thought, str) and thought:
+                if self.open_kind != "thinking":
                     await self.close_open()
-                    self.open = await run.thinking_start(signature=field)
-                await run.thinking_delta(self.open, text)
+                    self.open, self.open_kind = await run.thinking_start(signature=field), "thinking"
+                await run.thinking_delta(self.open, thought)
                 break
-        for call in delta.tool_calls or []:
-            block = self._block()
-            if not isinstance(block, ToolCall) or (call.id and call.id != block.id):
+        for call in delta.get("tool_calls") or ():
+            call_id = call.get("id")
+            block = run.output.content[self.open] if self.open_kind == "toolCall" else None
+            if block is None or (call_id and call_id != block.id):
                 await self.close_open()
-                self.open = await run.toolcall_start(call.id or "", "")
-                block = self._block()
-            if call.id:
-                block.id = call.id
-            fn = call.function
-            if fn is not None and fn.name:
-                block.name = fn.name
-            await run.toolcall_delta(self.open, (fn.arguments if fn is not None else None) or "")
-        for detail in getattr(delta, "reasoning_details", None) or []:
+                self.open, self.open_kind = await run.toolcall_start(call_id or "", ""), "toolCall"
+                block = run.output.content[self.open]
+            if call_id:
+                block.id = call_id
+            fn = call.get("function") or {}
+            if fn.get("name"):
+                block.name = fn["name"]
+            await run.toolcall_delta(self.open, fn.get("arguments") or "")
+        for detail in delta.get("reasoning_details") or ():
             if isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted" \
                     and detail.get("id") and detail.get("data"):
-                for block in run.output.content:
-                    if isinstance(block, ToolCall) and block.id == detail["id"]:
-                        block.thought_signature = json.dumps(detail)
+                for b in run.output.content:
+                    if isinstance(b, ToolCall) and b.id == detail["id"]:
+                        b.thought_signature = json.dumps(detail)
 
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
+
+
+def _stream_error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        text = error.get("message") or json.dumps(error)
+        raw = (error.get("metadata") or {}).get("raw") if isinstance(error.get("metadata"), dict) else None
+        return f"{text}\n{raw}" if isinstance(raw, str) and raw else str(text)
+    return str(error)
 
 
 def _describe(exc: BaseException) -> str:
@@ -322,6 +347,13 @@ def _describe(exc: BaseException) -> str:
     return f"{msg}\n{raw}" if isinstance(raw, str) and raw else msg
 
 
+def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
+    headers = {**(model.headers or {}), **(options.headers or {})}
+    return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
+                              default_headers=headers or None,
+                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+
+
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = options.api_key or get_env_api_key(model.provider)
@@ -329,30 +361,24 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
-    headers = {**(model.headers or {}), **(options.headers or {})}
-    client = openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
-                                default_headers=headers or None,
-                                http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
-    sdk_stream = None
+    client = make_client(model, options, api_key)
+    response = None
     try:
+        # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours to
+        # parse, which avoids building a typed chunk object per delta.
         rest = {k: v for k, v in params.items() if k not in ("model", "messages", "stream")}
-        sdk_stream = await run.io(client.chat.completions.create, model=params["model"],
-                                  messages=params["messages"], stream=True, extra_body=rest)
+        manager = client.chat.completions.with_streaming_response.create(
+            model=params["model"], messages=params["messages"], stream=True, extra_body=rest)
+        response = await run.io(manager.__aenter__)
         await run.start()
         mapper = _Mapper(run)
-        chunks = sdk_stream.__aiter__()
-        while True:
-            try:
-                chunk = await run.io(chunks.__anext__)
-            except StopAsyncIteration:
-                break
-            await mapper.chunk(chunk)
+        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
         run.check_aborted()
         if not mapper.saw_finish:
             raise ProviderError("Stream ended without a finish reason (the response was cut short)")
         await mapper.close_open()
     finally:
-        await close_quietly(sdk_stream)
+        await close_quietly(response)
         await close_quietly(client)
 
 

@@ -1,0 +1,125 @@
+"""Server-sent events, decoded from raw response bytes (the W3C event-stream format).
+
+Why our own: the SDKs build a typed object (pydantic) for every event, which costs more than
+everything else a provider does per delta. The providers keep the SDK for the request (auth,
+headers, retries, HTTP errors) and read the body's bytes through this decoder.
+
+Contract:
+- ``SSEDecoder.feed(data)`` takes any slice of the byte stream and returns the events it
+  completed, in order, as ``(event_name, data)``: ``event_name`` is the ``event:`` field or
+  None, ``data`` the ``data:`` lines joined by ``\\n`` (bytes). Lines may end in ``\\n``,
+  ``\\r\\n`` or ``\\r``, split anywhere across feeds. Comments (``:``) and ``id:``/``retry:``
+  are ignored; an event without data is not dispatched (as the standard says).
+- ``SSEDecoder.close()`` returns a last event that was complete except for its closing blank
+  line (some servers end that way); anything else left over is a truncation the provider
+  notices by its missing closing events.
+- ``read_sse(run, chunks, handle)`` drives a decoder over a response body, calling
+  ``handle(event_name, data)`` per event, checking for an abort after each one.
+- ``decode_json(data)`` parses one event's data; malformed data raises ``ProviderError`` with
+  ``Malformed stream data (not JSON): ...``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import msgspec
+
+from ._common import ProviderError, StreamRun
+
+__all__ = ["SSEDecoder", "read_sse", "decode_json"]
+
+SSEEvent = tuple["str | None", bytes]
+
+_decode = msgspec.json.Decoder().decode
+
+
+def decode_json(data: bytes) -> Any:
+    try:
+        return _decode(data)
+    except msgspec.DecodeError as exc:
+        shown = data[:200].decode("utf-8", "replace")
+        raise ProviderError(f"Malformed stream data (not JSON): {exc}: {shown!r}") from None
+
+
+def _parse_block(block: bytes) -> SSEEvent | None:
+    """One event block (lines, no blank line inside) to ``(event, data)`` or None."""
+    if block.startswith(b"data: ") and b"\n" not in block:
+        return None, block[6:]  # the common case: one data line
+    name: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if not line or line[0] == 58:  # b":" comment
+            continue
+        field, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if field == b"data":
+            data.append(value)
+        elif field == b"event":
+            name = value.decode("utf-8", "replace")
+    if not data:
+        return None
+    return name, b"\n".join(data)
+
+
+class SSEDecoder:
+    __slots__ = ("_buf", "_cr")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._cr = False  # the previous feed ended in "\r" (its "\n" may follow)
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        if not data:
+            return []
+        if self._cr and data[:1] == b"\n":
+            data = data[1:]
+        self._cr = data[-1:] == b"\r"
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf + data if self._buf else data
+        if b"\n\n" not in buf:
+            self._buf = buf
+            return []
+        blocks = buf.split(b"\n\n")
+        self._buf = blocks.pop()
+        out: list[SSEEvent] = []
+        for block in blocks:
+            block = block.strip(b"\n")
+            if block:
+                event = _parse_block(block)
+                if event is not None:
+                    out.append(event)
+        return out
+
+    def close(self) -> list[SSEEvent]:
+        rest, self._buf = self._buf, b""
+        if not rest.endswith(b"\n"):
+            rest = rest.rpartition(b"\n")[0]  # a line cut off mid-way does not count
+        rest = rest.strip(b"\n")
+        event = _parse_block(rest) if rest else None
+        return [event] if event is not None else []
+
+
+async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
+                   handle: Callable[[str | None, bytes], Awaitable[None]]) -> None:
+    """Feed ``chunks`` (a response body) through a decoder into ``handle(event, data)``.
+
+    Every read goes through ``run.io`` (an abort interrupts it) and the abort flag is checked
+    after every event, so an abort stops the mapping at once even inside one network read.
+    """
+    decoder = SSEDecoder()
+    feed = decoder.feed
+    next_chunk = chunks.__anext__
+    while True:
+        try:
+            chunk = await run.io(next_chunk)
+        except StopAsyncIteration:
+            break
+        for name, data in feed(chunk):
+            await handle(name, data)
+            if run.signal is not None and run.signal.aborted:
+                run.check_aborted()
+    for name, data in decoder.close():
+        await handle(name, data)

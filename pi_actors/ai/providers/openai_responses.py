@@ -1,0 +1,391 @@
+"""The ``openai-responses`` API: OpenAI's Responses endpoint through the official ``openai`` SDK
+(spec/pi-core.md §2.3).
+
+Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_stream`` (never
+raise, exactly one terminal event). Specific to this API:
+- the SDK makes the request (auth, headers, retries, HTTP errors); the SSE bytes are parsed
+  here, without a typed object per event;
+- ``start`` is emitted once the HTTP request has been accepted, so an HTTP error, a refused
+  connection or a missing key gives ``error`` with no ``start``;
+- output items map to blocks: ``reasoning`` → thinking (summary deltas; each finished summary
+  part adds ``"\\n\\n"``; at the item's end the text is the summaries joined by ``"\\n\\n"`` and
+  ``thinkingSignature`` the item's JSON, encrypted content included), ``message`` → text
+  (``textSignature`` ``{"v":1,"id":..,"phase"?:..}``), ``function_call`` → a tool call with id
+  ``"<call_id>|<item id>"``; its ``toolcall_end`` carries a fresh ToolCall;
+- ``response.completed`` / ``response.incomplete`` give usage (``input`` excludes cached
+  tokens, ``totalTokens`` is the provider's own total; flex tier costs half, priority double)
+  and the stop reason (completed → stop, or toolUse when the message has tool calls;
+  incomplete → length; failed/cancelled → error; anything else raises ``Unhandled stop
+  reason``); ``response.failed`` and ``error`` events become errors with the provider's
+  message; a stream that ends without ``response.completed``/``incomplete`` is an error (cut
+  short), where pi would report success;
+- ``stream_simple`` maps ``reasoning`` to ``reasoning_effort`` (xhigh clamped to high unless
+  the model supports it); reasoning options are ignored for models without reasoning, and a
+  ``gpt-5*`` reasoning model asked for no reasoning gets pi's "Juice: 0" developer message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import openai
+
+from ..env_keys import get_env_api_key
+from ..options import (
+    StreamOptions,
+    build_base_options,
+    clamp_reasoning,
+    extra_option,
+    resolve_cache_retention,
+    supports_xhigh,
+)
+from ..sanitize import sanitize_surrogates
+from ..transform import transform_messages
+from ..types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, describe_error, run_stream, \
+    shared_ssl_context
+from ._sse import decode_json, read_sse
+
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash"]
+
+API = "openai-responses"
+
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_NORMALIZING_PROVIDERS = ("openai", "openai-codex", "opencode")
+_STOP = {"completed": "stop", "in_progress": "stop", "queued": "stop", None: "stop", "incomplete": "length",
+         "failed": "error", "cancelled": "error"}
+_TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
+_JUICE_ZERO = "# Juice: 0 !important"
+
+
+def short_hash(text: str) -> str:
+    """A short deterministic id fragment (base 36) for ids that would be too long."""
+    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out or "0"
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+
+
+def _normalize_tool_call_id(call_id: str, model: Model, _source: AssistantMessage) -> str:
+    if model.provider not in _NORMALIZING_PROVIDERS or "|" not in call_id:
+        return call_id
+    call, item = call_id.split("|", 1)
+    call = _ID_UNSAFE.sub("_", call)
+    item = _ID_UNSAFE.sub("_", item)
+    if not item.startswith("fc"):
+        item = "fc_" + item
+    return call[:64].rstrip("_") + "|" + item[:64].rstrip("_")
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    return {"type": "input_image", "detail": "auto", "image_url": f"data:{block.mime_type};base64,{block.data}"}
+
+
+def _text_item_id(signature: str | None, counter: int) -> tuple[str, str | None]:
+    """(item id, phase) from a textSignature: JSON ``{"v":1,"id","phase"?}`` or a legacy plain id."""
+    item_id, phase = None, None
+    if signature:
+        if signature.startswith("{"):
+            try:
+                data = json.loads(signature)
+                item_id, phase = data.get("id"), data.get("phase")
+            except (ValueError, AttributeError):
+                pass
+        else:
+            item_id = signature
+    if not item_id:
+        item_id = f"msg_{counter}"
+    elif len(item_id) > 64:
+        item_id = f"msg_{short_hash(item_id)}"
+    return item_id, phase
+
+
+def _assistant_items(msg: AssistantMessage, model: Model, counter: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    other_model = msg.provider == model.provider and msg.api == model.api and msg.model != model.id
+    for b in msg.content:
+        if isinstance(b, ThinkingContent):
+            if b.thinking_signature:
+                try:
+                    items.append(json.loads(b.thinking_signature))
+                except ValueError:
+                    pass  # not one of ours: nothing the API could take back
+        elif isinstance(b, TextContent):
+            item_id, phase = _text_item_id(b.text_signature, counter)
+            item = {"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": sanitize_surrogates(b.text), "annotations": []}],
+                    "status": "completed", "id": item_id}
+            if phase:
+                item["phase"] = phase
+            items.append(item)
+        elif isinstance(b, ToolCall):
+            call_id, _, item_id = b.id.partition("|")
+            call: dict[str, Any] = {"type": "function_call", "call_id": call_id, "name": b.name,
+                                    "arguments": json.dumps(b.arguments, ensure_ascii=False)}
+            if item_id and not (other_model and item_id.startswith("fc_")):
+                call["id"] = item_id
+            items.append(call)
+    return items
+
+
+def _tool_output(msg: ToolResultMessage, vision: bool) -> dict[str, Any]:
+    text = sanitize_surrogates("\n".join(b.text for b in msg.content if isinstance(b, TextContent)))
+    images = [b for b in msg.content if isinstance(b, ImageContent)]
+    output: Any = text or "(see attached image)"
+    if images and vision:
+        output = ([{"type": "input_text", "text": text}] if text else []) + [_image(b) for b in images]
+    return {"type": "function_call_output", "call_id": msg.tool_call_id.split("|", 1)[0], "output": output}
+
+
+def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
+    vision = "image" in model.input
+    out: list[dict[str, Any]] = []
+    if context.system_prompt:
+        out.append({"role": "developer" if model.reasoning else "system",
+                    "content": sanitize_surrogates(context.system_prompt)})
+    counter = 0
+    for msg in transform_messages(context.messages, model, _normalize_tool_call_id):
+        if isinstance(msg, UserMessage):
+            if isinstance(msg.content, str):
+                parts = [{"type": "input_text", "text": sanitize_surrogates(msg.content)}]
+            else:
+                parts = [{"type": "input_text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
+                         else _image(b) for b in msg.content if isinstance(b, TextContent) or vision]
+            if not parts:
+                continue
+            out.append({"role": "user", "content": parts})
+        elif isinstance(msg, AssistantMessage):
+            items = _assistant_items(msg, model, counter)
+            if not items:
+                continue
+            out.extend(items)
+        else:
+            out.append(_tool_output(msg, vision))
+        counter += 1
+    return out
+
+
+def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    params: dict[str, Any] = {"model": model.id, "input": convert_messages(model, context), "stream": True,
+                              "store": False}
+    retention = resolve_cache_retention(options)
+    if options.session_id and retention != "none":
+        params["prompt_cache_key"] = options.session_id
+    if retention == "long" and "api.openai.com" in (model.base_url or ""):
+        params["prompt_cache_retention"] = "24h"
+    if options.max_tokens:
+        params["max_output_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        params["temperature"] = options.temperature
+    tier = extra_option(options, "service_tier")
+    if tier is not None:
+        params["service_tier"] = tier
+    if context.tools:
+        params["tools"] = [{"type": "function", "name": t.name, "description": t.description,
+                            "parameters": t.parameters, "strict": False} for t in context.tools]
+    choice = extra_option(options, "tool_choice")
+    if choice is not None:
+        params["tool_choice"] = choice
+    if model.reasoning:
+        effort = extra_option(options, "reasoning_effort")
+        summary = extra_option(options, "reasoning_summary")
+        if effort or summary:
+            params["reasoning"] = {"effort": effort or "medium", "summary": summary or "auto"}
+            params["include"] = ["reasoning.encrypted_content"]
+        elif model.name.startswith("gpt-5"):
+            params["input"].append({"role": "developer", "content": [{"type": "input_text", "text": _JUICE_ZERO}]})
+    return params
+
+
+# ---------------------------------------------------------------------------------------------
+# Response
+
+
+class _Mapper:
+    """Maps Responses SSE events (decoded JSON) onto the run's blocks; one item open at a time."""
+
+    def __init__(self, run: StreamRun, requested_tier: Any) -> None:
+        self.run = run
+        self.open: int | None = None
+        self.open_type: str | None = None  # the open item's type: reasoning, message, function_call
+        self.summary: list[str] = []  # summary parts of the open reasoning item
+        self.finished = False
+        self.requested_tier = requested_tier
+
+    async def sse(self, name: str | None, data: bytes) -> None:
+        ev = decode_json(data)
+        if not isinstance(ev, dict):
+            raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
+        kind = ev.get("type") or name
+        run, i = self.run, self.open
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            if i is not None and self.open_type == "message":
+                await run.text_delta(i, ev.get("delta") or "")
+        elif kind == "response.function_call_arguments.delta":
+            if i is not None and self.open_type == "function_call":
+                await run.toolcall_delta(i, ev.get("delta") or "")
+        elif kind == "response.reasoning_summary_text.delta":
+            if i is not None and self.open_type == "reasoning":
+                await run.thinking_delta(i, ev.get("delta") or "")
+        elif kind == "response.reasoning_summary_part.added":
+            self.summary.append("")
+        elif kind == "response.reasoning_summary_part.done":
+            part = ev.get("part") or {}
+            if self.summary:
+                self.summary[-1] = part.get("text") or ""
+            if i is not None and self.open_type == "reasoning":
+                await run.thinking_delta(i, "\n\n")
+        elif kind == "response.function_call_arguments.done":
+            if i is not None and self.open_type == "function_call":
+                run.set_tool_json(i, ev.get("arguments") or "")
+        elif kind == "response.output_item.added":
+            await self._item_added(ev.get("item") or {})
+        elif kind == "response.output_item.done":
+            await self._item_done(ev.get("item") or {})
+        elif kind in ("response.completed", "response.incomplete"):
+            self._completed(ev.get("response") or {})
+        elif kind == "response.failed":
+            response = ev.get("response") or {}
+            error, details = response.get("error"), response.get("incomplete_details")
+            if error:
+                raise ProviderError(f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
+            if details and details.get("reason"):
+                raise ProviderError(f"incomplete: {details['reason']}")
+            raise ProviderError("Unknown error (no error details in response)")
+        elif kind == "error":
+            raise ProviderError(f"Error Code {ev.get('code')}: {ev.get('message')}")
+
+    async def _item_added(self, item: dict[str, Any]) -> None:
+        run, kind = self.run, item.get("type")
+        if kind == "reasoning":
+            self.summary = []
+            self.open = await run.thinking_start(signature=None)
+        elif kind == "message":
+            self.open = await run.text_start()
+        elif kind == "function_call":
+            self.open = await run.toolcall_start(f"{item.get('call_id') or ''}|{item.get('id') or ''}",
+                                                 item.get("name") or "", initial_json=item.get("arguments") or "")
+        else:
+            return  # other item kinds (web search calls...) have no block
+        self.open_type = kind
+
+    async def _item_done(self, item: dict[str, Any]) -> None:
+        run, i, kind = self.run, self.open, item.get("type")
+        if i is None or kind != self.open_type:
+            return
+        run.sync()
+        block = run.output.content[i]
+        self.open = self.open_type = None
+        if kind == "reasoning" and isinstance(block, ThinkingContent):
+            parts = item.get("summary")
+            texts = [p.get("text") or "" for p in parts] if isinstance(parts, list) else self.summary
+            block.thinking = "\n\n".join(texts)
+            block.thinking_signature = json.dumps(item, ensure_ascii=False)
+            await run.thinking_end(i)
+        elif kind == "message" and isinstance(block, TextContent):
+            parts = item.get("content")
+            if isinstance(parts, list):
+                block.text = "".join(p.get("text") or p.get("refusal") or "" for p in parts if isinstance(p, dict))
+            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            if item.get("phase"):
+                signature["phase"] = item["phase"]
+            block.text_signature = json.dumps(signature)
+            await run.text_end(i)
+        elif kind == "function_call" and isinstance(block, ToolCall):
+            if isinstance(item.get("arguments"), str):
+                run.set_tool_json(i, item["arguments"])
+            fresh = ToolCall(id=f"{item.get('call_id') or ''}|{item.get('id') or ''}",
+                             name=item.get("name") or block.name, arguments={})
+            await run.toolcall_end(i, emit_block=fresh)
+
+    def _completed(self, response: dict[str, Any]) -> None:
+        run = self.run
+        self.finished = True
+        usage = response.get("usage")
+        if usage:
+            cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+            u = run.output.usage
+            u.input = (usage.get("input_tokens") or 0) - cached
+            u.output = usage.get("output_tokens") or 0
+            u.cache_read = cached
+            u.cache_write = 0
+            u.total_tokens = usage.get("total_tokens") or 0
+            cost = run.update_cost()
+            factor = _TIER_MULTIPLIER.get(response.get("service_tier") or self.requested_tier, 1.0)
+            if factor != 1.0:
+                cost.input *= factor
+                cost.output *= factor
+                cost.cache_read *= factor
+                cost.cache_write *= factor
+                cost.total *= factor
+        status = response.get("status")
+        if status not in _STOP:
+            raise ProviderError(f"Unhandled stop reason: {status}")
+        reason = _STOP[status]
+        if reason == "stop" and any(isinstance(b, ToolCall) for b in run.output.content):
+            reason = "toolUse"
+        run.output.stop_reason = reason  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+async def _body(run: StreamRun, context: Context) -> None:
+    model, options = run.model, run.options
+    api_key = options.api_key or get_env_api_key(model.provider)
+    if not api_key:
+        raise ProviderError(f"No API key for provider: {model.provider}")
+    params = await apply_on_payload(build_params(model, context, options), model, options)
+    headers = {**(model.headers or {}), **(options.headers or {})}
+    client = openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
+                                default_headers=headers or None,
+                                http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+    response = None
+    try:
+        rest = {k: v for k, v in params.items() if k not in ("model", "input", "stream")}
+        manager = client.responses.with_streaming_response.create(
+            model=params["model"], input=params["input"], stream=True, extra_body=rest)
+        response = await run.io(manager.__aenter__)
+        await run.start()
+        mapper = _Mapper(run, params.get("service_tier"))
+        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+        run.check_aborted()
+        if not mapper.finished:
+            raise ProviderError("Stream ended without response.completed (the response was cut short)")
+    finally:
+        await close_quietly(response)
+        await close_quietly(client)
+
+
+async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
+    return await run_stream(model, options, emit, lambda run: _body(run, context), describe_error)
+
+
+async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
+    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
+    base = build_base_options(model, options, api_key)
+    level = options.reasoning if options else None
+    if level:
+        base.extra["reasoning_effort"] = level if supports_xhigh(model) else clamp_reasoning(level)
+    return await stream(model, context, base, emit)
