@@ -14,39 +14,13 @@ import pytest
 import trio
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
-from pi_actors.ai import types as T
 from pi_actors.cli._supervisor import open_local_runtime
-from pi_actors.cli.main import runtime_config
 from pi_actors.runtime import Peer, RemoteError
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
 
+from conftest import actor_config
 from _procs import cmdline, live_pids, parent_pid
-
-
-@pytest.fixture
-async def scripted(nursery):
-    replies: list[Reply] = []
-    server = ScriptedLLM(replies)
-    await nursery.start(server.serve)
-    server.script = replies
-    return server
-
-
-def _config(server: ScriptedLLM, cwd) -> dict:
-    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
-    return runtime_config(
-        model=model,
-        thinking="off",
-        tools=["read", "bash"],
-        cwd=str(cwd),
-        system_prompt="You are a test.",
-        no_session=True,
-        session_dir=None,
-        agent_dir=str(cwd),
-        runtime_keys={"scripted": "k"},
-        key_sources={},
-    )
 
 
 async def _run(coordinator: Peer, method: str, args: dict, on_event=None) -> list[dict]:
@@ -81,7 +55,7 @@ def _request_roles(server: ScriptedLLM, index: int) -> list[tuple[str, str]]:
 
 async def test_invalid_tool_arguments_get_pis_validation_error_and_the_loop_goes_on(scripted, tmp_path):
     scripted.script += [Reply(tool_calls=[ScriptToolCall(name="read", arguments={"offset": 3})]), Reply(text="ok")]
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         events = await _run(coordinator, "prompt", {"text": "read something"})
     (text,) = _tool_texts(events)
     assert text.startswith('Validation failed for tool "read":\n  - path: must have required property \'path\'')
@@ -95,7 +69,7 @@ async def test_tool_calls_of_a_length_truncated_reply_are_not_run_and_the_loop_c
         Reply(text="cut", tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"touch {marker}"})], stop_reason="length"),
         Reply(text="retrying properly"),
     ]
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         events = await _run(coordinator, "prompt", {"text": "go"})
     assert not marker.exists()
     (text,) = _tool_texts(events)
@@ -106,7 +80,7 @@ async def test_tool_calls_of_a_length_truncated_reply_are_not_run_and_the_loop_c
 
 async def test_a_failed_request_ends_the_run_and_continue_retries_from_the_transcript(scripted, tmp_path):
     scripted.script += [Reply(status=500, error_body={"error": {"message": "overloaded"}}), Reply(text="second try worked")]
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         events = await _run(coordinator, "prompt", {"text": "hello"})
         assert _types(events)[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
         failed = [e for e in events if e["type"] == "message_end"][-1]["message"]
@@ -130,7 +104,7 @@ async def test_steering_during_tool_execution_is_injected_before_the_next_model_
         Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo released"})]),
         Reply(text="noted your steering"),
     ]
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         steered = False
 
         async def on_event(event: dict) -> None:
@@ -159,7 +133,7 @@ async def test_a_follow_up_queued_during_a_run_starts_a_new_turn_when_the_agent_
         Reply(text="first answer"),
         Reply(text="follow-up answered"),
     ]
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         queued = False
 
         async def on_event(event: dict) -> None:
@@ -180,7 +154,7 @@ async def test_a_follow_up_queued_during_a_run_starts_a_new_turn_when_the_agent_
 
 async def test_a_provider_process_dying_mid_stream_ends_the_run_with_an_error_not_a_hang(scripted, tmp_path):
     scripted.script.append(Reply(text="this stream will lose its provider", hang_after_start=True))
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         me = os.getpid()
         killed = False
 
@@ -204,7 +178,7 @@ async def test_a_provider_process_dying_mid_stream_ends_the_run_with_an_error_no
 
 
 async def test_steer_and_follow_up_need_text(scripted, tmp_path):
-    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         for method in ("steer", "follow_up", "prompt"):
             with pytest.raises(RemoteError) as info:
                 await coordinator.call(method, {})

@@ -10,41 +10,14 @@ import os
 import uuid
 
 import pytest
-import trio
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
-from pi_actors.ai import types as T
 from pi_actors.cli._supervisor import open_local_runtime
-from pi_actors.cli.main import runtime_config
-from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
+from conftest import actor_config
 from _procs import cmdline, live_pids, wait_exited
-
-
-@pytest.fixture
-async def scripted(nursery):
-    replies: list[Reply] = []
-    server = ScriptedLLM(replies)
-    await nursery.start(server.serve)
-    server.script = replies
-    return server
-
-
-def _config(server: ScriptedLLM, cwd: str, tools=("read", "bash")) -> dict:
-    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
-    return runtime_config(
-        model=model,
-        thinking="off",
-        tools=list(tools),
-        cwd=cwd,
-        system_prompt="You are a test.",
-        no_session=True,
-        session_dir=None,
-        agent_dir=cwd,
-        runtime_keys={"scripted": "k"},
-        key_sources={},
-    )
 
 
 def _process_group_of_command(text: str) -> list[int]:
@@ -77,7 +50,7 @@ async def test_abort_while_a_bash_call_runs_kills_its_process_group_and_ends_the
         )
     )
     # After the abort the loop's next request is made with an aborted signal and never sent.
-    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         events: list[dict] = []
         rebuild = AgentEventRebuilder()
         sleepers: list[int] = []
@@ -109,7 +82,7 @@ async def test_abort_while_a_bash_call_runs_kills_its_process_group_and_ends_the
 
 async def test_abort_while_the_model_streams_keeps_the_partial_text(scripted, tmp_path):
     scripted.script.append(Reply(text="partial answer that never finishes", hang_after_start=True, chunks=4))
-    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         events: list[dict] = []
         rebuild = AgentEventRebuilder()
         async with coordinator.open_call("prompt", {"text": "talk"}) as call:
@@ -133,7 +106,7 @@ async def test_abort_while_the_model_streams_keeps_the_partial_text(scripted, tm
 
 async def test_a_second_prompt_while_running_is_refused_as_busy(scripted, tmp_path):
     scripted.script.append(Reply(text="slow", hang_after_start=True))
-    async with open_local_runtime(_config(scripted, str(tmp_path))) as coordinator:
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         async with coordinator.open_call("prompt", {"text": "first"}) as call:
             async for event in call:
                 if event["type"] == "message_start" and event["message"]["role"] == "assistant":

@@ -10,77 +10,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import uuid
-from pathlib import Path
 
-import pytest
 import trio
 
-from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
-from _procs import cmdline, environ_has, live_pids, wait_exited  # noqa: F401
-
-CLI = str(Path(sys.executable).with_name("pi-actors"))
-
-
-def _models_json(server: ScriptedLLM) -> dict:
-    return {
-        "providers": {
-            "scripted": {
-                "baseUrl": server.base_url_openai,
-                "api": "openai-completions",
-                "apiKey": "test-key",
-                "models": [{"id": "scripted-model"}],
-            },
-            "scripted-anthropic": {
-                "baseUrl": server.base_url_anthropic,
-                "api": "anthropic-messages",
-                "apiKey": "SCRIPTED_ANTHROPIC_KEY_VAR",
-                "models": [{"id": "scripted-claude"}],
-            },
-        }
-    }
-
-
-class Env:
-    def __init__(self, tmp_path: Path, server: ScriptedLLM) -> None:
-        self.home = tmp_path / "agent"
-        self.home.mkdir()
-        self.work = tmp_path / "work"
-        self.work.mkdir()
-        self.sessions = tmp_path / "sessions"
-        (self.home / "models.json").write_text(json.dumps(_models_json(server)))
-        self.marker = uuid.uuid4().hex
-        self.env = {
-            k: v for k, v in os.environ.items() if not (k.endswith("_API_KEY") or k.startswith("ANTHROPIC_") or k.startswith("OPENAI_"))
-        }
-        self.env.update(
-            PI_ACTORS_DIR=str(self.home),
-            PI_ACTORS_TEST_MARKER=self.marker,
-            SCRIPTED_ANTHROPIC_KEY_VAR="anthropic-test-key",
-        )
-
-    async def run(self, *args: str, stdin: bytes = b"") -> trio.CompletedProcess:
-        with trio.fail_after(60):
-            return await trio.run_process(
-                [CLI, *args], stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=self.env, cwd=self.work
-            )
-
-
-@pytest.fixture
-async def scripted(nursery):
-    replies: list[Reply] = []
-    server = ScriptedLLM(replies)
-    await nursery.start(server.serve)
-    server.script = replies  # tests append to it
-    return server
-
-
-@pytest.fixture
-def env(tmp_path, scripted):
-    return Env(tmp_path, scripted)
+from _procs import cmdline, environ_has, live_pids, wait_exited
+from conftest import CLI
 
 
 def _events(stdout: bytes) -> list[dict]:

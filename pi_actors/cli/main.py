@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", help="comma-separated active tools (default: read,bash,edit,write)")
     p.add_argument("--no-tools", action="store_true", help="no built-in tools")
     p.add_argument("--no-session", action="store_true", help="do not save the session")
+    p.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the most recent session here")
+    p.add_argument("-r", "--resume", action="store_true", help="choose a session of this directory to resume")
+    p.add_argument("--session", metavar="PATH|ID", help="open a session file, or a session by id prefix")
+    p.add_argument("--fork", metavar="PATH|ID", help="copy a session (all branches) into a new one here and continue it")
     p.add_argument("--session-dir", help="directory for session files")
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
@@ -75,9 +79,10 @@ def runtime_config(
     tools: list[str],
     cwd: str,
     system_prompt: str,
-    no_session: bool,
-    session_dir: str | None,
+    no_session: bool = False,
+    session_dir: str | None = None,
     agent_dir: str,
+    session: dict[str, Any] | None = None,
     runtime_keys: dict[str, str],
     key_sources: dict[str, str],
 ) -> dict[str, Any]:
@@ -96,7 +101,7 @@ def runtime_config(
             "thinkingLevel": thinking,
             "systemPrompt": system_prompt,
             "tools": tools,
-            "session": {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
+            "session": session or {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
         },
     }
 
@@ -146,6 +151,7 @@ def _run(argv: Sequence[str]) -> int:
 
     from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
+    from ._sessions import NoSessionSelected, choose_session
 
     messages = list(args.messages)
     if not sys.stdin.isatty():
@@ -162,16 +168,33 @@ def _run(argv: Sequence[str]) -> int:
         print(f"Warning: {err}", file=sys.stderr)
     if args.api_key and not args.model and not args.provider:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
+    cwd = os.getcwd()
+    adir = agent_dir()
     try:
-        choice = choose_model(reg, provider=args.provider, model=args.model, api_key=args.api_key)
-    except ConfigError:
-        raise
-    thinking = args.thinking or choice.thinking or "off"
+        session = choose_session(
+            agent_dir=adir,
+            cwd=cwd,
+            session_dir=args.session_dir,
+            no_session=args.no_session,
+            continue_=args.continue_,
+            resume=args.resume,
+            session=args.session,
+            fork=args.fork,
+        )
+    except NoSessionSelected:
+        print("No session selected", file=sys.stderr)
+        return 0
+    model_arg, provider_arg = args.model, args.provider
+    if model_arg is None and provider_arg is None and session.model:
+        # A resumed session continues with its model, when that model is still known.
+        saved = f"{session.model.get('provider')}/{session.model.get('modelId')}"
+        if any(f"{m.provider}/{m.id}" == saved for m in reg.models):
+            model_arg = saved
+    choice = choose_model(reg, provider=provider_arg, model=model_arg, api_key=args.api_key)
+    thinking = args.thinking or choice.thinking or session.thinking or "off"
     if not choice.model.reasoning:
         thinking = "off"
     tools = _tool_names(args)
-    cwd = os.getcwd()
-    adir = agent_dir()
     config = runtime_config(
         model=choice.model,
         thinking=thinking,
@@ -180,16 +203,15 @@ def _run(argv: Sequence[str]) -> int:
         system_prompt=build_system_prompt(
             cwd=cwd, tools=tools, custom=args.system_prompt, append=args.append_system_prompt, agent_dir=adir
         ),
-        no_session=args.no_session,
-        session_dir=args.session_dir,
         agent_dir=adir,
+        session=session.config,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
     )
 
     import trio
 
-    from ._render import JsonRenderer, LiveRenderer, PrintRenderer
+    from ._render import JsonRenderer, PrintRenderer
 
     if interactive:
         from .interactive import run_interactive
@@ -207,14 +229,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code = _run(argv)
-    except (ConfigError, UsageError) as exc:
-        if verbose:
+    except BaseException as exc:  # noqa: BLE001 - sorted below; anything else is re-raised
+        # Failures raised inside trio arrive wrapped in exception groups: judge the leaves.
+        leaves = _leaves(exc)
+        if all(isinstance(e, (ConfigError, UsageError)) for e in leaves) and not verbose:
+            print(f"Error: {leaves[0]}", file=sys.stderr)
+            code = 1
+        elif all(isinstance(e, KeyboardInterrupt) for e in leaves):
+            code = 130
+        elif all(isinstance(e, BrokenPipeError) for e in leaves):
+            # The reader of our output went away (``pi-actors --mode json ... | head``).
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 141
+        else:
             raise
-        print(f"Error: {exc}", file=sys.stderr)
-        code = 1
-    except KeyboardInterrupt:
-        code = 130
     sys.exit(code)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 if __name__ == "__main__":

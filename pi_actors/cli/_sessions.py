@@ -1,0 +1,105 @@
+"""Which session a CLI run opens: ``-c``, ``-r``, ``--session``, ``--fork``, ``--no-session``.
+
+``choose_session`` returns a ``SessionChoice`` (the ``session`` part of the coordinator's
+configuration plus what to restore), or raises ``ConfigError`` for a user mistake. ``-r``
+shows a numbered list on the terminal; choosing nothing is ``NoSessionSelected`` (exit 0,
+as pi does).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ._config import ConfigError
+
+__all__ = ["SessionChoice", "NoSessionSelected", "choose_session"]
+
+
+class NoSessionSelected(Exception):
+    pass
+
+
+@dataclass
+class SessionChoice:
+    config: dict[str, Any] = field(default_factory=dict)
+    # {"provider", "modelId"} and thinking level saved in the session, to restore.
+    model: dict | None = None
+    thinking: str | None = None
+
+
+def _saved_state(path: str) -> tuple[dict | None, str | None]:
+    from ..coding.session import SessionLoadError, load_session, session_context
+
+    try:
+        loaded = load_session(path)
+    except SessionLoadError as exc:
+        raise ConfigError(f"Cannot open session {path}: {exc}") from None
+    ctx = session_context(loaded.entries, loaded.leaf_id)
+    has_level = any(e.get("type") == "thinking_level_change" for e in loaded.entries)
+    return ctx.model, (ctx.thinking_level if has_level else None)
+
+
+def _pick(session_dir: str) -> str:
+    from ..coding.session import list_sessions
+
+    sessions = list_sessions(session_dir)
+    if not sessions:
+        raise ConfigError(f"No sessions to resume in {session_dir}")
+    if not sys.stdin.isatty():
+        raise ConfigError("--resume needs a terminal to choose a session; use --session <id> or -c instead")
+    for i, info in enumerate(sessions[:30], 1):
+        when = datetime.fromtimestamp(info.modified_ms / 1000).strftime("%Y-%m-%d %H:%M")
+        title = info.name or info.first_message.replace("\n", " ")
+        print(f"{i:>3}. {when}  {info.id[:8]}  {info.message_count:>3} msgs  {title[:70]}")
+    answer = input("Resume which session? (number, empty to cancel) ").strip()
+    if not answer:
+        raise NoSessionSelected()
+    if not answer.isdigit() or not 1 <= int(answer) <= min(len(sessions), 30):
+        raise ConfigError(f"No session numbered {answer!r}")
+    return sessions[int(answer) - 1].path
+
+
+def choose_session(
+    *,
+    agent_dir: str,
+    cwd: str,
+    session_dir: str | None,
+    no_session: bool,
+    continue_: bool,
+    resume: bool,
+    session: str | None,
+    fork: str | None,
+) -> SessionChoice:
+    from ..coding.session import SessionNotFound, default_session_dir, find_session, most_recent_session
+
+    chosen = [name for name, on in (("--no-session", no_session), ("-c", continue_), ("-r", resume), ("--session", session), ("--fork", fork)) if on]
+    if len(chosen) > 1:
+        raise ConfigError(f"Choose one of {', '.join(chosen)}")
+    base = {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir}
+    if no_session:
+        return SessionChoice(config=base)
+    directory = session_dir or default_session_dir(agent_dir, cwd)
+    path: str | None = None
+    try:
+        if continue_:
+            path = most_recent_session(directory)
+        elif resume:
+            path = _pick(directory)
+        elif session or fork:
+            path = find_session(session or fork or "", directory, os.path.join(agent_dir, "sessions"))
+    except SessionNotFound as exc:
+        raise ConfigError(str(exc)) from None
+    if path is None:
+        return SessionChoice(config=base)
+    model, thinking = _saved_state(path)
+    if fork:
+        return SessionChoice(config={**base, "forkFrom": path}, model=model, thinking=thinking)
+    if session and os.path.dirname(os.path.abspath(path)) != os.path.abspath(directory) and os.sep not in session:
+        raise ConfigError(
+            f"Session {os.path.basename(path)} belongs to another project; use --fork {session} to copy it here"
+        )
+    return SessionChoice(config={**base, "resume": path}, model=model, thinking=thinking)

@@ -1,0 +1,96 @@
+"""Shared fixtures: the scripted LLM server, and a CLI environment pointed at it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import trio
+
+from pi_actors.ai import types as T
+from pi_actors.cli.main import runtime_config
+from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+
+CLI = str(Path(sys.executable).with_name("pi-actors"))
+
+
+def _models_json(server: ScriptedLLM) -> dict:
+    return {
+        "providers": {
+            "scripted": {
+                "baseUrl": server.base_url_openai,
+                "api": "openai-completions",
+                "apiKey": "test-key",
+                "models": [{"id": "scripted-model"}],
+            },
+            "scripted-anthropic": {
+                "baseUrl": server.base_url_anthropic,
+                "api": "anthropic-messages",
+                "apiKey": "SCRIPTED_ANTHROPIC_KEY_VAR",
+                "models": [{"id": "scripted-claude"}],
+            },
+        }
+    }
+
+
+class Env:
+    def __init__(self, tmp_path: Path, server: ScriptedLLM) -> None:
+        self.home = tmp_path / "agent"
+        self.home.mkdir()
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.sessions = tmp_path / "sessions"
+        (self.home / "models.json").write_text(json.dumps(_models_json(server)))
+        self.marker = uuid.uuid4().hex
+        self.env = {
+            k: v for k, v in os.environ.items() if not (k.endswith("_API_KEY") or k.startswith("ANTHROPIC_") or k.startswith("OPENAI_"))
+        }
+        self.env.update(
+            PI_ACTORS_DIR=str(self.home),
+            PI_ACTORS_TEST_MARKER=self.marker,
+            SCRIPTED_ANTHROPIC_KEY_VAR="anthropic-test-key",
+        )
+
+    async def run(self, *args: str, stdin: bytes = b"") -> trio.CompletedProcess:
+        with trio.fail_after(60):
+            return await trio.run_process(
+                [CLI, *args], stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=self.env, cwd=self.work
+            )
+
+
+@pytest.fixture
+async def scripted(nursery):
+    """A scripted LLM server on 127.0.0.1; append Replies to ``scripted.script``."""
+    replies: list[Reply] = []
+    server = ScriptedLLM(replies)
+    await nursery.start(server.serve)
+    server.script = replies
+    return server
+
+
+@pytest.fixture
+def env(tmp_path, scripted):
+    """A home (PI_ACTORS_DIR with models.json for the scripted server) and a work directory."""
+    return Env(tmp_path, scripted)
+
+
+def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash")) -> dict:
+    """Actor configuration for an in-process UI: the scripted model, no session file."""
+    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
+    return runtime_config(
+        model=model,
+        thinking="off",
+        tools=list(tools),
+        cwd=str(cwd),
+        system_prompt="You are a test.",
+        no_session=True,
+        agent_dir=str(cwd),
+        runtime_keys={"scripted": "k"},
+        key_sources={},
+    )
+
+

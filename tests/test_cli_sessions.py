@@ -1,0 +1,98 @@
+"""Sessions from the command line: continue, open by id prefix, fork, repair after a crash."""
+
+from __future__ import annotations
+
+import json
+
+from pi_actors.testing.scripted_server import Reply
+
+MODEL = ("--model", "scripted/scripted-model")
+
+
+def _session_files(env) -> list:
+    return sorted((env.home / "sessions").glob("*/*.jsonl"))
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _sent(scripted, index: int) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"] if isinstance(m["content"], str) else "") for m in scripted.requests[index]["body"]["messages"]]
+
+
+async def test_continue_picks_up_the_most_recent_session_of_this_directory(scripted, env):
+    scripted.script += [Reply(text="First answer."), Reply(text="Second answer.")]
+    first = await env.run(*MODEL, "-p", "one")
+    assert first.returncode == 0, first.stderr.decode()
+    second = await env.run("-c", "-p", "two")  # no --model: the session's model is restored
+    assert second.returncode == 0, second.stderr.decode()
+    assert second.stdout.decode() == "Second answer.\n"
+    assert _sent(scripted, 1)[1:] == [("user", "one"), ("assistant", "First answer."), ("user", "two")]
+    (path,) = _session_files(env)
+    roles = [e["message"]["role"] for e in _lines(path) if e["type"] == "message"]
+    assert roles == ["user", "assistant", "user", "assistant"]
+
+
+async def test_session_flag_opens_a_session_by_id_prefix(scripted, env):
+    scripted.script += [Reply(text="A."), Reply(text="B."), Reply(text="C.")]
+    assert (await env.run(*MODEL, "-p", "first session")).returncode == 0
+    assert (await env.run(*MODEL, "-p", "second session")).returncode == 0
+    older = min(_session_files(env), key=lambda p: _lines(p)[0]["timestamp"])
+    prefix = _lines(older)[0]["id"][:8]
+    done = await env.run("--session", prefix, "-p", "back to the first")
+    assert done.returncode == 0, done.stderr.decode()
+    assert _sent(scripted, 2)[1:] == [("user", "first session"), ("assistant", "A."), ("user", "back to the first")]
+    assert len(_lines(older)) == 1 + 4
+
+
+async def test_fork_copies_a_session_into_a_new_file_that_names_its_parent(scripted, env):
+    scripted.script += [Reply(text="Original."), Reply(text="Forked.")]
+    assert (await env.run(*MODEL, "-p", "start")).returncode == 0
+    (original,) = _session_files(env)
+    before = original.read_text()
+    done = await env.run("--fork", str(original), "-p", "diverge")
+    assert done.returncode == 0, done.stderr.decode()
+    assert original.read_text() == before  # the source is untouched
+    (forked,) = [p for p in _session_files(env) if p != original]
+    lines = _lines(forked)
+    assert lines[0]["parentSession"] == str(original) and lines[0]["id"] != _lines(original)[0]["id"]
+    assert [e["message"]["role"] for e in lines[1:] if e["type"] == "message"] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_tool_call_left_without_a_result_by_a_crash_gets_an_error_result_on_resume(scripted, env):
+    session_dir = env.home / "sessions" / "crashed"
+    session_dir.mkdir(parents=True)
+    path = session_dir / "2026-01-01T00-00-00-000Z_11111111-2222-4333-8444-555555555555.jsonl"
+    header = {"type": "session", "version": 3, "id": "11111111-2222-4333-8444-555555555555", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(env.work)}
+    user = {"type": "message", "id": "aaaa0001", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z", "message": {"role": "user", "content": "run it", "timestamp": 1}}
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    assistant = {
+        "type": "message", "id": "aaaa0002", "parentId": "aaaa0001", "timestamp": "2026-01-01T00:00:02.000Z",
+        "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "call_x", "name": "bash", "arguments": {"command": "sleep 100"}}],
+                    "api": "openai-completions", "provider": "scripted", "model": "scripted-model", "usage": usage, "stopReason": "toolUse", "timestamp": 2},
+    }  # fmt: skip
+    # The process died while the tool ran, and mid-way through writing a line.
+    path.write_text("\n".join(json.dumps(r) for r in (header, user, assistant)) + '\n{"type":"message","id":"aaaa00')
+    scripted.script.append(Reply(text="Recovered."))
+    done = await env.run("--session", str(path), "-p", "what happened?")
+    assert done.returncode == 0, done.stderr.decode()
+    sent = scripted.requests[0]["body"]["messages"]
+    assert sent[-2]["role"] == "tool" and sent[-2]["tool_call_id"] == "call_x" and "interrupted" in sent[-2]["content"]
+    lines = _lines(path)  # the torn line is gone, the repair is on disk
+    assert [e.get("message", {}).get("role") for e in lines[1:]] == ["user", "assistant", "toolResult", "user", "assistant"]
+    assert lines[3]["message"]["isError"] is True
+
+
+async def test_an_unknown_session_is_a_one_line_error(env):
+    done = await env.run("--session", "deadbeef", "-p", "hi")
+    assert done.returncode == 1
+    assert done.stderr.decode().strip() == "Error: No session found matching 'deadbeef'"
+
+
+async def test_resume_without_a_terminal_says_how_to_choose_instead(scripted, env):
+    scripted.script.append(Reply(text="Saved."))
+    assert (await env.run(*MODEL, "-p", "something")).returncode == 0
+    done = await env.run("-r", "-p", "hi")
+    assert done.returncode == 1
+    assert "--resume needs a terminal" in done.stderr.decode()
