@@ -72,7 +72,8 @@ async def test_json_mode_prints_the_header_then_every_event_in_pi_shapes(scripte
     assert updates and all("assistantMessageEvent" in u and u["message"]["role"] == "assistant" for u in updates)
     first_reply = [u for u in updates if u["message"]["content"] and u["message"]["content"][0].get("text", "").startswith("Read")]
     deltas = [u for u in first_reply if u["assistantMessageEvent"]["type"] == "text_delta"]
-    assert len(deltas) == 3  # the scripted model splits the text into 3 deltas
+    # Deltas may be coalesced when they cross a process boundary; their text may not change.
+    assert "".join(d["assistantMessageEvent"]["delta"] for d in deltas) == "Reading it."
     assert deltas[-1]["assistantMessageEvent"]["partial"]["content"][0]["text"] == "Reading it."
     assert deltas[-1]["message"]["content"][0]["text"] == "Reading it."
     tool_updates = [u for u in first_reply if u["assistantMessageEvent"]["type"] == "toolcall_end"]
