@@ -11,27 +11,115 @@ Sent as is, a reply of N deltas would cost O(N²) bytes. On the wire, therefore:
 
 The same rule serves provider → coordinator (``StreamRebuilder``, giving Structs to the agent
 loop) and coordinator → UI (``AgentEventRebuilder``, giving pi's plain JSON shapes).
+
+Coalescing (``CoalescingSender``, provider side). Events are handed to a sender task instead
+of being sent inline, and wait in a queue while earlier ones are being sent. While the queue is
+short (fewer than ``max_queued`` = 8 items) every event is queued as itself, so a consumer that
+keeps up sees every original delta. Once the queue is that long (the consumer or the link is
+slower than the model), a new delta is **joined to the last queued item when that item is a
+delta of the same kind and block**: one delta whose text is the concatenation of theirs, in
+order. Nothing else changes: non-delta events are never merged or reordered, deltas are never
+merged across a block, a kind or any other event, the rebuilt message is identical, and a
+merged delta is an ordinary delta event (pi-shaped JSON stays valid).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections import deque
+from typing import Any, Awaitable, Callable
+
+import trio
 
 from ..ai import types as T
 from ..ai.partial_json import parse_streaming_json
 
-__all__ = ["DELTA_TYPES", "strip_stream_event", "StreamRebuilder", "strip_agent_event", "AgentEventRebuilder"]
+__all__ = [
+    "DELTA_TYPES",
+    "strip_stream_event",
+    "StreamRebuilder",
+    "CoalescingSender",
+    "strip_agent_event",
+    "AgentEventRebuilder",
+]
 
 DELTA_TYPES = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 
 def strip_stream_event(event: Any) -> dict:
     """An AssistantMessageEvent (Struct) as plain data for the wire, deltas without partial."""
-    data = T.to_plain(event)
-    if data.get("type") in DELTA_TYPES:
-        data.pop("partial", None)
-    return data
+    kind = event.type
+    if kind in DELTA_TYPES:  # built directly: never walks the (possibly large) partial message
+        return {"type": kind, "contentIndex": event.content_index, "delta": event.delta}
+    return T.to_plain(event)
+
+
+class CoalescingSender:
+    """Sends stream events through ``send(data)`` from its own task, merging deltas that pile up.
+
+    Use: ``nursery.start_soon(sender.run)``; ``await sender.push(event)`` per event (it never
+    waits for the link); ``await sender.drain()`` once the stream is over (every queued event
+    sent; re-raises a send failure). A failed send stops the sender and makes the next
+    ``push`` raise that failure, so the producer stops too.
+    """
+
+    def __init__(self, send: Callable[[dict], Awaitable[None]], max_queued: int = 8) -> None:
+        self._send = send
+        self.max_queued = max_queued
+        # Each queued item: [plain event] or, for deltas, [type, contentIndex, [pieces]].
+        self._queue: deque[list[Any]] = deque()
+        self._wake = trio.Event()
+        self._idle = trio.Event()
+        self._idle.set()
+        self._failure: BaseException | None = None
+        #: How many chunks were sent, and how many deltas went into them (for measurements).
+        self.chunks_sent = 0
+        self.deltas_in = 0
+
+    async def push(self, event: Any) -> None:
+        if self._failure is not None:
+            raise self._failure
+        kind = event.type
+        queue = self._queue
+        if kind in DELTA_TYPES:
+            self.deltas_in += 1
+            if len(queue) >= self.max_queued:
+                last = queue[-1]
+                if len(last) == 3 and last[0] == kind and last[1] == event.content_index:
+                    last[2].append(event.delta)
+                    return
+            queue.append([kind, event.content_index, [event.delta]])
+        else:
+            queue.append([strip_stream_event(event)])
+        if not self._wake.is_set():
+            self._idle = trio.Event()
+            self._wake.set()
+
+    async def run(self) -> None:
+        queue = self._queue
+        while True:
+            await self._wake.wait()
+            try:
+                while queue:
+                    item = queue.popleft()
+                    if len(item) == 3:
+                        data = {"type": item[0], "contentIndex": item[1], "delta": "".join(item[2])}
+                    else:
+                        data = item[0]
+                    await self._send(data)
+                    self.chunks_sent += 1
+            except Exception as exc:
+                self._failure = exc
+                queue.clear()
+                self._idle.set()
+                return
+            self._wake = trio.Event()
+            self._idle.set()
+
+    async def drain(self) -> None:
+        await self._idle.wait()
+        if self._failure is not None:
+            raise self._failure
 
 
 def _apply_delta_plain(partial: dict, event: dict, json_buffers: dict[int, str]) -> None:

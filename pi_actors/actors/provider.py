@@ -2,13 +2,19 @@
 
 Calls served (from the coordinator):
 
-``stream {model, context, options}``
-    Streams the reply of ``model`` to ``context``. Every AssistantMessageEvent goes out as a
-    chunk (deltas without ``partial``, see ``_event_wire``); the result is the final
-    AssistantMessage. Never fails as a call for provider trouble: an HTTP error, a refused
-    connection, a missing key or an abort arrive as the terminal ``error`` event and an
-    AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call aborts the
-    stream cooperatively, so the partial content still comes back.
+``stream {model, context, options, simple?}``
+    Streams the reply of ``model`` to ``context``. ``model`` is a Model (pi's JSON shape) or a
+    catalog reference ``"provider/id"`` (a model missing from the catalog gives an ``error``
+    event saying so). ``options`` is a StreamOptions in its camelCase wire shape (``reasoning``,
+    ``thinkingBudgets``, ``maxTokens``, ``temperature``, ``sessionId``, ``cacheRetention``,
+    ``headers``, and provider-native options in ``extra``); ``apiKey`` is ignored, keys are
+    this actor's. ``simple`` (default true) selects ``stream_simple`` over ``stream``.
+    Every AssistantMessageEvent goes out as a chunk (deltas without ``partial``; queued deltas
+    of one block merged while the link is busy, see ``_event_wire.CoalescingSender``); the
+    result is the final AssistantMessage. Never fails as a call for provider trouble: an HTTP
+    error, a refused connection, a missing key or an abort arrive as the terminal ``error``
+    event and an AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call
+    aborts the stream cooperatively, so the partial content still comes back.
 
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
@@ -27,7 +33,7 @@ from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
 from ..runtime import IncomingCall, RemoteError, open_peer
-from ._event_wire import strip_stream_event
+from ._event_wire import CoalescingSender
 
 __all__ = ["run_provider", "ProviderActor"]
 
@@ -58,22 +64,28 @@ class ProviderActor:
     async def handle(self, call: IncomingCall) -> Any:
         if call.method != "stream":
             raise RemoteError("not_found", f"provider: unknown method {call.method!r}")
-        from ..ai import StreamOptions, stream_simple
+        from ..ai import StreamOptions, stream, stream_simple
 
         await self.warmed.wait()
         try:
             args = call.args or {}
-            model = msgspec.convert(args["model"], T.Model)
+            raw_model = args["model"]
+            model: T.Model | str = raw_model if isinstance(raw_model, str) else msgspec.convert(raw_model, T.Model)
             context = msgspec.convert(args["context"], T.Context)
-            opts = args.get("options") or {}
-        except (KeyError, TypeError, msgspec.ValidationError) as exc:
+            opts = {k: v for k, v in (args.get("options") or {}).items()
+                    if k not in ("signal", "apiKey", "livePartial") and v is not None}
+            options = msgspec.convert(opts, StreamOptions)
+            simple = bool(args.get("simple", True))
+        except (KeyError, TypeError, AttributeError, msgspec.ValidationError) as exc:
             raise RemoteError("invalid_args", f"provider stream: bad arguments: {exc}") from None
 
+        provider = model.split("/", 1)[0] if isinstance(model, str) else model.provider
         signal = AbortSignal()
+        options.signal = signal
+        options.api_key = self.api_key_for(provider)
+        options.live_partial = False  # deltas are forwarded without their partial message
         call.cooperative = True
-
-        async def emit(event: Any) -> None:
-            await call.send_chunk(strip_stream_event(event))
+        sender = CoalescingSender(call.send_chunk)
 
         async with trio.open_nursery() as nursery:
 
@@ -82,15 +94,9 @@ class ProviderActor:
                 signal.abort("cancelled by the caller")
 
             nursery.start_soon(watch_cancel)
-            options = StreamOptions(
-                api_key=self.api_key_for(model.provider),
-                signal=signal,
-                reasoning=opts.get("reasoning"),
-                session_id=opts.get("sessionId"),
-                max_tokens=opts.get("maxTokens"),
-                temperature=opts.get("temperature"),
-            )
-            final = await stream_simple(model, context, options, emit)
+            nursery.start_soon(sender.run)
+            final = await (stream_simple if simple else stream)(model, context, options, sender.push)
+            await sender.drain()
             nursery.cancel_scope.cancel()
         return T.to_plain(final)
 

@@ -5,7 +5,16 @@ provider modules load on first use (see ``registry``).
 """
 
 from .abort import AbortedError, AbortSignal
-from .catalog import builtin_models, calculate_cost, get_model, get_models, get_providers, models_are_equal
+from .catalog import (
+    builtin_models,
+    calculate_cost,
+    find_model,
+    get_model,
+    get_models,
+    get_providers,
+    models_are_equal,
+    unknown_model_message,
+)
 from .env_keys import get_env_api_key
 from .models_json import ModelsJson, load_models_json, merge_models, read_models_json, resolve_config_value
 from .options import (
@@ -19,6 +28,7 @@ from .options import (
     clamp_reasoning,
     supports_xhigh,
 )
+from .overflow import get_overflow_patterns, is_context_overflow
 from .partial_json import parse_streaming_json, parse_tool_arguments
 from .registry import (
     ApiProvider,
@@ -64,7 +74,11 @@ __all__ = [
     "get_models",
     "get_providers",
     "builtin_models",
+    "find_model",
+    "unknown_model_message",
     "models_are_equal",
+    "is_context_overflow",
+    "get_overflow_patterns",
     "supports_xhigh",
     "build_base_options",
     "clamp_reasoning",

@@ -6,9 +6,12 @@ the provider names. Copies, so a caller may change one without touching the cata
 ``calculate_cost(model, usage)`` sets ``usage.cost`` from the per-million prices, in place,
 and returns it. ``models_are_equal`` compares id and provider.
 
+``find_model("provider/id")`` looks a model up by reference (None when unknown) and
+``unknown_model_message(ref)`` says what was missing: the provider or the model id.
+
 The catalog is deliberately small: current Anthropic and OpenAI models, prices in USD per
-million tokens. The OpenAI models use ``openai-completions`` until openai-responses lands
-(pi uses the Responses API for them). models.json adds or overrides models (models_json.py).
+million tokens. The OpenAI models use ``openai-responses``, as pi's do. models.json adds or
+overrides models (models_json.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import msgspec
 
 from .types import Model, ModelCost, Usage, UsageCost
 
-__all__ = ["get_model", "get_models", "get_providers", "calculate_cost", "models_are_equal", "builtin_models"]
+__all__ = ["get_model", "get_models", "get_providers", "calculate_cost", "models_are_equal", "builtin_models",
+           "find_model", "unknown_model_message"]
 
 _ANTHROPIC_URL = "https://api.anthropic.com"
 _OPENAI_URL = "https://api.openai.com/v1"
@@ -33,7 +37,7 @@ def _anthropic(id: str, name: str, price: tuple[float, float, float, float], ctx
 
 def _openai(id: str, name: str, price: tuple[float, float, float], ctx: int, max_out: int,
             reasoning: bool) -> Model:
-    return Model(id=id, name=name, api="openai-completions", provider="openai", base_url=_OPENAI_URL,
+    return Model(id=id, name=name, api="openai-responses", provider="openai", base_url=_OPENAI_URL,
                  reasoning=reasoning, input=["text", "image"], cost=ModelCost(
                      input=price[0], output=price[1], cache_read=price[2]),
                  context_window=ctx, max_tokens=max_out)
@@ -80,6 +84,29 @@ def get_model(provider: str, model_id: str) -> Model | None:
         if m.id == model_id:
             return _copy(m)
     return None
+
+
+def _split_ref(ref: str) -> tuple[str, str]:
+    provider, sep, model_id = ref.partition("/")
+    return (provider, model_id) if sep else ("", ref)
+
+
+def find_model(ref: str) -> Model | None:
+    """The catalog model named ``"provider/id"`` (or a bare id, if exactly one provider has it)."""
+    provider, model_id = _split_ref(ref)
+    if provider:
+        return get_model(provider, model_id)
+    found = [m for models in _CATALOG.values() for m in models if m.id == model_id]
+    return _copy(found[0]) if len(found) == 1 else None
+
+
+def unknown_model_message(ref: str) -> str:
+    provider, model_id = _split_ref(ref)
+    if provider and provider not in _CATALOG:
+        return (f'Unknown model "{ref}": provider "{provider}" is not in the model catalog '
+                f"(known: {', '.join(_CATALOG)})")
+    where = f'provider "{provider}"' if provider else "any provider"
+    return f'Unknown model "{ref}": model id "{model_id}" is not in the model catalog for {where}'
 
 
 def builtin_models() -> list[Model]:

@@ -10,6 +10,8 @@ Contract (stronger than pi, which raises for some of these):
   dropped, a provider that raises gets an ``error`` event (keeping its partial content), and
   one that returns without a terminal event gets one;
 - an unknown api gives one ``error`` event ``No API provider registered for api: <api>``;
+- ``model`` may also be a catalog reference ``"provider/id"``; one missing from the catalog
+  gives one ``error`` event saying whether the provider or the model id is unknown;
 - the return value is the message carried by the terminal event.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .catalog import find_model, unknown_model_message
 from .options import Emit, StreamOptions
 from .registry import error_message, get_api_provider
 from .types import AssistantMessage, AssistantMessageEvent, Context, DoneEvent, ErrorEvent, Model
@@ -56,9 +59,16 @@ class _Guard:
         return msg
 
 
-async def _dispatch(model: Model, context: Context, options: StreamOptions | None, emit: Emit,
+async def _dispatch(model: Model | str, context: Context, options: StreamOptions | None, emit: Emit,
                     simple: bool) -> AssistantMessage:
     guard = _Guard(emit)
+    if isinstance(model, str):
+        found = find_model(model)
+        if found is None:
+            provider, _, model_id = model.partition("/") if "/" in model else ("", "", model)
+            placeholder = Model(id=model_id, api="unknown", provider=provider or "unknown")
+            return await guard.fail(placeholder, unknown_model_message(model))
+        model = found
     provider = get_api_provider(model.api)
     if provider is None:
         return await guard.fail(model, f"No API provider registered for api: {model.api}")
@@ -74,12 +84,12 @@ async def _dispatch(model: Model, context: Context, options: StreamOptions | Non
     return guard.final if guard.final is not None else result
 
 
-async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Emit) -> AssistantMessage:
+async def stream(model: Model | str, context: Context, options: StreamOptions | None, emit: Emit) -> AssistantMessage:
     """Call ``model`` with provider-native options (``options.extra``)."""
     return await _dispatch(model, context, options, emit, simple=False)
 
 
-async def stream_simple(model: Model, context: Context, options: StreamOptions | None,
+async def stream_simple(model: Model | str, context: Context, options: StreamOptions | None,
                         emit: Emit) -> AssistantMessage:
     """Call ``model`` with the unified options (``reasoning``, ``thinking_budgets``)."""
     return await _dispatch(model, context, options, emit, simple=True)
@@ -89,11 +99,11 @@ async def _discard(_event: AssistantMessageEvent) -> None:
     pass
 
 
-async def complete(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
+async def complete(model: Model | str, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
     """``stream`` without listening to the events."""
     return await stream(model, context, options, _discard)
 
 
-async def complete_simple(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
+async def complete_simple(model: Model | str, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
     """``stream_simple`` without listening to the events."""
     return await stream_simple(model, context, options, _discard)
