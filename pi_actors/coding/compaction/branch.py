@@ -10,7 +10,7 @@
   (their context is in the assistant's tool call); model/thinking/custom/label entries give
   nothing. File operations: the ``details`` of every pi-generated (not ``fromHook``)
   ``branch_summary`` among the entries first, whatever the budget, then the tool calls of the
-  assistant messages the walk reached.
+  assistant messages included (pi also counted the one message that overflowed the budget).
 - :func:`summarize_branch` — budget ``(model.context_window or 128000) - reserve_tokens``;
   no messages → summary ``No content to summarize`` without an LLM call; otherwise one call
   (system prompt as for compaction, ``max_tokens`` 2048, no reasoning option). The summary is
@@ -110,15 +110,15 @@ def prepare_branch_entries(entries: list[dict], token_budget: int = 0) -> Branch
         message = message_from_entry(entry, include_compaction=True)
         if message is None or message.get("role") == "toolResult":
             continue
-        add_file_ops(message, ops)
         tokens = estimate_tokens(message)
-        if token_budget > 0 and total + tokens > token_budget:
-            if entry.get("type") in ("compaction", "branch_summary") and total < token_budget * 0.9:
-                messages.append(message)
-                total += tokens
+        overflows = token_budget > 0 and total + tokens > token_budget
+        if overflows and not (entry.get("type") in ("compaction", "branch_summary") and total < token_budget * 0.9):
             break
+        add_file_ops(message, ops)
         messages.append(message)
         total += tokens
+        if overflows:
+            break
     messages.reverse()
     return BranchPreparation(messages, ops, total)
 
