@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pi_actors import ai
 from pi_actors.coding.compaction import (
     OVERFLOW_RECOVERY_FAILED,
@@ -75,6 +73,23 @@ def test_an_overflow_compacts_and_retries_once_then_reports_failure():
         "Try reducing context or switching to a larger-context model.")
 
 
+def test_a_completed_reply_that_silently_overflowed_is_kept_and_compacted_without_retry():
+    b = conversation(0)
+    b.entries[-1]["message"]["usage"]["input"] = 250_000
+    decision = decide_auto_compaction(b.entries[-1]["message"], model=MODEL, branch_entries=b.entries,
+                                      overflow_attempted=True)
+    assert (decision.action, decision.will_retry) == ("overflow", False)
+
+
+def test_a_reply_cut_by_a_full_window_is_an_overflow_to_retry():
+    b = conversation(0)
+    b.entries[-1]["message"].update(stopReason="length")
+    b.entries[-1]["message"]["usage"].update(input=190_000, output=9_000)
+    decision = decide_auto_compaction(b.entries[-1]["message"], model=MODEL, branch_entries=b.entries,
+                                      overflow_attempted=False)
+    assert (decision.action, decision.will_retry) == ("overflow", True)
+
+
 def test_an_overflow_from_another_model_is_not_recovered():
     b = Branch()
     b.user("hi")
@@ -136,6 +151,7 @@ def test_the_overflow_flag_resets_on_user_start_and_good_assistant_end():
     assert resets_overflow_flag("message_start", user)
     assert resets_overflow_flag("message_end", good)
     assert not resets_overflow_flag("message_end", bad)
+    assert not resets_overflow_flag("message_end", {"role": "assistant", "stopReason": "length"})
     assert not resets_overflow_flag("message_end", user)
     assert not resets_overflow_flag("message_start", good)
 
@@ -145,10 +161,7 @@ def test_failed_auto_compaction_messages_name_the_reason():
     assert auto_compaction_error_message("threshold", "y") == "Auto-compaction failed: y"
 
 
-def test_the_default_overflow_detector_comes_from_the_ai_layer():
-    detector = getattr(ai, "is_context_overflow", None)
-    if detector is None:
-        pytest.skip("pi_actors.ai.is_context_overflow has not landed yet")
+def test_the_default_overflow_detector_is_the_ai_layers():
     b = Branch()
     b.user("hi")
     b.assistant("", error="prompt is too long: 250000 tokens > 200000 maximum")

@@ -6,16 +6,19 @@ the current branch and the "overflow recovery already attempted" flag, and retur
 
 - ``none`` — nothing to do;
 - ``threshold`` — run auto-compaction with reason ``threshold``, ``willRetry`` false;
-- ``overflow`` — set the flag, drop the trailing error assistant from the in-memory context
-  (it stays in the session file), run auto-compaction with reason ``overflow`` and
-  ``willRetry`` true, then continue the run once;
+- ``overflow`` with ``will_retry`` — set the flag, drop the trailing failed assistant from
+  the in-memory context (it stays in the session file), run auto-compaction with reason
+  ``overflow`` and ``willRetry`` true, then continue the run once;
+- ``overflow`` without ``will_retry`` (a ``stop`` reply whose prompt silently exceeded the
+  window) — keep the reply, run auto-compaction with reason ``overflow``, ``willRetry`` false;
 - ``overflow_failed`` — emit ``auto_compaction_end {result: None, aborted: false, willRetry:
   false, errorMessage}`` with :data:`OVERFLOW_RECOVERY_FAILED`; the run ends with the error.
 
 Rules, in order: compaction disabled → none; after a run (``after_run=True``) an ``aborted``
 assistant → none; a ``compaction`` entry on the branch stamped at or after the assistant →
 none (its usage predates the compaction); **overflow** when the assistant came from the
-current provider and model and the overflow detector says so; **threshold** when
+current provider and model and the overflow detector says so (a second one while the flag is
+set is ``overflow_failed``; a ``stop`` reply never retries, as in later pi); **threshold** when
 ``should_compact`` holds for the context size: for an ``error`` assistant the estimate over
 the context messages (none when no assistant there has usage, or when that assistant predates
 the latest compaction), otherwise the assistant's own usage.
@@ -23,10 +26,12 @@ the latest compaction), otherwise the assistant's own usage.
 Deliberate difference from pi: a model whose context window is not positive never triggers
 threshold compaction (pi would compact on every run).
 
-The flag resets on every user ``message_start`` and every non-error assistant
-``message_end`` (:func:`resets_overflow_flag`). The overflow detector is injected
-(``is_overflow(message, context_window) -> bool``); by default ``pi_actors.ai``'s
-``is_context_overflow`` is imported when first needed (:func:`overflow_detector`).
+The flag resets on every user ``message_start`` and every assistant ``message_end`` that is
+neither ``error`` nor ``length`` (:func:`resets_overflow_flag`; pi resets on ``length`` too,
+which could compact-and-retry forever now that ``is_context_overflow`` counts a ``length``
+stop that filled the window). The overflow detector may be injected
+(``is_overflow(message, context_window) -> bool``); the default is
+``pi_actors.ai.is_context_overflow`` (:func:`overflow_detector`).
 """
 
 from __future__ import annotations
@@ -58,21 +63,10 @@ OverflowDetector = Callable[[AssistantMessage, int], bool]
 
 
 def overflow_detector() -> OverflowDetector:
-    """``pi_actors.ai.is_context_overflow``, imported on first use (RuntimeError if missing)."""
-    try:
-        from ... import ai
+    """The default overflow detector: ``pi_actors.ai.is_context_overflow``."""
+    from ...ai import is_context_overflow
 
-        return ai.is_context_overflow  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
-        pass
-    try:
-        from ...ai.overflow import is_context_overflow  # type: ignore[import-not-found]
-
-        return is_context_overflow
-    except ImportError:
-        raise RuntimeError(
-            "pi_actors.ai.is_context_overflow is not available; pass an is_overflow function"
-        ) from None
+    return is_context_overflow
 
 
 def _struct(message: Any) -> AssistantMessage | None:
@@ -98,15 +92,14 @@ class CompactionDecision:
     action: Literal["none", "threshold", "overflow", "overflow_failed"]
     #: The context size that crossed the threshold (``threshold`` only).
     context_tokens: int | None = None
+    #: ``overflow`` only: drop the failed reply, compact, continue the run. False for a reply
+    #: that completed (``stop``) but silently overflowed: it is kept, compaction just follows.
+    will_retry: bool = False
 
     @property
     def reason(self) -> str | None:
         """``auto_compaction_start.reason``: ``threshold`` / ``overflow``, or None."""
         return self.action if self.action in ("threshold", "overflow") else None
-
-    @property
-    def will_retry(self) -> bool:
-        return self.action == "overflow"
 
     @property
     def error_message(self) -> str | None:
@@ -156,7 +149,11 @@ def decide_auto_compaction(
 
     same_model = plain.get("provider") == model.provider and plain.get("model") == model.id
     if same_model and is_overflow_error(assistant, window, is_overflow):
-        return CompactionDecision("overflow_failed" if overflow_attempted else "overflow")
+        if stop_reason == "stop":
+            return CompactionDecision("overflow")
+        if overflow_attempted:
+            return CompactionDecision("overflow_failed")
+        return CompactionDecision("overflow", will_retry=True)
 
     if window <= 0:
         return _NONE
@@ -181,13 +178,14 @@ def decide_auto_compaction(
 
 
 def resets_overflow_flag(event_type: str, message: Any) -> bool:
-    """True for a user ``message_start`` and a non-error assistant ``message_end``."""
+    """True for a user ``message_start`` and an assistant ``message_end`` that is neither an
+    error nor cut by ``length`` (a ``length`` reply may itself be an overflow)."""
     plain = as_plain(message)
     role = plain.get("role")
     if event_type == "message_start":
         return role == "user"
     if event_type == "message_end":
-        return role == "assistant" and plain.get("stopReason") != "error"
+        return role == "assistant" and plain.get("stopReason") not in ("error", "length")
     return False
 
 
