@@ -70,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-pi", action="store_true", help="run pi-actors alone")
     p.add_argument("--install-pi", action="store_true", help="npm install pi into the cache folder if it is missing")
     p.add_argument("--poll", type=float, default=0.05, help="seconds between /proc samples of the tree's RSS")
+    p.add_argument("--max-other", type=float, default=0.3,
+                   help="repeat a run during which other processes kept more than this many CPUs busy (default 0.3)")
+    p.add_argument("--retries", type=int, default=3, help="how often a disturbed run is repeated (default 3)")
     p.add_argument("--json", help="also write every figure to this JSON file")
     p.add_argument("--results", help="write a Markdown report to this file (e.g. benchmarks/RESULTS.md)")
     return p.parse_args(argv)
@@ -107,11 +110,13 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             scen = [s for s in scen if s.key in keys]
         print(f"\n== scenarios: {rounds} round(s), CLIs alternating ==")
-        results, facts = run_scenarios(scen, rounds=rounds, pi_path=pi_path, poll=args.poll)
+        results, facts = run_scenarios(scen, rounds=rounds, pi_path=pi_path, poll=args.poll,
+                                       max_other=args.max_other, retries=args.retries)
         if facts.get("pi_missing"):
             pi_reason = facts["pi_missing"]
         print(f"\npi-actors: {facts.get('pi-actors')}; pi: {facts.get('pi', 'absent')}; {facts.get('sandbox')}")
         print(f"scripted server: {facts.get('requests')} requests in all, every counted run checked against its expected count")
+        print(load_line(facts, args.max_other))
         print()
         print(report.scenario_table(results, rounds))
         for res in results:
@@ -142,12 +147,18 @@ def main(argv: list[str] | None = None) -> int:
         }
         Path(args.json).write_text(json.dumps(doc, indent=1))
     if args.results:
-        write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro)
+        write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro, args.max_other)
         print(f"\nwrote {args.results}")
     return 0
 
 
-def write_results(path: Path, command, info, facts, pi_reason, rounds, results, micro) -> None:
+def load_line(facts: dict, max_other: float) -> str:
+    loads = sorted(facts.get("other_cpus") or [0.0])
+    return (f"other processes during the counted runs: median {loads[len(loads) // 2]:.2f} CPUs busy, max {loads[-1]:.2f};"
+            f" {facts.get('repeated', 0)} run(s) repeated for being above {max_other:.2f}")
+
+
+def write_results(path: Path, command, info, facts, pi_reason, rounds, results, micro, max_other) -> None:
     notes = ""
     if path.exists():
         old = path.read_text()
@@ -168,6 +179,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
         lines.append(f"- pi-actors {facts.get('pi-actors', '?')}, pi {facts.get('pi', 'absent' if pi_reason is None else f'absent: {pi_reason}')};"
                      f" {facts.get('sandbox', '')}")
         lines.append(f"- {rounds} rounds per scenario and CLI, alternating, after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
+        lines.append(f"- {load_line(facts, max_other)}")
     if results:
         lines += ["", "## Scenarios (medians)", "", report.scenario_table(results, rounds, markdown=True), ""]
         fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]

@@ -22,6 +22,10 @@
 5. **Chunk stream** (the path of every LLM delta) — chunks of one call streamed from a child
    process through ``start_actor`` + ``open_peer``, per second. Baseline: raw framed one-way
    stream of the same bytes from a child process.
+6. **Actor spawn** — ``start_actor`` until the child answered the hello, for a minimal actor
+   and for the tool worker (what the pool pays for each call beyond its warm workers), wall
+   and the child's CPU at that moment, spawned one after another. Baselines: the same
+   interpreter running ``-c pass`` and ``-c "import trio"`` to exit.
 
 Every figure is the best of ``repeat`` timed runs (throughputs) or the percentiles of all
 samples (latencies), after a warm-up.
@@ -466,6 +470,54 @@ async def _hops(n: int, repeat: int) -> list[MicroResult]:
     return out
 
 
+async def _spawns(n: int) -> list[MicroResult]:
+    import subprocess
+
+    import trio
+
+    from pi_actors.runtime import link_pair, open_peer, start_actor
+
+    from .procs import proc_cpu_seconds
+
+    env = _child_env()
+    out: list[MicroResult] = []
+    group = "actor spawn until the hello is answered (sequential)"
+
+    async def one(entry: str, link: str) -> tuple[float, float]:
+        async with trio.open_nursery() as nursery:
+            mine, theirs = link_pair()
+            t0 = time.perf_counter()
+            proc = await start_actor(nursery, name="bench-spawn", entry=entry, links={link: theirs}, env=env)
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+            async with open_peer(stream, side="client", role="bench", name="spawned"):
+                dt = time.perf_counter() - t0
+                cpu = proc_cpu_seconds(proc.pid)
+            with trio.fail_after(10):
+                await proc.exited.wait()
+        return dt, cpu
+
+    for name, entry, link in (
+        ("pi-actors minimal actor (benchmarks.micro:echo_actor)", "benchmarks.micro:echo_actor", "peer"),
+        ("pi-actors tool worker (pi_actors.actors.tool_worker)", "pi_actors.actors.tool_worker:run_tool_worker", "pool"),
+    ):
+        await one(entry, link)
+        samples = [await one(entry, link) for _ in range(n)]
+        out.append(MicroResult(group, f"{name}, wall p50", statistics.median(s[0] for s in samples) * 1e3, "ms"))
+        out.append(MicroResult(group, f"{name}, child CPU p50", statistics.median(s[1] for s in samples) * 1e3, "ms"))
+    for name, code in (("baseline python -c pass", "pass"), ("baseline python -c 'import trio'", "import trio")):
+        walls, cpus = [], []
+        for _ in range(n + 1):
+            t0 = time.perf_counter()
+            p = subprocess.Popen([sys.executable, "-c", code], env=env)
+            _, _, ru = os.wait4(p.pid, 0)
+            p.returncode = 0
+            walls.append(time.perf_counter() - t0)
+            cpus.append(ru.ru_utime + ru.ru_stime)
+        out.append(MicroResult(group, f"{name}, wall p50", statistics.median(walls[1:]) * 1e3, "ms", True))
+        out.append(MicroResult(group, f"{name}, child CPU p50", statistics.median(cpus[1:]) * 1e3, "ms", True))
+    return out
+
+
 def run_micro(*, quick: bool = False, progress: Callable[[str], None] = print) -> list[MicroResult]:
     import trio
 
@@ -480,6 +532,8 @@ def run_micro(*, quick: bool = False, progress: Callable[[str], None] = print) -
     results += trio.run(_handshakes, 300 if quick else 1000)
     progress("  in-process hops ...")
     results += trio.run(_hops, 20000 if quick else 50000, 2 if quick else 3)
+    progress("  actor spawns ...")
+    results += trio.run(_spawns, 5 if quick else 15)
     return results
 
 

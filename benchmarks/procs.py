@@ -27,7 +27,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Measurement", "become_subreaper", "measure", "tree_pids", "proc_cpu_seconds", "proc_hwm_kb"]
+__all__ = [
+    "Measurement",
+    "OtherLoad",
+    "become_subreaper",
+    "measure",
+    "tree_pids",
+    "proc_cpu_seconds",
+    "proc_hwm_kb",
+    "reap_orphans",
+]
 
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -50,6 +59,42 @@ class Measurement:
     @property
     def cpu(self) -> float:
         return self.user + self.sys
+
+
+def _busy_seconds() -> float:
+    """CPU time spent busy by the whole machine since boot (all CPUs, from /proc/stat)."""
+    with open("/proc/stat", "rb") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal guest guest_nice: busy = all - idle - iowait
+    # (guest time is already counted in user).
+    return (sum(fields[:8]) - fields[3] - fields[4]) / _CLK_TCK
+
+
+class OtherLoad:
+    """How much CPU *other* processes used while a measurement ran (this machine is shared).
+
+    ``start()`` before the run, ``stop(tree_cpu)`` after: the machine's busy time minus the
+    measured tree's CPU, this process's own CPU (the sampler) and the ``keep`` processes'
+    (the scripted server), divided by the wall time: "other CPUs busy", 0 on a quiet machine.
+    Tick granularity (10 ms per CPU) makes it approximate.
+    """
+
+    def __init__(self, keep: set[int]) -> None:
+        self.keep = set(keep)
+
+    def _mine(self) -> float:
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime + sum(proc_cpu_seconds(p) for p in self.keep)
+
+    def start(self) -> None:
+        self._t0, self._busy0, self._mine0 = time.perf_counter(), _busy_seconds(), self._mine()
+
+    def stop(self, tree_cpu: float) -> float:
+        wall = time.perf_counter() - self._t0
+        other = (_busy_seconds() - self._busy0) - (self._mine() - self._mine0) - tree_cpu
+        return max(0.0, other / wall) if wall > 0 else 0.0
 
 
 def become_subreaper() -> bool:
@@ -169,6 +214,8 @@ def measure(
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         before = set(_orphans(set(keep)))
+        load = OtherLoad(keep)
+        load.start()
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             argv,
@@ -211,6 +258,7 @@ def measure(
                 if time.monotonic() > deadline:
                     os.kill(pid, signal.SIGKILL)
                 time.sleep(0.01)
+        other = load.stop(user + sys_)
         out.seek(0)
         err.seek(0)
         return Measurement(
@@ -223,6 +271,7 @@ def measure(
             stdout=out.read(),
             stderr=err.read(),
             orphans=len(orphans),
+            extra={"other_cpus": other},
         )
 
 

@@ -27,7 +27,7 @@ import subprocess
 import termios
 import time
 
-from .procs import Measurement, _rss_kb, proc_cpu_seconds, proc_hwm_kb, reap_orphans, tree_pids
+from .procs import Measurement, OtherLoad, _rss_kb, proc_cpu_seconds, proc_hwm_kb, reap_orphans, tree_pids
 
 __all__ = ["measure_startup"]
 
@@ -37,6 +37,8 @@ def measure_startup(argv: list[str], *, env: dict[str, str], cwd: str, ready: by
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = dict(env, TERM=env.get("TERM") or "xterm-256color")
     pattern = re.compile(ready)
+    load = OtherLoad(keep)
+    load.start()
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
@@ -65,6 +67,7 @@ def measure_startup(argv: list[str], *, env: dict[str, str], cwd: str, ready: by
         cpu = sum(proc_cpu_seconds(p) for p in pids)
         hwm = max((proc_hwm_kb(p) for p in pids), default=0)
         tree = sum(_rss_kb(p) for p in pids)
+        other = load.stop(cpu)
         idle = _wait_idle(proc.pid, t0, deadline) if wall is not None else None
     finally:
         try:
@@ -82,7 +85,7 @@ def measure_startup(argv: list[str], *, env: dict[str, str], cwd: str, ready: by
         tree_rss_kb=tree,
         returncode=0 if wall is not None else 1,
         stdout=bytes(seen),
-        extra={"processes": len(pids), "idle": idle},
+        extra={"processes": len(pids), "idle": idle, "other_cpus": other},
     )
 
 
