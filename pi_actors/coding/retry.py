@@ -2,9 +2,11 @@
 
 A reply is *retryable* (:func:`is_retryable_error`) when its stopReason is ``error``, it has
 an ``errorMessage``, it is not a context overflow (that goes to compaction), and the message
-matches, case-insensitively, pi's list :data:`RETRYABLE_ERROR_PATTERN`: overloaded, rate
-limits / 429, 500/502/503/504, service unavailable, server/internal/network/connection
-errors, refused or lost connections, closed sockets, fetch failures, timeouts, retry delays.
+matches, case-insensitively, pi's list :data:`RETRYABLE_ERROR_PATTERN` — the spec's snapshot
+list (overloaded, rate limits / 429, 500/502/503/504, service unavailable, server/internal/
+connection errors, refused connections, closed sockets, fetch failures, retry delays) with
+the entries later pi added (network errors, lost connections, WebSocket closes, socket hang
+ups, streams ended without data, HTTP/2 no-response, ``timed out`` / ``timeout``).
 Our providers report transport failures as ``Connection error: …`` and timeouts as
 ``Request timed out``, both covered.
 
