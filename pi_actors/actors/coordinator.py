@@ -48,6 +48,10 @@ from ._event_wire import StreamRebuilder, strip_agent_event
 __all__ = ["run_coordinator", "Coordinator"]
 
 
+class SessionNotSaved(Exception):
+    """A finished message could not be written to the session: the run must stop."""
+
+
 class ToolFailure(Exception):
     """A remote tool call ended with isError: the message is what the model sees."""
 
@@ -265,14 +269,20 @@ class Coordinator:
             pass
 
     async def _persist(self, message: Any) -> None:
-        """Append a finished message to the session; a failure stops the run, loudly."""
+        """Append a finished message to the session before anyone hears of its end.
+
+        A failure stops the run loudly: it raises, so the message's ``message_end`` is never
+        forwarded (every ``message_end`` a UI sees is on disk), and the agent ends the run
+        with an error message and ``agent_end``; the UI's call then fails ``write_failed``.
+        """
         if self._store_error is not None:
-            return
+            raise SessionNotSaved(self._store_error)
         try:
             await self.store.call("append", {"message": T.to_plain(message)})
         except RemoteError as exc:
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
+            raise SessionNotSaved(self._store_error) from None
 
 
 def _text_arg(args: dict, method: str) -> str:

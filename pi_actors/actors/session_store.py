@@ -3,14 +3,14 @@
 Calls served (from the coordinator):
 
 ``open {cwd, agentDir, sessionDir?, noSession?, resume?: path, forkFrom?: path}``
-    Creates a new session (pi's JSONL v3; the file appears with the first assistant message),
+    Creates a new session (pi's JSONL v3; unlike pi the file appears with the first entry, so
+    that every acknowledged entry is on disk),
     resumes the file ``resume`` (repairing a torn last line), or forks ``forkFrom`` into a
     new file. Returns ``{header, path, context: {messages, thinkingLevel, model}, warnings}``
     (``path`` is None for ``--no-session``).
 ``append {message}``
     Appends a ``message`` entry as a child of the leaf. Answers only once the line is written
-    and fsynced (or buffered, before the first assistant message, as pi does), returning
-    ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
+    and fsynced, returning ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
 ``append_entry {entry}``
     Appends another entry type (model_change, thinking_level_change, compaction, label, ...),
     same durability.
@@ -111,7 +111,9 @@ class SessionStore:
         elif fork_from:
             self._writer = await trio.to_thread.run_sync(SessionWriter.fork_from, fork_from, self._session_dir, cwd)
         else:
-            self._writer = SessionWriter.create(self._session_dir, cwd)
+            # Not pi's lazy creation: DESIGN wants every entry durable before it is
+            # acknowledged, the user's prompt included, so the file starts with it.
+            self._writer = SessionWriter.create(self._session_dir, cwd, lazy=False)
         self._header = self._writer.header
         return self._describe()
 

@@ -79,6 +79,7 @@ class SessionWriter:
         self.leaf_id = entries[-1].get("id") if entries else None
         self._fd = fd  # None until the file exists (or after close)
         self._pending = fd is None  # entries are buffered, the file not yet written
+        self._lazy = True  # while pending: wait for an assistant message before writing
         self._closed = False
 
     # -- construction ---------------------------------------------------------------------
@@ -91,10 +92,13 @@ class SessionWriter:
         *,
         session_id: str | None = None,
         parent_session: str | None = None,
+        lazy: bool = True,
     ) -> "SessionWriter":
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
 
-        Nothing touches the disk until the first assistant message is appended.
+        ``lazy`` (pi's rule): nothing touches the disk until the first assistant message is
+        appended. With ``lazy=False`` the file is created by the first append of any kind,
+        so every entry is durable when ``append_*`` returns.
         """
         session_id = session_id or str(uuid.uuid4())
         timestamp = iso_timestamp()
@@ -108,7 +112,9 @@ class SessionWriter:
         if parent_session is not None:
             header["parentSession"] = parent_session
         path = os.path.join(session_dir, session_file_name(timestamp, session_id))
-        return cls(path, header, [], fd=None)
+        writer = cls(path, header, [], fd=None)
+        writer._lazy = lazy
+        return writer
 
     @classmethod
     def resume(cls, path: str) -> "SessionWriter":
@@ -184,7 +190,7 @@ class SessionWriter:
         line = encode_line(stored)  # ValueError before anything changes
 
         if self._pending:
-            if _is_assistant_message(stored):
+            if not self._lazy or _is_assistant_message(stored):
                 self._create_file([encode_line(self.header)] + [encode_line(e) for e in self._entries] + [line])
         else:
             self._append_line(line)
