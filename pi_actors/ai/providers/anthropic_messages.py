@@ -5,7 +5,9 @@ raise, exactly one terminal event). Specific to this API:
 - ``start`` is emitted just before the HTTP request (pi emits it on creating the SDK stream), so
   an HTTP error or a refused connection gives ``start`` then ``error``; a missing key or an
   already-aborted signal gives ``error`` alone;
-- blocks follow the SDK's block indexes; ``signature_delta`` updates the thinking block without
+- the SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here, without
+  a typed object per event; an in-stream ``error`` event becomes an error with its message;
+- blocks follow the wire's block indexes; ``signature_delta`` updates the thinking block without
   an event; ``redacted_thinking`` becomes a redacted thinking block;
 - usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
   by field by ``message_delta`` when present; ``totalTokens`` is the sum of the four counts;
@@ -357,7 +359,7 @@ async def stream_simple(model: Model, context: Context, options: StreamOptions |
     api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
     base = build_base_options(model, options, api_key)
     level = options.reasoning if options else None
-    if not level:
+    if not level or not model.reasoning:  # a model without reasoning ignores the level entirely
         base.extra["thinking_enabled"] = False
     elif is_adaptive(model):
         base.extra["thinking_enabled"] = True

@@ -5,8 +5,12 @@ Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_st
 raise, exactly one terminal event). Specific to this API:
 - ``start`` is emitted once the HTTP request has been accepted, so an HTTP error, a refused
   connection or a missing key gives ``error`` with no ``start``;
+- the SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here, without
+  a typed object per chunk;
 - at most one block is open at a time; a block of another kind closes the open one first; a
-  tool-call delta with a new ``id`` starts a new tool call (the delta ``index`` is ignored);
+  tool-call delta with a new ``id``, or with an ``index`` other than the open call's, starts a
+  new tool call (pi ignores the index, so servers that send parallel calls without ids would
+  have them merged into one);
 - usage: ``input = prompt - cached``, ``output = completion + reasoning``, ``cacheRead =
   cached``, ``totalTokens = input + output + cacheRead``; usage comes only at the end;
 - a stream that ends without any ``finish_reason`` is treated as truncated (error), which pi
@@ -238,6 +242,7 @@ class _Mapper:
         self.run = run
         self.open: int | None = None
         self.open_kind: str | None = None  # "text", "thinking" or "toolCall"
+        self.tool_index: int | None = None  # the wire ``index`` of the open tool call
         self.saw_finish = False
         self.done = False
 
@@ -308,12 +313,14 @@ class _Mapper:
                 await run.thinking_delta(self.open, thought)
                 break
         for call in delta.get("tool_calls") or ():
-            call_id = call.get("id")
+            call_id, index = call.get("id"), call.get("index")
             block = run.output.content[self.open] if self.open_kind == "toolCall" else None
-            if block is None or (call_id and call_id != block.id):
+            if block is None or (call_id and call_id != block.id) or \
+                    (index is not None and self.tool_index is not None and index != self.tool_index):
                 await self.close_open()
                 self.open, self.open_kind = await run.toolcall_start(call_id or "", ""), "toolCall"
                 block = run.output.content[self.open]
+            self.tool_index = index
             if call_id:
                 block.id = call_id
             fn = call.get("function") or {}
