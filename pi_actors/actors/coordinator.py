@@ -24,6 +24,15 @@ Calls served (from a UI):
 ``abort {}``              → aborts the active run and returns once it has ended.
 ``get_state {}``          → model, thinking level, isStreaming, counts, queue modes, session.
 ``get_messages {}``       → ``{messages}``: the transcript.
+``tree {}``               → ``{entries, leafId, labels}`` of the session file.
+``navigate {targetId, summary?}`` → moves to another point of the tree (pi's /tree): a user
+                            message is re-asked (the leaf becomes its parent and its text is
+                            returned as ``editorText``); with ``summary`` a branch_summary
+                            entry records the branch being left. The transcript follows.
+``label {targetId, label}`` → labels an entry (empty clears).
+``fork {entryId}``        → a user message's history (excluding it) becomes a new session
+                            file; returns ``{text, path}``.
+``fork_messages {}``      → the user messages one can fork from.
 
 The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
 steering and follow-up queues, one run at a time.
@@ -182,6 +191,8 @@ class Coordinator:
             }
         if method == "get_messages":
             return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
+        if method in ("tree", "navigate", "label", "fork", "fork_messages"):
+            return await self._tree_call(method, args)
         raise RemoteError("not_found", f"coordinator: unknown method {method!r}")
 
     async def _run(self, call: IncomingCall, args: dict) -> Any:
@@ -257,6 +268,47 @@ class Coordinator:
             await self.store.call("append", {"message": T.to_plain(result)})
             self.agent.append_message(result)
 
+    # -- the session tree ----------------------------------------------------------------------
+
+    async def _tree_call(self, method: str, args: dict) -> Any:
+        """Tree operations (pi's /tree, /fork, labels); refused while a run is active."""
+        if method == "tree":
+            return await self.store.call("entries")
+        if method == "fork_messages":
+            entries = (await self.store.call("entries"))["entries"]
+            return {"messages": [{"entryId": e["id"], "text": _entry_text(e)} for e in entries if _is_user_entry(e) and _entry_text(e)]}
+        if self.agent.state.is_streaming:
+            raise RemoteError("busy", f"{method}: wait for the current run to end (or abort it) first")
+        if method == "label":
+            return await self.store.call("label", {"targetId": args.get("targetId"), "label": args.get("label") or None})
+        entries = {e["id"]: e for e in (await self.store.call("entries"))["entries"]}
+        target_id = args.get("entryId") if method == "fork" else args.get("targetId")
+        target = entries.get(target_id)
+        if target is None:
+            raise RemoteError("not_found", f"Entry {target_id} not found")
+        if method == "fork":
+            if not _is_user_entry(target):
+                raise RemoteError("invalid_args", "Invalid entry ID for forking")
+            # The new session holds the path up to, not including, the chosen user message;
+            # its text goes back to the editor.
+            self.session = await self.store.call("fork", {"entryId": target.get("parentId")})
+            self._load_context(self.session)
+            return {"text": _entry_text(target), "path": self.session.get("path")}
+        # navigate: a user message (or custom message) is re-asked, so the leaf becomes its parent.
+        editor_text = None
+        new_leaf = target_id
+        if _is_user_entry(target) or target.get("type") == "custom_message":
+            new_leaf = target.get("parentId")
+            editor_text = _entry_text(target)
+        summary = args.get("summary")
+        self.session = await self.store.call("branch", {"entryId": new_leaf})
+        if summary:
+            entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": args.get("details"), "fromHook": False}
+            await self.store.call("append_entry", {"entry": entry})
+            self.session = await self.store.call("context")
+        self._load_context(self.session)
+        return {"editorText": editor_text, "leafId": new_leaf}
+
     def _load_context(self, described: dict) -> None:
         context = described.get("context") or {}
         self.agent.replace_messages(from_session_messages(context.get("messages") or []))
@@ -283,6 +335,17 @@ class Coordinator:
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
             raise SessionNotSaved(self._store_error) from None
+
+
+def _is_user_entry(entry: dict) -> bool:
+    return entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "user"
+
+
+def _entry_text(entry: dict) -> str:
+    content = (entry.get("message") or entry).get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
 def _text_arg(args: dict, method: str) -> str:

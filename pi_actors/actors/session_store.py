@@ -18,8 +18,10 @@ Calls served (from the coordinator):
 ``context {}``      → the LLM context along the current branch (as ``open`` returns it).
 ``branch {entryId | null}`` → moves the leaf (null: the next entry is a new root); nothing is
                       written until the next append.
-``fork {entryId}``  → the path root→entry becomes a new session file (``parentSession`` =
-                      this one), which this store writes from then on; returns as ``open``.
+``fork {entryId | null}`` → the path root→entry becomes a new session file
+                      (``parentSession`` = this one; null: an empty one), which this store
+                      writes from then on; returns as ``open``.
+``label {targetId, label | null}`` → labels an entry (null clears); ``{id}``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class SessionStore:
             return self._branch(args.get("entryId"))
         if method == "fork":
             return await self._guard(self._fork, args)
+        if method == "label":
+            return await self._guard(self._label, args)
         raise RemoteError("not_found", f"session store: unknown method {method!r}")
 
     async def _guard(self, fn: Any, args: dict) -> Any:
@@ -130,13 +134,25 @@ class SessionStore:
         return self._describe()
 
     async def _fork(self, args: dict) -> dict:
+        from ..coding.session import SessionWriter
+
         if self._writer is None:
             raise RemoteError("not_supported", "forking needs a saved session (not --no-session)")
         old = self._writer
-        self._writer = await trio.to_thread.run_sync(old.create_branched_session, str(args.get("entryId")), self._session_dir)
+        entry_id = args.get("entryId")
+        if entry_id is None:  # fork before the first entry: an empty session naming its parent
+            self._writer = SessionWriter.create(self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False)
+        else:
+            self._writer = await trio.to_thread.run_sync(old.create_branched_session, str(entry_id), self._session_dir)
         old.close()
         self._header = self._writer.header
         return self._describe()
+
+    async def _label(self, args: dict) -> dict:
+        if self._writer is None:
+            raise RemoteError("not_supported", "labels need a saved session (not --no-session)")
+        entry = await trio.to_thread.run_sync(self._writer.append_label, str(args.get("targetId")), args.get("label"))
+        return {"id": entry["id"]}
 
     async def _append(self, kind: str, payload: Any) -> dict:
         from ..coding.session import SessionWriteError
