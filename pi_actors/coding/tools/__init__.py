@@ -6,7 +6,10 @@ see is raised as :class:`ToolError` with pi's exact text. Cancelling the caller'
 cancels the call (child processes are terminated and waited for) and ``trio.Cancelled``
 propagates. :func:`kill_all_process_groups` is for a worker's signal handler / exit path.
 
-Available now: ``read``, ``bash``. (``write``, ``edit``, ``grep``, ``find``, ``ls`` follow.)
+The seven tools of pi: ``read``, ``write``, ``edit``, ``bash``, ``grep``, ``find``, ``ls``
+(:data:`TOOL_SPECS` in that order); :data:`DEFAULT_TOOLS` is pi's default active set.
+:data:`MUTATING_TOOLS` names the tools that change the file named by their ``path``
+argument (the pool runs such calls on one path one after another).
 """
 
 from __future__ import annotations
@@ -16,8 +19,13 @@ from typing import Any
 
 from .base import ToolError, ToolSpec
 from .bash import BASH_SPEC, run_bash
+from .edit import EDIT_SPEC, run_edit
+from .find import FIND_SPEC, run_find
+from .grep import GREP_SPEC, run_grep
+from .ls import LS_SPEC, run_ls
 from .process import kill_all_process_groups
 from .read import READ_SPEC, run_read
+from .write import WRITE_SPEC, run_write
 from .truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -32,16 +40,21 @@ from .truncate import (
 OnUpdate = Callable[[dict], Awaitable[None]]
 
 TOOL_SPECS: dict[str, ToolSpec] = {
-    READ_SPEC.name: READ_SPEC,
-    BASH_SPEC.name: BASH_SPEC,
+    spec.name: spec for spec in (READ_SPEC, BASH_SPEC, EDIT_SPEC, WRITE_SPEC, GREP_SPEC, FIND_SPEC, LS_SPEC)
 }
 
 # pi's default active tool set (sdk.ts / agent-session.ts).
 DEFAULT_TOOLS = ("read", "bash", "edit", "write")
+MUTATING_TOOLS = frozenset({"edit", "write"})
 
 _RUNNERS: dict[str, Callable[..., Awaitable[dict]]] = {
     "read": run_read,
     "bash": run_bash,
+    "edit": run_edit,
+    "write": run_write,
+    "grep": run_grep,
+    "find": run_find,
+    "ls": run_ls,
 }
 
 
@@ -60,6 +73,7 @@ __all__ = [
     "DEFAULT_MAX_LINES",
     "DEFAULT_TOOLS",
     "GREP_MAX_LINE_LENGTH",
+    "MUTATING_TOOLS",
     "TOOL_SPECS",
     "ToolError",
     "ToolSpec",

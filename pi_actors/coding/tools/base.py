@@ -42,6 +42,13 @@ _UV_MESSAGES = {
     errno.ENAMETOOLONG: "name too long",
     errno.EMFILE: "too many open files",
     errno.EIO: "i/o error",
+    errno.EROFS: "read-only file system",
+    errno.EFBIG: "file too large",
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "quota exceeded",
+    errno.EEXIST: "file already exists",
+    errno.ENOTEMPTY: "directory not empty",
+    errno.ETXTBSY: "text file is busy",
 }
 
 
@@ -54,3 +61,46 @@ def node_style_os_error(exc: OSError, syscall: str, path: str | None = None) -> 
         message = text[:1].lower() + text[1:]
     suffix = f" '{path}'" if path is not None else ""
     return f"{code}: {message}, {syscall}{suffix}"
+
+
+def validation_error(tool: str, key: str, expected: str) -> ToolError:
+    """pi's argument validation failure text for one bad field."""
+    return ToolError(f'Validation failed for tool "{tool}":\n  - {key}: must be {expected}')
+
+
+def string_arg(args: dict, tool: str, key: str, *, required: bool = True) -> str | None:
+    """``args[key]`` as a string (None when optional and absent); else a validation error."""
+    value = args.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise validation_error(tool, key, "string")
+    return value
+
+
+def number_arg(args: dict, tool: str, key: str) -> float | None:
+    """An optional finite number (bools are not numbers); None when absent."""
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+        float("inf"),
+        float("-inf"),
+    ):
+        raise validation_error(tool, key, "number")
+    return value
+
+
+def bool_arg(args: dict, tool: str, key: str) -> bool:
+    """An optional boolean, False when absent."""
+    value = args.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise validation_error(tool, key, "boolean")
+    return value
+
+
+def js_length(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript's ``String.length`` counts."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

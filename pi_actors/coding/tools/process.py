@@ -90,11 +90,13 @@ def _child_setup(parent_pid: int) -> None:
 class GroupProcess:
     """A child process leading its own process group; see the module docstring."""
 
-    def __init__(self, popen: subprocess.Popen, output_fd: int) -> None:
+    def __init__(self, popen: subprocess.Popen, output_fd: int, errors_fd: int | None = None) -> None:
         self._popen = popen
         self.pid: int = popen.pid
         self.pgid: int = popen.pid
         self.output = trio.lowlevel.FdStream(output_fd)
+        #: stderr, when spawned with ``separate_stderr``; else None (merged into ``output``).
+        self.errors = trio.lowlevel.FdStream(errors_fd) if errors_fd is not None else None
         self._pidfd: int | None = None
         try:
             self._pidfd = os.pidfd_open(self.pid)
@@ -106,10 +108,17 @@ class GroupProcess:
 
     @classmethod
     def spawn(
-        cls, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str] | None = None,
+        separate_stderr: bool = False,
     ) -> "GroupProcess":
-        """Start ``argv``; raises OSError if it cannot be started."""
+        """Start ``argv``; raises OSError if it cannot be started. With ``separate_stderr``
+        stderr has its own pipe (:attr:`errors`) instead of being merged into :attr:`output`."""
         read_fd, write_fd = os.pipe()
+        err_read, err_write = os.pipe() if separate_stderr else (None, write_fd)
         try:
             popen = subprocess.Popen(
                 list(argv),
@@ -117,18 +126,20 @@ class GroupProcess:
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
-                stderr=write_fd,
+                stderr=err_write,
                 start_new_session=True,
                 preexec_fn=partial(_child_setup, os.getpid()),
                 close_fds=True,
             )
         except BaseException:
-            os.close(read_fd)
-            os.close(write_fd)
+            for fd in {read_fd, write_fd, err_read, err_write} - {None}:
+                os.close(fd)  # type: ignore[arg-type]
             raise
         os.close(write_fd)
+        if separate_stderr:
+            os.close(err_write)  # type: ignore[arg-type]
         _live_groups.add(popen.pid)
-        return cls(popen, read_fd)
+        return cls(popen, read_fd, err_read)
 
     def has_exited(self) -> bool:
         """True once the leader has exited (it may still be an unreaped zombie)."""
@@ -180,3 +191,5 @@ class GroupProcess:
             os.close(self._pidfd)
             self._pidfd = None
         self.output.close()
+        if self.errors is not None:
+            self.errors.close()

@@ -12,6 +12,8 @@ Differences from pi, deliberately:
   2000x2000 and 4.5 MiB when an image library is present; we carry no PIL). So there is no
   ``[Image: original WxH, displayed at ...]`` note either.
 - Non-integer ``offset``/``limit`` are truncated to integers before use.
+- A negative ``offset`` or ``limit`` is an error (pi reads from the top for a negative
+  offset and returns nothing for a negative limit).
 """
 
 from __future__ import annotations
@@ -164,6 +166,10 @@ async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> 
         raise ToolError('Validation failed for tool "read":\n  - path: must be string')
     offset = _optional_int(args, "offset")
     limit = _optional_int(args, "limit")
+    if offset is not None and offset < 0:
+        raise ToolError(f"Offset must be a line number of 1 or more (0 reads from the top), got {offset}")
+    if limit is not None and limit < 0:
+        raise ToolError(f"Limit must be a number of lines of 0 or more, got {limit}")
     await trio.lowlevel.checkpoint_if_cancelled()
     # File I/O runs in a thread so a slow disk (or a FIFO) does not stall the worker's loop;
     # on cancellation the thread is abandoned and the call ends at once.

@@ -20,6 +20,8 @@ from typing import Literal, NamedTuple
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 50 * 1024
 GREP_MAX_LINE_LENGTH = 500
+# JavaScript's Number.MAX_SAFE_INTEGER: pi's "no line limit" for grep, find and ls.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 TruncatedBy = Literal["lines", "bytes"]
 
