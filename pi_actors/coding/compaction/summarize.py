@@ -99,6 +99,8 @@ def reply_text(message: AssistantMessage) -> str:
 
 
 async def call_llm(stream_fn: StreamFn, model: Model, context: Context, options: StreamOptions) -> AssistantMessage:
+    """One summarizer call with the events discarded; a raising stream function (a broken
+    contract) gives an ``error`` reply carrying the exception text instead."""
     try:
         return await stream_fn(model, context, options, _discard)
     except Exception as exc:  # a stream function breaking its never-raise contract
