@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's virtualenv::
 
-    .venv/bin/python -m benchmarks                 # everything, 5 rounds (~6-8 minutes)
+    .venv/bin/python -m benchmarks                 # everything, 7 rounds (~6-9 minutes)
     .venv/bin/python -m benchmarks --quick         # 2 rounds, short micro-benchmarks (~2-3 minutes)
     .venv/bin/python -m benchmarks --install-pi    # npm install pi into the cache folder first
     .venv/bin/python -m benchmarks --only micro    # micro-benchmarks only
@@ -62,7 +62,7 @@ def machine() -> dict[str, str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="pi-actors benchmarks: side by side with pi, and the runtime's micro-benchmarks")
     p.add_argument("--quick", action="store_true", help="2 rounds and short micro-benchmarks")
-    p.add_argument("--rounds", type=int, help="rounds per scenario and CLI (default 5, --quick 2)")
+    p.add_argument("--rounds", type=int, help="rounds per scenario and CLI (default 7, --quick 2)")
     p.add_argument("--only", choices=["scenarios", "micro"], help="run only one part")
     p.add_argument("--scenarios", help="comma-separated keys among a,b8,b32,c,d,e (default: all)")
     p.add_argument("--deltas", type=int, default=50_000, help="deltas in scenario d (default 50000)")
@@ -81,7 +81,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python -m benchmarks " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    rounds = args.rounds or (2 if args.quick else 5)
+    rounds = args.rounds or (2 if args.quick else 7)
     info = machine()
     print(f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']}, Python {info['python']}, node {info['node']}, {info['date']}")
 
@@ -117,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\npi-actors: {facts.get('pi-actors')}; pi: {facts.get('pi', 'absent')}; {facts.get('sandbox')}")
         print(f"scripted server: {facts.get('requests')} requests in all, every counted run checked against its expected count")
         print(load_line(facts, args.max_other))
+        print(reparented_line(facts))
         print()
         print(report.scenario_table(results, rounds))
+        print("\nwhere the time goes, by the scripted server's clock (medians):")
+        print(report.split_table(results))
         for res in results:
             for cli, problems in res.failures.items():
                 for pr in sorted(set(problems)):
@@ -145,11 +148,20 @@ def main(argv: list[str] | None = None) -> int:
             ],
             "micro": [asdict(m) for m in micro],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=1))
+        Path(args.json).write_text(json.dumps(doc, indent=1, default=lambda o: None if isinstance(o, bytes) else str(o)))
     if args.results:
         write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro, args.max_other)
         print(f"\nwrote {args.results}")
     return 0
+
+
+def reparented_line(facts: dict) -> str:
+    notes = facts.get("reparented") or {}
+    if not notes:
+        return "no descendant was re-parented: every process was reaped by its own parent"
+    parts = [f"{cli}: {n['processes']} process(es) in {n['runs']} run(s) ({', '.join(sorted(n['names']))})" for cli, n in notes.items()]
+    return ("re-parented to the runner (exited, or exited within 2 s, after their parent, which had not reaped them): "
+            + "; ".join(parts))
 
 
 def load_line(facts: dict, max_other: float) -> str:
@@ -180,8 +192,10 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
                      f" {facts.get('sandbox', '')}")
         lines.append(f"- {rounds} rounds per scenario and CLI, alternating, after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
         lines.append(f"- {load_line(facts, max_other)}")
+        lines.append(f"- {reparented_line(facts)}")
     if results:
         lines += ["", "## Scenarios (medians)", "", report.scenario_table(results, rounds, markdown=True), ""]
+        lines += ["Where the time goes, by the scripted server's clock (medians):", "", report.split_table(results, markdown=True), ""]
         fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]
         if fails:
             lines += ["Failed runs (not in the medians):", "", *fails, ""]

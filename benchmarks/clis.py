@@ -88,11 +88,21 @@ class PiActors(_CLI):
         return done.stdout.strip()
 
     def sandbox_note(self) -> str:
-        """What the CLI says about sandboxing (the default is what gets measured)."""
+        """What the CLI says about sandboxing (the default is what gets measured: no flag)."""
+        import re
+
         done = subprocess.run([self.executable, "--help"], capture_output=True, text=True, timeout=30)
-        if "--sandbox" in done.stdout:
-            return "default sandbox (pi-actors --help lists --sandbox; no flag passed)"
-        return "no sandbox in this build (pi-actors --help has no --sandbox option)"
+        if "--sandbox" not in done.stdout:
+            return "no sandbox in this build (pi-actors --help has no --sandbox option)"
+        text = " ".join(done.stdout.split())
+        m = re.search(r"([a-z-]+) \(default", text[text.rfind("--sandbox {"):])
+        mode = m.group(1) if m else "the default"
+        bwrap = shutil.which("bwrap")
+        how = "no bwrap on PATH"
+        if bwrap:
+            ver = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+            how = ver or bwrap
+        return f"sandbox: default ({mode}), {how}"
 
     def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False) -> list[str]:
         args = [self.executable, "--model", f"{MODEL_PROVIDER}/{MODEL_ID}"]

@@ -63,6 +63,10 @@ class ScenarioResult:
         vals = [getattr(m, attr) for m in self.ok(cli)]
         return statistics.median(vals) if vals else None
 
+    def median_extra(self, cli: str, key: str) -> float | None:
+        vals = [m.extra[key] for m in self.ok(cli) if m.extra.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
     def peak(self, cli: str, attr: str) -> int | None:
         vals = [getattr(m, attr) for m in self.ok(cli)]
         return max(vals) if vals else None
@@ -91,8 +95,12 @@ class Server:
         self.port = int(line)
 
     def requests_for(self, run_id: str) -> int:
+        return len(self.request_times(run_id))
+
+    def request_times(self, run_id: str) -> list[float]:
+        """Unix times at which the server received the run's requests, in order."""
         with open(self.log, encoding="utf-8") as f:
-            return sum(1 for line in f if line.split(" ", 1)[0] == run_id)
+            return [float(parts[3]) for parts in (line.split() for line in f) if parts and parts[0] == run_id and len(parts) > 3]
 
     def total_requests(self) -> int:
         with open(self.log, encoding="utf-8") as f:
@@ -133,6 +141,7 @@ def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float
     work = Path(tempfile.mkdtemp(prefix="work-", dir=workdir))
     session_dir = str(Path(tempfile.mkdtemp(prefix="sessions-", dir=workdir))) if scenario.sessions else None
     keep = {server.proc.pid}
+    t_start = time.time()
     try:
         if scenario.name == "startup":
             m = measure_startup(
@@ -145,10 +154,19 @@ def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float
                 env=cli.env(), cwd=str(work), timeout=scenario.timeout, poll=poll, keep=keep,
             )
         problem = _check(scenario, m, server, run_id)
+        times = server.request_times(run_id)
+        if times:
+            # Split the run by the server's clock: start-up (to the first request), the
+            # requests' span, and the rest (the last reply's handling and the shutdown).
+            m.extra["to_first_request"] = times[0] - t_start
+            m.extra["request_span"] = times[-1] - times[0]
+            m.extra["after_last_request"] = m.wall - (times[-1] - t_start)
+            if len(times) > 1:
+                m.extra["first_to_second_request"] = times[1] - times[0]
         if problem is None and session_dir is not None and not any(Path(session_dir).rglob("*.jsonl")):
             problem = "no session file was written"
-        if problem is None and m.orphans:
-            problem = f"left {m.orphans} orphaned process(es) behind"
+        if problem is None and m.extra.get("lingering"):
+            problem = f"left {len(m.extra['lingering'])} process(es) running 2 s after exiting: {', '.join(sorted(set(m.extra['lingering'])))}"
         return m, problem
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -216,6 +234,11 @@ def run_scenarios(
                         facts["repeated"] = facts.get("repeated", 0) + 1
                         progress(f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} other processes kept {other:.2f} CPUs busy: run again")
                         time.sleep(3)
+                    if m.orphans:
+                        note = facts.setdefault("reparented", {}).setdefault(cli.name, {"runs": 0, "processes": 0, "names": set()})
+                        note["runs"] += 1
+                        note["processes"] += m.orphans
+                        note["names"].update(n.split(" -- ")[-1].split("/")[-1] for n in m.extra.get("orphan_names", []))
                     if problem is None:
                         facts.setdefault("other_cpus", []).append(other)
                         res.runs.setdefault(cli.name, []).append(m)

@@ -6,9 +6,9 @@ How each figure is taken (Linux):
 * **CPU** — user + system time from the ``rusage`` that ``os.wait4`` returns for the
   command. The kernel adds to a process's counts those of every descendant that was waited
   for, so this covers the whole tree as long as each process reaps its children (both CLIs
-  do). Descendants orphaned before they exit are re-parented to this process (it makes
-  itself a *child subreaper*), reaped here and added, and counted in ``orphans`` — a
-  well-behaved CLI leaves none.
+  do). Descendants orphaned before they are reaped are re-parented to this process (it makes
+  itself a *child subreaper*), reaped here and added, and counted in ``orphans``; one still
+  running 2 s after the command ended is killed and listed in ``extra["lingering"]``.
 * **largest process** — ``ru_maxrss`` of the same ``wait4``: the peak resident set of the
   largest single process of the tree (the kernel keeps the maximum over waited descendants,
   it does not sum them). Exact, not sampled.
@@ -53,7 +53,7 @@ class Measurement:
     returncode: int
     stdout: bytes = b""
     stderr: bytes = b""
-    orphans: int = 0
+    orphans: int = 0  # descendants re-parented to us (their parent exited before reaping them)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -175,11 +175,16 @@ class _TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.root, self.period = root, period
         self.peak_kb = 0
+        self.names: dict[int, str] = {}  # every pid seen in the tree -> its command line
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         while not self._stop_event.is_set():
-            total = sum(_rss_kb(pid) for pid in tree_pids(self.root))
+            pids = tree_pids(self.root)
+            for pid in pids:
+                if pid not in self.names:
+                    self.names[pid] = _cmdline(pid)
+            total = sum(_rss_kb(pid) for pid in pids)
             self.peak_kb = max(self.peak_kb, total)
             self._stop_event.wait(self.period)
 
@@ -242,10 +247,16 @@ def measure(
         proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait again
         sampler.stop()
         user, sys_, maxrss = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
-        # Orphans of the tree (re-parented to us): wait for them, up to 10 s, then kill.
+        # Orphans of the tree (re-parented to us because their parent exited first): reap them
+        # and add their times. One still running 2 s after the command ended is killed and
+        # reported as lingering; one that had already exited (a zombie nobody reaped) is only
+        # counted.
         orphans = [pid for pid in _orphans(set(keep)) if pid not in before]
-        deadline = time.monotonic() + 10
+        orphan_names = sorted({sampler.names.get(pid) or _cmdline(pid) for pid in orphans})
+        lingering = []
+        deadline = time.monotonic() + 2
         for pid in orphans:
+            killed = False
             while True:
                 try:
                     done, _, oru = os.wait4(pid, os.WNOHANG)
@@ -255,8 +266,10 @@ def measure(
                     user, sys_ = user + oru.ru_utime, sys_ + oru.ru_stime
                     maxrss = max(maxrss, oru.ru_maxrss)
                     break
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline and not killed:
+                    lingering.append(sampler.names.get(pid) or _cmdline(pid))
                     os.kill(pid, signal.SIGKILL)
+                    killed = True
                 time.sleep(0.01)
         other = load.stop(user + sys_)
         out.seek(0)
@@ -271,8 +284,20 @@ def measure(
             stdout=out.read(),
             stderr=err.read(),
             orphans=len(orphans),
-            extra={"other_cpus": other},
+            extra={"other_cpus": other, "orphan_names": orphan_names, "lingering": lingering},
         )
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read().replace(b"\0", b" ").strip().decode(errors="replace")
+    except OSError:
+        raw = ""
+    if not raw:
+        fields = _stat_fields(pid)
+        raw = f"<exited, state {fields[0]}>" if fields else "<gone>"
+    return raw[-80:]
 
 
 def _kill_group(pid: int) -> None:

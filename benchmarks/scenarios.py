@@ -82,6 +82,14 @@ def _tool_results(body: dict) -> list[str]:
     return [_text_of(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "tool"]
 
 
+def _first_bad(results: list[str]) -> str:
+    """For a failed run's report: the first tool result that is not its index."""
+    for i, r in enumerate(results):
+        if r.strip() != str(i):
+            return f" (result {i}: {r.strip()[:300]!r})"
+    return ""
+
+
 def _bash(command: str, call_id: str) -> ScriptToolCall:
     return ScriptToolCall(name="bash", arguments={"command": command}, id=call_id, chunks=1)
 
@@ -110,13 +118,13 @@ def reply_for(body: dict) -> Reply:
         if not results:
             return Reply(tool_calls=[_bash(f"sleep 1; echo {i}", f"call_{i}") for i in range(n)])
         ok = sum(1 for i, r in enumerate(results) if r.strip() == str(i))
-        return Reply(text=f"parallel done: {ok} of {n} results ok", chunks=3)
+        return Reply(text=f"parallel done: {ok} of {n} results ok{_first_bad(results)}", chunks=3)
     if kind == "turns":
         k = len(results)
         if k < n:
             return Reply(tool_calls=[_bash(f"echo {k}", f"call_{k}")])
         ok = sum(1 for i, r in enumerate(results) if r.strip() == str(i))
-        return Reply(text=f"turns done: {ok} of {n} results ok", chunks=3)
+        return Reply(text=f"turns done: {ok} of {n} results ok{_first_bad(results)}", chunks=3)
     if kind == "deltas":
         return Reply(raw_sse=_delta_sse(n))
     return Reply(text=f"unknown scenario {marker[0]!r}")

@@ -5,9 +5,9 @@ A :class:`pi_actors.testing.scripted_server.ScriptedLLM` whose script is a calla
 server answers every scenario for both CLIs. It serves the OpenAI chat-completions wire on
 127.0.0.1, prints its port on the first stdout line, and serves until killed.
 
-``--log FILE``: one line per request, ``<run id> <scenario> <number of messages>``, flushed at
-once, so the runner can check that a CLI really talked to this server, as often as the
-scenario requires. ``--scenario NAME`` answers every request as ``NAME`` even without a
+``--log FILE``: one line per request, ``<run id> <scenario> <number of messages> <unix time>``,
+flushed at once, so the runner can check that a CLI really talked to this server, as often as
+the scenario requires, and when (the times split a run into start-up, turns and the end). ``--scenario NAME`` answers every request as ``NAME`` even without a
 marker in the prompt (for trying a CLI by hand).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 import trio
@@ -35,7 +36,7 @@ def make_script(log: Any = None, scenario: str | None = None):
             marker = (scenario, "manual")
         if log is not None:
             run, name = (marker[1], marker[0]) if marker else ("-", "-")
-            log.write(f"{run} {name} {len(body.get('messages') or [])}\n")
+            log.write(f"{run} {name} {len(body.get('messages') or [])} {time.time():.6f}\n")
             log.flush()
         return reply_for(body)
 
