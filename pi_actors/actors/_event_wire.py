@@ -193,6 +193,11 @@ class AgentEventRebuilder:
         self._partial: dict | None = None
         self._buffers: dict[int, str] = {}
 
+    def seed(self, partial: dict | None) -> None:
+        """Start from a snapshot's ``streamMessage`` (a subscriber joining mid-reply)."""
+        self._partial = copy.deepcopy(partial) if partial is not None else None
+        self._buffers = {}
+
     def apply(self, data: dict) -> dict:
         kind = data.get("type")
         if kind == "message_start":

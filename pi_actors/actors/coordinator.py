@@ -33,6 +33,8 @@ Calls served (from a UI):
 ``fork {entryId}``        → a user message's history (excluding it) becomes a new session
                             file; returns ``{text, path}``.
 ``fork_messages {}``      → the user messages one can fork from.
+``subscribe {maxQueue?}`` → a snapshot (sequence N), then every AgentEvent as ``{seq,
+                            event}``, N+1, N+2, ... (see ``_subscribe``).
 
 The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
 steering and follow-up queues, one run at a time.
@@ -102,6 +104,11 @@ class Coordinator:
         self._run_nursery: trio.Nursery | None = None
         self._store_error: str | None = None
         self._tools_warmed = False
+        #: Sequence number of the last event fanned out to subscribers.
+        self._seq = 0
+        self._subscribers: list[trio.MemorySendChannel] = []
+        self._published: list[Any] = []
+        self._published_stream: Any = None
 
     # -- remote capabilities -----------------------------------------------------------------
 
@@ -191,6 +198,8 @@ class Coordinator:
             }
         if method == "get_messages":
             return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
+        if method == "subscribe":
+            return await self._subscribe(call, args)
         if method in ("tree", "navigate", "label", "fork", "fork_messages"):
             return await self._tree_call(method, args)
         raise RemoteError("not_found", f"coordinator: unknown method {method!r}")
@@ -214,6 +223,7 @@ class Coordinator:
         try:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
+                self._published, self._published_stream = list(self.agent.state.messages), None
 
                 async def pass_cancel() -> None:
                     await call.cancel_requested.wait()
@@ -252,8 +262,70 @@ class Coordinator:
             # moment for the pool to start its warm workers, before the first tool call.
             self._tools_warmed = True
             self._run_nursery.start_soon(self._warm_tools)
+        data = strip_agent_event(event)
+        # What subscribers have been told, updated together with the sequence number so a
+        # snapshot always matches its ``seq`` (agent.state runs one event ahead of this).
+        if kind == "agent_start":
+            self._published = list(self.agent.state.messages)
+        elif kind in ("message_start", "message_update"):
+            self._published_stream = event.message
+        elif kind == "message_end":
+            self._published.append(event.message)
+            self._published_stream = None
+        self._seq += 1
+        self._fan_out({"seq": self._seq, "event": data})
         if self._sink is not None:
-            await self._sink.send_chunk(strip_agent_event(event))
+            await self._sink.send_chunk(data)
+
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def _fan_out(self, update: dict) -> None:
+        """Queue an update for every subscriber; one that cannot keep up is dropped."""
+        for channel in list(self._subscribers):
+            try:
+                channel.send_nowait(update)
+            except trio.WouldBlock:
+                self._subscribers.remove(channel)
+                channel.close()  # its subscribe call ends with "overflow"
+            except trio.ClosedResourceError:
+                self._subscribers.remove(channel)
+
+    def snapshot(self) -> dict:
+        """The session as of ``seq``: what a subscriber starts from."""
+        state = self.agent.state
+        running = self._sink is not None
+        messages = self._published if running else state.messages
+        stream = self._published_stream if running else None
+        return {
+            "seq": self._seq,
+            "messages": [T.to_plain(m) for m in messages],
+            "streamMessage": T.to_plain(stream) if stream is not None else None,
+            "isStreaming": running,
+            "pendingToolCalls": sorted(state.pending_tool_calls),
+            "model": T.to_plain(state.model),
+            "thinkingLevel": state.thinking_level,
+            "session": self.session,
+        }
+
+    async def _subscribe(self, call: IncomingCall, args: dict) -> Any:
+        """``subscribe {maxQueue?}``: first chunk the snapshot (sequence N), then every
+        AgentEvent as ``{seq, event}`` with N+1, N+2, ... without gaps, until the caller
+        cancels. A subscriber whose queue of undelivered updates overflows is dropped: the
+        call fails ``overflow`` and the client resubscribes (others are never slowed down)."""
+        max_queue = int(args.get("maxQueue") or 1024)
+        send, receive = trio.open_memory_channel[dict](max_queue)
+        # Snapshot and registration happen without a checkpoint between them: no event can
+        # fall in the gap.
+        first = self.snapshot()
+        self._subscribers.append(send)
+        try:
+            await call.send_chunk({"snapshot": first})
+            async for update in receive:
+                await call.send_chunk(update)
+        finally:
+            if send in self._subscribers:
+                self._subscribers.remove(send)
+        raise RemoteError("overflow", "subscriber fell behind by more than its queue; resubscribe for a new snapshot")
 
     async def open_session(self, args: dict) -> None:
         """Open (create, resume or fork) the session and load its transcript into the agent.
