@@ -56,6 +56,14 @@ def machine() -> dict[str, str]:
                                         cwd=Path(__file__).parent, timeout=10).stdout.strip()
     except OSError:
         info["commit"] = "?"
+    try:
+        # The working tree may be shared with engineers whose changes are not committed yet:
+        # what runs is the working tree, so say how it differs from the commit.
+        status = subprocess.run(["git", "status", "--porcelain", "--", "pi_actors"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent.parent, timeout=10).stdout.split("\n")
+        info["dirty"] = ", ".join(line[3:] for line in status if line.strip()) or "none"
+    except OSError:
+        info["dirty"] = "?"
     return info
 
 
@@ -84,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (2 if args.quick else 7)
     info = machine()
     print(f"machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']}, Python {info['python']}, node {info['node']}, {info['date']}")
+    print(f"code: commit {info['commit']}; uncommitted changes under pi_actors/: {info['dirty']}")
 
     pi_path, pi_reason = None, None
     if not args.no_pi:
@@ -182,7 +191,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
         "Written by `python -m benchmarks --results benchmarks/RESULTS.md`; see `benchmarks/README.md` for what",
         "each figure means and how it is taken.",
         "",
-        f"- date: {info['date']} (commit {info['commit']})",
+        f"- date: {info['date']}; code: commit {info['commit']}, uncommitted changes under `pi_actors/` at the time: {info['dirty']}",
         f"- machine: {info['nproc']} CPUs, {info['cpu']}, {info['memory']} RAM, Linux {info['kernel']}",
         f"- Python {info['python']}, node {info['node']}",
         f"- command: `{command}` (from the repository root, with `.venv/bin/python`)",
