@@ -1,44 +1,179 @@
-"""The tool executor pool actor: warm worker processes, one call per worker at a time.
+"""The tool executor pool actor: sandboxed worker processes, one call per worker at a time.
 
-Calls served (from the coordinator): ``run_tool {toolCallId, name, args, cwd}`` → chunks are
-partial results, the result is ``{content, details, isError}``; ``warm {}`` starts the warm
-workers if they are not started yet (with ``warm_on_request`` the pool waits for it, so that
-start-up CPU goes to the provider's SDK import first). The pool keeps ``warm`` workers started, grows on demand up to ``max_workers`` and makes a call wait for a free worker
-beyond that. A ``cancel`` is passed on to the worker (which kills the call's process group).
-A worker that dies mid-call gives that call an error result naming the exit status, and is
-replaced; the pool itself carries on.
+Calls served (from the coordinator):
 
-Every worker process is owned by the pool's nursery and dies with the pool (SIGTERM as its
-parent-death signal, on which it kills its tool process groups).
+- ``run_tool {toolCallId, name, args, cwd[, callIndex]}`` → chunks are partial results, the
+  result is ``{content, details, isError}``. Tool failures, a sandbox that cannot be set up
+  and a worker that crashed are all results with ``isError: true`` and a clear text; a
+  ``cancel`` ends the call with ``Command aborted`` (bash) / ``Operation aborted``.
+- ``warm {}`` starts the warm workers if they are not started yet.
+
+Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without
+``warm_on_request``), more on demand up to ``max_workers``; beyond that a call waits for a
+free worker. A worker serves one call at a time. Under a sandbox policy a worker is bound to
+one workspace (the call's ``cwd``), and runs inside bubblewrap (see
+:mod:`pi_actors.coding.sandbox`) as the init of its own PID namespace; its launcher joins
+the sandbox's pids cgroup when running as root. A worker that dies mid-call gives that call
+an error result naming the signal or exit status, and is replaced.
+
+Ordering: calls of ``write``/``edit`` on the same file (same real path) run one after
+another, in call order — ``callIndex`` when the caller sends it, else the order in which the
+calls were sent; every other call runs at once. (Calls started by one trio nursery may be
+*sent* in any order, so a caller that needs its own order kept sends ``callIndex``.)
+
+Every worker process belongs to the pool's nursery and dies with the pool (parent-death
+signal; bubblewrap's ``--die-with-parent``), taking its whole sandbox with it.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
+import os
+import shutil
 import signal
-from typing import Any
+import socket
+import subprocess
+import sys
+import tempfile
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import trio
 
-from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer, start_actor
+from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
+from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
+from ..runtime.child import PR_SET_PDEATHSIG
 
 __all__ = ["run_tool_pool", "ToolPool"]
 
 WORKER_ENTRY = "pi_actors.actors.tool_worker:run_tool_worker"
+_STOP_GRACE = 2.0
+
+# Resolved in the parent: nothing is loaded between fork and exec.
+_prctl = None
+if sys.platform.startswith("linux"):
+    import ctypes
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
 
 
 class _Worker:
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, key: str | None) -> None:
         self.index = index
+        self.key = key  # the workspace it is sandboxed to (None: unsandboxed)
         self.peer: Peer | None = None
         self.process: ChildProcess | None = None
         self.exited = trio.Event()
 
 
+class _PathOrder:
+    """Calls that change one path run one at a time, lowest ordering key first."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[tuple[Any, int]]] = {}
+        self._busy: set[str] = set()
+        self._changed = trio.Event()
+        self._tickets = 0
+
+    @asynccontextmanager
+    async def hold(self, path: str, key: Any) -> AsyncIterator[None]:
+        self._tickets += 1
+        ticket = (key, self._tickets)
+        queue = self._waiting.setdefault(path, [])
+        bisect.insort(queue, ticket)
+        try:
+            # Let calls that arrived together register before the first of them starts.
+            await trio.lowlevel.checkpoint()
+            while path in self._busy or queue[0] != ticket:
+                await self._changed.wait()
+            self._busy.add(path)
+        finally:
+            queue.remove(ticket)
+            if not queue:
+                self._waiting.pop(path, None)
+        try:
+            yield
+        finally:
+            self._busy.discard(path)
+            self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+
+def _launcher_setup(parent_pid: int, join_cgroup: Callable[[], None] | None, death_signal: int | None) -> None:
+    """Runs in the worker's launcher between fork and exec.
+
+    A sandboxed launcher gets no parent-death signal here: bubblewrap arms its own once its
+    sandbox is set up, and a bwrap killed *during* set-up leaves its namespace child blocked
+    for ever (an upstream start-up race). Until then the worker's link is the backstop: if
+    the pool is gone, the worker finds the link closed as soon as it starts, and exits.
+    """
+    if join_cgroup is not None:
+        join_cgroup()
+    if death_signal is not None and _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+class _SandboxStatus:
+    """What bubblewrap reports on ``--json-status-fd``: the host pid of the sandbox's PID 1."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(fd)
+        self.child_pid: int | None = None
+        self.child_pidfd: int | None = None
+        self.reported = trio.Event()  # child-pid known, or bwrap gone without one
+
+    async def read(self) -> None:
+        buffer = b""
+        try:
+            while chunk := await self._stream.receive_some(4096):
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    try:
+                        info = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(info, dict) and isinstance(info.get("child-pid"), int) and self.child_pid is None:
+                        self.child_pid = info["child-pid"]
+                        try:
+                            self.child_pidfd = os.pidfd_open(self.child_pid)  # pins it: no pid reuse
+                        except OSError:
+                            pass
+                        self.reported.set()
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+        finally:
+            self.reported.set()
+
+    def kill_sandbox(self) -> None:
+        """SIGKILL the sandbox's PID 1, which ends every process of the sandbox."""
+        if self.child_pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.child_pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._stream.close()
+        if self.child_pidfd is not None:
+            os.close(self.child_pidfd)
+            self.child_pidfd = None
+
+
 class ToolPool:
-    def __init__(self, nursery: trio.Nursery, *, max_workers: int = 32, warm: int = 2) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, *, max_workers: int = 32, warm: int = 2, policy: SandboxPolicy | None = None
+    ) -> None:
         self._nursery = nursery
         self.max_workers = max(1, max_workers)
         self.warm = min(warm, self.max_workers)
+        self.policy = policy or SandboxPolicy(mode="off")
         self._idle: list[_Worker] = []
         self._count = 0
         self._changed = trio.Event()
@@ -46,48 +181,141 @@ class ToolPool:
         self._warm_requested = False
         self._warming = 0  # warm workers starting; they will land in _idle
         self._waiting = 0  # calls inside acquire()
+        self._order = _PathOrder()
+        self._tmp_dir: str | None = None
+        self._closing = False
+        #: Workers started so far (diagnostics: a replaced worker shows as a new index).
+        self.started = 0
+
+    # -- workers -----------------------------------------------------------------------------
 
     def _notify(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
+    def _key(self, cwd: str | None) -> str | None:
+        if not self.policy.sandboxed:
+            return None
+        return os.path.realpath(cwd or self.policy.workspace or os.getcwd())
+
     async def start_warm(self) -> None:
+        key = self._key(self.policy.workspace or None)
         async with trio.open_nursery() as n:
             for _ in range(self.warm):
-                n.start_soon(self._spawn_idle)
+                n.start_soon(self._spawn_idle, key)
 
-    async def _spawn_idle(self) -> None:
+    async def _spawn_idle(self, key: str | None) -> None:
         self._count += 1  # _run_worker gives it back when the worker ends (or fails to start)
         self._warming += 1
         try:
-            worker = await self._nursery.start(self._run_worker)
+            worker = await self._nursery.start(self._run_worker, key)
+        except (SandboxUnavailable, OSError):
+            return  # the calls will report it
         finally:
             self._warming -= 1
         self._idle.append(worker)
         self._notify()
 
-    async def _run_worker(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    def _private_tmp(self) -> str:
+        if self._tmp_dir is None:
+            self._tmp_dir = tempfile.mkdtemp(prefix="pi-actors-tmp-")
+        return self._tmp_dir
+
+    async def _launch(self, nursery: trio.Nursery, name: str, key: str | None, link: Any, ours: Any) -> ChildProcess:
+        """Start one worker process (inside the sandbox if the policy has one); ``link`` is
+        its end of the link (closed here), ``ours`` the pool's end."""
+        from ..coding.sandbox.env import sandbox_environment, unsandboxed_environment
+
+        command = [sys.executable, "-m", "pi_actors.runtime.child", name]
+        cgroup = status = None
+        status_w: int | None = None
+        config: dict[str, Any] = {"sandboxed": self.policy.sandboxed}
+        if self.policy.sandboxed:
+            from ..coding.sandbox.bwrap import build_argv, check_bwrap
+            from ..coding.sandbox.limits import PidsCgroup, needs_pids_cgroup
+
+            bwrap = await trio.to_thread.run_sync(check_bwrap, self.policy)
+            policy = self.policy.for_workspace(key or "")
+            status_r, status_w = os.pipe()
+            status = _SandboxStatus(status_r)
+            argv = build_argv(policy, command, bwrap=bwrap, tmp_dir=self._private_tmp(), status_fd=status_w)
+            if needs_pids_cgroup():
+                try:
+                    cgroup = PidsCgroup.create(policy.limits.processes)
+                except BaseException:
+                    status.close()
+                    os.close(status_w)
+                    raise
+            env = sandbox_environment(os.environ)
+            config["limits"] = policy.limits.to_config()
+            # The worker is PID 1 of its namespace: its parent is outside, seen as pid 0.
+            parent_pid, death, launcher_death = 0, signal.SIGKILL, None
+        else:
+            argv, env = command, unsandboxed_environment(os.environ)
+            parent_pid, death, launcher_death = os.getpid(), signal.SIGTERM, signal.SIGTERM
+        fd = link.fileno()
+        boot = json.dumps(
+            {"name": name, "entry": WORKER_ENTRY, "links": {"pool": fd}, "config": config, "parent_pid": parent_pid, "death_signal": int(death)}
+        ).encode()
+        try:
+            popen = subprocess.Popen(
+                argv,
+                pass_fds=(fd,) if status_w is None else (fd, status_w),
+                env=env,
+                stdin=subprocess.PIPE,
+                close_fds=True,
+                preexec_fn=partial(_launcher_setup, os.getpid(), cgroup.join if cgroup else None, launcher_death),
+            )
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            if status is not None:
+                status.close()
+            raise
+        finally:
+            link.close()
+            if status_w is not None:
+                os.close(status_w)
+        # The boot document fits the pipe buffer: written at once, it cannot be cut off by a
+        # cancellation (a worker must never start without it).
+        assert popen.stdin is not None
+        try:
+            os.write(popen.stdin.fileno(), boot)
+        except OSError:
+            pass  # the worker died at once; its exit status tells why
+        popen.stdin.close()
+        process = ChildProcess(popen)
+        await nursery.start(_own_process, process, cgroup, status, partial(_hang_up, ours))
+        return process
+
+    async def _run_worker(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Owns one worker process and its connection for the worker's whole life."""
-        worker = _Worker(self._next_index)
+        worker = _Worker(self._next_index, key)
         self._next_index += 1
+        name = f"tool-worker-{worker.index}"
         ours, theirs = link_pair()
+        crashed = False
         try:
             async with trio.open_nursery() as n:
-                worker.process = await start_actor(
-                    n,
-                    name=f"tool-worker-{worker.index}",
-                    entry=WORKER_ENTRY,
-                    links={"pool": theirs},
-                    death_signal=signal.SIGTERM,
-                )
+                try:
+                    worker.process = await self._launch(n, name, key, theirs, ours)
+                except BaseException:
+                    ours.close()
+                    raise
+                self.started += 1
                 stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
-                async with open_peer(stream, side="client", role="tool-pool", name=f"tool-worker-{worker.index}") as peer:
-                    worker.peer = peer
-                    task_status.started(worker)
-                    await peer.closed_event.wait()
+                try:
+                    async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
+                        worker.peer = peer
+                        task_status.started(worker)
+                        await peer.closed_event.wait()
+                finally:
+                    # Also when cancelled mid-handshake: the worker exits at end-of-stream.
+                    await trio.aclose_forcefully(stream)
                 # The link is gone: make sure the process is too, then reap it.
-                with trio.move_on_after(2):
+                with trio.move_on_after(_STOP_GRACE):
                     await worker.process.exited.wait()
+                crashed = not self._closing
                 n.cancel_scope.cancel()  # the owner task stops the process if still running
         finally:
             worker.exited.set()
@@ -95,23 +323,46 @@ class ToolPool:
                 self._idle.remove(worker)
             self._count -= 1
             self._notify()
+            if crashed and self._warm_requested and self._count + self._warming < self.warm:
+                self._nursery.start_soon(self._spawn_idle, key)  # replace it
 
-    async def acquire(self) -> _Worker:
-        """A live idle worker for one call: an idle one, one that is warming up (when there
-        are at least as many warming as callers waiting), or a new one up to the limit."""
+    async def acquire(self, key: str | None) -> _Worker:
+        """A live idle worker for ``key``: an idle one, one that is warming up (when there are
+        at least as many warming as callers waiting), or a new one up to the limit (retiring
+        an idle worker of another workspace if the pool is full). Raises SandboxUnavailable
+        or OSError when no worker can be started."""
         self._waiting += 1
         try:
             while True:
-                while self._idle:
-                    worker = self._idle.pop()
-                    if worker.peer is not None and not worker.peer.closed_event.is_set():
-                        return worker
-                if self._warming < self._waiting and self._count < self.max_workers:
-                    self._count += 1  # given back by _run_worker
-                    return await self._nursery.start(self._run_worker)
+                worker = self._take_idle(key)
+                if worker is not None:
+                    return worker
+                if self._warming < self._waiting:
+                    if self._count < self.max_workers:
+                        self._count += 1  # given back by _run_worker
+                        return await self._nursery.start(self._run_worker, key)
+                    other = next((w for w in self._idle if w.key != key), None)
+                    if other is not None:
+                        self._idle.remove(other)
+                        await self._retire(other)
+                        continue
                 await self._changed.wait()
         finally:
             self._waiting -= 1
+
+    def _take_idle(self, key: str | None) -> _Worker | None:
+        for worker in reversed(self._idle):
+            if worker.key == key:
+                self._idle.remove(worker)
+                if worker.peer is not None and not worker.peer.closed_event.is_set():
+                    return worker
+                return self._take_idle(key)
+        return None
+
+    async def _retire(self, worker: _Worker) -> None:
+        if worker.peer is not None:
+            await worker.peer.aclose()
+        await worker.exited.wait()
 
     def release(self, worker: _Worker) -> None:
         if worker.peer is not None and not worker.peer.closed_event.is_set():
@@ -122,7 +373,35 @@ class ToolPool:
         """Start the warm workers (once), in the background of the pool's nursery."""
         if not self._warm_requested:
             self._warm_requested = True
-            self._nursery.start_soon(self.start_warm)
+            if self.warm and (self.policy.workspace or not self.policy.sandboxed):
+                self._nursery.start_soon(self.start_warm)
+
+    def close(self) -> None:
+        """The pool is ending: workers that go away now did not crash."""
+        self._closing = True
+
+    def remove_private_tmp(self) -> None:
+        """Delete the sandboxes' /tmp; call once every worker is gone."""
+        if self._tmp_dir is not None:
+            shutil.rmtree(self._tmp_dir, ignore_errors=True)
+            self._tmp_dir = None
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _ordering(self, call: IncomingCall, args: dict) -> tuple[str, Any] | None:
+        """(path, key) when the call changes a file, for :class:`_PathOrder`."""
+        from ..coding.tools import MUTATING_TOOLS
+        from ..coding.tools.paths import resolve_to_cwd
+
+        tool_args = args.get("args")
+        if args.get("name") not in MUTATING_TOOLS or not isinstance(tool_args, dict):
+            return None
+        path, cwd = tool_args.get("path"), args.get("cwd")
+        if not isinstance(path, str) or not isinstance(cwd, str):
+            return None
+        index = args.get("callIndex")
+        key = (index if isinstance(index, int) and not isinstance(index, bool) else call.id, call.id)
+        return os.path.realpath(resolve_to_cwd(path, cwd)), key
 
     async def handle(self, call: IncomingCall) -> Any:
         if call.method == "warm":
@@ -130,37 +409,129 @@ class ToolPool:
             return {}
         if call.method != "run_tool":
             raise RemoteError("not_found", f"tool pool: unknown method {call.method!r}")
-        args = call.args or {}
+        args = call.args if isinstance(call.args, dict) else {}
         call.cooperative = True
-        worker = await self.acquire()
-        try:
-            assert worker.peer is not None
+        name = args.get("name")
+        aborted = _error_result("Command aborted" if name == "bash" else "Operation aborted")
+        ordering = self._ordering(call, args)
+        async with self._order.hold(*ordering) if ordering else _nothing():
             try:
-                async with worker.peer.open_call("run", args) as out:
-                    async with out.cancel_when(call.cancel_requested.wait):
-                        async for partial in out:
-                            await call.send_chunk(partial)
-                    return await out.result()
-            except ConnectionLost:
-                await worker.exited.wait()
-                status = _describe_exit(worker.process)
-                return {
-                    "content": [{"type": "text", "text": f"Tool worker crashed while running {args.get('name')}: {status}"}],
-                    "details": None,
-                    "isError": True,
-                }
-            except RemoteError as exc:
-                if exc.code == "cancelled":
-                    return {"content": [{"type": "text", "text": "Command aborted"}], "details": None, "isError": True}
-                raise
-        finally:
-            self.release(worker)
+                worker = await _unless_cancelled(call, self.acquire(self._key(args.get("cwd"))))
+            except SandboxUnavailable as exc:
+                return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
+            except OSError as exc:
+                return _error_result(f"Tool {name} was not run: no tool worker could be started: {exc}")
+            if worker is None:
+                return aborted
+            try:
+                return await self._run_on(worker, call, args)
+            finally:
+                self.release(worker)
+
+    async def _run_on(self, worker: _Worker, call: IncomingCall, args: dict) -> Any:
+        assert worker.peer is not None
+        try:
+            async with worker.peer.open_call("run", args) as out:
+                async with out.cancel_when(call.cancel_requested.wait):
+                    async for partial_result in out:
+                        await call.send_chunk(partial_result)
+                return await out.result()
+        except ConnectionLost:
+            await worker.exited.wait()
+            status = _describe_exit(worker.process, sandboxed=worker.key is not None)
+            return _error_result(f"Tool worker crashed while running {args.get('name')}: {status}")
+        except RemoteError as exc:
+            if exc.code == "cancelled":
+                return _error_result("Command aborted" if args.get("name") == "bash" else "Operation aborted")
+            raise
 
 
-def _describe_exit(process: ChildProcess | None) -> str:
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
+
+
+async def _unless_cancelled(call: IncomingCall, work: Awaitable[Any]) -> Any:
+    """``await work``, or None as soon as the caller asks to cancel."""
+    result = None
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            await call.cancel_requested.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        try:
+            result = await work
+        except BaseException:
+            nursery.cancel_scope.cancel()
+            raise
+        nursery.cancel_scope.cancel()
+    return result
+
+
+def _error_result(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}], "details": None, "isError": True}
+
+
+def _hang_up(sock: Any) -> None:
+    """End the pool's side of a worker link (the worker exits at end-of-stream). A shutdown,
+    not a close: the socket may be in use by a trio stream."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+async def _own_process(
+    process: ChildProcess,
+    cgroup: Any,
+    status: _SandboxStatus | None,
+    hang_up: Callable[[], None],
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The owner task of one worker process: waits for its exit; stops it when cancelled.
+
+    Stopping hangs up the worker's link and waits (up to a grace period) for it to leave by
+    itself. A sandboxed worker still running then is killed through the sandbox's PID 1,
+    after bubblewrap has reported it (never bwrap alone mid-set-up).
+    """
+    task_status.started()
+    try:
+        async with trio.open_nursery() as nursery:
+            if status is not None:
+                nursery.start_soon(status.read)
+            await process.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                hang_up()
+                if status is None:
+                    await process.stop(_STOP_GRACE)
+                else:
+                    with trio.move_on_after(_STOP_GRACE):
+                        await process.wait()
+                    if process.returncode is None:
+                        with trio.move_on_after(_STOP_GRACE):
+                            await status.reported.wait()
+                        status.kill_sandbox()
+                        process.kill()
+                        await process.wait()
+            if status is not None:
+                status.close()
+            if cgroup is not None:
+                # The sandbox's processes die just after bwrap; remove the cgroup once they have.
+                await cgroup.remove_when_empty()
+
+
+def _describe_exit(process: ChildProcess | None, *, sandboxed: bool) -> str:
     if process is None or process.returncode is None:
         return "the worker exited"
     code = process.returncode
+    # bwrap reports a command killed by signal N as exit status 128 + N.
+    if sandboxed and code > 128:
+        code = -(code - 128)
     if code < 0:
         try:
             return f"killed by signal {signal.Signals(-code).name}"
@@ -170,12 +541,31 @@ def _describe_exit(process: ChildProcess | None) -> str:
 
 
 async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
-    """Actor entry: serve the coordinator link; own every worker process."""
+    """Actor entry: serve the coordinator link; own every worker process.
+
+    ``config``: ``max_workers``, ``warm``, ``warm_on_request``, ``sandbox`` (a
+    :meth:`SandboxPolicy.to_config` document; absent means the platform default policy).
+    """
     config = config or {}
-    async with trio.open_nursery() as nursery:
-        pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)))
-        if not config.get("warm_on_request"):
-            pool.request_warm()
-        async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
-            await peer.closed_event.wait()
-        nursery.cancel_scope.cancel()
+    policy = SandboxPolicy.from_config(config.get("sandbox"))
+    if not policy.sandboxed:
+        print("pi-actors: tools run without a sandbox (--sandbox off)", file=sys.stderr, flush=True)
+    elif os.getuid() == 0:
+        from ..coding.sandbox.limits import sweep_stale_cgroups
+
+        sweep_stale_cgroups()
+    pool: ToolPool | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)), policy=policy)
+            try:
+                if not config.get("warm_on_request"):
+                    pool.request_warm()
+                async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
+                    await peer.closed_event.wait()
+            finally:
+                pool.close()
+                nursery.cancel_scope.cancel()
+    finally:
+        if pool is not None:
+            pool.remove_private_tmp()

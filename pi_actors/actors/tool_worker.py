@@ -5,8 +5,17 @@ partial results (bash output so far), the result is ``{content, details, isError
 failure is a normal result with ``isError: true`` (the text the model sees). A ``cancel``
 cancels the tool, which kills its whole process group before the call answers ``cancelled``.
 
-The worker dies with the pool: its parent-death signal is SIGTERM, on which it kills every
-live tool process group (so a bash call's background children go too) and exits.
+Configuration: ``{"sandboxed": bool, "limits": {...}}``.
+
+- Unsandboxed, the worker dies with the pool: its parent-death signal is SIGTERM, on which it
+  kills every live tool process group (so a bash call's background children go too) and exits.
+- Sandboxed (started by the pool inside bubblewrap), the worker first checks that it really
+  is the init (PID 1) of a PID namespace — it refuses every call otherwise, never running
+  unconfined — then lowers its resource limits (inherited by every command), reaps orphans
+  as they exit, and after every call kills whatever the call left running in the namespace
+  before answering. It installs no SIGTERM handler: as init it receives only signals it
+  handles, so tools cannot stop it; it dies with the pool by SIGKILL, which ends the whole
+  namespace.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ..runtime import IncomingCall, RemoteError, open_peer
+from ..runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
 
 __all__ = ["run_tool_worker"]
 
@@ -32,36 +41,70 @@ def _install_termination_handler() -> None:
     signal.signal(signal.SIGTERM, on_term)
 
 
-async def _handle(call: IncomingCall) -> Any:
-    from ..coding.tools import ToolError, run_tool
+class _Worker:
+    def __init__(self, sandboxed: bool) -> None:
+        self.sandboxed = sandboxed
+        self.refusal: str | None = None
 
-    if call.method != "run":
-        raise RemoteError("not_found", f"tool worker: unknown method {call.method!r}")
-    args = call.args or {}
-    try:
-        name = args["name"]
-        tool_args = args.get("args") or {}
-        cwd = args["cwd"]
-    except (KeyError, TypeError) as exc:
-        raise RemoteError("invalid_args", f"tool worker: bad arguments: {exc}") from None
+    async def handle(self, call: IncomingCall) -> Any:
+        from ..coding.tools import ToolError, run_tool
 
-    async def on_update(partial: dict) -> None:
-        await call.send_chunk(partial)
+        if call.method != "run":
+            raise RemoteError("not_found", f"tool worker: unknown method {call.method!r}")
+        args = call.args or {}
+        try:
+            name = args["name"]
+            tool_args = args.get("args") or {}
+            cwd = args["cwd"]
+        except (KeyError, TypeError) as exc:
+            raise RemoteError("invalid_args", f"tool worker: bad arguments: {exc}") from None
+        if self.refusal is not None:
+            return _error(self.refusal)
 
-    try:
-        result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update)
-    except ToolError as exc:
-        return {"content": [{"type": "text", "text": str(exc)}], "details": None, "isError": True}
-    return {"content": result.get("content", []), "details": result.get("details"), "isError": False}
+        async def on_update(partial: dict) -> None:
+            await call.send_chunk(partial)
+
+        try:
+            result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update)
+        except ToolError as exc:
+            return _error(str(exc))
+        finally:
+            if self.sandboxed:
+                from ..coding.sandbox.init import end_strays
+
+                with trio.CancelScope(shield=True):
+                    await end_strays()
+        return {"content": result.get("content", []), "details": result.get("details"), "isError": False}
+
+
+def _error(text: str) -> dict:
+    return {"content": [{"type": "text", "text": text}], "details": None, "isError": True}
 
 
 async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> None:
     """Actor entry: serve the pool link until it closes, then kill leftover process groups."""
-    _install_termination_handler()
     from ..coding.tools import kill_all_process_groups
 
-    try:
-        async with open_peer(links["pool"], side="server", role="tool-worker", name="tool-worker", handler=_handle) as peer:
-            await peer.closed_event.wait()
-    finally:
-        kill_all_process_groups(signal.SIGKILL)
+    config = config or {}
+    worker = _Worker(bool(config.get("sandboxed")))
+    async with trio.open_nursery() as nursery:
+        if worker.sandboxed:
+            from ..coding.sandbox import Limits
+            from ..coding.sandbox.init import is_namespace_init, serve_reaper
+            from ..coding.sandbox.limits import apply_rlimits
+
+            if not is_namespace_init():
+                worker.refusal = "Tool worker refused the call: it was told it runs in a sandbox, but it does not"
+            else:
+                apply_rlimits(Limits.from_config(config.get("limits")))
+                nursery.start_soon(serve_reaper)
+        else:
+            _install_termination_handler()
+        try:
+            async with open_peer(links["pool"], side="server", role="tool-worker", name="tool-worker", handler=worker.handle) as peer:
+                await peer.closed_event.wait()
+        except ConnectionLost:
+            pass  # the pool went away before the handshake finished: nothing to serve
+        finally:
+            kill_all_process_groups(signal.SIGKILL)
+            nursery.cancel_scope.cancel()

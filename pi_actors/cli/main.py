@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--append-system-prompt", help="append to the system prompt (text or file)")
     p.add_argument("--tools", help="comma-separated active tools (default: read,bash,edit,write)")
     p.add_argument("--no-tools", action="store_true", help="no built-in tools")
+    p.add_argument(
+        "--sandbox",
+        choices=["off", "read-only", "workspace-write"],
+        help="where tools may write: workspace-write (default on Linux: the working directory and a private /tmp), "
+        "read-only, or off (no sandbox)",
+    )
+    p.add_argument("--allow-network", action="store_true", help="let sandboxed tools use the network")
     p.add_argument("--no-session", action="store_true", help="do not save the session")
     p.add_argument("-c", "--continue", dest="continue_", action="store_true", help="continue the most recent session here")
     p.add_argument("-r", "--resume", action="store_true", help="choose a session of this directory to resume")
@@ -83,17 +90,33 @@ def runtime_config(
     session_dir: str | None = None,
     agent_dir: str,
     session: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
     runtime_keys: dict[str, str],
     key_sources: dict[str, str],
+    sandbox: str | None = None,
+    allow_network: bool = False,
 ) -> dict[str, Any]:
-    """The configuration documents handed to each actor process."""
-    from ..ai import types as T
+    """The configuration documents handed to each actor process.
 
+    ``sandbox``: the tool sandbox policy (``off``, ``read-only``, ``workspace-write``; None
+    is the platform default, ``workspace-write`` on Linux), with ``cwd`` as the workspace;
+    the agent directory and the session directory are hidden from tools.
+    """
+    from ..ai import types as T
+    from ..coding.sandbox import SandboxPolicy, default_mode
+
+    session_dirs = [session_dir, *((session or {}).get(k) for k in ("sessionDir", "resume", "forkFrom"))]
+    policy = SandboxPolicy(
+        mode=sandbox or default_mode(),
+        workspace=cwd,
+        allow_network=allow_network,
+        hidden=tuple(p for p in [agent_dir, *session_dirs] if isinstance(p, str) and p),
+    )
     return {
         "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api},
         # Workers warm up when the first prompt starts, overlapping the model's first reply
         # instead of competing with start-up for the CPU.
-        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True},
+        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True, "sandbox": policy.to_config()},
         "store": {},
         "coordinator": {
             "cwd": cwd,
@@ -102,6 +125,7 @@ def runtime_config(
             "systemPrompt": system_prompt,
             "tools": tools,
             "session": session or {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
+            "settings": settings or {},
         },
     }
 
@@ -207,6 +231,8 @@ def _run(argv: Sequence[str]) -> int:
         session=session.config,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
+        sandbox=args.sandbox,
+        allow_network=args.allow_network,
     )
 
     import trio

@@ -1,0 +1,202 @@
+"""The bubblewrap command line for a sandboxed tool worker.
+
+:func:`build_argv` turns a :class:`~pi_actors.coding.sandbox.SandboxPolicy` and the worker's
+own command into ``bwrap <options> -- <command>``. Mounts are applied in this order (later
+ones cover earlier ones):
+
+1. ``--ro-bind / /``: everything readable, nothing writable; ``--dev /dev`` (a minimal /dev
+   with a private /dev/shm), ``--proc /proc`` (the sandbox's own PID namespace);
+2. ``/tmp``: a private directory of the pool (shared by the pool's workers, so a file one
+   call writes there — bash's full-output file — can be read by the next), or a tmpfs;
+3. ``--tmpfs /run`` (service sockets: docker, dbus, ...);
+4. hidden paths (:func:`hidden_paths`): directories covered by an empty tmpfs, files by
+   ``/dev/null``;
+5. read-only re-binds of what the worker needs to start (the interpreter, the virtualenv,
+   the package — :func:`essential_paths`) where 2–4 covered them;
+6. the workspace: read-write for ``workspace-write``, read-only for ``read-only``;
+7. hidden paths inside the workspace (a session directory kept there).
+
+Namespaces and process options: ``--unshare-pid --as-pid-1`` (the worker is the init of its
+namespace: a tool can neither see nor signal anything outside it, nor kill the worker),
+``--unshare-ipc --unshare-uts --unshare-cgroup-try``, ``--unshare-net`` unless network is
+allowed, ``--die-with-parent``, ``--new-session``, ``--cap-drop ALL``; bwrap itself sets
+no-new-privileges. A non-root user gets a user namespace automatically (bwrap is not setuid).
+
+:func:`check_bwrap` finds ``bwrap`` and runs it once with the same namespace options, so a
+sandbox that cannot work is reported with bwrap's own reason before any worker starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from functools import lru_cache
+
+from . import SandboxPolicy, SandboxUnavailable
+
+__all__ = ["build_argv", "check_bwrap", "essential_paths", "hidden_paths", "CREDENTIAL_PATHS"]
+
+# Relative to $HOME: credential stores and other agents' state, never visible to tools.
+CREDENTIAL_PATHS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".pi",
+    ".pi-actors",
+    ".codex",
+    ".claude",
+)
+
+_OFF_HINT = "Run with --sandbox off to run tools without a sandbox."
+
+
+def _namespace_options(policy: SandboxPolicy) -> list[str]:
+    options = [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--as-pid-1",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+    ]
+    if not policy.allow_network:
+        options.append("--unshare-net")
+    return options
+
+
+@lru_cache(maxsize=8)
+def _probe(bwrap: str, options: tuple[str, ...]) -> str | None:
+    """None if ``bwrap`` works with ``options``, else bwrap's complaint."""
+    argv = [bwrap, *options, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{bwrap} could not be run: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+        return f"bubblewrap failed to create a sandbox: {reason}"
+    return None
+
+
+def check_bwrap(policy: SandboxPolicy) -> str:
+    """The ``bwrap`` path, after checking that it can build this policy's namespaces.
+
+    Raises :class:`SandboxUnavailable` with the reason (and how to opt out) otherwise.
+    """
+    if not sys.platform.startswith("linux"):
+        raise SandboxUnavailable(f"the {policy.mode} sandbox needs Linux (bubblewrap). {_OFF_HINT}")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(
+            f"the {policy.mode} sandbox needs bubblewrap, and 'bwrap' is not installed "
+            f"(e.g. apt-get install bubblewrap). {_OFF_HINT}"
+        )
+    problem = _probe(bwrap, tuple(_namespace_options(policy)))
+    if problem is not None:
+        raise SandboxUnavailable(f"{problem}. {_OFF_HINT}")
+    return bwrap
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def hidden_paths(policy: SandboxPolicy) -> list[str]:
+    """Existing paths to hide: credential stores under ``policy.home`` (default ``$HOME``)
+    and ``policy.hidden`` (agent and session directories), symlinks resolved, never ``/``."""
+    home = policy.home or os.path.expanduser("~")
+    candidates = [os.path.join(home, rel) for rel in CREDENTIAL_PATHS] if home and home != "/" else []
+    candidates += list(policy.hidden)
+    out: list[str] = []
+    for path in candidates:
+        # A symlinked store is hidden where it really lives.
+        path = os.path.realpath(path)
+        if path != "/" and os.path.exists(path) and path not in out:
+            out.append(path)
+    return out
+
+
+def essential_paths() -> list[str]:
+    """What the worker needs to start: the interpreter, its prefixes, the package, sys.path."""
+    import pi_actors
+
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.abspath(sys.executable)),
+        os.path.dirname(os.path.realpath(sys.executable)),
+        os.path.dirname(os.path.dirname(os.path.abspath(pi_actors.__file__))),
+    }
+    # sys.path[0] is the directory of the running script (or the cwd): not the worker's.
+    paths.update(p for p in sys.path[1:] if p)
+    return sorted(p for p in (os.path.abspath(p) for p in paths) if os.path.exists(p))
+
+
+def _mask(path: str) -> list[str]:
+    if os.path.isdir(path):
+        return ["--tmpfs", path]
+    return ["--ro-bind", "/dev/null", path]
+
+
+def build_argv(
+    policy: SandboxPolicy,
+    command: Sequence[str],
+    *,
+    bwrap: str = "bwrap",
+    tmp_dir: str | None = None,
+    status_fd: int | None = None,
+) -> list[str]:
+    """``bwrap ... -- command`` for ``policy`` (sandboxed modes only); see the module docstring.
+
+    ``status_fd``: an inherited fd on which bwrap reports ``{"child-pid": N}`` (the host pid
+    of the sandbox's PID 1) once the sandbox is set up, and ``{"exit-code": N}`` at the end.
+    """
+    if not policy.sandboxed:
+        raise ValueError("policy 'off' has no sandbox")
+    workspace = os.path.abspath(policy.workspace or os.getcwd())
+    argv = [bwrap, *_namespace_options(policy)]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--bind", tmp_dir, "/tmp"] if tmp_dir else ["--tmpfs", "/tmp"]
+    covered = ["/tmp", "/run"]
+    argv += ["--tmpfs", "/run"]
+    if policy.allow_network and os.path.isdir("/run/systemd/resolve"):
+        argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]  # DNS
+
+    hidden = hidden_paths(policy)
+    later: list[str] = []
+    for path in hidden:
+        if _inside(workspace, path):
+            continue  # never hide the workspace itself
+        if _inside(path, workspace):
+            later += _mask(path)
+        else:
+            argv += _mask(path)
+            covered.append(path)
+
+    for path in essential_paths():
+        # Only what lies strictly below a covered path: never re-expose /tmp itself.
+        if any(_inside(path, root) and path != root for root in covered) and not _inside(path, workspace):
+            argv += ["--ro-bind", path, path]
+
+    argv += ["--bind" if policy.mode == "workspace-write" else "--ro-bind", workspace, workspace]
+    argv += later
+    argv += ["--chdir", workspace, "--", *command]
+    return argv
