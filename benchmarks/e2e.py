@@ -13,6 +13,7 @@ See :mod:`benchmarks.procs` for how wall, CPU and memory are taken, and
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -238,7 +239,9 @@ def run_scenarios(
                         note = facts.setdefault("reparented", {}).setdefault(cli.name, {"runs": 0, "processes": 0, "names": set()})
                         note["runs"] += 1
                         note["processes"] += m.orphans
-                        note["names"].update(n.split(" -- ")[-1].split("/")[-1] for n in m.extra.get("orphan_names", []))
+                        note["names"].update(
+                            re.sub(r"-\d+$", "-*", n.split(" -- ")[-1].split("/")[-1]) for n in m.extra.get("orphan_names", [])
+                        )
                     if problem is None:
                         facts.setdefault("other_cpus", []).append(other)
                         res.runs.setdefault(cli.name, []).append(m)
