@@ -78,10 +78,15 @@ def env(tmp_path, scripted):
     return Env(tmp_path, scripted)
 
 
-def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash")) -> dict:
-    """Actor configuration for an in-process UI: the scripted model, no session file."""
-    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
+def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=None, context_window=128000) -> dict:
+    """Actor configuration for an in-process UI: the scripted model, no session file.
+    Auto-retry is off unless ``settings`` turns it on (its back-off would wait seconds)."""
+    model = T.Model(
+        id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai,
+        context_window=context_window,
+    )
     return runtime_config(
+        settings=settings or {"retry": {"enabled": False}},
         model=model,
         thinking="off",
         tools=list(tools),

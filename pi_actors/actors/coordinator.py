@@ -33,6 +33,9 @@ Calls served (from a UI):
 ``fork {entryId}``        → a user message's history (excluding it) becomes a new session
                             file; returns ``{text, path}``.
 ``fork_messages {}``      → the user messages one can fork from.
+``compact {customInstructions?}`` → manual compaction; ``{summary, firstKeptEntryId,
+                            tokensBefore, details}`` (pi's texts as errors).
+``abort_retry {}``        → stops a retry wait (``abort`` does too).
 ``subscribe {maxQueue?}`` → a snapshot (sequence N), then every AgentEvent as ``{seq,
                             event}``, N+1, N+2, ... (see ``_subscribe``).
 
@@ -55,6 +58,9 @@ from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
 from ._event_wire import StreamRebuilder, strip_agent_event
+from ._upkeep import Upkeep
+from ..coding.compaction import CompactionSettings
+from ..coding.retry import RetrySettings
 
 __all__ = ["run_coordinator", "Coordinator"]
 
@@ -109,6 +115,16 @@ class Coordinator:
         self._subscribers: list[trio.MemorySendChannel] = []
         self._published: list[Any] = []
         self._published_stream: Any = None
+        settings = config.get("settings") or {}
+        self.upkeep = Upkeep(
+            self,
+            compaction=CompactionSettings.from_json(settings.get("compaction")),
+            retry=RetrySettings.from_json(settings.get("retry")),
+        )
+
+    @property
+    def session_id(self) -> str | None:
+        return ((self.session or {}).get("header") or {}).get("id")
 
     # -- remote capabilities -----------------------------------------------------------------
 
@@ -119,10 +135,7 @@ class Coordinator:
         args = {
             "model": T.to_plain(model),
             "context": T.to_plain(context),
-            "options": {
-                "reasoning": getattr(options, "reasoning", None),
-                "sessionId": getattr(options, "session_id", None),
-            },
+            "options": _wire_options(options),
         }
         try:
             async with self.provider.open_call("stream", args) as call:
@@ -180,9 +193,19 @@ class Coordinator:
             (self.agent.steer if method == "steer" else self.agent.follow_up)(message)
             return {}
         if method == "abort":
+            self.upkeep.cancel()
             self.agent.abort()
             await self.agent.wait_for_idle()
             return {}
+        if method == "abort_retry":
+            self.upkeep.retry.cancel()
+            return {}
+        if method == "compact":
+            if self.agent.state.is_streaming:
+                self.agent.abort()
+                await self.agent.wait_for_idle()
+            instructions = args.get("customInstructions")
+            return await self.upkeep.compact(instructions if isinstance(instructions, str) and instructions else None)
         if method == "get_state":
             state = self.agent.state
             return {
@@ -232,9 +255,12 @@ class Coordinator:
                 nursery.start_soon(pass_cancel)
                 try:
                     if prompt is not None:
+                        await self.upkeep.before_prompt(self._emit_session_event)
                         await self.agent.prompt(prompt)
                     else:
                         await self.agent.continue_()
+                    if self._store_error is None:
+                        await self.upkeep.after_run(self._emit_session_event, self.agent.continue_)
                 except RuntimeError as exc:  # nothing to continue from, no model, ...
                     refused = str(exc)
                 nursery.cancel_scope.cancel()
@@ -276,6 +302,16 @@ class Coordinator:
         self._fan_out({"seq": self._seq, "event": data})
         if self._sink is not None:
             await self._sink.send_chunk(data)
+        follow = self.upkeep.on_event(event)
+        if follow is not None:
+            await self._emit_session_event(follow)
+
+    async def _emit_session_event(self, event: dict) -> None:
+        """A session event (auto_retry_*, auto_compaction_*): to subscribers and the run's UI."""
+        self._seq += 1
+        self._fan_out({"seq": self._seq, "event": event})
+        if self._sink is not None:
+            await self._sink.send_chunk(event)
 
     # -- subscriptions ---------------------------------------------------------------------
 
@@ -308,7 +344,10 @@ class Coordinator:
         }
 
     async def _subscribe(self, call: IncomingCall, args: dict) -> Any:
-        """``subscribe {maxQueue?}``: first chunk the snapshot (sequence N), then every
+        """``compact {customInstructions?}`` → manual compaction; ``{summary, firstKeptEntryId,
+                            tokensBefore, details}`` (pi's texts as errors).
+``abort_retry {}``        → stops a retry wait (``abort`` does too).
+``subscribe {maxQueue?}``: first chunk the snapshot (sequence N), then every
         AgentEvent as ``{seq, event}`` with N+1, N+2, ... without gaps, until the caller
         cancels. A subscriber whose queue of undelivered updates overflows is dropped: the
         call fails ``overflow`` and the client resubscribes (others are never slowed down)."""
@@ -334,7 +373,8 @@ class Coordinator:
         mid-call) gets error results, appended to the file too, so the next request is valid.
         """
         self.session = await self.store.call("open", args)
-        self._load_context(self.session)
+        self.agent.session_id = self.session_id
+        self.load_context(self.session)
         repairs = interrupted_tool_results(self.agent.state.messages)
         for result in repairs:
             await self.store.call("append", {"message": T.to_plain(result)})
@@ -364,7 +404,8 @@ class Coordinator:
             # The new session holds the path up to, not including, the chosen user message;
             # its text goes back to the editor.
             self.session = await self.store.call("fork", {"entryId": target.get("parentId")})
-            self._load_context(self.session)
+            self.agent.session_id = self.session_id
+            self.load_context(self.session)
             return {"text": _entry_text(target), "path": self.session.get("path")}
         # navigate: a user message (or custom message) is re-asked, so the leaf becomes its parent.
         editor_text = None
@@ -378,10 +419,10 @@ class Coordinator:
             entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": args.get("details"), "fromHook": False}
             await self.store.call("append_entry", {"entry": entry})
             self.session = await self.store.call("context")
-        self._load_context(self.session)
+        self.load_context(self.session)
         return {"editorText": editor_text, "leafId": new_leaf}
 
-    def _load_context(self, described: dict) -> None:
+    def load_context(self, described: dict) -> None:
         context = described.get("context") or {}
         self.agent.replace_messages(from_session_messages(context.get("messages") or []))
 
@@ -407,6 +448,22 @@ class Coordinator:
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
             raise SessionNotSaved(self._store_error) from None
+
+
+def _wire_options(options: Any) -> dict:
+    """The stream options the provider actor takes (camelCase); the key and signal stay here."""
+    out: dict[str, Any] = {}
+    for attr, key in (
+        ("reasoning", "reasoning"),
+        ("session_id", "sessionId"),
+        ("max_tokens", "maxTokens"),
+        ("temperature", "temperature"),
+        ("thinking_budgets", "thinkingBudgets"),
+    ):
+        value = getattr(options, attr, None)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def _is_user_entry(entry: dict) -> bool:

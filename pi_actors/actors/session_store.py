@@ -7,7 +7,7 @@ Calls served (from the coordinator):
     that every acknowledged entry is on disk),
     resumes the file ``resume`` (repairing a torn last line), or forks ``forkFrom`` into a
     new file. Returns ``{header, path, context: {messages, thinkingLevel, model}, warnings}``
-    (``path`` is None for ``--no-session``).
+    (``path`` is None for ``--no-session``, whose tree is kept in memory only).
 ``append {message}``
     Appends a ``message`` entry as a child of the leaf. Answers only once the line is written
     and fsynced, returning ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
@@ -26,7 +26,6 @@ Calls served (from the coordinator):
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import trio
@@ -89,7 +88,7 @@ class SessionStore:
         ctx = session_context(self._writer.entries, self._writer.leaf_id) if self._writer else None
         return {
             "header": self._header,
-            "path": self._writer.path if self._writer else None,
+            "path": self._writer.path if self._writer and not self._writer.in_memory else None,
             "context": {
                 "messages": ctx.messages if ctx else [],
                 "thinkingLevel": ctx.thinking_level if ctx else "off",
@@ -104,8 +103,9 @@ class SessionStore:
         cwd = args.get("cwd") or "."
         self._warnings = []
         if args.get("noSession"):
-            self._writer = None
-            self._header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": _iso_now(), "cwd": cwd}
+            # The tree lives in memory only (branching and compaction still work).
+            self._writer = SessionWriter.create("", cwd, in_memory=True)
+            self._header = self._writer.header
             return self._describe()
         self._session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
         resume, fork_from = args.get("resume"), args.get("forkFrom")
@@ -122,8 +122,6 @@ class SessionStore:
         return self._describe()
 
     def _branch(self, entry_id: Any) -> dict:
-        if self._writer is None:
-            raise RemoteError("not_supported", "branching needs a saved session (not --no-session)")
         try:
             if entry_id is None:
                 self._writer.reset_leaf()
@@ -136,9 +134,9 @@ class SessionStore:
     async def _fork(self, args: dict) -> dict:
         from ..coding.session import SessionWriter
 
-        if self._writer is None:
-            raise RemoteError("not_supported", "forking needs a saved session (not --no-session)")
         old = self._writer
+        if old.in_memory:
+            raise RemoteError("not_supported", "forking into a new file needs a saved session (not --no-session)")
         entry_id = args.get("entryId")
         if entry_id is None:  # fork before the first entry: an empty session naming its parent
             self._writer = SessionWriter.create(self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False)
@@ -149,8 +147,6 @@ class SessionStore:
         return self._describe()
 
     async def _label(self, args: dict) -> dict:
-        if self._writer is None:
-            raise RemoteError("not_supported", "labels need a saved session (not --no-session)")
         entry = await trio.to_thread.run_sync(self._writer.append_label, str(args.get("targetId")), args.get("label"))
         return {"id": entry["id"]}
 
@@ -161,8 +157,6 @@ class SessionStore:
             raise RemoteError("invalid_args", f"session store: {kind} must be an object")
         if self._header is None:
             raise RemoteError("not_open", "session store: no session is open")
-        if self._writer is None:  # --no-session: nothing to write
-            return {"id": None}
         writer = self._writer
         try:
             if kind == "message":
@@ -178,12 +172,6 @@ class SessionStore:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-
-
-def _iso_now() -> str:
-    from ..coding.session import iso_timestamp
-
-    return iso_timestamp()
 
 
 async def run_session_store(links: dict[str, trio.SocketStream], config: Any) -> None:

@@ -80,6 +80,7 @@ class SessionWriter:
         self._fd = fd  # None until the file exists (or after close)
         self._pending = fd is None  # entries are buffered, the file not yet written
         self._lazy = True  # while pending: wait for an assistant message before writing
+        self.in_memory = False  # never write (--no-session)
         self._closed = False
 
     # -- construction ---------------------------------------------------------------------
@@ -93,12 +94,14 @@ class SessionWriter:
         session_id: str | None = None,
         parent_session: str | None = None,
         lazy: bool = True,
+        in_memory: bool = False,
     ) -> "SessionWriter":
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
 
         ``lazy`` (pi's rule): nothing touches the disk until the first assistant message is
         appended. With ``lazy=False`` the file is created by the first append of any kind,
-        so every entry is durable when ``append_*`` returns.
+        so every entry is durable when ``append_*`` returns. ``in_memory`` (``--no-session``):
+        the tree is kept in memory only and nothing is ever written.
         """
         session_id = session_id or str(uuid.uuid4())
         timestamp = iso_timestamp()
@@ -114,6 +117,7 @@ class SessionWriter:
         path = os.path.join(session_dir, session_file_name(timestamp, session_id))
         writer = cls(path, header, [], fd=None)
         writer._lazy = lazy
+        writer.in_memory = in_memory
         return writer
 
     @classmethod
@@ -190,7 +194,7 @@ class SessionWriter:
         line = encode_line(stored)  # ValueError before anything changes
 
         if self._pending:
-            if not self._lazy or _is_assistant_message(stored):
+            if not self.in_memory and (not self._lazy or _is_assistant_message(stored)):
                 self._create_file([encode_line(self.header)] + [encode_line(e) for e in self._entries] + [line])
         else:
             self._append_line(line)
