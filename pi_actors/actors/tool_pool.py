@@ -28,35 +28,23 @@ signal; bubblewrap's ``--die-with-parent``), taking its whole sandbox with it.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 from contextlib import asynccontextmanager
-from functools import partial
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable
 
 import trio
 
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
+from ..coding.sandbox.launch import describe_exit, launch_worker
 from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
-from ..runtime.child import PR_SET_PDEATHSIG
 
 __all__ = ["run_tool_pool", "ToolPool"]
 
 WORKER_ENTRY = "pi_actors.actors.tool_worker:run_tool_worker"
-_STOP_GRACE = 2.0
-
-# Resolved in the parent: nothing is loaded between fork and exec.
-_prctl = None
-if sys.platform.startswith("linux"):
-    import ctypes
-
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+_STOP_GRACE = 2.0  # seconds a worker gets to leave after its link closed
 
 
 class _Worker:
@@ -102,68 +90,6 @@ class _PathOrder:
     def _notify(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
-
-
-def _launcher_setup(parent_pid: int, join_cgroup: Callable[[], None] | None, death_signal: int | None) -> None:
-    """Runs in the worker's launcher between fork and exec.
-
-    A sandboxed launcher gets no parent-death signal here: bubblewrap arms its own once its
-    sandbox is set up, and a bwrap killed *during* set-up leaves its namespace child blocked
-    for ever (an upstream start-up race). Until then the worker's link is the backstop: if
-    the pool is gone, the worker finds the link closed as soon as it starts, and exits.
-    """
-    if join_cgroup is not None:
-        join_cgroup()
-    if death_signal is not None and _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
-class _SandboxStatus:
-    """What bubblewrap reports on ``--json-status-fd``: the host pid of the sandbox's PID 1."""
-
-    def __init__(self, fd: int) -> None:
-        self._stream = trio.lowlevel.FdStream(fd)
-        self.child_pid: int | None = None
-        self.child_pidfd: int | None = None
-        self.reported = trio.Event()  # child-pid known, or bwrap gone without one
-
-    async def read(self) -> None:
-        buffer = b""
-        try:
-            while chunk := await self._stream.receive_some(4096):
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    try:
-                        info = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(info, dict) and isinstance(info.get("child-pid"), int) and self.child_pid is None:
-                        self.child_pid = info["child-pid"]
-                        try:
-                            self.child_pidfd = os.pidfd_open(self.child_pid)  # pins it: no pid reuse
-                        except OSError:
-                            pass
-                        self.reported.set()
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
-        finally:
-            self.reported.set()
-
-    def kill_sandbox(self) -> None:
-        """SIGKILL the sandbox's PID 1, which ends every process of the sandbox."""
-        if self.child_pidfd is not None:
-            try:
-                signal.pidfd_send_signal(self.child_pidfd, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self._stream.close()
-        if self.child_pidfd is not None:
-            os.close(self.child_pidfd)
-            self.child_pidfd = None
 
 
 class ToolPool:
@@ -221,73 +147,6 @@ class ToolPool:
             self._tmp_dir = tempfile.mkdtemp(prefix="pi-actors-tmp-")
         return self._tmp_dir
 
-    async def _launch(self, nursery: trio.Nursery, name: str, key: str | None, link: Any, ours: Any) -> ChildProcess:
-        """Start one worker process (inside the sandbox if the policy has one); ``link`` is
-        its end of the link (closed here), ``ours`` the pool's end."""
-        from ..coding.sandbox.env import sandbox_environment, unsandboxed_environment
-
-        command = [sys.executable, "-m", "pi_actors.runtime.child", name]
-        cgroup = status = None
-        status_w: int | None = None
-        config: dict[str, Any] = {"sandboxed": self.policy.sandboxed}
-        if self.policy.sandboxed:
-            from ..coding.sandbox.bwrap import build_argv, check_bwrap
-            from ..coding.sandbox.limits import PidsCgroup, needs_pids_cgroup
-
-            bwrap = await trio.to_thread.run_sync(check_bwrap, self.policy)
-            policy = self.policy.for_workspace(key or "")
-            status_r, status_w = os.pipe()
-            status = _SandboxStatus(status_r)
-            argv = build_argv(policy, command, bwrap=bwrap, tmp_dir=self._private_tmp(), status_fd=status_w)
-            if needs_pids_cgroup():
-                try:
-                    cgroup = PidsCgroup.create(policy.limits.processes)
-                except BaseException:
-                    status.close()
-                    os.close(status_w)
-                    raise
-            env = sandbox_environment(os.environ)
-            config["limits"] = policy.limits.to_config()
-            # The worker is PID 1 of its namespace: its parent is outside, seen as pid 0.
-            parent_pid, death, launcher_death = 0, signal.SIGKILL, None
-        else:
-            argv, env = command, unsandboxed_environment(os.environ)
-            parent_pid, death, launcher_death = os.getpid(), signal.SIGTERM, signal.SIGTERM
-        fd = link.fileno()
-        boot = json.dumps(
-            {"name": name, "entry": WORKER_ENTRY, "links": {"pool": fd}, "config": config, "parent_pid": parent_pid, "death_signal": int(death)}
-        ).encode()
-        try:
-            popen = subprocess.Popen(
-                argv,
-                pass_fds=(fd,) if status_w is None else (fd, status_w),
-                env=env,
-                stdin=subprocess.PIPE,
-                close_fds=True,
-                preexec_fn=partial(_launcher_setup, os.getpid(), cgroup.join if cgroup else None, launcher_death),
-            )
-        except BaseException:
-            if cgroup is not None:
-                cgroup.remove()
-            if status is not None:
-                status.close()
-            raise
-        finally:
-            link.close()
-            if status_w is not None:
-                os.close(status_w)
-        # The boot document fits the pipe buffer: written at once, it cannot be cut off by a
-        # cancellation (a worker must never start without it).
-        assert popen.stdin is not None
-        try:
-            os.write(popen.stdin.fileno(), boot)
-        except OSError:
-            pass  # the worker died at once; its exit status tells why
-        popen.stdin.close()
-        process = ChildProcess(popen)
-        await nursery.start(_own_process, process, cgroup, status, partial(_hang_up, ours))
-        return process
-
     async def _run_worker(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Owns one worker process and its connection for the worker's whole life."""
         worker = _Worker(self._next_index, key)
@@ -296,9 +155,17 @@ class ToolPool:
         ours, theirs = link_pair()
         crashed = False
         try:
-            async with trio.open_nursery() as n:
+            async with _ungrouped(SandboxUnavailable, OSError), trio.open_nursery() as n:
                 try:
-                    worker.process = await self._launch(n, name, key, theirs, ours)
+                    worker.process = await launch_worker(
+                        n,
+                        name=name,
+                        entry=WORKER_ENTRY,
+                        policy=self.policy.for_workspace(key) if key else self.policy,
+                        link=theirs,
+                        ours=ours,
+                        private_tmp=self._private_tmp() if self.policy.sandboxed else None,
+                    )
                 except BaseException:
                     ours.close()
                     raise
@@ -438,7 +305,7 @@ class ToolPool:
                 return await out.result()
         except ConnectionLost:
             await worker.exited.wait()
-            status = _describe_exit(worker.process, sandboxed=worker.key is not None)
+            status = describe_exit(worker.process, sandboxed=worker.key is not None)
             return _error_result(f"Tool worker crashed while running {args.get('name')}: {status}")
         except RemoteError as exc:
             if exc.code == "cancelled":
@@ -451,10 +318,25 @@ async def _nothing() -> AsyncIterator[None]:
     yield
 
 
+@asynccontextmanager
+async def _ungrouped(*kinds: type[BaseException]) -> AsyncIterator[None]:
+    """Re-raise a lone exception of ``kinds`` out of a nursery's exception group, bare."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        matched, rest = group.split(kinds)
+        if matched is not None and rest is None:
+            leaf: BaseException = matched
+            while isinstance(leaf, BaseExceptionGroup):
+                leaf = leaf.exceptions[0]
+            raise leaf from None
+        raise
+
+
 async def _unless_cancelled(call: IncomingCall, work: Awaitable[Any]) -> Any:
     """``await work``, or None as soon as the caller asks to cancel."""
     result = None
-    async with trio.open_nursery() as nursery:
+    async with _ungrouped(Exception), trio.open_nursery() as nursery:
 
         async def watch() -> None:
             await call.cancel_requested.wait()
@@ -472,72 +354,6 @@ async def _unless_cancelled(call: IncomingCall, work: Awaitable[Any]) -> Any:
 
 def _error_result(text: str) -> dict:
     return {"content": [{"type": "text", "text": text}], "details": None, "isError": True}
-
-
-def _hang_up(sock: Any) -> None:
-    """End the pool's side of a worker link (the worker exits at end-of-stream). A shutdown,
-    not a close: the socket may be in use by a trio stream."""
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-async def _own_process(
-    process: ChildProcess,
-    cgroup: Any,
-    status: _SandboxStatus | None,
-    hang_up: Callable[[], None],
-    task_status: Any = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """The owner task of one worker process: waits for its exit; stops it when cancelled.
-
-    Stopping hangs up the worker's link and waits (up to a grace period) for it to leave by
-    itself. A sandboxed worker still running then is killed through the sandbox's PID 1,
-    after bubblewrap has reported it (never bwrap alone mid-set-up).
-    """
-    task_status.started()
-    try:
-        async with trio.open_nursery() as nursery:
-            if status is not None:
-                nursery.start_soon(status.read)
-            await process.wait()
-            nursery.cancel_scope.cancel()
-    finally:
-        with trio.CancelScope(shield=True):
-            if process.returncode is None:
-                hang_up()
-                if status is None:
-                    await process.stop(_STOP_GRACE)
-                else:
-                    with trio.move_on_after(_STOP_GRACE):
-                        await process.wait()
-                    if process.returncode is None:
-                        with trio.move_on_after(_STOP_GRACE):
-                            await status.reported.wait()
-                        status.kill_sandbox()
-                        process.kill()
-                        await process.wait()
-            if status is not None:
-                status.close()
-            if cgroup is not None:
-                # The sandbox's processes die just after bwrap; remove the cgroup once they have.
-                await cgroup.remove_when_empty()
-
-
-def _describe_exit(process: ChildProcess | None, *, sandboxed: bool) -> str:
-    if process is None or process.returncode is None:
-        return "the worker exited"
-    code = process.returncode
-    # bwrap reports a command killed by signal N as exit status 128 + N.
-    if sandboxed and code > 128:
-        code = -(code - 128)
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:

@@ -1,0 +1,340 @@
+"""The tool pool with real worker processes: warm-up, growth, cancellation, crashes, ordering.
+
+Each test runs the pool actor in-process (``open_pool``) and talks to it as the coordinator
+does. Tests learn that a command runs from its streamed output (it announces itself), find
+its processes in /proc, and wait for exits on pidfds; time bounds are only safety nets.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+
+import pytest
+import trio
+
+from _procs import live_pids, wait_exited
+from pi_actors.actors.tool_pool import _PathOrder
+from test_sandbox_support import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
+
+MODES = ["workspace-write", "off"]
+
+
+def tag() -> int:
+    """A unique number to recognise this test's ``sleep`` processes by."""
+    return 500000 + secrets.randbelow(400000)
+
+
+def group_of(pid: int) -> list[int]:
+    """Running members of ``pid``'s process group."""
+
+    def member(other: int) -> bool:
+        try:
+            return os.getpgid(other) == pid
+        except OSError:
+            return False
+
+    return live_pids(member)
+
+
+def shell_leading(text: str) -> int:
+    """The bash process whose command line contains ``text`` and which leads its own group."""
+    leaders = [pid for pid in pids_running(text) if os.getpgid(pid) == pid]
+    assert len(leaders) == 1, leaders
+    return leaders[0]
+
+
+async def open_fifo_for_writing(path) -> int:
+    return await trio.to_thread.run_sync(os.open, str(path), os.O_WRONLY, abandon_on_cancel=True)
+
+
+async def feed_fifo(path, data: bytes) -> None:
+    fd = await open_fifo_for_writing(path)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+async def drain_fifo(path) -> bytes:
+    def read_all() -> bytes:
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    return await trio.to_thread.run_sync(read_all, abandon_on_cancel=True)
+
+
+class Started:
+    """Collects 'started N' announcements from streamed bash output."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self._changed = trio.Event()
+
+    def on_update(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.startswith("started"):
+                self.seen.add(line)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, count: int) -> None:
+        with trio.fail_after(30):
+            while len(self.seen) < count:
+                await self._changed.wait()
+
+
+# -- workers -------------------------------------------------------------------------------
+
+
+async def test_warm_workers_start_ahead_and_serve_the_first_calls(tmp_path):
+    config = {**sandbox_config(str(tmp_path)), "warm": 2}
+    async with open_pool(str(tmp_path), **config) as pool:
+        assert worker_pids() == []  # warm-up waits for the coordinator's "warm"
+        await pool.peer.call("warm")
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(pool.assert_healthy)
+        # Both calls were served by the two warm workers: no third worker was started.
+        assert len(worker_pids()) == 2
+
+
+async def test_the_pool_grows_to_its_limit_one_call_per_worker_and_later_calls_wait(tmp_path):
+    for i in range(4):
+        os.mkfifo(tmp_path / f"f{i}")
+    started = Started()
+    results: dict[int, dict] = {}
+    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "max_workers": 3}) as pool:
+
+        async def call(i: int) -> None:
+            results[i] = await pool.bash(f"echo started {i}; cat f{i}", on_update=started.on_update)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(4):
+                nursery.start_soon(call, i)
+            await started.wait_for(3)
+            workers = worker_pids()
+            assert len(workers) == 3
+            # bash execs the last command of the list: "cat f<i>" leads each call's group.
+            shells = [shell_leading(f"cat f{i}") for i in range(4) if f"started {i}" in started.seen]
+            # One call per worker, each call's processes in a process group of their own.
+            assert sorted(parent_of(shell) for shell in shells) == workers
+            assert all(os.getpgid(shell) not in (os.getpgid(w) for w in workers) for shell in shells)
+            (waiting,) = {0, 1, 2, 3} - {int(s.split()[1]) for s in started.seen}
+            assert not pids_running(f"cat f{waiting}")  # no worker free for it yet
+            first = sorted(int(s.split()[1]) for s in started.seen)[0]
+            await feed_fifo(tmp_path / f"f{first}", b"done\n")
+            await started.wait_for(4)  # the waiting call got the freed worker
+            assert worker_pids() == workers
+            for i in range(4):
+                if i != first:
+                    await feed_fifo(tmp_path / f"f{i}", b"done\n")
+    assert all(text_of(results[i]).endswith("done\n") for i in range(4))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancel_sends_term_to_the_group_then_kill_after_the_grace_period(tmp_path, mode):
+    n = tag()
+    command = f"trap 'echo term >> got-term' TERM; sleep {n} & echo started; while :; do sleep 0.05; done"
+    started = Started()
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        args = {"toolCallId": "c", "name": "bash", "args": {"command": command}, "cwd": str(tmp_path)}
+        async with pool.peer.open_call("run_tool", args) as call:
+            async for partial in call:
+                started.on_update(text_of(partial))
+                if started.seen:
+                    break
+            group = group_of(shell_leading(f"sleep {n} &"))
+            await call.cancel()
+            result = await call.result()
+        assert result == {"content": [{"type": "text", "text": "Command aborted"}], "details": None, "isError": True}
+        # The result came after the whole group had exited: the shell ignored TERM (it only
+        # ran its trap), so it took the KILL after the grace period.
+        await wait_exited(group, timeout=1)
+        assert (tmp_path / "got-term").read_text().startswith("term")
+        await pool.assert_healthy()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_timeout_kills_the_call_and_its_background_children(tmp_path, mode):
+    n = tag()
+    group: list[int] = []
+
+    def on_update(text: str) -> None:
+        if "started" in text and not group:
+            group.extend(group_of(shell_leading(f"sleep {n} &")))
+
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        result = await pool.bash(f"sleep {n} & echo started; sleep {n + 1}; echo never", timeout=1, on_update=on_update)
+        assert result["isError"] is True
+        assert text_of(result) == "started\n\n\nCommand timed out after 1 seconds"
+        assert len(group) >= 2
+        await wait_exited(group, timeout=1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_background_child_does_not_outlive_its_call(tmp_path, mode):
+    n = tag()
+    seen: list[int] = []
+    os.mkfifo(tmp_path / "go")
+
+    async def on_update(text: str) -> None:
+        if "started" in text and not seen:
+            seen.extend(group_of(shell_leading(f"sleep {n} &")))
+            await feed_fifo(tmp_path / "go", b"finish\n")  # now let the shell exit
+
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        result = await pool.bash(f"sleep {n} & sleep {n + 1} & echo started; read line < go", on_update=on_update)
+        assert result["isError"] is False and text_of(result) == "started\n"
+        assert len(seen) >= 2
+        # Gone by the time the result arrived (the bound only keeps a failure from hanging).
+        await wait_exited(seen, timeout=0.5)
+
+
+async def test_in_the_sandbox_even_a_child_that_left_the_process_group_ends_with_the_call(tmp_path):
+    n = tag()
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash(f"setsid sleep {n} & nohup setsid sleep {n + 1} >/dev/null 2>&1 & echo started")
+        assert text_of(result) == "started\n"
+        assert not pids_running(f"sleep {n}") and not pids_running(f"sleep {n + 1}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_worker_killed_mid_call_gives_an_error_naming_the_signal_and_is_replaced(tmp_path, mode):
+    n = tag()
+    victim: list[int] = []
+
+    def on_update(text: str) -> None:
+        if "started" in text and not victim:
+            shell = shell_leading(f"sleep {n}")
+            victim.append(parent_of(shell))  # the worker running this call
+            victim.extend(group_of(shell))
+            os.kill(victim[0], signal.SIGKILL)
+
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        result = await pool.bash(f"echo started; sleep {n}; echo never", on_update=on_update)
+        assert result == {
+            "content": [{"type": "text", "text": "Tool worker crashed while running bash: killed by signal SIGKILL"}],
+            "details": None,
+            "isError": True,
+        }
+        if mode == "off":
+            # Unsandboxed, the call's shell dies with the worker, but what the shell started
+            # is orphaned: nothing outside the worker knows its process group. Clean up.
+            await wait_exited(victim[:2], timeout=5)
+            for pid in pids_running(f"sleep {n}"):
+                os.kill(pid, signal.SIGKILL)
+        else:
+            await wait_exited(victim, timeout=5)  # the sandbox went down with its worker
+        await pool.assert_healthy()
+        assert victim[0] not in worker_pids()
+
+
+# -- ordering ------------------------------------------------------------------------------
+
+
+async def test_writes_to_one_path_run_one_after_another_in_call_order_other_calls_overlap(tmp_path):
+    os.mkfifo(tmp_path / "shared")
+    os.mkfifo(tmp_path / "other")
+    results: list[dict] = []
+    other_done = trio.Event()
+    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "max_workers": 4}) as pool:
+
+        async def call(args: dict, task_status=trio.TASK_STATUS_IGNORED) -> None:
+            full = {"toolCallId": "w", "name": "write", "args": args, "cwd": str(tmp_path)}
+            async with pool.peer.open_call("run_tool", full) as out:
+                task_status.started()  # the call has been sent
+                results.append(await out.result())
+            if args["path"] == "other":
+                other_done.set()
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(call, {"path": "shared", "content": "first"})
+            await nursery.start(call, {"path": "./shared", "content": "second"})
+            await nursery.start(call, {"path": "other", "content": "elsewhere"})
+            # A write to another path is not held up by the blocked one...
+            assert await drain_fifo(tmp_path / "other") == b"elsewhere"
+            with trio.fail_after(10):
+                await other_done.wait()
+            # ...while the second write to "shared" waits for the first without taking a
+            # worker: one worker is blocked in the first write, one served "other".
+            assert len(worker_pids()) == 2
+            data = await drain_fifo(tmp_path / "shared")
+            if data == b"first":  # the reader may also catch the second write in one go
+                data += await drain_fifo(tmp_path / "shared")
+            assert data == b"firstsecond"  # in call order
+    assert [r["isError"] for r in results] == [False, False, False]
+
+
+async def test_edits_of_one_file_apply_in_call_order(tmp_path):
+    results: list[dict] = []
+    calls = [
+        ("write", {"path": "f.txt", "content": "one\n"}),
+        ("edit", {"path": "f.txt", "oldText": "one", "newText": "two"}),
+        ("edit", {"path": "f.txt", "oldText": "two", "newText": "three"}),
+        ("edit", {"path": "f.txt", "oldText": "three", "newText": "four"}),
+    ]
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+
+        async def call(name: str, args: dict, task_status=trio.TASK_STATUS_IGNORED) -> None:
+            full = {"toolCallId": name, "name": name, "args": args, "cwd": str(tmp_path)}
+            async with pool.peer.open_call("run_tool", full) as out:
+                task_status.started()
+                results.append(await out.result())
+
+        async with trio.open_nursery() as nursery:
+            for name, args in calls:
+                await nursery.start(call, name, args)
+    assert [r["isError"] for r in results] == [False] * 4, results
+    assert (tmp_path / "f.txt").read_text() == "four\n"
+
+
+async def test_bash_calls_run_concurrently(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        results: dict[str, dict] = {}
+
+        async def run(key: str, command: str) -> None:
+            results[key] = await pool.bash(command)
+
+        async with trio.open_nursery() as nursery:
+            # Each blocks until the other has opened the fifo: only overlap completes both.
+            nursery.start_soon(run, "reader", "cat pipe")
+            nursery.start_soon(run, "writer", "echo through > pipe; echo sent")
+    assert text_of(results["reader"]) == "through\n" and text_of(results["writer"]) == "sent\n"
+
+
+async def test_path_order_follows_the_ordering_key_not_the_arrival():
+    order = _PathOrder()
+    ran: list[int] = []
+
+    async def hold(key: int) -> None:
+        async with order.hold("/p", (key, key)):
+            ran.append(key)
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        for key in (3, 1, 2):  # arrive together, out of order (e.g. by callIndex)
+            nursery.start_soon(hold, key)
+    assert ran == [1, 2, 3]
+
+
+# -- no silent fallback --------------------------------------------------------------------
+
+
+async def test_a_sandbox_that_cannot_be_set_up_fails_the_call_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-such-bin"))  # no bwrap to be found
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash("touch ran")
+    assert result["isError"] is True
+    text = text_of(result)
+    assert text.startswith("Tool bash was not run: the sandbox could not be set up:")
+    assert "'bwrap' is not installed" in text and "--sandbox off" in text
+    assert not (tmp_path / "ran").exists() and worker_pids() == []
+
+
+async def test_running_without_a_sandbox_is_announced(tmp_path, capfd):
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode="off")) as pool:
+        await pool.assert_healthy()
+    assert "tools run without a sandbox (--sandbox off)" in capfd.readouterr().err
