@@ -17,7 +17,10 @@ Contract of ``run_stream(model, options, emit, body)``:
 - returns the final AssistantMessage (the one carried by the terminal event).
 
 Block helpers keep the tool-call JSON buffers beside the message (never inside the blocks), so
-nothing internal ever leaks into a message.
+nothing internal ever leaks into a message. With ``options.live_partial`` False they also keep
+the text of a run of deltas beside the message and apply it (``sync``) before any other event,
+before the terminal event and whenever a mapper reads a block, so a long reply costs linear
+time instead of re-copying the block's text at every delta.
 """
 
 from __future__ import annotations

@@ -85,12 +85,16 @@ class SSEDecoder:
         blocks = buf.split(b"\n\n")
         self._buf = blocks.pop()
         out: list[SSEEvent] = []
+        append = out.append
         for block in blocks:
+            if block[:6] == b"data: " and b"\n" not in block:
+                append((None, block[6:]))  # the common case, inline
+                continue
             block = block.strip(b"\n")
             if block:
                 event = _parse_block(block)
                 if event is not None:
-                    out.append(event)
+                    append(event)
         return out
 
     def close(self) -> list[SSEEvent]:

@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+import msgspec
 import openai
 
 from ..env_keys import get_env_api_key
@@ -53,6 +54,8 @@ from ._common import (
     shared_ssl_context,
 )
 from ._sse import decode_json, read_sse
+
+_decode = msgspec.json.Decoder().decode
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params"]
@@ -267,7 +270,10 @@ class _Mapper:
         if data == b"[DONE]":
             self.done = True
             return
-        chunk = decode_json(data)
+        try:
+            chunk = _decode(data)
+        except msgspec.DecodeError:
+            chunk = decode_json(data)  # raises the error that says so
         if not isinstance(chunk, dict):
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
         error = chunk.get("error")
