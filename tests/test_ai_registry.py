@@ -55,7 +55,8 @@ async def test_unknown_api_is_one_error_event(entry):
 
 
 def test_builtin_apis_are_registered():
-    assert {p.api for p in ai.get_api_providers()} >= {"anthropic-messages", "openai-completions"}
+    assert {p.api for p in ai.get_api_providers()} >= {"anthropic-messages", "openai-completions",
+                                                        "openai-responses"}
 
 
 async def test_a_custom_provider_is_called_and_mismatched_apis_are_refused():
@@ -130,7 +131,7 @@ def test_importing_the_package_does_not_import_the_sdks():
     code = textwrap.dedent("""
         import sys
         import pi_actors.ai
-        import pi_actors.ai.stream, pi_actors.ai.registry, pi_actors.ai.catalog
+        import pi_actors.ai.stream, pi_actors.ai.registry, pi_actors.ai.catalog, pi_actors.ai.overflow
         heavy = [m for m in ("anthropic", "openai", "httpx2") if m in sys.modules]
         print(",".join(heavy))
     """)
@@ -149,13 +150,13 @@ def test_first_use_imports_the_provider_sdk_once_even_when_concurrent():
             port = s.getsockname()[1]  # closed again: connections are refused
         async def one(api, results):
             async def emit(e): pass
-            url = f"http://127.0.0.1:{port}" + ("/v1" if api == "openai-completions" else "")
+            url = f"http://127.0.0.1:{port}" + ("/v1" if api.startswith("openai") else "")
             m = ai.Model(id="m", api=api, provider="p", base_url=url)
             results.append((await ai.stream(m, ai.Context(), ai.StreamOptions(api_key="k"), emit)).error_message)
         async def main():
             results = []
             async with trio.open_nursery() as n:
-                for api in ["openai-completions"] * 3 + ["anthropic-messages"] * 2:
+                for api in ["openai-completions"] * 2 + ["openai-responses"] + ["anthropic-messages"] * 2:
                     n.start_soon(one, api, results)
             return results
         results = trio.run(main)
