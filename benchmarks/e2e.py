@@ -188,8 +188,8 @@ def run_scenarios(
     """Run everything; returns the results and facts about the run (versions, server).
 
     The machine may be shared: a run during which other processes kept more than
-    ``max_other`` CPUs busy on average is discarded and run again after a pause, up to
-    ``retries`` times (the last attempt counts whatever the load; ``facts`` says how many
+    ``max_other`` CPUs busy on average is discarded and run again after a pause (3, 9, 27 s),
+    up to ``retries`` times (the last attempt counts whatever the load; ``facts`` says how many
     runs were repeated and how loaded the counted ones were).
     """
     become_subreaper()
@@ -234,7 +234,7 @@ def run_scenarios(
                             break
                         facts["repeated"] = facts.get("repeated", 0) + 1
                         progress(f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} other processes kept {other:.2f} CPUs busy: run again")
-                        time.sleep(3)
+                        time.sleep(min(30, 3 * 3**attempt))  # 3, 9, 27 s: let the other job finish
                     if m.orphans:
                         note = facts.setdefault("reparented", {}).setdefault(cli.name, {"runs": 0, "processes": 0, "names": set()})
                         note["runs"] += 1
