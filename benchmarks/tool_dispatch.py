@@ -1,0 +1,148 @@
+"""Tool dispatch overhead: coordinator → tool pool → worker → result, without the tool itself.
+
+Run from the repository root with the project's virtualenv::
+
+    .venv/bin/python -m benchmarks.tool_dispatch            # ~20 s
+    .venv/bin/python -m benchmarks.tool_dispatch --json     # also one JSON line with the figures
+
+The tool pool runs as its own actor process, as in the CLI; this process plays the
+coordinator (a Peer on a socketpair). The measured call is ``ls`` of an empty directory (no
+subprocess); the time that ``ls`` takes by itself, run in this process, is subtracted, so
+the figure is the cost of the dispatch: the call frame to the pool, the pool picking a
+worker, the frame to the worker, the result back through both hops.
+
+- warm: consecutive calls on a pool whose workers are running (median and p95).
+- cold: the first call of a fresh pool, which starts a worker for it (bwrap + Python start-up
+  + handshake + the call); the pool process itself is started before the clock runs.
+- both with the sandbox on (workspace-write) and off. Target: warm, sandbox on, < 5 ms.
+- concurrency: 32 ``sleep 1`` bash calls at once on a pool with 32 warm workers (sandbox
+  on), wall time from the first call to the last result (target < 1.5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import trio
+
+from pi_actors.coding.tools import run_tool
+from pi_actors.runtime import Peer, link_pair, open_peer, start_actor
+
+POOL_ENTRY = "pi_actors.actors.tool_pool:run_tool_pool"
+
+
+@asynccontextmanager
+async def pool_process(workspace: str, mode: str, *, max_workers: int = 4, warm: int = 2) -> AsyncIterator[Peer]:
+    """The tool pool actor in its own process; yields the coordinator's Peer to it."""
+    config = {
+        "max_workers": max_workers,
+        "warm": warm,
+        "warm_on_request": True,
+        "sandbox": {"mode": mode, "workspace": workspace},
+    }
+    ours, theirs = link_pair()
+    async with trio.open_nursery() as nursery:
+        await start_actor(nursery, name="tool-pool", entry=POOL_ENTRY, links={"coordinator": theirs}, config=config)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+        async with open_peer(stream, side="client", role="coordinator", name="tool-pool") as peer:
+            yield peer
+        nursery.cancel_scope.deadline = trio.current_time() + 5
+
+
+async def timed_call(peer: Peer, args: dict) -> float:
+    start = time.perf_counter()
+    result = await peer.call("run_tool", args)
+    elapsed = time.perf_counter() - start
+    assert result.get("isError") is False, result
+    return elapsed
+
+
+async def tool_alone(workspace: str, rounds: int) -> float:
+    """Median time of the trivial tool run directly in this process."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        await run_tool("ls", {"path": "empty"}, cwd=workspace)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def warm_dispatch(workspace: str, mode: str, rounds: int) -> list[float]:
+    args = {"toolCallId": "t", "name": "ls", "args": {"path": "empty"}, "cwd": workspace}
+    async with pool_process(workspace, mode) as peer:
+        await peer.call("warm")
+        for _ in range(20):  # warm-up: workers started, code paths exercised
+            await timed_call(peer, args)
+        return [await timed_call(peer, args) for _ in range(rounds)]
+
+
+async def cold_dispatch(workspace: str, mode: str, rounds: int) -> list[float]:
+    args = {"toolCallId": "t", "name": "ls", "args": {"path": "empty"}, "cwd": workspace}
+    times = []
+    for _ in range(rounds):
+        async with pool_process(workspace, mode, warm=0) as peer:
+            times.append(await timed_call(peer, args))
+    return times
+
+
+async def concurrent_sleeps(workspace: str, count: int = 32) -> float:
+    args = {"toolCallId": "s", "name": "bash", "args": {"command": "sleep 1"}, "cwd": workspace}
+    trivial = {"toolCallId": "t", "name": "ls", "args": {"path": "empty"}, "cwd": workspace}
+    async with pool_process(workspace, "workspace-write", max_workers=count, warm=count) as peer:
+        await peer.call("warm")
+        async with trio.open_nursery() as nursery:  # every worker up and used once
+            for _ in range(count):
+                nursery.start_soon(timed_call, peer, trivial)
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(count):
+                nursery.start_soon(timed_call, peer, args)
+        return time.perf_counter() - start
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.2f} ms"
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.tool_dispatch", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=300, help="warm calls per mode")
+    parser.add_argument("--cold-rounds", type=int, default=8, help="fresh pools per mode")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    options = parser.parse_args(argv)
+
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="pi-actors-dispatch-", dir="/var/tmp") as workspace:
+        await trio.Path(workspace, "empty").mkdir()
+        alone = await tool_alone(workspace, options.rounds)
+        figures["tool_alone_ms"] = alone * 1000
+        print(f"ls of an empty directory, in-process:        {ms(alone)}  (subtracted below)")
+        for mode in ("workspace-write", "off"):
+            warm = await warm_dispatch(workspace, mode, options.rounds)
+            cold = await cold_dispatch(workspace, mode, options.cold_rounds)
+            warm_med = statistics.median(warm) - alone
+            warm_p95 = statistics.quantiles(warm, n=20)[18] - alone
+            cold_med = statistics.median(cold) - alone
+            figures[mode] = {"warm_median_ms": warm_med * 1000, "warm_p95_ms": warm_p95 * 1000, "cold_median_ms": cold_med * 1000}
+            label = "sandbox on " if mode != "off" else "sandbox off"
+            print(f"dispatch, warm worker, {label} (median/p95): {ms(warm_med)} / {ms(warm_p95)}")
+            print(f"dispatch, cold worker, {label} (median):     {ms(cold_med)}")
+        wall = await concurrent_sleeps(workspace)
+        figures["32_sleep_1_wall_s"] = wall
+        print(f"32 concurrent 'sleep 1' calls, sandbox on, wall: {wall:6.2f} s")
+    on = figures["workspace-write"]["warm_median_ms"]
+    print(f"target: warm dispatch with the sandbox on < 5 ms: {'met' if on < 5 else 'MISSED'} ({on:.2f} ms)")
+    if options.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(trio.run(main, sys.argv[1:]))
