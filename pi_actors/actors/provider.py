@@ -95,9 +95,11 @@ class ProviderActor:
 
             nursery.start_soon(watch_cancel)
             nursery.start_soon(sender.run)
-            final = await (stream_simple if simple else stream)(model, context, options, sender.push)
-            await sender.drain()
-            nursery.cancel_scope.cancel()
+            try:
+                final = await (stream_simple if simple else stream)(model, context, options, sender.push)
+                await sender.drain()  # a broken link raises here (ConnectionLost)
+            finally:
+                nursery.cancel_scope.cancel()
         return T.to_plain(final)
 
 
