@@ -266,3 +266,28 @@ async def test_in_its_own_process_the_actor_resolves_models_json_keys(start_llm,
         nursery.cancel_scope.cancel()
     keys = [r["headers"]["authorization"] for r in server.requests]
     assert keys == ["Bearer sk-from-command", "Bearer sk-from-env-var"]
+
+
+async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
+    from pi_actors.runtime import ConnectionLost
+
+    server = await start_llm([Reply(text="many words " * 50, chunks=50, hang_after_start=True)])
+
+    class BrokenCall:
+        method = "stream"
+        args = {"model": plain_model(server), "context": T.to_plain(hello_context())}
+        cooperative = False
+        cancel_requested = trio.Event()
+        sent = 0
+
+        async def send_chunk(self, data: dict) -> None:
+            self.sent += 1
+            if self.sent > 3:
+                raise ConnectionLost("coordinator went away")
+
+    actor = ProviderActor({"runtime_api_keys": {"scripted": "k"}})
+    actor.warmed.set()
+    with trio.fail_after(10):
+        with pytest.raises(ConnectionLost):
+            await actor.handle(BrokenCall())  # type: ignore[arg-type]
+        await server.wait_hung_up(1)  # and the HTTP response was closed

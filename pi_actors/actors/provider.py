@@ -95,11 +95,16 @@ class ProviderActor:
 
             nursery.start_soon(watch_cancel)
             nursery.start_soon(sender.run)
+            lost: RemoteError | None = None
             try:
                 final = await (stream_simple if simple else stream)(model, context, options, sender.push)
-                await sender.drain()  # a broken link raises here (ConnectionLost)
+                await sender.drain()
+            except RemoteError as exc:  # the link broke (ConnectionLost): nobody to answer
+                lost = exc
             finally:
                 nursery.cancel_scope.cancel()
+        if lost is not None:
+            raise lost
         return T.to_plain(final)
 
 
