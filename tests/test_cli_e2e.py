@@ -228,3 +228,15 @@ async def test_demo_runs_a_multi_process_session_without_any_api_key(env):
     assert "slow call finished" in out
     assert "Done. I ran five tool calls" in out
     assert "session:" in out
+
+
+async def test_settings_json_configures_auto_retry_and_a_broken_project_file_is_a_warning(scripted, env):
+    (env.home / "settings.json").write_text(json.dumps({"retry": {"baseDelayMs": 1}}))
+    (env.work / ".pi-actors").mkdir()
+    (env.work / ".pi-actors" / "settings.json").write_text("{not json")
+    scripted.script += [Reply(status=503, error_body={"error": {"message": "Overloaded"}}), Reply(text="Second time lucky.")]
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--mode", "json", "hi")
+    assert done.returncode == 0, done.stderr.decode()
+    kinds = [e["type"] for e in _events(done.stdout)]
+    assert kinds.index("auto_retry_start") < kinds.index("auto_retry_end")
+    assert "Warning (settings): cannot read" in done.stderr.decode()

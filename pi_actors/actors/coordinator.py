@@ -100,8 +100,8 @@ class Coordinator:
             },
             stream_fn=self.stream_fn,
             convert_to_llm=convert_to_llm,
-            steering_mode=config.get("steeringMode") or "one-at-a-time",
-            follow_up_mode=config.get("followUpMode") or "one-at-a-time",
+            steering_mode=config.get("steeringMode") or (config.get("settings") or {}).get("steeringMode") or "one-at-a-time",
+            follow_up_mode=config.get("followUpMode") or (config.get("settings") or {}).get("followUpMode") or "one-at-a-time",
             tool_execution=config.get("toolExecution") or "parallel",
         )
         self.agent.subscribe(self._on_event)

@@ -176,6 +176,7 @@ def _run(argv: Sequence[str]) -> int:
     from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
     from ._sessions import NoSessionSelected, choose_session
+    from ._settings import load_settings
 
     messages = list(args.messages)
     if not sys.stdin.isatty():
@@ -190,6 +191,9 @@ def _run(argv: Sequence[str]) -> int:
     reg = load_model_registry()
     for err in reg.errors:
         print(f"Warning: {err}", file=sys.stderr)
+    settings, warnings = load_settings(agent_dir(), os.getcwd())
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     if args.api_key and not args.model and not args.provider:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
     cwd = os.getcwd()
@@ -209,13 +213,18 @@ def _run(argv: Sequence[str]) -> int:
         print("No session selected", file=sys.stderr)
         return 0
     model_arg, provider_arg = args.model, args.provider
+    if model_arg is None and provider_arg is None and not session.model and isinstance(settings.get("defaultModel"), str):
+        model_arg = settings["defaultModel"]
+        if isinstance(settings.get("defaultProvider"), str) and "/" not in model_arg:
+            model_arg = f"{settings['defaultProvider']}/{model_arg}"
     if model_arg is None and provider_arg is None and session.model:
         # A resumed session continues with its model, when that model is still known.
         saved = f"{session.model.get('provider')}/{session.model.get('modelId')}"
         if any(f"{m.provider}/{m.id}" == saved for m in reg.models):
             model_arg = saved
     choice = choose_model(reg, provider=provider_arg, model=model_arg, api_key=args.api_key)
-    thinking = args.thinking or choice.thinking or session.thinking or "off"
+    default_level = settings.get("defaultThinkingLevel") if isinstance(settings.get("defaultThinkingLevel"), str) else None
+    thinking = args.thinking or choice.thinking or session.thinking or default_level or "off"
     if not choice.model.reasoning:
         thinking = "off"
     tools = _tool_names(args)
@@ -229,6 +238,7 @@ def _run(argv: Sequence[str]) -> int:
         ),
         agent_dir=adir,
         session=session.config,
+        settings=settings,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
