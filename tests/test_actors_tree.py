@@ -111,3 +111,26 @@ async def test_a_branch_summary_recorded_when_leaving_a_branch_reaches_the_model
     assert sent[-1] == ("user", "try Y instead")
     summary = next(e for e in _file_lines(path) if e["type"] == "branch_summary")
     assert summary["fromId"] == "root" and summary["parentId"] is None
+
+
+async def test_leaving_a_branch_with_summarize_asks_the_model_for_a_branch_summary(scripted, tmp_path):
+    scripted.script += [
+        Reply(text="I tried the Rust rewrite."),
+        Reply(text="## Goal\\nRewrite in Rust\\n\\n## Progress\\n### Done\\n- [x] tried it"),
+        Reply(text="ok, back"),
+    ]
+    async with open_local_runtime(_config(scripted, tmp_path)) as coordinator:
+        await send_prompt(coordinator, "rewrite it in Rust", _Quiet())
+        first = (await coordinator.call("tree"))["entries"][0]
+        await coordinator.call("navigate", {"targetId": first["id"], "summarize": True, "customInstructions": "be brief"})
+        await send_prompt(coordinator, "keep Python", _Quiet())
+        path = (await coordinator.call("session"))["path"]
+    summary_request = scripted.requests[1]["body"]["messages"]
+    assert "context summarization assistant" in summary_request[0]["content"]
+    prompt = summary_request[1]["content"] if isinstance(summary_request[1]["content"], str) else summary_request[1]["content"][0]["text"]
+    # The abandoned part is what came after the re-asked message: the assistant's attempt.
+    assert "[Assistant]: I tried the Rust rewrite." in prompt and "Additional focus: be brief" in prompt
+    entry = next(e for e in _file_lines(path) if e["type"] == "branch_summary")
+    assert entry["summary"].startswith("The user explored a different conversation branch before returning here.")
+    assert "Rewrite in Rust" in entry["summary"]
+    assert "summary of a branch" in _sent(scripted, 2)[0][1]

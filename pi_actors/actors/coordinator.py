@@ -25,10 +25,11 @@ Calls served (from a UI):
 ``get_state {}``          → model, thinking level, isStreaming, counts, queue modes, session.
 ``get_messages {}``       → ``{messages}``: the transcript.
 ``tree {}``               → ``{entries, leafId, labels}`` of the session file.
-``navigate {targetId, summary?}`` → moves to another point of the tree (pi's /tree): a user
-                            message is re-asked (the leaf becomes its parent and its text is
-                            returned as ``editorText``); with ``summary`` a branch_summary
-                            entry records the branch being left. The transcript follows.
+``navigate {targetId, summarize?, customInstructions?, summary?}`` → moves to another point
+                            of the tree (pi's /tree): a user message is re-asked (the leaf
+                            becomes its parent and its text is returned as ``editorText``);
+                            with ``summarize`` the model summarizes the branch being left
+                            (or ``summary`` gives the text) into a branch_summary entry.
 ``label {targetId, label}`` → labels an entry (empty clears).
 ``fork {entryId}``        → a user message's history (excluding it) becomes a new session
                             file; returns ``{text, path}``.
@@ -393,7 +394,8 @@ class Coordinator:
             raise RemoteError("busy", f"{method}: wait for the current run to end (or abort it) first")
         if method == "label":
             return await self.store.call("label", {"targetId": args.get("targetId"), "label": args.get("label") or None})
-        entries = {e["id"]: e for e in (await self.store.call("entries"))["entries"]}
+        tree = await self.store.call("entries")
+        entries = {e["id"]: e for e in tree["entries"]}
         target_id = args.get("entryId") if method == "fork" else args.get("targetId")
         target = entries.get(target_id)
         if target is None:
@@ -413,14 +415,42 @@ class Coordinator:
         if _is_user_entry(target) or target.get("type") == "custom_message":
             new_leaf = target.get("parentId")
             editor_text = _entry_text(target)
-        summary = args.get("summary")
+        summary, details = args.get("summary"), args.get("details")
+        if not summary and args.get("summarize") and target_id != tree["leafId"]:
+            summary, details = await self._summarize_branch(tree, target_id, args)
         self.session = await self.store.call("branch", {"entryId": new_leaf})
         if summary:
-            entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": args.get("details"), "fromHook": False}
+            entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": details, "fromHook": False}
             await self.store.call("append_entry", {"entry": entry})
             self.session = await self.store.call("context")
         self.load_context(self.session)
         return {"editorText": editor_text, "leafId": new_leaf}
+
+    async def _summarize_branch(self, tree: dict, target_id: str, args: dict) -> tuple[str, dict | None]:
+        """A summary of the branch being left (pi's /tree "Summarize"), from the session's
+        model through the provider actor. Raises RemoteError if it fails or is aborted."""
+        from ..coding.compaction import collect_branch_entries, summarize_branch
+
+        model = self.agent.state.model
+        if model is None:
+            raise RemoteError("invalid_state", "No model available for summarization")
+        abandoned = collect_branch_entries(tree["entries"], tree["leafId"], target_id)
+        instructions = args.get("customInstructions")
+        result = await summarize_branch(
+            abandoned.entries,
+            model,
+            self.stream_fn,
+            api_key=None,
+            custom_instructions=instructions if isinstance(instructions, str) else None,
+            replace_instructions=bool(args.get("replaceInstructions")),
+            reserve_tokens=self.upkeep.compaction_settings.reserve_tokens,
+            session_id=self.session_id,
+        )
+        if result.aborted:
+            raise RemoteError("cancelled", "Branch summarization cancelled")
+        if result.error:
+            raise RemoteError("summarization_failed", f"Branch summarization failed: {result.error}")
+        return result.summary, result.details
 
     def load_context(self, described: dict) -> None:
         context = described.get("context") or {}
