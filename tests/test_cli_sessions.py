@@ -96,3 +96,46 @@ async def test_resume_without_a_terminal_says_how_to_choose_instead(scripted, en
     done = await env.run("-r", "-p", "hi")
     assert done.returncode == 1
     assert "--resume needs a terminal" in done.stderr.decode()
+
+
+async def test_resume_lists_this_directorys_sessions_and_opens_the_chosen_one(scripted, env):
+    import os
+    import pty
+
+    import trio
+
+    from conftest import CLI
+
+    scripted.script += [Reply(text="Older."), Reply(text="Newer."), Reply(text="Resumed the older one.")]
+    assert (await env.run(*MODEL, "-p", "the older session")).returncode == 0
+    assert (await env.run(*MODEL, "-p", "the newer session")).returncode == 0
+    master, slave = pty.openpty()
+    try:
+        proc = await trio.lowlevel.open_process(
+            [CLI, "-r", "-p", "continue please"], stdin=slave, stdout=slave, stderr=slave, env=env.env, cwd=env.work
+        )
+        os.close(slave)
+        slave = -1
+        screen = b""
+        with trio.fail_after(60):
+            while b"Resume which session?" not in screen:
+                await trio.lowlevel.wait_readable(master)
+                screen += os.read(master, 4096)
+            assert screen.index(b"the newer session") < screen.index(b"the older session")  # newest first
+            os.write(master, b"2\n")
+            while True:
+                await trio.lowlevel.wait_readable(master)
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # the pty closes when the process exits
+                    break
+                if not data:
+                    break
+                screen += data
+            assert await proc.wait() == 0
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert b"Resumed the older one." in screen
+    assert _sent(scripted, 2)[1:] == [("user", "the older session"), ("assistant", "Older."), ("user", "continue please")]
