@@ -228,3 +228,18 @@ def test_truncate_line_cuts_at_500_characters():
     text, cut = truncate_line("z" * 501)
     assert cut and text == "z" * 500 + "... [truncated]"
 
+
+
+async def test_a_negative_offset_or_limit_is_a_clear_error(tmp_path):
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    with pytest.raises(ToolError, match=r"^Offset must be a line number of 1 or more \(0 reads from the top\), got -2$"):
+        await read(tmp_path, path="a.txt", offset=-2)
+    with pytest.raises(ToolError, match=r"^Limit must be a number of lines of 0 or more, got -1$"):
+        await read(tmp_path, path="a.txt", limit=-1)
+    assert (tmp_path / "a.txt").read_text() == "one\ntwo\n"
+
+
+async def test_a_non_utf8_file_is_read_with_replacement_characters_as_pi_does(tmp_path):
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
+    result = await read(tmp_path, path="latin1.txt")
+    assert text_of(result) == "caf\ufffd\n"
