@@ -338,3 +338,31 @@ async def test_running_without_a_sandbox_is_announced(tmp_path, capfd):
     async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode="off")) as pool:
         await pool.assert_healthy()
     assert "tools run without a sandbox (--sandbox off)" in capfd.readouterr().err
+
+
+async def test_a_call_cancelled_while_waiting_for_its_turn_ends_at_once_and_never_runs(tmp_path):
+    os.mkfifo(tmp_path / "shared")
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+
+        async def first(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            args = {"toolCallId": "1", "name": "write", "args": {"path": "shared", "content": "first"}, "cwd": str(tmp_path)}
+            async with pool.peer.open_call("run_tool", args) as out:
+                task_status.started()
+                assert (await out.result())["isError"] is False
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(first)  # blocks in the fifo until we read
+            args = {"toolCallId": "2", "name": "write", "args": {"path": "shared", "content": "second"}, "cwd": str(tmp_path)}
+            async with pool.peer.open_call("run_tool", args) as second:
+                await second.cancel()
+                result = await second.result()
+            assert result == {"content": [{"type": "text", "text": "Operation aborted"}], "details": None, "isError": True}
+            assert await drain_fifo(tmp_path / "shared") == b"first"
+
+
+async def test_a_call_in_a_missing_working_directory_is_refused_clearly(tmp_path):
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash("echo hi", cwd=str(tmp_path / "gone"))
+        assert result["isError"] is True
+        assert text_of(result) == f"Tool bash was not run: the working directory {tmp_path / 'gone'} does not exist"
+        await pool.assert_healthy()

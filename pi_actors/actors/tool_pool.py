@@ -32,7 +32,7 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable
 
 import trio
@@ -172,10 +172,20 @@ class ToolPool:
                 self.started += 1
                 stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
                 try:
-                    async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
-                        worker.peer = peer
-                        task_status.started(worker)
-                        await peer.closed_event.wait()
+                    try:
+                        async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
+                            worker.peer = peer
+                            task_status.started(worker)
+                            await peer.closed_event.wait()
+                    except ConnectionLost:
+                        if worker.peer is not None:
+                            raise
+                        # It died before the handshake (bwrap refused a mount, for instance;
+                        # its own message went to stderr): say how it ended.
+                        with trio.move_on_after(_STOP_GRACE):
+                            await worker.process.exited.wait()
+                        status = describe_exit(worker.process, sandboxed=self.policy.sandboxed)
+                        raise OSError(f"the worker {status} while starting") from None
                 finally:
                     # Also when cancelled mid-handshake: the worker exits at end-of-stream.
                     await trio.aclose_forcefully(stream)
@@ -280,10 +290,19 @@ class ToolPool:
         call.cooperative = True
         name = args.get("name")
         aborted = _error_result("Command aborted" if name == "bash" else "Operation aborted")
+        cwd = args.get("cwd")
+        if self.policy.sandboxed and not (isinstance(cwd, str) and os.path.isdir(cwd)):
+            return _error_result(f"Tool {name} was not run: the working directory {cwd} does not exist")
         ordering = self._ordering(call, args)
-        async with self._order.hold(*ordering) if ordering else _nothing():
+        async with AsyncExitStack() as stack:
+
+            async def wait_turn() -> _Worker:
+                if ordering is not None:  # held until the call ends
+                    await stack.enter_async_context(self._order.hold(*ordering))
+                return await self.acquire(self._key(cwd))
+
             try:
-                worker = await _unless_cancelled(call, self.acquire(self._key(args.get("cwd"))))
+                worker = await _unless_cancelled(call, wait_turn())
             except SandboxUnavailable as exc:
                 return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
             except OSError as exc:
@@ -311,11 +330,6 @@ class ToolPool:
             if exc.code == "cancelled":
                 return _error_result("Command aborted" if args.get("name") == "bash" else "Operation aborted")
             raise
-
-
-@asynccontextmanager
-async def _nothing() -> AsyncIterator[None]:
-    yield
 
 
 @asynccontextmanager
