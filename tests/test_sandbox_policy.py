@@ -1,0 +1,118 @@
+"""Sandbox policies, the environment allow-list and the bubblewrap command line (no processes)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pi_actors.ai import types as T
+from pi_actors.cli.main import runtime_config
+from pi_actors.coding.sandbox import Limits, SandboxPolicy, SandboxUnavailable, default_mode
+from pi_actors.coding.sandbox.bwrap import build_argv, check_bwrap
+from pi_actors.coding.sandbox.env import sandbox_environment, unsandboxed_environment
+
+
+def test_the_default_policy_on_linux_is_workspace_write():
+    assert default_mode() == "workspace-write"
+    assert SandboxPolicy.from_config(None).mode == "workspace-write"
+    with pytest.raises(ValueError, match="unknown sandbox mode"):
+        SandboxPolicy(mode="danger-full-access")
+
+
+def test_a_policy_survives_its_configuration_document():
+    policy = SandboxPolicy(
+        mode="read-only", workspace="/w", allow_network=True, hidden=("/a",), limits=Limits(10, 20, 30), home="/h"
+    )
+    assert SandboxPolicy.from_config(policy.to_config()) == policy
+
+
+def test_the_sandbox_environment_is_an_allow_list_without_secrets():
+    source = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "ANTHROPIC_API_KEY": "k1",
+        "GITHUB_TOKEN": "k2",
+        "AWS_SECRET_ACCESS_KEY": "k3",
+        "PI_ACTORS_DIR": "/home/u/.pi-actors",
+        "PI_ACTORS_API_KEY": "k4",
+        "DATABASE_URL": "postgres://u:p@h/db",
+        "SSH_AUTH_SOCK": "/run/user/1/ssh",
+        "MY_TOOL_HOME": "/opt/tool",
+        "PI_ACTORS_SANDBOX_ENV": "MY_TOOL_HOME, OTHER_SECRET",
+        "OTHER_SECRET": "k5",
+    }
+    env = sandbox_environment(source)
+    assert env == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "PI_ACTORS_DIR": "/home/u/.pi-actors",
+        "PI_ACTORS_SANDBOX_ENV": "MY_TOOL_HOME, OTHER_SECRET",
+        "MY_TOOL_HOME": "/opt/tool",  # asked for by name
+        "TMPDIR": "/tmp",
+    }
+
+
+def test_without_a_sandbox_only_credential_names_are_removed():
+    env = unsandboxed_environment({"PATH": "/bin", "OPENAI_API_KEY": "k", "GH_TOKEN": "t", "DATABASE_URL": "x"})
+    assert env == {"PATH": "/bin", "DATABASE_URL": "x"}
+
+
+def _pairs(argv: list[str], option: str) -> list[str]:
+    return [argv[i + 1] if option in ("--tmpfs", "--chdir") else argv[i + 2] for i, a in enumerate(argv) if a == option]
+
+
+def test_the_bwrap_command_line_binds_in_the_right_order(tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".netrc").write_text("machine x password y")
+    ws = tmp_path / "ws"
+    (ws / ".sessions").mkdir(parents=True)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    policy = SandboxPolicy(workspace=str(ws), home=str(home), hidden=(str(agent), str(ws / ".sessions"), str(tmp_path)))
+    argv = build_argv(policy, ["python", "-m", "x"], bwrap="/usr/bin/bwrap", tmp_dir="/tmp/private", status_fd=7)
+    assert argv[:1] == ["/usr/bin/bwrap"] and argv[-4:] == ["--", "python", "-m", "x"]
+    for option in ("--unshare-pid", "--as-pid-1", "--unshare-net", "--die-with-parent", "--new-session"):
+        assert option in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL" and argv[argv.index("--json-status-fd") + 1] == "7"
+    joined = " ".join(argv)
+    assert "--ro-bind / / --dev /dev --proc /proc --bind /tmp/private /tmp --tmpfs /run" in joined
+    tmpfs = _pairs(argv, "--tmpfs")
+    assert str(home / ".ssh") in tmpfs and str(agent) in tmpfs
+    assert str(tmp_path) not in tmpfs  # it contains the workspace: never hidden
+    assert ["--ro-bind", "/dev/null", str(home / ".netrc")] == argv[argv.index(str(home / ".netrc")) - 2 : argv.index(str(home / ".netrc")) + 1]
+    workspace_bind = argv.index("--bind", argv.index("/tmp") + 1)
+    assert argv[workspace_bind : workspace_bind + 3] == ["--bind", str(ws), str(ws)]
+    # Masks outside the workspace come before its bind, the one inside it after.
+    assert argv.index(str(home / ".ssh")) < workspace_bind < argv.index(str(ws / ".sessions"))
+    assert argv[argv.index("--chdir") + 1] == str(ws)
+
+
+def test_read_only_binds_the_workspace_read_only_and_allow_network_keeps_the_network(tmp_path):
+    argv = build_argv(SandboxPolicy(mode="read-only", workspace=str(tmp_path), allow_network=True, home="/"), ["true"])
+    assert "--unshare-net" not in argv
+    i = argv.index(str(tmp_path))
+    assert argv[i - 1 : i + 2] == ["--ro-bind", str(tmp_path), str(tmp_path)]
+
+
+def test_without_bwrap_the_sandbox_is_unavailable_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxUnavailable, match=r"'bwrap' is not installed .* Run with --sandbox off"):
+        check_bwrap(SandboxPolicy(workspace=str(tmp_path)))
+
+
+def test_the_cli_configuration_carries_the_policy_and_hides_the_agent_and_session_directories(tmp_path):
+    model = T.Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:1")
+    common = dict(model=model, thinking="off", tools=["read"], cwd=str(tmp_path), system_prompt="", agent_dir="/agent")
+    config = runtime_config(**common, session_dir="/sessions", runtime_keys={}, key_sources={})
+    policy = SandboxPolicy.from_config(config["tools"]["sandbox"])
+    assert policy.mode == "workspace-write" and policy.workspace == str(tmp_path) and not policy.allow_network
+    assert set(policy.hidden) == {"/agent", "/sessions"}
+    config = runtime_config(**common, runtime_keys={}, key_sources={}, sandbox="off", allow_network=True)
+    assert config["tools"]["sandbox"]["mode"] == "off" and config["tools"]["sandbox"]["allowNetwork"] is True
+    assert os.path.isabs(config["tools"]["sandbox"]["workspace"])
