@@ -59,6 +59,7 @@ from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
 from ._event_wire import StreamRebuilder, strip_agent_event
+from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
 from ..coding.compaction import CompactionSettings
 from ..coding.retry import RetrySettings
@@ -117,6 +118,7 @@ class Coordinator:
         self._published: list[Any] = []
         self._published_stream: Any = None
         settings = config.get("settings") or {}
+        self.commands = SessionCommands(self)
         self.upkeep = Upkeep(
             self,
             compaction=CompactionSettings.from_json(settings.get("compaction")),
@@ -224,8 +226,8 @@ class Coordinator:
             return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
         if method == "subscribe":
             return await self._subscribe(call, args)
-        if method in ("tree", "navigate", "label", "fork", "fork_messages"):
-            return await self._tree_call(method, args)
+        if method in SessionCommands.METHODS:
+            return await self.commands.handle(method, args)
         raise RemoteError("not_found", f"coordinator: unknown method {method!r}")
 
     async def _run(self, call: IncomingCall, args: dict) -> Any:
@@ -381,77 +383,6 @@ class Coordinator:
             await self.store.call("append", {"message": T.to_plain(result)})
             self.agent.append_message(result)
 
-    # -- the session tree ----------------------------------------------------------------------
-
-    async def _tree_call(self, method: str, args: dict) -> Any:
-        """Tree operations (pi's /tree, /fork, labels); refused while a run is active."""
-        if method == "tree":
-            return await self.store.call("entries")
-        if method == "fork_messages":
-            entries = (await self.store.call("entries"))["entries"]
-            return {"messages": [{"entryId": e["id"], "text": _entry_text(e)} for e in entries if _is_user_entry(e) and _entry_text(e)]}
-        if self.agent.state.is_streaming:
-            raise RemoteError("busy", f"{method}: wait for the current run to end (or abort it) first")
-        if method == "label":
-            return await self.store.call("label", {"targetId": args.get("targetId"), "label": args.get("label") or None})
-        tree = await self.store.call("entries")
-        entries = {e["id"]: e for e in tree["entries"]}
-        target_id = args.get("entryId") if method == "fork" else args.get("targetId")
-        target = entries.get(target_id)
-        if target is None:
-            raise RemoteError("not_found", f"Entry {target_id} not found")
-        if method == "fork":
-            if not _is_user_entry(target):
-                raise RemoteError("invalid_args", "Invalid entry ID for forking")
-            # The new session holds the path up to, not including, the chosen user message;
-            # its text goes back to the editor.
-            self.session = await self.store.call("fork", {"entryId": target.get("parentId")})
-            self.agent.session_id = self.session_id
-            self.load_context(self.session)
-            return {"text": _entry_text(target), "path": self.session.get("path")}
-        # navigate: a user message (or custom message) is re-asked, so the leaf becomes its parent.
-        editor_text = None
-        new_leaf = target_id
-        if _is_user_entry(target) or target.get("type") == "custom_message":
-            new_leaf = target.get("parentId")
-            editor_text = _entry_text(target)
-        summary, details = args.get("summary"), args.get("details")
-        if not summary and args.get("summarize") and target_id != tree["leafId"]:
-            summary, details = await self._summarize_branch(tree, target_id, args)
-        self.session = await self.store.call("branch", {"entryId": new_leaf})
-        if summary:
-            entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": details, "fromHook": False}
-            await self.store.call("append_entry", {"entry": entry})
-            self.session = await self.store.call("context")
-        self.load_context(self.session)
-        return {"editorText": editor_text, "leafId": new_leaf}
-
-    async def _summarize_branch(self, tree: dict, target_id: str, args: dict) -> tuple[str, dict | None]:
-        """A summary of the branch being left (pi's /tree "Summarize"), from the session's
-        model through the provider actor. Raises RemoteError if it fails or is aborted."""
-        from ..coding.compaction import collect_branch_entries, summarize_branch
-
-        model = self.agent.state.model
-        if model is None:
-            raise RemoteError("invalid_state", "No model available for summarization")
-        abandoned = collect_branch_entries(tree["entries"], tree["leafId"], target_id)
-        instructions = args.get("customInstructions")
-        result = await summarize_branch(
-            abandoned.entries,
-            model,
-            self.stream_fn,
-            api_key=None,
-            custom_instructions=instructions if isinstance(instructions, str) else None,
-            replace_instructions=bool(args.get("replaceInstructions")),
-            reserve_tokens=self.upkeep.compaction_settings.reserve_tokens,
-            session_id=self.session_id,
-        )
-        if result.aborted:
-            raise RemoteError("cancelled", "Branch summarization cancelled")
-        if result.error:
-            raise RemoteError("summarization_failed", f"Branch summarization failed: {result.error}")
-        return result.summary, result.details
-
     def load_context(self, described: dict) -> None:
         context = described.get("context") or {}
         self.agent.replace_messages(from_session_messages(context.get("messages") or []))
@@ -494,17 +425,6 @@ def _wire_options(options: Any) -> dict:
         if value is not None:
             out[key] = value
     return out
-
-
-def _is_user_entry(entry: dict) -> bool:
-    return entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "user"
-
-
-def _entry_text(entry: dict) -> str:
-    content = (entry.get("message") or entry).get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
 def _text_arg(args: dict, method: str) -> str:

@@ -91,6 +91,7 @@ def runtime_config(
     agent_dir: str,
     session: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
+    models: list[Any] | None = None,
     runtime_keys: dict[str, str],
     key_sources: dict[str, str],
     sandbox: str | None = None,
@@ -126,6 +127,8 @@ def runtime_config(
             "tools": tools,
             "session": session or {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
             "settings": settings or {},
+            # The models a session may switch to (set_model, and restoring a resumed one).
+            "models": [T.to_plain(m) for m in (models or [model])],
         },
     }
 
@@ -239,6 +242,7 @@ def _run(argv: Sequence[str]) -> int:
         agent_dir=adir,
         session=session.config,
         settings=settings,
+        models=reg.models,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
