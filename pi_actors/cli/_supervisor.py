@@ -33,14 +33,27 @@ def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
 
 
 @asynccontextmanager
-async def open_local_runtime(config: dict[str, Any], *, shutdown_grace: float = 3.0) -> AsyncIterator[Peer]:
+async def open_local_runtime(
+    config: dict[str, Any],
+    *,
+    shutdown_grace: float = 3.0,
+    tools_link: Any = None,
+    processes: dict[str, Any] | None = None,
+) -> AsyncIterator[Peer]:
     """Spawn the actors for ``config`` (keys provider, tools, store, coordinator) and yield
-    the UI's connection to the coordinator; see the module docstring for shutdown."""
+    the UI's connection to the coordinator; see the module docstring for shutdown.
+
+    ``tools_link``: a socket to use as the coordinator's "tools" link instead of spawning a
+    tool pool (the caller serves ``run_tool`` on the other end, e.g. a remote tool host).
+    ``processes``: if given, filled with each actor's ``ChildProcess`` by name."""
     scrubbed = child_environment(scrub=secret_env_names())
     async with trio.open_nursery() as nursery:
         ui_end, coord_ui = link_pair()
         coord_prov, prov = link_pair()
-        coord_tools, tools = link_pair()
+        if tools_link is None:
+            coord_tools, tools = link_pair()
+        else:
+            coord_tools, tools = tools_link, None
         coord_store, store = link_pair()
         coordinator_links = {"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "store": coord_store}
         # (name, entry, links, config key, environment); only the provider sees API keys.
@@ -50,9 +63,13 @@ async def open_local_runtime(config: dict[str, Any], *, shutdown_grace: float = 
             ("session-store", "pi_actors.actors.session_store:run_session_store", {"coordinator": store}, "store", scrubbed),
             ("coordinator", "pi_actors.actors.coordinator:run_coordinator", coordinator_links, "coordinator", scrubbed),
         ]
+        if tools is None:
+            actors = [a for a in actors if a[0] != "tool-pool"]
         try:
             for name, entry, links, key, env in actors:
-                await start_actor(nursery, name=name, entry=entry, links=links, config=config.get(key) or {}, env=env)
+                child = await start_actor(nursery, name=name, entry=entry, links=links, config=config.get(key) or {}, env=env)
+                if processes is not None:
+                    processes[name] = child
         except BaseException:
             ui_end.close()
             raise

@@ -1,0 +1,212 @@
+"""The server actor over real sockets on 127.0.0.1 and a unix socket: auth, hello, sessions,
+attachment fencing, subscriptions (snapshot then contiguous updates), disconnects."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import trio
+from trio_websocket import ConnectionRejected, open_websocket_url
+
+from pi_actors.runtime import ConnectionLost, RemoteError, protocol as P
+from pi_actors.server import Server
+from pi_actors.server.client import ConnectionRefused, RemoteSession, connect
+from pi_actors.testing.scripted_server import Reply
+
+from conftest import actor_config
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+async def server(scripted, tmp_path, nursery):
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    cm = srv.running()
+    await cm.__aenter__()
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, TOKEN)
+    sock_dir = tmp_path / "sock"
+    await nursery.start(srv.serve_unix, str(sock_dir / "server.sock"))
+    srv.url = f"ws://127.0.0.1:{ws.port}/"
+    srv.unix = f"unix:{sock_dir / 'server.sock'}"
+    yield srv
+    await cm.__aexit__(None, None, None)
+
+
+async def _collect(session: RemoteSession, into: list, ready: trio.Event, until: str = "agent_end") -> dict:
+    async with session.open_call("subscribe") as call:
+        snapshot = None
+        async for chunk in call:
+            if snapshot is None:
+                snapshot = chunk["snapshot"]
+                ready.set()
+                continue
+            into.append(chunk)
+            if chunk["event"]["type"] == until:
+                break
+    return snapshot
+
+
+async def _prompt(session: RemoteSession, text: str) -> list[dict]:
+    events = []
+    async with session.open_call("prompt", {"text": text}) as call:
+        async for e in call:
+            events.append(e)
+        await call.result()
+    return events
+
+
+async def test_websocket_upgrade_needs_the_bearer_token(server):
+    for headers in ([], [(b"authorization", b"Bearer wrong")]):
+        with pytest.raises(ConnectionRejected) as info:
+            async with open_websocket_url(server.url, extra_headers=headers):
+                pass
+        assert info.value.status_code == 401
+    with pytest.raises(ConnectionRefused) as refused:
+        async with connect(server.url, token="nope"):
+            pass
+    assert refused.value.status == 401
+    async with connect(server.url, token=TOKEN) as peer:
+        assert peer.peer_role == "server"
+        assert await peer.call("list") == {"sessions": []}
+
+
+async def test_unix_socket_is_0600_in_a_0700_directory(server):
+    path = server.unix[len("unix:"):]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    async with connect(server.unix) as peer:
+        assert await peer.call("list") == {"sessions": []}
+
+
+async def raw_exchange(stream: trio.abc.Stream, data: bytes) -> list:
+    """Send raw bytes, read until the server closes; the decoded frames it sent."""
+    await stream.send_all(data)
+    received = b""
+    with trio.fail_after(15):
+        while True:
+            try:
+                more = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                more = b""
+            if not more:
+                break
+            received += more
+    out = []
+    while len(received) >= 4:
+        n = int.from_bytes(received[:4], "big")
+        out.append(P.decode_message(received[4 : 4 + n]))
+        received = received[4 + n :]
+    return out
+
+
+async def test_a_version_mismatch_gets_hello_error_version_and_the_server_goes_on(server):
+    stream = await trio.open_unix_socket(server.unix[5:])
+    hello = P.Hello(protocol=P.PROTOCOL_NAME, min_version=90, max_version=99, role="ui", name="old")
+    frames = await raw_exchange(stream, P.encode_frame(P.encode_message(hello)))
+    assert len(frames) == 1 and isinstance(frames[0], P.HelloError) and frames[0].code == "version"
+    async with connect(server.url, token=TOKEN) as peer:
+        assert await peer.call("list") == {"sessions": []}
+
+
+async def test_sessions_attach_fencing_and_forwarded_calls(server, scripted):
+    scripted.script += [Reply(text="hello there")]
+    async with connect(server.url, token=TOKEN) as a, connect(server.unix) as b:
+        sid = (await a.call("create", {}))["sessionId"]
+        listed = (await b.call("list"))["sessions"]
+        assert [s["id"] for s in listed] == [sid]
+        sa = await RemoteSession.attach(a, sid)
+        again = await RemoteSession.attach(a, sid)
+        assert again.attachment_id == sa.attachment_id  # re-attaching is a no-op
+        # b has no attachment; a's id does not work from b's connection
+        with pytest.raises(RemoteError) as info:
+            await b.call("get_state", {"attachmentId": sa.attachment_id}, target=sid)
+        assert info.value.code == "session_not_attached"
+        sb = await RemoteSession.attach(b, sid)
+        assert sb.attachment_id != sa.attachment_id
+        events = await _prompt(sa, "hi")
+        assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_end"
+        msgs = (await sb.call("get_messages"))["messages"]
+        assert [m["role"] for m in msgs] == ["user", "assistant"]
+        state = await sb.call("get_state")
+        assert state["messageCount"] == 2 and state["isStreaming"] is False
+        await sb.call("steer", {"text": "later"})
+        await sb.call("follow_up", {"text": "later too"})
+        await sb.call("abort")
+        # detach: the old id is stale
+        await b.call("detach")
+        with pytest.raises(RemoteError) as info:
+            await sb.call("get_state")
+        assert info.value.code == "session_not_attached"
+        # a new attachment gets a new id; the stale one stays refused
+        sb2 = await RemoteSession.attach(b, sid)
+        assert sb2.attachment_id != sb.attachment_id
+        with pytest.raises(RemoteError):
+            await sb.call("get_state")
+        await sb2.call("get_state")
+        await a.call("remove", {"sessionId": sid})
+        assert (await a.call("list"))["sessions"] == []
+        with pytest.raises(RemoteError) as info:
+            await sa.call("get_state")
+        assert info.value.code in ("session_terminated", "session_not_attached")
+
+
+async def test_two_clients_see_the_same_contiguous_sequence_and_a_late_joiner_gets_the_partial(server, scripted):
+    scripted.script += [Reply(text="streamed to everyone in pieces", chunks=10, hang_after_start=True)]
+    async with connect(server.url, token=TOKEN) as a, connect(server.unix) as b, connect(server.url, token=TOKEN) as c:
+        sid = (await a.call("create", {}))["sessionId"]
+        sa, sb, sc = [await RemoteSession.attach(p, sid) for p in (a, b, c)]
+        got = {"a": [], "b": [], "c": []}
+        snaps = {}
+        async with trio.open_nursery() as nursery:
+            ready = {k: trio.Event() for k in got}
+
+            async def run(name, s):
+                snaps[name] = await _collect(s, got[name], ready[name])
+
+            nursery.start_soon(run, "a", sa)
+            nursery.start_soon(run, "b", sb)
+            await ready["a"].wait()
+            await ready["b"].wait()
+            async with sa.open_call("prompt", {"text": "talk"}) as call:
+                joined = False
+                async for data in call:
+                    if not joined and data["type"] == "message_update" and data["assistantMessageEvent"]["type"] == "text_delta":
+                        joined = True
+                        nursery.start_soon(run, "c", sc)
+                        await ready["c"].wait()
+                        await sc.call("abort")
+                await call.result()
+        for name in "abc":
+            seqs = [u["seq"] for u in got[name]]
+            assert seqs == list(range(snaps[name]["seq"] + 1, snaps[name]["seq"] + 1 + len(seqs)))
+        assert [u["event"] for u in got["a"]] == [u["event"] for u in got["b"]]
+        assert got["c"] == got["a"][len(got["a"]) - len(got["c"]):]
+        partial = snaps["c"]["streamMessage"]
+        assert snaps["c"]["isStreaming"] and partial["role"] == "assistant" and partial["content"]
+
+
+async def test_disconnect_fails_in_flight_calls_as_outcome_unknown(server, scripted):
+    scripted.script += [Reply(text="never finishes", chunks=4, hang_after_start=True)]
+    async with connect(server.url, token=TOKEN) as a:
+        sid = (await a.call("create", {}))["sessionId"]
+    outcome = {}
+    with trio.fail_after(30):
+        async with connect(server.url, token=TOKEN) as b:
+            sb = await RemoteSession.attach(b, sid)
+            try:
+                async with sb.open_call("prompt", {"text": "go"}) as call:
+                    async for data in call:
+                        if data["type"] == "message_update":
+                            await b._stream.aclose()  # the transport drops under the call
+                    await call.result()
+            except ConnectionLost as exc:
+                outcome["error"] = exc
+    assert "outcome of the call is unknown" in str(outcome["error"])
+    async with connect(server.unix) as c:
+        sc = await RemoteSession.attach(c, sid)  # a new attachment; nothing was replayed
+        with trio.fail_after(30):
+            while (await sc.call("get_state"))["isStreaming"]:
+                await sc.call("abort")
+        assert (await sc.call("get_state"))["isStreaming"] is False
