@@ -139,3 +139,17 @@ async def test_resume_lists_this_directorys_sessions_and_opens_the_chosen_one(sc
             os.close(slave)
     assert b"Resumed the older one." in screen
     assert _sent(scripted, 2)[1:] == [("user", "the older session"), ("assistant", "Older."), ("user", "continue please")]
+
+
+async def test_export_writes_a_self_contained_html_page_of_a_session(scripted, env):
+    scripted.script.append(Reply(text="An <answer> & more."))
+    assert (await env.run(*MODEL, "-p", "question <b>bold</b>")).returncode == 0
+    (path,) = _session_files(env)
+    out = env.work / "page.html"
+    done = await env.run("--export", str(path), str(out))
+    assert done.returncode == 0 and done.stdout.decode().strip() == f"Exported to: {out}"
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and "<style>" in page and "<script src" not in page
+    assert "question &lt;b&gt;bold&lt;/b&gt;" in page and "An &lt;answer&gt; &amp; more." in page
+    missing = await env.run("--export", str(env.work / "nope.jsonl"))
+    assert missing.returncode == 1 and missing.stderr.decode().startswith("Error: Cannot export")

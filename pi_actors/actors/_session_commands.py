@@ -8,6 +8,7 @@ where pi aborts the run first (new_session, switch_session).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import msgspec
@@ -36,7 +37,8 @@ class SessionCommands:
     METHODS = frozenset({
         "tree", "navigate", "label", "fork", "fork_messages",
         "set_model", "set_thinking_level", "new_session", "switch_session", "set_session_name",
-        "get_session_stats", "get_last_assistant_text", "bash", "get_available_models",
+        "get_session_stats", "get_last_assistant_text", "bash", "get_available_models", "export_html",
+        "set_queue_mode", "set_auto",
     })  # fmt: skip
 
     def __init__(self, coordinator: Any) -> None:
@@ -198,6 +200,29 @@ class SessionCommands:
             self.c.agent.set_thinking_level(_clamp_level(level, self.c.agent.state.model))
         return {"cancelled": False, "path": self.c.session.get("path")}
 
+    async def set_queue_mode(self, args: dict) -> dict:
+        """``{queue: steering|followUp, mode: all|one-at-a-time}``."""
+        mode = args.get("mode")
+        if mode not in ("all", "one-at-a-time"):
+            raise RemoteError("invalid_args", f"Invalid mode {mode!r}; one of all, one-at-a-time")
+        if args.get("queue") == "steering":
+            self.c.agent.steering_mode = mode
+        else:
+            self.c.agent.follow_up_mode = mode
+        return {}
+
+    async def set_auto(self, args: dict) -> dict:
+        """``{what: compaction|retry, enabled}``: switch auto-compaction or auto-retry."""
+        import dataclasses
+
+        enabled = bool(args.get("enabled"))
+        upkeep = self.c.upkeep
+        if args.get("what") == "compaction":
+            upkeep.compaction_settings = dataclasses.replace(upkeep.compaction_settings, enabled=enabled)
+        else:
+            upkeep.retry.settings = dataclasses.replace(upkeep.retry.settings, enabled=enabled)
+        return {}
+
     async def set_session_name(self, args: dict) -> dict:
         name = args.get("name")
         name = name.strip() if isinstance(name, str) else ""
@@ -240,6 +265,22 @@ class SessionCommands:
                 text = "".join(b.text for b in m.content if isinstance(b, T.TextContent))
                 return {"text": text} if text else {}
         return {}
+
+    async def export_html(self, args: dict) -> dict:
+        """The session's current branch as a self-contained HTML file; ``{path}``."""
+        from ..coding.export_html import export_html
+
+        tree = await self.c.store.call("entries")
+        header = (self.c.session or {}).get("header") or {}
+        path = args.get("outputPath")
+        if not isinstance(path, str) or not path:
+            base = (self.c.session or {}).get("path")
+            path = (base[: -len(".jsonl")] if base else os.path.join(self.c.cwd, f"pi-session-{header.get('id', 'export')}")) + ".html"
+        try:
+            written = export_html(header, tree["entries"], path, tree.get("leafId"))
+        except OSError as exc:
+            raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
+        return {"path": written}
 
     # -- !cmd ----------------------------------------------------------------------------------
 

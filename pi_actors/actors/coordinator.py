@@ -117,6 +117,7 @@ class Coordinator:
         self._subscribers: list[trio.MemorySendChannel] = []
         self._published: list[Any] = []
         self._published_stream: Any = None
+        self._sink_quiet = False
         settings = config.get("settings") or {}
         self.commands = SessionCommands(self)
         self.upkeep = Upkeep(
@@ -221,6 +222,8 @@ class Coordinator:
                 "followUpMode": self.agent.follow_up_mode,
                 "sessionFile": (self.session or {}).get("path"),
                 "sessionId": ((self.session or {}).get("header") or {}).get("id"),
+                "autoCompactionEnabled": self.upkeep.compaction_settings.enabled,
+                "autoRetryEnabled": self.upkeep.retry.settings.enabled,
             }
         if method == "get_messages":
             return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
@@ -249,6 +252,7 @@ class Coordinator:
         try:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
+                self._sink_quiet = args.get("events") is False  # a UI that reads a subscription
                 self._published, self._published_stream = list(self.agent.state.messages), None
 
                 async def pass_cancel() -> None:
@@ -303,7 +307,7 @@ class Coordinator:
             self._published_stream = None
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": data})
-        if self._sink is not None:
+        if self._sink is not None and not self._sink_quiet:
             await self._sink.send_chunk(data)
         follow = self.upkeep.on_event(event)
         if follow is not None:
@@ -313,7 +317,7 @@ class Coordinator:
         """A session event (auto_retry_*, auto_compaction_*): to subscribers and the run's UI."""
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": event})
-        if self._sink is not None:
+        if self._sink is not None and not self._sink_quiet:
             await self._sink.send_chunk(event)
 
     # -- subscriptions ---------------------------------------------------------------------

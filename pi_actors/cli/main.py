@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("messages", nargs="*", help="prompt messages; the first is sent first")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true", help="non-interactive: run the prompt(s), print the answer, exit")
-    p.add_argument("--mode", choices=["text", "json"], default="text", help="output mode (json: one event per line)")
+    p.add_argument("--mode", choices=["text", "json", "rpc"], default="text", help="output mode (json: one event per line; rpc: pi's JSON-lines RPC on stdin/stdout)")
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
     p.add_argument("--model", help="model id, provider/id, optionally with :thinking suffix")
     p.add_argument("--api-key", help="API key for the chosen provider (not saved)")
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", metavar="PATH|ID", help="open a session file, or a session by id prefix")
     p.add_argument("--fork", metavar="PATH|ID", help="copy a session (all branches) into a new one here and continue it")
     p.add_argument("--session-dir", help="directory for session files")
+    p.add_argument("--export", nargs="+", metavar="FILE", help="export SESSION.jsonl [OUTPUT.html] to HTML and exit")
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
     p.add_argument("-v", "--version", action="version", version=f"pi-actors {VERSION}")
@@ -167,14 +168,44 @@ def _list_models(search: str) -> int:
     return 0
 
 
+def _export(paths: list[str]) -> int:
+    from ..coding.export_html import export_html
+    from ..coding.session import SessionLoadError, load_session
+    from ._config import ConfigError
+
+    if len(paths) > 2:
+        raise ConfigError("--export takes a session file and optionally an output path")
+    source = paths[0]
+    try:
+        loaded = load_session(source)
+    except FileNotFoundError:
+        raise ConfigError(f"File not found: {os.path.abspath(source)}") from None
+    except (SessionLoadError, OSError) as exc:
+        raise ConfigError(f"Cannot export {source}: {exc}") from None
+    target = paths[1] if len(paths) == 2 else os.path.splitext(os.path.basename(source))[0] + ".html"
+    try:
+        written = export_html(loaded.header, loaded.entries, target)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {target}: {exc.strerror or exc}") from None
+    print(f"Exported to: {written}")
+    return 0
+
+
 def _run(argv: Sequence[str]) -> int:
     if argv and argv[0] == "demo":
         from .demo import main as demo_main
 
         return demo_main(list(argv[1:]))
+    if argv and argv[0] in ("serve", "attach", "tool-host"):
+        from importlib import import_module
+
+        sub = import_module(f".{argv[0].replace('-', '_')}", __package__)
+        return sub.main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     if args.list_models is not None:
         return _list_models(args.list_models)
+    if args.export:
+        return _export(args.export)
 
     from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
@@ -182,13 +213,16 @@ def _run(argv: Sequence[str]) -> int:
     from ._settings import load_settings
 
     messages = list(args.messages)
-    if not sys.stdin.isatty():
+    if args.mode == "rpc":
+        if messages:
+            raise UsageError("In RPC mode prompts come as commands on stdin, not as arguments")
+    elif not sys.stdin.isatty():
         piped = sys.stdin.read().strip()
         if piped:
             messages.insert(0, piped)
             args.print_mode = True
     interactive = not args.print_mode and args.mode == "text"
-    if not messages and not interactive:
+    if not messages and not interactive and args.mode != "rpc":
         raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
 
     reg = load_model_registry()
@@ -253,6 +287,10 @@ def _run(argv: Sequence[str]) -> int:
 
     from ._render import JsonRenderer, PrintRenderer
 
+    if args.mode == "rpc":
+        from .rpc import run_rpc
+
+        return trio.run(run_rpc, config)
     if interactive:
         from .interactive import run_interactive
 

@@ -1,0 +1,281 @@
+"""``--mode rpc``: pi's JSON-lines RPC protocol on stdin/stdout (spec/pi-coding-agent.md §5.4).
+
+Every input line is one command ``{"id"?, "type": <command>, ...}``; each gets one response
+``{"id"?, "type": "response", "command", "success", "data"? | "error"}``, and every session
+event (pi's AgentEvents plus ``auto_retry_*`` / ``auto_compaction_*``) is written as its own
+line, without an id, as it happens. Commands are handled concurrently, as in pi, so a long
+``compact`` or ``bash`` answers after later commands.
+
+Where we differ from pi, on purpose (DESIGN.md): every error response carries the request's
+``id`` and its own ``command`` (pi answers some failures as ``command: "parse"`` without the
+id); only a line that is not JSON at all is answered as ``parse``. A ``prompt`` whose run
+later fails gets a second response with ``success: false``, as in pi.
+
+Framing: records are split on ``\\n`` only (U+2028/U+2029 inside strings do not split), a
+trailing ``\\r`` is dropped, a last unterminated line is handled at end of input. At end of
+input the process waits for the running commands and the agent to finish, then exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import msgspec
+import trio
+
+from ..actors._event_wire import AgentEventRebuilder
+from ..runtime import Peer, RemoteError
+from ._supervisor import open_local_runtime
+
+__all__ = ["run_rpc", "RpcSession"]
+
+_encoder = msgspec.json.Encoder()
+_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+
+class RpcSession:
+    def __init__(self, coordinator: Peer, out: Any, config: dict) -> None:
+        self.c = coordinator
+        self.out = out
+        self.config = config
+        self._runs = 0
+        self._idle = trio.Event()
+        self._idle.set()
+
+    def write(self, obj: Any) -> None:
+        self.out.write(_encoder.encode(obj) + b"\n")
+        self.out.flush()
+
+    def respond(self, request: dict, command: str, *, data: Any = None, error: str | None = None) -> None:
+        response: dict[str, Any] = {"type": "response", "command": command, "success": error is None}
+        if "id" in request:
+            response = {"id": request["id"], **response}
+        if error is not None:
+            response["error"] = error
+        elif data is not None:
+            response["data"] = data
+        self.write(response)
+
+    # -- events --------------------------------------------------------------------------
+
+    async def pump_events(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Write every session event, in order, for as long as the session lives."""
+        rebuild = AgentEventRebuilder()
+        async with self.c.open_call("subscribe", {"maxQueue": 1_000_000}) as call:
+            started = False
+            async for chunk in call:
+                if "snapshot" in chunk:
+                    rebuild.seed(chunk["snapshot"].get("streamMessage"))
+                    if not started:
+                        started = True
+                        task_status.started()
+                    continue
+                self.write(rebuild.apply(chunk["event"]))
+
+    # -- commands ------------------------------------------------------------------------
+
+    async def handle_line(self, line: str, nursery: trio.Nursery) -> None:
+        try:
+            request = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            self.write({"type": "response", "command": "parse", "success": False, "error": f"Failed to parse command: {exc}"})
+            return
+        if not isinstance(request, dict) or not isinstance(request.get("type"), str):
+            self.respond(request if isinstance(request, dict) else {}, "parse", error="Failed to parse command: a command is an object with a string 'type'")
+            return
+        command = request["type"]
+        handler = getattr(self, f"cmd_{command}", None)
+        if handler is None:
+            self.respond(request, command, error=f"Unknown command: {command}")
+            return
+        try:
+            data = await handler(request, nursery)
+        except RemoteError as exc:
+            self.respond(request, command, error=exc.message)
+        except (KeyError, TypeError, ValueError) as exc:
+            self.respond(request, command, error=f"Invalid {command} command: {exc}")
+        else:
+            self.respond(request, command, data=data)
+
+    async def _state(self) -> dict:
+        return await self.c.call("get_state")
+
+    async def cmd_prompt(self, request: dict, nursery: trio.Nursery) -> None:
+        text = request["message"]
+        if not isinstance(text, str):
+            raise ValueError("message must be a string")
+        state = await self._state()
+        if state["isStreaming"]:
+            behavior = request.get("streamingBehavior")
+            if behavior == "steer":
+                await self.c.call("steer", {"text": text})
+                return None
+            if behavior == "followUp":
+                await self.c.call("follow_up", {"text": text})
+                return None
+            raise RemoteError(
+                "busy", "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+            )
+        self._runs += 1
+        self._idle = trio.Event()
+        nursery.start_soon(self._run_prompt, request, text)
+        return None
+
+    async def _run_prompt(self, request: dict, text: str) -> None:
+        try:
+            await self.c.call("prompt", {"text": text, "events": False})
+        except RemoteError as exc:
+            self.respond(request, "prompt", error=exc.message)
+        finally:
+            self._runs -= 1
+            if self._runs == 0:
+                self._idle.set()
+
+    async def cmd_steer(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("steer", {"text": request["message"]})
+
+    async def cmd_follow_up(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("follow_up", {"text": request["message"]})
+
+    async def cmd_abort(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("abort")
+
+    async def cmd_abort_retry(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("abort_retry")
+
+    async def cmd_new_session(self, request: dict, nursery: trio.Nursery) -> dict:
+        result = await self.c.call("new_session", {"parentSession": request.get("parentSession")})
+        return {"cancelled": result.get("cancelled", False)}
+
+    async def cmd_get_state(self, request: dict, nursery: trio.Nursery) -> dict:
+        state = await self._state()
+        out = {
+            "model": state.get("model"),
+            "thinkingLevel": state.get("thinkingLevel"),
+            "isStreaming": state.get("isStreaming"),
+            "isCompacting": False,
+            "steeringMode": state.get("steeringMode"),
+            "followUpMode": state.get("followUpMode"),
+            "sessionFile": state.get("sessionFile"),
+            "sessionId": state.get("sessionId"),
+            "autoCompactionEnabled": state.get("autoCompactionEnabled", True),
+            "messageCount": state.get("messageCount"),
+            "pendingMessageCount": state.get("pendingMessageCount", 0),
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+    async def cmd_set_model(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("set_model", {"provider": request["provider"], "modelId": request["modelId"]})
+
+    async def cmd_get_available_models(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("get_available_models")
+
+    async def cmd_cycle_model(self, request: dict, nursery: trio.Nursery) -> dict | None:
+        models = (await self.c.call("get_available_models"))["models"]
+        current = (await self._state()).get("model") or {}
+        if len(models) < 2:
+            return None
+        keys = [(m["provider"], m["id"]) for m in models]
+        here = keys.index((current.get("provider"), current.get("id"))) if (current.get("provider"), current.get("id")) in keys else -1
+        nxt = models[(here + 1) % len(models)]
+        model = await self.c.call("set_model", {"provider": nxt["provider"], "modelId": nxt["id"]})
+        return {"model": model, "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
+
+    async def cmd_set_thinking_level(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_thinking_level", {"level": request["level"]})
+
+    async def cmd_cycle_thinking_level(self, request: dict, nursery: trio.Nursery) -> dict | None:
+        state = await self._state()
+        if not (state.get("model") or {}).get("reasoning"):
+            return None
+        level = state.get("thinkingLevel") or "off"
+        nxt = _LEVELS[(_LEVELS.index(level) + 1) % len(_LEVELS)] if level in _LEVELS else "off"
+        return await self.c.call("set_thinking_level", {"level": nxt})
+
+    async def cmd_set_steering_mode(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_queue_mode", {"queue": "steering", "mode": request["mode"]})
+
+    async def cmd_set_follow_up_mode(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_queue_mode", {"queue": "followUp", "mode": request["mode"]})
+
+    async def cmd_compact(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("compact", {"customInstructions": request.get("customInstructions")})
+
+    async def cmd_set_auto_compaction(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_auto", {"what": "compaction", "enabled": bool(request["enabled"])})
+
+    async def cmd_set_auto_retry(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_auto", {"what": "retry", "enabled": bool(request["enabled"])})
+
+    async def cmd_bash(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("bash", {"command": request["command"]})
+
+    async def cmd_abort_bash(self, request: dict, nursery: trio.Nursery) -> None:
+        return None  # a user's bash command runs to its end (or its timeout); nothing to stop
+
+    async def cmd_get_session_stats(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("get_session_stats")
+
+    async def cmd_export_html(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("export_html", {"outputPath": request.get("outputPath")})
+
+    async def cmd_switch_session(self, request: dict, nursery: trio.Nursery) -> dict:
+        await self.c.call("switch_session", {"sessionPath": request["sessionPath"]})
+        return {"cancelled": False}
+
+    async def cmd_fork(self, request: dict, nursery: trio.Nursery) -> dict:
+        result = await self.c.call("fork", {"entryId": request["entryId"]})
+        return {"text": result["text"], "cancelled": False}
+
+    async def cmd_get_fork_messages(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("fork_messages")
+
+    async def cmd_get_last_assistant_text(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("get_last_assistant_text")
+
+    async def cmd_set_session_name(self, request: dict, nursery: trio.Nursery) -> None:
+        await self.c.call("set_session_name", {"name": request["name"]})
+
+    async def cmd_get_messages(self, request: dict, nursery: trio.Nursery) -> dict:
+        return await self.c.call("get_messages")
+
+    async def cmd_get_commands(self, request: dict, nursery: trio.Nursery) -> dict:
+        return {"commands": []}
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+
+async def _lines(stream: trio.abc.ReceiveStream):
+    """Records split on ``\\n`` only; a trailing ``\\r`` dropped; the last one at EOF."""
+    buffer = b""
+    while True:
+        data = await stream.receive_some(65536)
+        if not data:
+            break
+        buffer += data
+        *complete, buffer = buffer.split(b"\n")
+        for raw in complete:
+            yield raw.removesuffix(b"\r").decode("utf-8", errors="replace")
+    if buffer.strip():
+        yield buffer.removesuffix(b"\r").decode("utf-8", errors="replace")
+
+
+async def run_rpc(config: dict[str, Any]) -> int:
+    """Serve pi's RPC protocol on this process's stdin/stdout until end of input."""
+    out = sys.stdout.buffer
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    async with open_local_runtime(config) as coordinator:
+        session = RpcSession(coordinator, out, config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.pump_events)
+            async with trio.open_nursery() as commands:
+                async for line in _lines(stdin):
+                    if line.strip():
+                        commands.start_soon(session.handle_line, line, commands)
+            await session.wait_idle()
+            nursery.cancel_scope.cancel()
+    await stdin.aclose()
+    return 0

@@ -1,0 +1,133 @@
+"""``--mode rpc``: pi's JSON-lines protocol, driven the way pi's RpcClient drives it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import trio
+
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+from conftest import CLI
+
+
+class Rpc:
+    """A client of the CLI's stdin/stdout: send commands, read responses and events."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        self.proc = proc
+        self.buffer = b""
+        self.lines: list[dict] = []
+
+    async def send(self, obj: dict | str) -> None:
+        data = obj if isinstance(obj, str) else json.dumps(obj)
+        await self.proc.stdin.send_all(data.encode() + b"\n")
+
+    async def next(self) -> dict:
+        while b"\n" not in self.buffer:
+            data = await self.proc.stdout.receive_some()
+            assert data, "the RPC process closed its output"
+            self.buffer += data
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        obj = json.loads(line)
+        self.lines.append(obj)
+        return obj
+
+    async def until(self, predicate) -> dict:
+        with trio.fail_after(30):
+            while True:
+                obj = await self.next()
+                if predicate(obj):
+                    return obj
+
+    async def request(self, obj: dict) -> dict:
+        await self.send(obj)
+        return await self.until(lambda o: o.get("type") == "response" and o.get("id") == obj.get("id"))
+
+
+async def _open(env, *extra: str) -> Rpc:
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    return Rpc(proc)
+
+
+async def _close(rpc: Rpc) -> int:
+    await rpc.proc.stdin.aclose()
+    with trio.fail_after(30):
+        while await rpc.proc.stdout.receive_some():
+            pass
+        return await rpc.proc.wait()
+
+
+async def test_a_prompt_is_answered_at_once_and_its_events_follow_in_pis_shapes(scripted, env):
+    scripted.script.append(Reply(text="Hello over RPC.", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo hi"})]))
+    scripted.script.append(Reply(text="Done."))
+    rpc = await _open(env, "--no-session")
+    response = await rpc.request({"id": "req_1", "type": "prompt", "message": "hi"})
+    assert response == {"id": "req_1", "type": "response", "command": "prompt", "success": True}
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    kinds = [o["type"] for o in rpc.lines if o["type"] not in ("response", "message_update")]
+    assert kinds[:4] == ["agent_start", "turn_start", "message_start", "message_end"]
+    assert "tool_execution_start" in kinds and "tool_execution_end" in kinds and kinds[-1] == "agent_end"
+    assert all("id" not in o for o in rpc.lines if o["type"] != "response")
+    text = await rpc.request({"id": "req_2", "type": "get_last_assistant_text"})
+    assert text["data"] == {"text": "Done."}
+    state = await rpc.request({"id": "req_3", "type": "get_state"})
+    assert state["data"]["isStreaming"] is False and state["data"]["messageCount"] == 4
+    assert state["data"]["model"]["id"] == "scripted-model" and state["data"]["thinkingLevel"] == "off"
+    assert await _close(rpc) == 0
+
+
+async def test_errors_keep_the_request_id_and_bad_lines_are_answered_as_parse_errors(scripted, env):
+    rpc = await _open(env, "--no-session")
+    unknown = await rpc.request({"id": "a", "type": "no_such_command"})
+    assert unknown == {"id": "a", "type": "response", "command": "no_such_command", "success": False, "error": "Unknown command: no_such_command"}
+    bad_model = await rpc.request({"id": "b", "type": "set_model", "provider": "scripted", "modelId": "missing"})
+    assert bad_model["success"] is False and bad_model["error"] == "Model not found: scripted/missing" and bad_model["command"] == "set_model"
+    empty_name = await rpc.request({"id": "c", "type": "set_session_name", "name": " "})
+    assert empty_name["error"] == "Session name cannot be empty"
+    await rpc.send("{this is not json")
+    parse = await rpc.until(lambda o: o.get("command") == "parse")
+    assert parse["success"] is False and parse["error"].startswith("Failed to parse command:") and "id" not in parse
+    assert await _close(rpc) == 0
+
+
+async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_queues(scripted, env):
+    gate = env.work / "gate"
+    wait = f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo released"
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": wait})]), Reply(text="Saw the steer.")]
+    rpc = await _open(env, "--no-session")
+    await rpc.request({"id": "p1", "type": "prompt", "message": "start"})
+    await rpc.until(lambda o: o.get("type") == "tool_execution_update")
+    refused = await rpc.request({"id": "p2", "type": "prompt", "message": "again"})
+    assert refused["success"] is False and "streamingBehavior" in refused["error"]
+    queued = await rpc.request({"id": "p3", "type": "prompt", "message": "please also lint", "streamingBehavior": "steer"})
+    assert queued["success"] is True
+    gate.touch()
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    assert scripted.requests[1]["body"]["messages"][-1] == {"role": "user", "content": "please also lint"}
+    assert await _close(rpc) == 0
+
+
+async def test_bash_compact_and_session_commands(scripted, env):
+    scripted.script += [Reply(text="first"), Reply(text="## Goal\nsummary")]
+    rpc = await _open(env, "--session-dir", str(env.sessions))
+    bash = await rpc.request({"id": "b", "type": "bash", "command": "echo from-rpc"})
+    assert bash["data"] == {"output": "from-rpc\n", "exitCode": 0, "cancelled": False, "truncated": False}
+    await rpc.request({"id": "p", "type": "prompt", "message": "talk"})
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    compact = await rpc.request({"id": "c", "type": "compact"})
+    assert compact["success"] is True and compact["data"]["summary"].startswith("## Goal")
+    stats = await rpc.request({"id": "s", "type": "get_session_stats"})
+    assert stats["data"]["sessionFile"].endswith(".jsonl")
+    forks = await rpc.request({"id": "f", "type": "get_fork_messages"})
+    assert [m["text"] for m in forks["data"]["messages"]] == ["talk"]
+    exported = await rpc.request({"id": "e", "type": "export_html", "outputPath": str(env.work / "out.html")})
+    assert exported["data"]["path"] == str(env.work / "out.html") and "talk" in (env.work / "out.html").read_text()
+    messages = await rpc.request({"id": "m", "type": "get_messages"})
+    assert messages["data"]["messages"][0]["role"] == "compactionSummary"
+    assert await _close(rpc) == 0
