@@ -201,6 +201,11 @@ def _run(argv: Sequence[str]) -> int:
 
         sub = import_module(f".{argv[0].replace('-', '_')}", __package__)
         return sub.main(list(argv[1:]))
+    if argv and argv[0] in ("serve", "attach", "tool-host"):
+        from importlib import import_module
+
+        sub = import_module(f".{argv[0].replace('-', '_')}", __package__)
+        return sub.main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     if args.list_models is not None:
         return _list_models(args.list_models)

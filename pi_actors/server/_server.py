@@ -144,6 +144,7 @@ class Server:
         self.tool_host_changed = trio.Event()
         self.stats = {"connections": 0, "overflow_disconnects": 0}
         self._nursery: trio.Nursery | None = None
+        self._clients: set[_Client] = set()
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -192,6 +193,7 @@ class Server:
     async def serve_stream(self, stream: trio.abc.Stream) -> None:
         client = _Client(self, self.send_queue)
         self.stats["connections"] += 1
+        self._clients.add(client)
 
         async def handle(call: IncomingCall) -> Any:
             try:
@@ -215,8 +217,14 @@ class Server:
         except Exception:
             log.exception("server: connection failed")
         finally:
+            self._clients.discard(client)
             self._drop_client(client)
             await trio.aclose_forcefully(stream)
+
+    def disconnect_clients(self) -> None:
+        """Drop every client connection (operator action; tests use it as a network cut)."""
+        for client in list(self._clients):
+            client.scope.cancel()
 
     def _drop_client(self, client: _Client) -> None:
         if client.attachment is not None:

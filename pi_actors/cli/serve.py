@@ -1,0 +1,129 @@
+"""``pi-actors serve``: host sessions for remote clients and tool hosts.
+
+Usage::
+
+    pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--token-file FILE]
+                    [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
+
+``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token (from
+``--token-file``, else generated) is checked on the upgrade. A generated token is printed as
+``token: …`` at start. ``--unix`` serves a 0600 socket in a 0700 directory (its permissions
+are the authentication). At start the server prints one ``listening: ADDRESS`` line per
+listener (port 0 picks a free port) and flushes, so a supervisor can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+from typing import Any
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
+    p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
+    p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
+    p.add_argument("--token-file", help="file holding the bearer token (default: generate one and print it)")
+    p.add_argument("--provider")
+    p.add_argument("--model", help="model of new sessions (provider/id)")
+    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
+    p.add_argument("--tools", help="comma-separated tools of new sessions (default: read,bash,edit,write)")
+    p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
+    p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
+    p.add_argument("--cwd", help="default working directory of new sessions (default: here)")
+    p.add_argument("--send-queue", type=int, default=1024, help="per-client send queue bound (items)")
+    return p
+
+
+def _token(args: argparse.Namespace) -> tuple[str, bool]:
+    from ._config import ConfigError
+
+    if args.token_file:
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read --token-file: {exc}") from None
+        if not token:
+            raise ConfigError(f"--token-file {args.token_file} is empty")
+        return token, False
+    return secrets.token_urlsafe(24), True
+
+
+def make_config_factory(args: argparse.Namespace) -> Any:
+    """``cwd -> actor configuration`` for new sessions, from the flags (as the CLI does)."""
+    from ..coding.system_prompt import build_system_prompt
+    from ..coding.tools import DEFAULT_TOOLS, TOOL_SPECS
+    from ._config import agent_dir, choose_model, load_model_registry
+    from ._settings import load_settings
+    from .main import runtime_config
+
+    reg = load_model_registry()
+    for err in reg.errors:
+        print(f"Warning: {err}", file=sys.stderr)
+    adir = agent_dir()
+    choice = choose_model(reg, provider=args.provider, model=args.model, api_key=None)
+    thinking = args.thinking or choice.thinking or "off"
+    if not choice.model.reasoning:
+        thinking = "off"
+    tools = [t.strip() for t in args.tools.split(",") if t.strip() in TOOL_SPECS] if args.tools else [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
+
+    def make(cwd: str) -> dict[str, Any]:
+        if not os.path.isdir(cwd):
+            raise ValueError(f"{cwd} is not a directory")
+        settings, _warnings = load_settings(adir, cwd)
+        return runtime_config(
+            model=choice.model,
+            thinking=thinking,
+            tools=tools,
+            cwd=cwd,
+            system_prompt=build_system_prompt(cwd=cwd, tools=tools, custom=None, append=None, agent_dir=adir),
+            agent_dir=adir,
+            no_session=args.no_session,
+            settings=settings,
+            runtime_keys={},
+            key_sources=reg.key_sources,
+            sandbox=args.sandbox,
+        )
+
+    return make
+
+
+async def serve(args: argparse.Namespace) -> int:
+    import trio
+
+    from ..server import Server
+
+    if not args.listen and not args.unix:
+        from .main import UsageError
+
+        raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
+    token, generated = _token(args)
+    make = make_config_factory(args)
+    server = Server(make, default_cwd=os.path.abspath(args.cwd or os.getcwd()), send_queue=args.send_queue)
+    async with server.running():
+        async with trio.open_nursery() as nursery:
+            if args.listen:
+                host, _, port = args.listen.rpartition(":")
+                if not host or not port.isdigit():
+                    from .main import UsageError
+
+                    raise UsageError(f"--listen wants HOST:PORT, not {args.listen!r}")
+                ws = await nursery.start(server.serve_websocket, host, int(port), token)
+                if generated:
+                    print(f"token: {token}", flush=True)
+                print(f"listening: ws://{host}:{ws.port}/", flush=True)
+            if args.unix:
+                path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
+                print(f"listening: unix:{path}", flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    import trio
+
+    args = build_parser().parse_args(argv)
+    return trio.run(serve, args)

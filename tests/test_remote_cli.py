@@ -1,0 +1,113 @@
+"""``pi-actors serve`` and ``pi-actors attach`` as real processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import trio
+
+from pi_actors.server import Server
+from pi_actors.server.client import RemoteSession, connect
+from pi_actors.testing.scripted_server import Reply
+
+from conftest import CLI, actor_config
+
+
+class Lines:
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.buf = b""
+
+    async def next(self) -> str:
+        while b"\n" not in self.buf:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise EOFError(self.buf.decode(errors="replace"))
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    async def until(self, pred) -> object:
+        while True:
+            line = await self.next()
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                obj = line
+            if pred(obj):
+                return obj
+
+
+async def test_serve_prints_token_and_address_and_attach_p_runs_a_prompt(env, scripted, tmp_path):
+    scripted.script += [Reply(text="remote answer")]
+    sock = tmp_path / "run" / "s.sock"
+    proc = await trio.lowlevel.open_process(
+        [CLI, "serve", "--listen", "127.0.0.1:0", "--unix", str(sock), "--model", "scripted/scripted-model", "--no-session", "--sandbox", "off"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
+    )
+    try:
+        with trio.fail_after(60):
+            out = Lines(proc.stdout)
+            token = (await out.next()).removeprefix("token: ")
+            url = (await out.next()).removeprefix("listening: ")
+            unix = (await out.next()).removeprefix("listening: ")
+            assert url.startswith("ws://127.0.0.1:") and unix == f"unix:{sock}"
+            done = await env.run("attach", url, "--token", token, "--new", "-p", "hi")
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.decode().strip() == "remote answer"
+            bad = await env.run("attach", url, "--token", "wrong", "--new", "-p", "hi")
+            assert bad.returncode == 1 and b"401" in bad.stderr
+            async with connect(unix) as peer:
+                assert len((await peer.call("list"))["sessions"]) == 1
+    finally:
+        proc.terminate()
+        with trio.fail_after(20):
+            await proc.wait()
+
+
+@pytest.fixture
+async def server(scripted, tmp_path, nursery):
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    cm = srv.running()
+    await cm.__aenter__()
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
+    srv.url = f"ws://127.0.0.1:{ws.port}/"
+    yield srv
+    await cm.__aexit__(None, None, None)
+
+
+async def test_attach_line_mode_reconnects_reattaches_and_rerenders_from_the_snapshot(server, scripted, env):
+    scripted.script += [Reply(text="first answer"), Reply(text="second answer")]
+    async with connect(server.url, token="tok") as peer:
+        sid = (await peer.call("create", {}))["sessionId"]
+    proc = await trio.lowlevel.open_process(
+        [CLI, "attach", server.url, "--token", "tok", "--session", sid, "--mode", "json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
+    )
+    try:
+        with trio.fail_after(60):
+            out = Lines(proc.stdout)
+            first = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "attached")
+            snap = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "snapshot")
+            assert snap["messages"] == []
+            await proc.stdin.send_all(b"hello\n")
+            end = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "agent_end")
+            assert end["messages"][-1]["content"][0]["text"] == "first answer"
+            server.disconnect_clients()
+            # (a prompt whose result had not arrived yet is reported as "outcome unknown", not re-sent)
+            await out.until(lambda o: isinstance(o, dict) and o.get("type") == "status" and "disconnected" in o["message"])
+            again = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "attached")
+            assert again["sessionId"] == sid and again["attachmentId"] != first["attachmentId"]
+            snap2 = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "snapshot")
+            assert [m["role"] for m in snap2["messages"]] == ["user", "assistant"]
+            await proc.stdin.send_all(b"more\n")
+            end = await out.until(lambda o: isinstance(o, dict) and o.get("type") == "agent_end")
+            assert end["messages"][-1]["content"][0]["text"] == "second answer"
+            await proc.stdin.aclose()
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
