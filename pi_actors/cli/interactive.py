@@ -1,8 +1,9 @@
-"""Plain interactive mode: a line prompt, streaming answers, tool calls as they happen.
+"""Interactive mode: the TUI (``pi_actors.cli.tui``) on a terminal, else a plain line loop.
 
-The full TUI (editor, markdown, footer, queues) is a later piece of work; this loop is the
-same UI actor role over the same runtime: each line is a ``prompt`` call to the coordinator.
-``/quit`` or end of input exits.
+The TUI runs when stdin and stdout are terminals and ``TERM`` is not ``dumb`` (or unset);
+``PI_ACTORS_PLAIN=1`` forces the plain loop. The plain loop is the same UI actor role over
+the same runtime: each line is a ``prompt`` call to the coordinator; ``/quit`` or end of
+input exits. prompt_toolkit and rich are imported only on the TUI's path.
 """
 
 from __future__ import annotations
@@ -20,7 +21,22 @@ from ._supervisor import open_local_runtime
 __all__ = ["run_interactive"]
 
 
+def _use_tui() -> bool:
+    import os
+
+    term = os.environ.get("TERM", "")
+    return sys.stdin.isatty() and sys.stdout.isatty() and term not in ("", "dumb") and os.environ.get("PI_ACTORS_PLAIN") != "1"
+
+
 async def run_interactive(config: dict[str, Any], initial: list[str]) -> int:
+    if _use_tui():
+        from .tui import run_tui
+
+        return await run_tui(config, initial)
+    return await run_plain(config, initial)
+
+
+async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
     renderer = LiveRenderer()
     model = config["coordinator"]["model"]
     print(f"pi-actors — {model['provider']}/{model['id']} in {config['coordinator']['cwd']}  (/quit to exit)")

@@ -1,0 +1,71 @@
+"""The interactive TUI (prompt_toolkit + rich); see ``app`` for the threads and the screen model.
+
+``run_tui(config, initial)`` is a trio function: it starts the local runtime, reads the
+session's state, runs the prompt_toolkit application in its own thread (own asyncio loop)
+and serves the application's commands on the trio side until the user quits.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import trio
+
+from ...runtime import RemoteError
+from .._supervisor import open_local_runtime
+
+__all__ = ["run_tui"]
+
+
+async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
+    from .._config import agent_dir
+    from .app import TuiApp
+    from .controller import Controller
+
+    coord_cfg = config["coordinator"]
+    async with open_local_runtime(config) as coordinator:
+        session = await coordinator.call("session") or {}
+        try:
+            messages = (await coordinator.call("get_messages")).get("messages") or []
+            state = await coordinator.call("get_state") or {}
+        except RemoteError:
+            messages, state = [], {}
+        session_cfg = coord_cfg.get("session") or {}
+        path = session.get("path")
+        info = {
+            "cwd": coord_cfg["cwd"],
+            "agentDir": session_cfg.get("agentDir") or agent_dir(),
+            "model": state.get("model") or coord_cfg["model"],
+            "thinkingLevel": state.get("thinkingLevel") or coord_cfg.get("thinkingLevel") or "off",
+            "sessionPath": path,
+            "sessionDir": session_cfg.get("sessionDir") or (os.path.dirname(path) if path else None),
+            "sessionName": session.get("name"),
+            "messages": messages,
+        }
+        controller = Controller(coordinator, coord_cfg["cwd"])
+        ui = TuiApp(controller, info)
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        errors: list[BaseException] = []
+
+        def thread_main() -> None:
+            try:
+                ui.run()
+            except BaseException as exc:  # noqa: BLE001 - reported by the trio side
+                errors.append(exc)
+            finally:
+                try:
+                    token.run_sync_soon(done.set)
+                except trio.RunFinishedError:
+                    pass
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(controller.serve, initial)
+            threading.Thread(target=thread_main, name="pi-actors-tui", daemon=True).start()
+            await done.wait()
+            nursery.cancel_scope.cancel()
+        if errors:
+            raise errors[0]
+    return 0

@@ -1,0 +1,987 @@
+"""The prompt_toolkit side of the TUI: editor, live area, selectors, footer.
+
+Threads and loops: trio stays the core. ``run_tui`` (in ``__init__``) runs in the trio
+thread, owns the coordinator Peer through a :class:`Controller`, and starts this
+application in a thread of its own with its own asyncio loop (prompt_toolkit's). The two
+sides never share objects across threads except through two doors:
+
+* UI → trio: ``Controller.submit(*cmd)`` (``TrioToken.run_sync_soon`` into a memory channel);
+* trio → UI: ``TuiApp.post(fn, *args)`` (``loop.call_soon_threadsafe``), so every UI state
+  change happens on the UI loop.
+
+Screen model (as pi's differential renderer, without a full-screen app): finished things —
+user messages, assistant messages rendered by rich as Markdown with highlighted code, tool
+calls with their results (edit: the diff), status lines — are printed above the application
+with ``run_in_terminal`` and stay in the terminal's scrollback; the application itself is a
+small live area at the bottom: the message being streamed (plain text, thinking dimmed),
+running tool calls with their live output, queued steering/follow-up messages, a spinner,
+a selector when one is open, the editor and the footer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.filters import Condition, has_focus
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+from prompt_toolkit.key_binding.defaults import load_key_bindings
+from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.styles import Style
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from .resources import (
+    attach_files,
+    context_percent,
+    expand_skill,
+    expand_template,
+    format_tokens,
+    load_skills,
+    load_templates,
+    usage_totals,
+)
+
+__all__ = ["TuiApp"]
+
+THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"]
+BUILTINS = {
+    "model": "Select model",
+    "thinking": "Set thinking level",
+    "compact": "Compact the context [instructions]",
+    "new": "Start a new session",
+    "resume": "Resume another session",
+    "session": "Session info and stats",
+    "tree": "Navigate the session tree",
+    "fork": "Fork from a previous user message",
+    "name": "Set the session name",
+    "copy": "Copy the last answer to the clipboard",
+    "export": "Export the session to HTML [path]",
+    "hotkeys": "Keyboard shortcuts",
+    "quit": "Quit",
+}
+HOTKEYS = [
+    ("Enter", "send; while the agent runs: queue a steering message"),
+    ("Alt+Enter", "while the agent runs: queue a follow-up message"),
+    ("Ctrl+J, \\+Enter", "new line"),
+    ("Esc", "abort the current run (or a !command)"),
+    ("Ctrl+C", "clear the editor; twice quickly: quit"),
+    ("Ctrl+D", "quit (empty editor)"),
+    ("Ctrl+T", "show/hide thinking"),
+    ("Ctrl+O", "expand/collapse tool output"),
+    ("Ctrl+L", "select model"),
+    ("Up/Down", "history (empty or first/last line)"),
+    ("Tab", "complete /commands and @files"),
+    ("!cmd / !!cmd", "run a shell command (!! keeps it out of the context)"),
+]
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _tool_label(name: str, args: dict | None) -> str:
+    args = args or {}
+    if name == "bash":
+        return f"$ {args.get('command', '')}"
+    if name in ("read", "write", "edit", "ls"):
+        extra = ""
+        if name == "read" and (args.get("offset") or args.get("limit")):
+            extra = f":{args.get('offset') or 1}" + (f"-{(args.get('offset') or 1) + args['limit'] - 1}" if args.get("limit") else "")
+        return f"{name} {args.get('path', '')}{extra}"
+    text = json.dumps(args, ensure_ascii=False)
+    return f"{name} {text[:150] + '...' if len(text) > 150 else text}"
+
+
+class Selector:
+    def __init__(self, title: str, items: list[tuple[str, Any]], on_select: Callable[[Any], None], initial: str = "", index: int = 0) -> None:
+        self.title, self.items, self.on_select = title, items, on_select
+        self.filter = initial
+        self.index = index
+
+    def visible(self) -> list[tuple[str, Any]]:
+        words = self.filter.lower().split()
+        return [it for it in self.items if all(w in it[0].lower() for w in words)]
+
+
+class TuiCompleter(Completer):
+    def __init__(self, tui: "TuiApp") -> None:
+        self.tui = tui
+
+    def get_completions(self, document: Any, complete_event: Any) -> Any:
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text and "\n" not in text:
+            for name, desc in self.tui.command_list():
+                if name.startswith(text[1:]):
+                    yield Completion("/" + name, start_position=-len(text), display="/" + name, display_meta=desc)
+            return
+        if text.startswith("/model ") and "\n" not in text:
+            word = text[len("/model ") :].lower()
+            for m in self.tui.models():
+                full = f"{m.provider}/{m.id}"
+                if word in full.lower():
+                    yield Completion(full, start_position=-len(word))
+            return
+        m = re.search(r"(?:^|\s)@(\S*)$", text)
+        if m:
+            prefix = m.group(1)
+            dirpart, base = os.path.split(prefix)
+            directory = os.path.join(self.tui.cwd, os.path.expanduser(dirpart))
+            try:
+                names = sorted(os.listdir(directory))
+            except OSError:
+                return
+            shown = 0
+            for name in names:
+                if name.startswith(".") and not base.startswith("."):
+                    continue
+                if not name.lower().startswith(base.lower()):
+                    continue
+                full = os.path.join(dirpart, name)
+                if os.path.isdir(os.path.join(directory, name)):
+                    full += "/"
+                yield Completion("@" + full, start_position=-len(prefix) - 1, display=full)
+                shown += 1
+                if shown >= 20:
+                    return
+
+
+class TuiApp:
+    def __init__(self, controller: Any, info: dict[str, Any]) -> None:
+        self.ctl = controller
+        controller.ui = self
+        self.cwd: str = info["cwd"]
+        self.agent_dir: str = info["agentDir"]
+        self.model: dict = info["model"]
+        self.thinking: str = info["thinkingLevel"]
+        self.session_path: str | None = info.get("sessionPath")
+        self.session_dir: str | None = info.get("sessionDir")
+        self.session_name: str | None = info.get("sessionName")
+        self.messages: list[dict] = list(info.get("messages") or [])
+        self._models: list[Any] | None = None
+        self.templates = load_templates(self.agent_dir, self.cwd)
+        self.skills = load_skills(self.agent_dir, self.cwd)
+        self.running = False
+        self.show_thinking = True
+        self.expand_tools = False
+        self.stream: dict | None = None  # the assistant message being streamed
+        self.tools: dict[str, dict] = {}  # running tool calls by id
+        self.queued: list[tuple[str, str, str]] = []  # (kind, text sent, text shown)
+        self.bash_running: str | None = None
+        self.status: str | None = None
+        self.selector: Selector | None = None
+        self._last_ctrl_c = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: queue.SimpleQueue = queue.SimpleQueue()
+        self._started = time.monotonic()
+        self.git_branch = self._git_branch()
+        os.makedirs(self.agent_dir, exist_ok=True)
+        self.buffer = Buffer(
+            multiline=True,
+            history=FileHistory(os.path.join(self.agent_dir, "prompt-history")),
+            completer=TuiCompleter(self),
+            complete_while_typing=True,
+        )
+        self.app = self._build()
+
+    # -- threads -----------------------------------------------------------------------------
+
+    def post(self, fn: Callable, *args: Any) -> None:
+        """Run ``fn(*args)`` on the UI loop (callable from any thread)."""
+        self._pending.put((fn, args))
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the loop has closed: the UI is gone
+                pass
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                fn, args = self._pending.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                fn(*args)
+            except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the UI
+                self.print_text(Text(f"(display error: {exc!r})", style="red"))
+        self.app.invalidate()
+
+    def run(self) -> None:
+        """Thread entry: run the application on a fresh asyncio loop until it exits."""
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop.call_soon(self._drain)
+        self._loop.call_soon(self._print_banner)
+        await self.app.run_async()
+
+    # -- printing above the live area -----------------------------------------------------------
+
+    def _width(self) -> int:
+        try:
+            return max(20, self.app.output.get_size().columns)
+        except Exception:  # noqa: BLE001
+            return 80
+
+    def render(self, *renderables: Any) -> str:
+        out = io.StringIO()
+        con = Console(file=out, force_terminal=True, color_system="256", width=self._width(), highlight=False)
+        for r in renderables:
+            con.print(r)
+        return out.getvalue()
+
+    def print_ansi(self, text: str) -> None:
+        def write() -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        if self.app.is_running:
+            run_in_terminal(write)
+        else:
+            write()
+
+    def print_text(self, *renderables: Any) -> None:
+        self.print_ansi(self.render(*renderables))
+
+    def _print_banner(self) -> None:
+        self.print_text(
+            Text.assemble(("pi-actors", "bold"), f"  {self.model.get('provider')}/{self.model.get('id')}", ("  /hotkeys for keys, /quit to exit", "dim"))
+        )
+        if self.messages:
+            self.print_text(Text(f"Session with {len(self.messages)} messages:", style="dim"))
+            for m in self.messages[-40:]:
+                self.print_message(m)
+
+    def show_error(self, text: str) -> None:
+        self.print_text(Text(text, style="red"))
+
+    def show_status(self, text: str) -> None:
+        self.print_text(Text(text, style="dim"))
+
+    def show_user_submission(self, text: str) -> None:
+        pass  # user messages are printed when the coordinator starts them (message_start)
+
+    def print_message(self, m: dict) -> None:
+        role = m.get("role")
+        if role == "user":
+            shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
+            self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
+        elif role == "assistant":
+            parts: list[Any] = []
+            for b in m.get("content") or []:
+                if b.get("type") == "thinking" and b.get("thinking", "").strip():
+                    parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
+                elif b.get("type") == "text" and b.get("text", "").strip():
+                    parts.append(Markdown(b["text"], code_theme="monokai"))
+            if m.get("stopReason") == "aborted":
+                parts.append(Text(m.get("errorMessage") or "Operation aborted", style="red"))
+            elif m.get("stopReason") == "error":
+                parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
+            if parts:
+                self.print_text(*parts)
+        elif role == "toolResult":
+            self.print_tool(m.get("toolName", "?"), None, {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
+        elif role == "bashExecution":
+            self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
+        elif role in ("compactionSummary", "branchSummary"):
+            self.print_text(Text(f"[{role}] " + (m.get("summary") or "")[:300], style="dim"))
+
+    def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool) -> None:
+        head = Text.assemble(("● ", "red" if is_error else "green"), (_tool_label(name, args) if args is not None else name, "bold"))
+        details = result.get("details") or {}
+        body = _text_of(result.get("content")).rstrip("\n")
+        parts: list[Any] = [head]
+        if name == "edit" and isinstance(details.get("diff"), str) and not is_error:
+            diff = Text()
+            for line in details["diff"].splitlines():
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                diff.append("  " + line + "\n", style=style)
+            parts.append(diff)
+        elif body:
+            lines = body.splitlines()
+            limit = {"bash": 5, "grep": 15, "ls": 20, "find": 20}.get(name, 10)
+            if not self.expand_tools and len(lines) > limit:
+                hidden = len(lines) - limit
+                lines = lines[-limit:] if name == "bash" else lines[:limit]
+                note = f"  ... ({hidden} more lines, ctrl+o to expand)"
+                lines = [note, *lines] if name == "bash" else [*lines, note]
+            parts.append(Text("\n".join("  " + ln for ln in lines), style="red" if is_error else "grey70"))
+        self.print_text(*parts)
+
+    # -- events from the controller -------------------------------------------------------------
+
+    def run_started(self) -> None:
+        self.running = True
+        self._started = time.monotonic()
+
+    def run_finished(self) -> None:
+        self.running = False
+        self.stream = None
+        for tc in self.tools.values():
+            self.print_tool(tc["name"], tc["args"], {"content": [{"type": "text", "text": "(interrupted)"}]}, True)
+        self.tools.clear()
+        self.queued.clear()
+        self.status = None
+
+    def on_event(self, event: dict) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            msg = event.get("message") or {}
+            if msg.get("role") == "assistant":
+                self.stream = msg
+            elif msg.get("role") == "user":
+                text = _text_of(msg.get("content"))
+                for i, q in enumerate(self.queued):
+                    if q[1] == text:
+                        del self.queued[i]
+                        break
+                self.print_message(msg)
+        elif kind == "message_update":
+            if event.get("message"):
+                self.stream = event["message"]
+        elif kind == "message_end":
+            msg = event.get("message") or {}
+            if msg.get("role") == "assistant":
+                self.stream = None
+                self.messages.append(msg)
+                self.print_message(msg)
+            elif msg.get("role") in ("user", "toolResult"):
+                self.messages.append(msg)
+        elif kind == "tool_execution_start":
+            self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
+        elif kind == "tool_execution_update":
+            tc = self.tools.get(event.get("toolCallId", ""))
+            if tc is not None:
+                tc["output"] = _text_of((event.get("partialResult") or {}).get("content"))
+        elif kind == "tool_execution_end":
+            tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
+            self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
+        elif kind == "auto_compaction_start":
+            self.status = "Auto-compacting... (esc to cancel)"
+        elif kind == "auto_retry_start":
+            self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
+        elif kind in ("auto_compaction_end", "auto_retry_end"):
+            self.status = None
+
+    def bash_started(self, command: str) -> None:
+        self.bash_running = command
+
+    def bash_finished(self, command: str, result: dict, exclude: bool) -> None:
+        self.bash_running = None
+        if result.get("error"):
+            self.show_error(f"!{command}: {result.get('output')}")
+            return
+        self._print_bash(command, result, exclude)
+
+    def _print_bash(self, command: str, result: dict, exclude: bool) -> None:
+        out = (result.get("output") or "").rstrip("\n")
+        lines = out.splitlines()
+        if not self.expand_tools and len(lines) > 20:
+            lines = [f"  ... ({len(lines) - 20} more lines)", *lines[-20:]]
+        parts: list[Any] = [Text.assemble(("$ ", "yellow"), (command, "bold"), ("  (not in context)" if exclude else "", "dim"))]
+        if lines:
+            parts.append(Text("\n".join("  " + ln for ln in lines), style="grey70"))
+        if result.get("cancelled"):
+            parts.append(Text("  (cancelled)", style="red"))
+        elif result.get("exitCode") not in (0, None):
+            parts.append(Text(f"  exit code {result.get('exitCode')}", style="red"))
+        self.print_text(*parts)
+
+    # -- submissions --------------------------------------------------------------------------
+
+    def models(self) -> list[Any]:
+        if self._models is None:
+            from .._config import load_model_registry
+
+            self._models = load_model_registry().models
+        return self._models
+
+    def command_list(self) -> list[tuple[str, str]]:
+        out = list(BUILTINS.items())
+        out += [(n, t.description) for n, t in sorted(self.templates.items())]
+        out += [(f"skill:{n}", s.description[:60]) for n, s in sorted(self.skills.items())]
+        return out
+
+    def submit(self, mode: str) -> None:
+        text = self.buffer.text.strip()
+        if not text:
+            return
+        self.buffer.append_to_history()
+        self.buffer.reset()
+        self.handle_submission(text, mode)
+
+    def handle_submission(self, text: str, mode: str = "steer") -> None:
+        if text.startswith("/"):
+            name, _, rest = text[1:].partition(" ")
+            name, rest = name.strip(), rest.strip()
+            handler = getattr(self, f"cmd_{name}", None) if name in BUILTINS else None
+            if handler is not None:
+                handler(rest)
+                return
+            if name.startswith("skill:") and name[6:] in self.skills:
+                text = expand_skill(self.skills[name[6:]], rest)
+            elif name in self.templates:
+                text = expand_template(self.templates[name], rest)
+        elif text.startswith("!"):
+            exclude = text.startswith("!!")
+            command = text[2:].strip() if exclude else text[1:].strip()
+            if not command:
+                return
+            if self.bash_running:
+                self.show_error("A bash command is already running. Press Esc to cancel it first.")
+                return
+            if self.running:
+                self.show_error("Wait for the agent to finish (or press Esc) before running a command.")
+                return
+            self.ctl.submit("bash", command, exclude)
+            return
+        sent, attached = attach_files(text, self.cwd)
+        if attached:
+            self.show_status("Attached: " + ", ".join(os.path.relpath(p, self.cwd) for p in attached))
+        if self.running:
+            kind = "follow_up" if mode == "follow_up" else "steer"
+            self.queued.append(("Follow-up" if kind == "follow_up" else "Steering", sent, text))
+            self.ctl.submit(kind, sent)
+        else:
+            self.running = True
+            self._started = time.monotonic()
+            self.ctl.submit("prompt", sent)
+
+    def call(self, method: str, args: dict, then: Callable[[Any], None] | None = None) -> None:
+        self.ctl.submit("call", method, args, then)
+
+    # -- slash commands -------------------------------------------------------------------------
+
+    def open_selector(self, selector: Selector) -> None:
+        proxy = self.buffer_for_selector
+        self.selector = None
+        proxy.reset()
+        proxy.text = selector.filter
+        proxy.cursor_position = len(proxy.text)
+        self.selector = selector
+        self.app.layout.focus(proxy)
+
+    def close_selector(self) -> None:
+        self.selector = None
+        self.app.layout.focus(self.buffer)
+
+    def cmd_quit(self, rest: str) -> None:
+        self.app.exit()
+
+    def cmd_hotkeys(self, rest: str) -> None:
+        t = Text()
+        for key, what in HOTKEYS:
+            t.append(f"  {key:<18}", style="bold")
+            t.append(what + "\n")
+        self.print_text(Text("Keyboard shortcuts", style="bold underline"), t)
+
+    def _set_model(self, m: Any) -> None:
+        from ...ai import types as T
+
+        def done(result: Any) -> None:
+            self.model = result if isinstance(result, dict) and result.get("id") else T.to_plain(m)
+            self.show_status(f"Model: {self.model.get('provider')}/{self.model.get('id')}")
+            self.call("get_state", {}, lambda st: setattr(self, "thinking", (st or {}).get("thinkingLevel", self.thinking)))
+
+        self.call("set_model", {"model": T.to_plain(m)}, done)
+
+    def cmd_model(self, rest: str) -> None:
+        models = self.models()
+        if rest:
+            exact = [m for m in models if f"{m.provider}/{m.id}" == rest or m.id == rest]
+            if len(exact) == 1:
+                self._set_model(exact[0])
+                return
+        current = f"{self.model.get('provider')}/{self.model.get('id')}"
+        items = [(f"{m.provider}/{m.id}" + ("  ✓" if f"{m.provider}/{m.id}" == current else ""), m) for m in models]
+        self.open_selector(Selector("Select model", items, self._set_model, initial=rest))
+
+    def cmd_thinking(self, rest: str) -> None:
+        def choose(level: str) -> None:
+            def done(result: Any) -> None:
+                self.thinking = (result or {}).get("level", level)
+                self.show_status(f"Thinking level: {self.thinking}")
+
+            self.call("set_thinking_level", {"level": level}, done)
+
+        if rest in THINKING_LEVELS:
+            choose(rest)
+        elif rest:
+            self.show_error(f"Unknown thinking level {rest!r}; one of {', '.join(THINKING_LEVELS)}")
+        else:
+            items = [(lv + ("  ✓" if lv == self.thinking else ""), lv) for lv in THINKING_LEVELS]
+            self.open_selector(Selector("Thinking level", items, choose, index=THINKING_LEVELS.index(self.thinking) if self.thinking in THINKING_LEVELS else 0))
+
+    def cmd_compact(self, rest: str) -> None:
+        self.status = "Compacting context..."
+
+        def done(result: Any) -> None:
+            self.status = None
+            before = (result or {}).get("tokensBefore")
+            self.print_text(Text(f"Compacted context ({format_tokens(before or 0)} tokens before).", style="dim"))
+            self._reload_messages()
+
+        self.call("compact", {"customInstructions": rest} if rest else {}, done)
+
+    def _reload_messages(self, reprint: bool = False) -> None:
+        def got(result: Any) -> None:
+            self.messages = list((result or {}).get("messages") or [])
+            if reprint:
+                for m in self.messages[-40:]:
+                    self.print_message(m)
+
+        self.call("get_messages", {}, got)
+
+    def _after_session_change(self, result: Any, what: str) -> None:
+        self.session_path = (result or {}).get("path") or self.session_path
+        self.session_name = None
+        self.show_status(f"{what}: {self.session_path or '(not saved)'}")
+        self.call("get_state", {}, self._apply_state)
+        self._reload_messages(reprint=what != "New session")
+
+    def _apply_state(self, st: Any) -> None:
+        st = st or {}
+        if isinstance(st.get("model"), dict):
+            self.model = st["model"]
+        self.thinking = st.get("thinkingLevel", self.thinking)
+
+    def cmd_new(self, rest: str) -> None:
+        self.call("new_session", {}, lambda r: self._after_session_change(r, "New session"))
+
+    def cmd_resume(self, rest: str) -> None:
+        from datetime import datetime
+
+        from ...coding.session import list_sessions
+
+        directory = self.session_dir or (os.path.dirname(self.session_path) if self.session_path else None)
+        sessions = list_sessions(directory) if directory else []
+        if not sessions:
+            self.show_error("No sessions to resume here.")
+            return
+        items = []
+        for info in sessions[:200]:
+            when = datetime.fromtimestamp(info.modified_ms / 1000).strftime("%Y-%m-%d %H:%M")
+            title = (info.name or info.first_message or "").replace("\n", " ")[:60]
+            items.append((f"{when}  {info.message_count:>3} msgs  {title}", info.path))
+        self.open_selector(
+            Selector("Resume session", items, lambda p: self.call("switch_session", {"sessionPath": p}, lambda r: self._after_session_change(r, "Resumed")))
+        )
+
+    def cmd_session(self, rest: str) -> None:
+        def show(st: Any) -> None:
+            st = st or {}
+            tok = st.get("tokens") or {}
+            lines = [
+                f"Name: {self.session_name or '(none)'}",
+                f"File: {st.get('sessionFile') or '(not saved)'}",
+                f"ID: {st.get('sessionId')}",
+                f"Messages: {st.get('userMessages', 0)} user, {st.get('assistantMessages', 0)} assistant, "
+                f"{st.get('toolCalls', 0)} tool calls, {st.get('toolResults', 0)} tool results, {st.get('totalMessages', 0)} total",
+                f"Tokens: {tok.get('input', 0)} in, {tok.get('output', 0)} out, {tok.get('cacheRead', 0)} cache read, "
+                f"{tok.get('cacheWrite', 0)} cache write, {tok.get('total', 0)} total",
+                f"Cost: ${st.get('cost', 0.0):.4f}",
+            ]
+            self.print_text(Text("Session", style="bold underline"), Text("\n".join(lines)))
+
+        self.call("get_session_stats", {}, show)
+
+    def cmd_name(self, rest: str) -> None:
+        if not rest:
+            self.show_status(f"Session name: {self.session_name}" if self.session_name else "Usage: /name <name>")
+            return
+
+        def done(_: Any) -> None:
+            self.session_name = rest
+            self.show_status(f"Session name: {rest}")
+
+        self.call("set_session_name", {"name": rest}, done)
+
+    def cmd_copy(self, rest: str) -> None:
+        def done(result: Any) -> None:
+            text = (result or {}).get("text")
+            if not text:
+                self.show_error("No agent messages to copy yet.")
+                return
+            seq = "\x1b]52;c;" + base64.b64encode(text.encode()).decode() + "\x07"
+            if os.environ.get("TMUX"):
+                seq = "\x1bPtmux;" + seq.replace("\x1b", "\x1b\x1b") + "\x1b\\"
+            self.print_ansi(seq)
+            self.show_status("Copied last agent message to clipboard")
+
+        self.call("get_last_assistant_text", {}, done)
+
+    def cmd_export(self, rest: str) -> None:
+        args = {"outputPath": os.path.abspath(os.path.join(self.cwd, os.path.expanduser(rest)))} if rest else {}
+        self.call("export_html", args, lambda r: self.show_status(f"Session exported to: {(r or {}).get('path')}"))
+
+    def cmd_tree(self, rest: str) -> None:
+        def show(tree: Any) -> None:
+            entries = (tree or {}).get("entries") or []
+            leaf = (tree or {}).get("leafId")
+            by_id = {e.get("id"): e for e in entries}
+            depth: dict[str, int] = {}
+            children: dict[Any, int] = {}
+            items = []
+            for e in entries:
+                parent = e.get("parentId")
+                children[parent] = children.get(parent, 0) + 1
+                # indent only where the tree branches
+                d = depth.get(parent, -1) + (1 if parent in by_id and children[parent] > 1 else 0) if parent in depth else 0
+                depth[e.get("id")] = max(d, 0)
+                if e.get("type") != "message":
+                    label = e.get("type", "?")
+                    if e.get("type") not in ("compaction", "branch_summary"):
+                        continue
+                else:
+                    msg = e.get("message") or {}
+                    role = msg.get("role")
+                    text = _text_of(msg.get("content")).replace("\n", " ")
+                    if role == "assistant" and not text:
+                        text = "(tool calls)"
+                    label = f"{role}: {text}"[:100]
+                mark = "  ← active" if e.get("id") == leaf else ""
+                items.append(("  " * depth[e.get("id")] + label + mark, e.get("id")))
+            if not items:
+                self.show_status("The session is empty.")
+                return
+            idx = next((i for i, it in enumerate(items) if it[1] == leaf), len(items) - 1)
+
+            def go(target: str) -> None:
+                if target == leaf:
+                    self.show_status("Already at this point")
+                    return
+
+                def done(result: Any) -> None:
+                    text = (result or {}).get("editorText")
+                    if text:
+                        self.buffer.text = text
+                    self.show_status("Navigated to selected point")
+                    self._reload_messages()
+
+                self.call("navigate", {"targetId": target}, done)
+
+            self.open_selector(Selector("Session tree (enter: go there)", items, go, index=idx))
+
+        self.call("tree", {}, show)
+
+    def cmd_fork(self, rest: str) -> None:
+        def show(result: Any) -> None:
+            msgs = (result or {}).get("messages") or []
+            if not msgs:
+                self.show_status("No messages to fork from")
+                return
+            items = [(m.get("text", "").replace("\n", " ")[:100], m.get("entryId")) for m in msgs]
+
+            def go(entry_id: str) -> None:
+                def forked(r: Any) -> None:
+                    text, path = (r or {}).get("text"), (r or {}).get("path")
+                    if text:
+                        self.buffer.text = text
+                    if path:
+                        self.call("switch_session", {"sessionPath": path}, lambda s: self._after_session_change(s, "Forked to"))
+
+                self.call("fork", {"entryId": entry_id}, forked)
+
+            self.open_selector(Selector("Fork from message", items, go, index=len(items) - 1))
+
+        self.call("fork_messages", {}, show)
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def _git_branch(self) -> str | None:
+        d = self.cwd
+        while True:
+            head = os.path.join(d, ".git", "HEAD")
+            if os.path.isfile(head):
+                try:
+                    ref = open(head, encoding="utf-8").read().strip()
+                except OSError:
+                    return None
+                return ref.rpartition("/")[2] if ref.startswith("ref:") else "detached"
+            parent = os.path.dirname(d)
+            if parent == d:
+                return None
+            d = parent
+
+    def _live(self) -> list[tuple[str, str]]:
+        width = self._width()
+        frags: list[tuple[str, str]] = []
+        if self.stream:
+            for b in self.stream.get("content") or []:
+                if b.get("type") == "thinking" and b.get("thinking"):
+                    frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.show_thinking else "Thinking...") + "\n"))
+                elif b.get("type") == "text" and b.get("text"):
+                    frags.append(("", b["text"] + "\n"))
+                elif b.get("type") == "toolCall":
+                    frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
+        for tc in self.tools.values():
+            frags.append(("bold", "● " + _tool_label(tc["name"] or "?", tc["args"]) + "\n"))
+            out = (tc.get("output") or "").rstrip("\n").splitlines()[-5:]
+            if out:
+                frags.append(("fg:ansibrightblack", "".join("  " + ln[: width - 3] + "\n" for ln in out)))
+        if self.bash_running:
+            frags.append(("fg:ansiyellow", f"$ {self.bash_running}  (running, esc to cancel)\n"))
+        # Keep only the tail that fits: the finished message is printed in full at its end.
+        text_lines: list[tuple[str, str]] = []
+        for style, text in frags:
+            for ln in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
+                while len(ln) > width:
+                    text_lines.append((style, ln[:width]))
+                    ln = ln[width:]
+                text_lines.append((style, ln))
+        text_lines = text_lines[-18:]
+        out: list[tuple[str, str]] = []
+        for style, ln in text_lines:
+            out += [(style, ln), ("", "\n")]
+        return out[:-1]
+
+    def _queued(self) -> list[tuple[str, str]]:
+        frags = []
+        for kind, _sent, shown in self.queued:
+            frags.append(("fg:ansicyan", f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
+        frags.append(("fg:ansibrightblack", "↳ queued until the agent's next step (esc aborts the run)"))
+        return frags
+
+    def _status(self) -> list[tuple[str, str]]:
+        spin = SPINNER[int(time.monotonic() * 10) % len(SPINNER)]
+        if self.status:
+            return [("fg:ansicyan", f"{spin} {self.status}")]
+        secs = int(time.monotonic() - self._started)
+        return [("fg:ansicyan", f"{spin} Working... ({secs}s, esc to abort)")]
+
+    def _selector_view(self) -> list[tuple[str, str]]:
+        sel = self.selector
+        if sel is None:
+            return []
+        items = sel.visible()
+        sel.index = max(0, min(sel.index, len(items) - 1))
+        start = max(0, min(sel.index - 5, len(items) - 10))
+        frags: list[tuple[str, str]] = [("bold", sel.title + "\n")]
+        for i, (label, _) in enumerate(items[start : start + 10], start):
+            frags.append(("reverse" if i == sel.index else "", ("→ " if i == sel.index else "  ") + label + "\n"))
+        if not items:
+            frags.append(("fg:ansibrightblack", "  (no match)\n"))
+        frags.append(("fg:ansibrightblack", f"  ({len(items)} items; type to filter, ↑↓ move, enter select, esc cancel)"))
+        return frags
+
+    def _footer(self) -> list[tuple[str, str]]:
+        width = self._width()
+        home = os.path.expanduser("~")
+        cwd = "~" + self.cwd[len(home) :] if self.cwd.startswith(home) else self.cwd
+        line1 = cwd + (f" ({self.git_branch})" if self.git_branch else "") + (f" • {self.session_name}" if self.session_name else "")
+        tot = usage_totals(self.messages)
+        parts = []
+        for key, sym in (("input", "↑"), ("output", "↓"), ("cacheRead", "R"), ("cacheWrite", "W")):
+            if tot[key]:
+                parts.append(f"{sym}{format_tokens(tot[key])}")
+        if not parts:
+            parts = ["↑0", "↓0"]
+        parts.append(f"${tot['cost']:.3f}")
+        window = int(self.model.get("contextWindow") or 0)
+        pct = context_percent(self.messages, window)
+        parts.append(f"{pct:.1f}%/{format_tokens(window)}" if pct is not None else f"?/{format_tokens(window)}")
+        left = " ".join(parts)
+        right = f"({self.model.get('provider')}) {self.model.get('id')}"
+        right += f" • {self.thinking}" if self.model.get("reasoning") and self.thinking != "off" else (" • thinking off" if self.model.get("reasoning") else "")
+        pad = max(2, width - len(left) - len(right))
+        pct_style = "fg:ansired" if (pct or 0) > 90 else "fg:ansiyellow" if (pct or 0) > 70 else "fg:ansibrightblack"
+        return [("fg:ansibrightblack", line1[:width] + "\n"), (pct_style, left), ("", " " * pad), ("fg:ansibrightblack", right)]
+
+    def _build(self) -> Application:
+        editor_focus = has_focus(self.buffer)
+        selecting = Condition(lambda: self.selector is not None)
+        kb = KeyBindings()
+
+        @kb.add("enter", filter=editor_focus)
+        def _enter(event: Any) -> None:
+            b = self.buffer
+            if b.complete_state and b.complete_state.current_completion:
+                b.apply_completion(b.complete_state.current_completion)
+                return
+            if b.document.text_before_cursor.endswith("\\"):
+                b.delete_before_cursor(1)
+                b.insert_text("\n")
+                return
+            self.submit("steer")
+
+        @kb.add("escape", "enter", filter=editor_focus)
+        def _alt_enter(event: Any) -> None:
+            self.submit("follow_up")
+
+        @kb.add("c-j", filter=editor_focus)
+        def _newline(event: Any) -> None:
+            self.buffer.insert_text("\n")
+
+        @kb.add("tab", filter=editor_focus)
+        def _tab(event: Any) -> None:
+            b = self.buffer
+            if b.complete_state:
+                b.complete_next()
+            else:
+                b.start_completion(select_first=True)
+
+        @kb.add("escape", filter=~selecting)
+        def _escape(event: Any) -> None:
+            if self.buffer.complete_state:
+                self.buffer.cancel_completion()
+            elif self.running or self.bash_running:
+                self.ctl.submit("abort")
+                if self.queued:
+                    restored = "\n\n".join(q[2] for q in self.queued)
+                    self.buffer.text = (restored + ("\n\n" + self.buffer.text if self.buffer.text else ""))
+                    self.queued.clear()
+            elif self.buffer.text.startswith("!"):
+                self.buffer.reset()
+
+        @kb.add("c-c")
+        def _ctrl_c(event: Any) -> None:
+            now = time.monotonic()
+            if self.selector is not None:
+                self.close_selector()
+            elif now - self._last_ctrl_c < 1.0:
+                self.app.exit()
+                return
+            else:
+                self.buffer.reset()
+            self._last_ctrl_c = now
+
+        @kb.add("c-d", filter=editor_focus)
+        def _ctrl_d(event: Any) -> None:
+            if not self.buffer.text:
+                self.app.exit()
+            else:
+                self.buffer.delete()
+
+        @kb.add("c-t")
+        def _toggle_thinking(event: Any) -> None:
+            self.show_thinking = not self.show_thinking
+            self.show_status(f"Thinking blocks: {'shown' if self.show_thinking else 'hidden'}")
+
+        @kb.add("c-o")
+        def _toggle_tools(event: Any) -> None:
+            self.expand_tools = not self.expand_tools
+            self.show_status(f"Tool output: {'expanded' if self.expand_tools else 'collapsed'}")
+
+        @kb.add("c-l", filter=editor_focus)
+        def _select_model(event: Any) -> None:
+            self.cmd_model("")
+
+        @kb.add("up", filter=selecting)
+        def _sel_up(event: Any) -> None:
+            assert self.selector is not None
+            self.selector.index = max(0, self.selector.index - 1)
+
+        @kb.add("down", filter=selecting)
+        def _sel_down(event: Any) -> None:
+            assert self.selector is not None
+            self.selector.index += 1
+
+        @kb.add("enter", filter=selecting)
+        def _sel_enter(event: Any) -> None:
+            sel = self.selector
+            assert sel is not None
+            items = sel.visible()
+            self.close_selector()
+            if items:
+                sel.on_select(items[min(sel.index, len(items) - 1)][1])
+
+        @kb.add("escape", filter=selecting)
+        def _sel_escape(event: Any) -> None:
+            self.close_selector()
+
+        def rule() -> Window:
+            def style() -> str:
+                return "fg:ansiyellow" if self.buffer.text.startswith("!") else "fg:ansibrightblack"
+
+            return Window(height=1, char="─", style=style)
+
+        def editor_prefix(lineno: int, wrap: int) -> list[tuple[str, str]]:
+            return [("bold", "› " if lineno == 0 and wrap == 0 else "  ")]
+
+        body = HSplit(
+            [
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._live), dont_extend_height=True, wrap_lines=False),
+                    filter=Condition(lambda: bool(self.stream or self.tools or self.bash_running)),
+                ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=True),
+                    filter=Condition(lambda: bool(self.queued)),
+                ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._status), height=1),
+                    filter=Condition(lambda: self.running or self.status is not None),
+                ),
+                ConditionalContainer(
+                    HSplit(
+                        [
+                            Window(FormattedTextControl(self._selector_view), dont_extend_height=True),
+                            Window(BufferControl(self.buffer_for_selector), height=1, get_line_prefix=lambda *_: [("bold", "search: ")]),
+                        ]
+                    ),
+                    filter=selecting,
+                ),
+                rule(),
+                Window(BufferControl(self.buffer), height=Dimension(min=1, max=10), wrap_lines=True, get_line_prefix=editor_prefix, dont_extend_height=True),
+                rule(),
+                Window(FormattedTextControl(self._footer), height=2),
+            ]
+        )
+        root = FloatContainer(body, floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
+        app: Application = Application(
+            layout=Layout(root, focused_element=self.buffer),
+            key_bindings=merge_key_bindings([load_key_bindings(), kb]),
+            style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
+            full_screen=False,
+            mouse_support=False,
+            refresh_interval=0.25,
+            erase_when_done=False,
+        )
+        app.ttimeoutlen = 0.05
+        return app
+
+    @property
+    def buffer_for_selector(self) -> Buffer:
+        """The selector's filter line (a placeholder buffer while no selector is open)."""
+        if not hasattr(self, "_selector_proxy"):
+            self._selector_proxy = _SelectorBuffer(self)
+        return self._selector_proxy
+
+
+class _SelectorBuffer(Buffer):
+    """One Buffer object for the filter line; its text is the open selector's filter."""
+
+    def __init__(self, tui: TuiApp) -> None:
+        super().__init__(multiline=False)
+        self.tui = tui
+        self.on_text_changed += lambda _: self._sync()
+
+    def _sync(self) -> None:
+        sel = self.tui.selector
+        if sel is not None:
+            sel.filter = self.text
+            sel.index = 0

@@ -1,0 +1,124 @@
+"""The trio side of the TUI: owns the coordinator Peer and turns UI commands into calls.
+
+The UI thread sends commands as tuples (``("prompt", text)``, ``("steer", text)``,
+``("call", method, args, on_result)`` ...) through ``Controller.submit`` (thread-safe; it
+hands them to trio with the run's TrioToken); results and AgentEvents go back through
+``ui.post(fn, *args)`` (thread-safe; runs ``fn`` on the UI's asyncio loop).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import trio
+
+from ...actors._event_wire import AgentEventRebuilder
+from ...runtime import Peer, RemoteError
+
+__all__ = ["Controller"]
+
+
+class Controller:
+    def __init__(self, coordinator: Peer, cwd: str) -> None:
+        self.coordinator = coordinator
+        self.cwd = cwd
+        self.token = trio.lowlevel.current_trio_token()
+        self._send, self._recv = trio.open_memory_channel[tuple](math.inf)
+        self.ui: Any = None
+        self.running = False
+        self._bash_scope: trio.CancelScope | None = None
+
+    # -- thread-safe entry from the UI thread ----------------------------------------------
+
+    def submit(self, *cmd: Any) -> None:
+        try:
+            self.token.run_sync_soon(self._send.send_nowait, cmd)
+        except trio.RunFinishedError:
+            pass
+
+    # -- the trio loop -----------------------------------------------------------------------
+
+    async def serve(self, initial: list[str]) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            if initial:
+                nursery.start_soon(self._initial, initial)
+            async for cmd in self._recv:
+                kind = cmd[0]
+                if kind == "prompt":
+                    if self.running:
+                        await self._call("steer", {"text": cmd[1]})
+                    else:
+                        self.running = True
+                        nursery.start_soon(self._prompt, cmd[1])
+                elif kind in ("steer", "follow_up"):
+                    if self.running:
+                        await self._call(kind, {"text": cmd[1]})
+                    else:
+                        self.running = True
+                        nursery.start_soon(self._prompt, cmd[1])
+                elif kind == "abort":
+                    if self._bash_scope is not None:
+                        self._bash_scope.cancel()
+                    nursery.start_soon(self._call, "abort", {})
+                elif kind == "call":
+                    _, method, args, on_result = cmd
+                    nursery.start_soon(self._call_then, method, args, on_result)
+                elif kind == "bash":
+                    nursery.start_soon(self._bash, cmd[1], cmd[2])
+
+    async def _initial(self, texts: list[str]) -> None:
+        for text in texts:
+            while self.running:
+                await trio.sleep(0.05)
+            self.running = True
+            self.ui.post(self.ui.show_user_submission, text)
+            await self._prompt(text)
+
+    async def _call(self, method: str, args: dict) -> Any:
+        try:
+            return await self.coordinator.call(method, args)
+        except RemoteError as exc:
+            self.ui.post(self.ui.show_error, f"{method}: {exc.message}")
+            return None
+
+    async def _call_then(self, method: str, args: dict, on_result: Callable[[Any], None] | None) -> None:
+        try:
+            result = await self.coordinator.call(method, args)
+        except RemoteError as exc:
+            self.ui.post(self.ui.show_error, exc.message if exc.code != "not_found" else f"/{method}: not available ({exc.message})")
+            return
+        if on_result is not None:
+            self.ui.post(on_result, result)
+
+    async def _prompt(self, text: str) -> None:
+        rebuild = AgentEventRebuilder()
+        self.ui.post(self.ui.run_started)
+        try:
+            async with self.coordinator.open_call("prompt", {"text": text}) as call:
+                async for event in call:
+                    self.ui.post(self.ui.on_event, rebuild.apply(event))
+                await call.result()
+        except RemoteError as exc:
+            self.ui.post(self.ui.show_error, f"Error: {exc.message}")
+        finally:
+            self.running = False
+            self.ui.post(self.ui.run_finished)
+
+    async def _bash(self, command: str, exclude: bool) -> None:
+        """``!cmd`` / ``!!cmd``: the coordinator's ``bash`` runs it through the tool pool (in
+        the sandbox, in cwd) and records a bashExecution message (excluded from the context
+        for ``!!``); Esc cancels it."""
+        self.ui.post(self.ui.bash_started, command)
+        result: dict = {}
+        with trio.CancelScope() as scope:
+            self._bash_scope = scope
+            try:
+                result = await self.coordinator.call("bash", {"command": command, "excludeFromContext": exclude})
+            except RemoteError as exc:
+                result = {"output": exc.message, "exitCode": None, "error": True}
+        self._bash_scope = None
+        if scope.cancelled_caught:
+            result = {"output": "", "cancelled": True}
+        self.ui.post(self.ui.bash_finished, command, result, exclude)
