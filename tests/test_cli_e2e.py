@@ -240,3 +240,19 @@ async def test_settings_json_configures_auto_retry_and_a_broken_project_file_is_
     kinds = [e["type"] for e in _events(done.stdout)]
     assert kinds.index("auto_retry_start") < kinds.index("auto_retry_end")
     assert "Warning (settings): cannot read" in done.stderr.decode()
+
+
+async def test_log_file_lines_name_the_session_request_tool_call_and_provider(scripted, env):
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo logged"})]), Reply(text="ok")]
+    log = env.work / "run.log"
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "-p", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {line["actor"] for line in lines} >= {"coordinator", "provider"}
+    session = lines[0]["session"]
+    assert all(line["session"] == session for line in lines if "session" in line)
+    llm = [line for line in lines if line["event"] in ("llm_request", "llm_response", "stream_start", "stream_end")]
+    assert len(llm) == 8 and all(line["request"] and line["provider"] == "scripted" for line in llm)
+    assert len({line["request"] for line in llm}) == 2  # two requests, each seen by both actors
+    tools = [line for line in lines if line["event"] in ("tool_start", "tool_end")]
+    assert [line["event"] for line in tools] == ["tool_start", "tool_end"] and tools[0]["toolCallId"] == tools[1]["toolCallId"]

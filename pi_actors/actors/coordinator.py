@@ -57,7 +57,7 @@ from ..agent import Agent, AgentTool, AgentToolResult
 from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
 from ..ai import types as T
 from ..ai.abort import AbortSignal
-from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
+from ..runtime import ConnectionLost, IncomingCall, JsonLog, Peer, RemoteError, open_peer
 from ._event_wire import StreamRebuilder, strip_agent_event
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
@@ -119,6 +119,8 @@ class Coordinator:
         self._published_stream: Any = None
         self._sink_quiet = False
         settings = config.get("settings") or {}
+        self.log = JsonLog(config.get("logFile"), "coordinator")
+        self._requests = 0
         self.commands = SessionCommands(self)
         self.upkeep = Upkeep(
             self,
@@ -136,11 +138,24 @@ class Coordinator:
         """The agent loop's stream function, served by the provider actor. Never raises."""
         rebuild = StreamRebuilder()
         signal: AbortSignal | None = getattr(options, "signal", None)
+        self._requests += 1
+        request_id = f"{(self.session_id or 'nosession')[:8]}-{self._requests}"
         args = {
             "model": T.to_plain(model),
             "context": T.to_plain(context),
             "options": _wire_options(options),
+            "requestId": request_id,
         }
+        ids = {"session": self.session_id, "request": request_id, "provider": model.provider, "model": model.id}
+        self.log.event("llm_request", **ids, messages=len(context.messages))
+        final = await self._stream_remote(args, model, signal, emit, rebuild)
+        self.log.event(
+            "llm_response", **ids, stopReason=final.stop_reason, error=final.error_message,
+            inputTokens=final.usage.input, outputTokens=final.usage.output,
+        )  # fmt: skip
+        return final
+
+    async def _stream_remote(self, args: dict, model: T.Model, signal: AbortSignal | None, emit: Any, rebuild: StreamRebuilder) -> T.AssistantMessage:
         try:
             async with self.provider.open_call("stream", args) as call:
                 async with call.cancel_when(signal.wait if signal else None):
@@ -156,7 +171,18 @@ class Coordinator:
 
     def make_tool(self, spec: Any) -> AgentTool:
         async def execute(tool_call_id: str, params: dict, signal: AbortSignal | None = None, on_update: Any = None) -> AgentToolResult:
-            args = {"toolCallId": tool_call_id, "name": spec.name, "args": params, "cwd": self.cwd}
+            ids = {"session": self.session_id, "toolCallId": tool_call_id, "tool": spec.name}
+            self.log.event("tool_start", **ids)
+            try:
+                result = await run(tool_call_id, params, signal, on_update)
+            except ToolFailure as exc:
+                self.log.event("tool_end", **ids, isError=True, error=str(exc)[:200])
+                raise
+            self.log.event("tool_end", **ids, isError=False)
+            return result
+
+        async def run(tool_call_id: str, params: dict, signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
+            args = {"toolCallId": tool_call_id, "name": spec.name, "args": params, "cwd": self.cwd, "sessionId": self.session_id}
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
                     async with call.cancel_when(signal.wait if signal else None):
@@ -408,8 +434,10 @@ class Coordinator:
         if self._store_error is not None:
             raise SessionNotSaved(self._store_error)
         try:
-            await self.store.call("append", {"message": T.to_plain(message)})
+            stored = await self.store.call("append", {"message": T.to_plain(message)})
+            self.log.event("entry_saved", session=self.session_id, entry=(stored or {}).get("id"), role=getattr(message, "role", None))
         except RemoteError as exc:
+            self.log.event("entry_save_failed", session=self.session_id, error=exc.message)
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
             raise SessionNotSaved(self._store_error) from None

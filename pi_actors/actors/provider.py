@@ -32,7 +32,7 @@ import trio
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
-from ..runtime import IncomingCall, RemoteError, open_peer
+from ..runtime import IncomingCall, JsonLog, RemoteError, open_peer
 from ._event_wire import CoalescingSender
 
 __all__ = ["run_provider", "ProviderActor"]
@@ -43,6 +43,7 @@ class ProviderActor:
         self._runtime_keys: dict[str, str] = dict(config.get("runtime_api_keys") or {})
         self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
         self._resolved: dict[str, str | None] = {}
+        self.log = JsonLog(config.get("logFile"), "provider")
         #: Set once the start-up import of the expected SDK is over; streams wait for it so
         #: two threads never import the same provider module at once.
         self.warmed = trio.Event()
@@ -96,8 +97,15 @@ class ProviderActor:
             nursery.start_soon(watch_cancel)
             nursery.start_soon(sender.run)
             lost: RemoteError | None = None
+            ids = {"session": options.session_id, "request": args.get("requestId"), "provider": provider,
+                   "model": model if isinstance(model, str) else model.id}  # fmt: skip
+            self.log.event("stream_start", **ids)
             try:
                 final = await (stream_simple if simple else stream)(model, context, options, sender.push)
+                self.log.event(
+                    "stream_end", **ids, stopReason=final.stop_reason, error=final.error_message,
+                    inputTokens=final.usage.input, outputTokens=final.usage.output,
+                )  # fmt: skip
                 await sender.drain()
             except RemoteError as exc:  # the link broke (ConnectionLost): nobody to answer
                 lost = exc

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", nargs="+", metavar="FILE", help="export SESSION.jsonl [OUTPUT.html] to HTML and exit")
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
+    p.add_argument("--log-file", metavar="PATH", help="append structured logs (JSON lines) from every process here")
     p.add_argument("-v", "--version", action="version", version=f"pi-actors {VERSION}")
     return p
 
@@ -93,6 +94,7 @@ def runtime_config(
     session: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
     models: list[Any] | None = None,
+    log_file: str | None = None,
     runtime_keys: dict[str, str],
     key_sources: dict[str, str],
     sandbox: str | None = None,
@@ -115,11 +117,11 @@ def runtime_config(
         hidden=tuple(p for p in [agent_dir, *session_dirs] if isinstance(p, str) and p),
     )
     return {
-        "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api},
+        "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file},
         # Workers warm up when the first prompt starts, overlapping the model's first reply
         # instead of competing with start-up for the CPU.
-        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True, "sandbox": policy.to_config()},
-        "store": {},
+        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True, "sandbox": policy.to_config(), "logFile": log_file},
+        "store": {"logFile": log_file},
         "coordinator": {
             "cwd": cwd,
             "model": T.to_plain(model),
@@ -128,6 +130,7 @@ def runtime_config(
             "tools": tools,
             "session": session or {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
             "settings": settings or {},
+            "logFile": log_file,
             # The models a session may switch to (set_model, and restoring a resumed one).
             "models": [T.to_plain(m) for m in (models or [model])],
         },
@@ -196,11 +199,6 @@ def _run(argv: Sequence[str]) -> int:
         from .demo import main as demo_main
 
         return demo_main(list(argv[1:]))
-    if argv and argv[0] in ("serve", "attach", "tool-host"):
-        from importlib import import_module
-
-        sub = import_module(f".{argv[0].replace('-', '_')}", __package__)
-        return sub.main(list(argv[1:]))
     if argv and argv[0] in ("serve", "attach", "tool-host"):
         from importlib import import_module
 
@@ -282,6 +280,7 @@ def _run(argv: Sequence[str]) -> int:
         session=session.config,
         settings=settings,
         models=reg.models,
+        log_file=os.path.abspath(args.log_file) if args.log_file else None,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
         sandbox=args.sandbox,

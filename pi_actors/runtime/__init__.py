@@ -11,6 +11,7 @@ Public surface:
 
 from . import protocol
 from ._peer import ConnectionLost, Handler, IncomingCall, OutgoingCall, Peer, RemoteError, open_peer
+from ._log import JsonLog
 from ._process import ChildProcess
 from ._spawn import child_environment, link_pair, start_actor
 
@@ -24,6 +25,7 @@ __all__ = [
     "RemoteError",
     "open_peer",
     "ChildProcess",
+    "JsonLog",
     "child_environment",
     "link_pair",
     "start_actor",
