@@ -153,3 +153,12 @@ async def test_export_writes_a_self_contained_html_page_of_a_session(scripted, e
     assert "question &lt;b&gt;bold&lt;/b&gt;" in page and "An &lt;answer&gt; &amp; more." in page
     missing = await env.run("--export", str(env.work / "nope.jsonl"))
     assert missing.returncode == 1 and missing.stderr.decode().startswith("Error: Cannot export")
+
+
+async def test_a_corrupt_session_file_is_a_one_line_error(env):
+    bad = env.work / "broken.jsonl"
+    bad.write_text("this is not a session\n{}\n")
+    done = await env.run("--session", str(bad), "-p", "hi")
+    assert done.returncode == 1
+    err = done.stderr.decode().strip()
+    assert err.startswith(f"Error: Cannot open session {bad}") and len(err.splitlines()) == 1
