@@ -1,0 +1,100 @@
+"""``pi-actors tool-host``: a session created with ``toolHost`` runs its tool calls there; a
+host dying mid-call gives error results and the session goes on; a reconnecting host is used
+again."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import pytest
+import trio
+
+from pi_actors.server import Server
+from pi_actors.server.client import RemoteSession, connect
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+from conftest import CLI, actor_config
+
+
+@pytest.fixture
+async def server(scripted, tmp_path, nursery):
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    cm = srv.running()
+    await cm.__aenter__()
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
+    srv.url = f"ws://127.0.0.1:{ws.port}/"
+    yield srv
+    await cm.__aexit__(None, None, None)
+
+
+async def _start_host(server, env, workspace):
+    proc = await trio.lowlevel.open_process(
+        [CLI, "tool-host", "--connect", server.url, "--token", "tok", "--name", "h1", "--workspace", str(workspace), "--sandbox", "off"],
+        stdout=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )
+    with trio.fail_after(30):
+        while "h1" not in server.tool_hosts:
+            await server.tool_host_changed.wait()
+    return proc
+
+
+async def _run(session, text) -> list[dict]:
+    events = []
+    async with session.open_call("prompt", {"text": text}) as call:
+        async for e in call:
+            events.append(e)
+        await call.result()
+    return events
+
+
+async def test_tool_calls_run_on_the_tool_host_and_survive_its_death(server, scripted, env, tmp_path):
+    workspace = tmp_path / "host-ws"
+    workspace.mkdir()
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; echo remote > made.txt"})]),
+        Reply(text="done one"),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "sleep 60"})]),
+        Reply(text="done two"),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo back again"})]),
+        Reply(text="done three"),
+    ]
+    host = await _start_host(server, env, workspace)
+    try:
+        async with connect(server.url, token="tok") as peer:
+            sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+            s = await RemoteSession.attach(peer, sid)
+            with trio.fail_after(60):
+                events = await _run(s, "one")
+            end = [e for e in events if e["type"] == "tool_execution_end"][0]
+            assert not end["isError"]
+            assert str(workspace) in end["result"]["content"][0]["text"]
+            assert (workspace / "made.txt").read_text() == "remote\n"
+
+            # the host dies while its call runs: an error result, and the run goes on
+            with trio.fail_after(60):
+                events = []
+                async with s.open_call("prompt", {"text": "two"}) as call:
+                    async for e in call:
+                        events.append(e)
+                        if e["type"] == "tool_execution_start":
+                            host.send_signal(signal.SIGKILL)
+                    await call.result()
+            end = [e for e in events if e["type"] == "tool_execution_end"][0]
+            assert end["isError"]
+            assert "tool host" in end["result"]["content"][0]["text"]
+            assert events[-1]["type"] == "agent_end"
+            await host.wait()
+
+            # a host that comes back is used again
+            host = await _start_host(server, env, workspace)
+            with trio.fail_after(60):
+                events = await _run(s, "three")
+            end = [e for e in events if e["type"] == "tool_execution_end"][0]
+            assert not end["isError"] and "back again" in end["result"]["content"][0]["text"]
+    finally:
+        if host.returncode is None:
+            host.terminate()
+            with trio.fail_after(20):
+                await host.wait()
