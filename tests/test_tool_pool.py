@@ -366,3 +366,19 @@ async def test_a_call_in_a_missing_working_directory_is_refused_clearly(tmp_path
         assert result["isError"] is True
         assert text_of(result) == f"Tool bash was not run: the working directory {tmp_path / 'gone'} does not exist"
         await pool.assert_healthy()
+
+
+async def test_a_killed_pools_private_tmp_is_removed_by_the_next_pool(tmp_path):
+    import subprocess
+    import tempfile
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs: the "killed pool"
+    stale = tempfile.mkdtemp(prefix=f"pi-actors-tmp-{gone.pid}-")
+    alive = tempfile.mkdtemp(prefix=f"pi-actors-tmp-{os.getppid()}-")  # its owner still runs
+    try:
+        async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+            await pool.assert_healthy()
+        assert not os.path.exists(stale) and os.path.exists(alive)
+    finally:
+        os.rmdir(alive)

@@ -45,6 +45,30 @@ __all__ = ["run_tool_pool", "ToolPool"]
 
 WORKER_ENTRY = "pi_actors.actors.tool_worker:run_tool_worker"
 _STOP_GRACE = 2.0  # seconds a worker gets to leave after its link closed
+_TMP_PREFIX = "pi-actors-tmp-"  # + the pool's pid: the sandboxes' shared /tmp
+
+
+def sweep_stale_private_tmps() -> None:
+    """Delete our private /tmp directories whose pool process is gone (killed pools)."""
+    base = tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        owner = name[len(_TMP_PREFIX) :].split("-", 1)[0]
+        if not name.startswith(_TMP_PREFIX) or not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.stat(path).st_uid != os.getuid():
+                continue
+            os.kill(int(owner), 0)
+            continue  # its pool still runs
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 class _Worker:
@@ -144,7 +168,7 @@ class ToolPool:
 
     def _private_tmp(self) -> str:
         if self._tmp_dir is None:
-            self._tmp_dir = tempfile.mkdtemp(prefix="pi-actors-tmp-")
+            self._tmp_dir = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         return self._tmp_dir
 
     async def _run_worker(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -384,6 +408,8 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
         from ..coding.sandbox.limits import sweep_stale_cgroups
 
         sweep_stale_cgroups()
+    if policy.sandboxed:
+        sweep_stale_private_tmps()
     pool: ToolPool | None = None
     try:
         async with trio.open_nursery() as nursery:
