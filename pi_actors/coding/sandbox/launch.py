@@ -149,27 +149,32 @@ class _SandboxStatus:
         self.child_pid: int | None = None
         self.child_pidfd: int | None = None
         self.reported = trio.Event()  # child-pid known, or bwrap gone without one
+        self._buffer = b""
 
     async def read(self) -> None:
-        buffer = b""
+        """Read until the child pid is reported or bwrap closes the fd; safe to call again
+        after a cancellation (it resumes where it stopped)."""
         try:
-            while chunk := await self._stream.receive_some(4096):
-                *lines, buffer = (buffer + chunk).split(b"\n")
+            while not self.reported.is_set():
+                chunk = await self._stream.receive_some(4096)
+                if not chunk:
+                    self.reported.set()
+                    return
+                *lines, self._buffer = (self._buffer + chunk).split(b"\n")
                 for line in lines:
                     try:
                         info = json.loads(line)
                     except ValueError:
                         continue
-                    if isinstance(info, dict) and isinstance(info.get("child-pid"), int) and self.child_pid is None:
+                    if isinstance(info, dict) and isinstance(info.get("child-pid"), int):
                         self.child_pid = info["child-pid"]
                         try:
                             self.child_pidfd = os.pidfd_open(self.child_pid)  # pins it: no pid reuse
                         except OSError:
                             pass
                         self.reported.set()
+                        return
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
-        finally:
             self.reported.set()
 
     def kill_sandbox(self) -> None:
@@ -227,7 +232,7 @@ async def _own_process(
                         await process.wait()
                     if process.returncode is None:
                         with trio.move_on_after(STOP_GRACE):
-                            await status.reported.wait()
+                            await status.read()  # bwrap's set-up must be over before a kill
                         status.kill_sandbox()
                         process.kill()
                         await process.wait()
