@@ -116,3 +116,19 @@ def test_the_cli_configuration_carries_the_policy_and_hides_the_agent_and_sessio
     config = runtime_config(**common, runtime_keys={}, key_sources={}, sandbox="off", allow_network=True)
     assert config["tools"]["sandbox"]["mode"] == "off" and config["tools"]["sandbox"]["allowNetwork"] is True
     assert os.path.isabs(config["tools"]["sandbox"]["workspace"])
+
+
+def test_a_bwrap_that_cannot_create_namespaces_makes_the_sandbox_unavailable_with_its_message(monkeypatch, tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(SandboxUnavailable) as info:
+        check_bwrap(SandboxPolicy(workspace=str(tmp_path)))
+    assert str(info.value) == (
+        "bubblewrap failed to create a sandbox: bwrap: No permissions to create new namespace, likely because the "
+        "kernel does not allow non-privileged user namespaces. Run with --sandbox off to run tools without a sandbox."
+    )

@@ -108,7 +108,7 @@ def check_bwrap(policy: SandboxPolicy) -> str:
         )
     problem = _probe(bwrap, tuple(_namespace_options(policy)))
     if problem is not None:
-        raise SandboxUnavailable(f"{problem}. {_OFF_HINT}")
+        raise SandboxUnavailable(f"{problem.rstrip('.')}. {_OFF_HINT}")
     return bwrap
 
 
