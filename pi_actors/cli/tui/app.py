@@ -298,7 +298,7 @@ class TuiApp:
                 elif b.get("type") == "text" and b.get("text", "").strip():
                     parts.append(Markdown(b["text"], code_theme="monokai"))
             if m.get("stopReason") == "aborted":
-                parts.append(Text(m.get("errorMessage") or "Operation aborted", style="red"))
+                parts.append(Text("Operation aborted", style="red"))
             elif m.get("stopReason") == "error":
                 parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
             if parts:
@@ -344,7 +344,6 @@ class TuiApp:
         for tc in self.tools.values():
             self.print_tool(tc["name"], tc["args"], {"content": [{"type": "text", "text": "(interrupted)"}]}, True)
         self.tools.clear()
-        self.queued.clear()
         self.status = None
 
     def on_event(self, event: dict) -> None:
@@ -518,7 +517,8 @@ class TuiApp:
                 return
         current = f"{self.model.get('provider')}/{self.model.get('id')}"
         items = [(f"{m.provider}/{m.id}" + ("  ✓" if f"{m.provider}/{m.id}" == current else ""), m) for m in models]
-        self.open_selector(Selector("Select model", items, self._set_model, initial=rest))
+        index = next((i for i, m in enumerate(models) if f"{m.provider}/{m.id}" == current), 0)
+        self.open_selector(Selector("Select model", items, self._set_model, initial=rest, index=0 if rest else index))
 
     def cmd_thinking(self, rest: str) -> None:
         def choose(level: str) -> None:
@@ -559,6 +559,7 @@ class TuiApp:
     def _after_session_change(self, result: Any, what: str) -> None:
         self.session_path = (result or {}).get("path") or self.session_path
         self.session_name = None
+        self.queued.clear()  # a new or switched session starts with empty queues
         self.show_status(f"{what}: {self.session_path or '(not saved)'}")
         self.call("get_state", {}, self._apply_state)
         self._reload_messages(reprint=what != "New session")
@@ -763,7 +764,8 @@ class TuiApp:
         frags = []
         for kind, _sent, shown in self.queued:
             frags.append(("fg:ansicyan", f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
-        frags.append(("fg:ansibrightblack", "↳ queued until the agent's next step (esc aborts the run)"))
+        hint = "↳ sent at the agent's next step (esc aborts the run)" if self.running else "↳ still queued: sent during the next run"
+        frags.append(("fg:ansibrightblack", hint))
         return frags
 
     def _status(self) -> list[tuple[str, str]]:
@@ -849,11 +851,9 @@ class TuiApp:
             if self.buffer.complete_state:
                 self.buffer.cancel_completion()
             elif self.running or self.bash_running:
+                # Queued messages stay queued at the coordinator (its abort keeps the queues),
+                # so they stay on screen until a later run delivers them.
                 self.ctl.submit("abort")
-                if self.queued:
-                    restored = "\n\n".join(q[2] for q in self.queued)
-                    self.buffer.text = (restored + ("\n\n" + self.buffer.text if self.buffer.text else ""))
-                    self.queued.clear()
             elif self.buffer.text.startswith("!"):
                 self.buffer.reset()
 
