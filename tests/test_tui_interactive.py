@@ -49,8 +49,8 @@ class Pane:
     async def type(self, text: str) -> None:
         await self.tmux("send-keys", "-t", "0", "-l", text)
 
-    async def screen(self) -> str:
-        return await self.tmux("capture-pane", "-p", "-t", "0")
+    async def screen(self, *, escapes: bool = False) -> str:
+        return await self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "0")
 
     async def wait_for(self, *texts: str, timeout: float = 20) -> str:
         screen = ""
@@ -89,6 +89,24 @@ async def test_a_prompt_streams_its_answer_as_markdown_and_the_footer_shows_mode
     assert "Here is bold text" in screen and "**bold**" not in screen  # rendered, not raw Markdown
     assert "```" not in screen
     assert "(scripted) scripted-model" in screen and "$0.000" in screen and "%/128k" in screen
+    assert "say hello" in (pane.env.home / "prompt-history").read_text()  # the editor's history is kept
+
+
+async def test_thinking_is_shown_dimmed_and_ctrl_t_collapses_it(scripted, pane):
+    for _ in range(2):
+        scripted.script.append(Reply(thinking="Let me weigh the options.", text="The answer is 42."))
+    await pane.start()
+    await pane.type("first")
+    await pane.keys("Enter")
+    await pane.wait_for("The answer is 42.")
+    colored = await pane.screen(escapes=True)
+    assert "\x1b[0;2;3m\x1b[39m\x1b[49mLet me weigh the options." in colored or "\x1b[2;3mLet me weigh" in colored  # dim italic
+    await pane.keys("C-t")
+    await pane.wait_for("Thinking blocks: hidden")
+    await pane.type("second")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("› second", "Thinking...")
+    assert screen.count("Let me weigh the options.") == 1
 
 
 async def test_a_tool_call_is_shown_with_its_command_and_output_and_an_edit_with_its_diff(scripted, env, pane):
@@ -155,6 +173,26 @@ async def test_a_shell_command_shows_its_output_and_at_completes_a_file_that_is_
     text = str(user)
     assert "from-the-shell" in text  # the !command's output reached the context
     assert '<file name="' in text and "the secret is 1234" in text
+
+
+async def test_a_prompt_template_and_a_skill_expand_into_the_prompt(scripted, env, pane):
+    (env.home / "prompts").mkdir()
+    (env.home / "prompts" / "review.md").write_text("---\ndescription: Review code\n---\nPlease review $1 for $2.")
+    (env.work / ".pi-actors" / "skills" / "greet").mkdir(parents=True)
+    (env.work / ".pi-actors" / "skills" / "greet" / "SKILL.md").write_text("---\ndescription: Greets\n---\nAlways greet in French.")
+    scripted.script.extend([Reply(text="Reviewed."), Reply(text="Bonjour.")])
+    await pane.start()
+    await pane.type("/rev")
+    await pane.wait_for("Review code (user)")  # the completion menu lists the template
+    await pane.keys("Escape")
+    await pane.type('iew main.py "bugs and typos"')
+    await pane.keys("Enter")
+    await pane.wait_for("Reviewed.", "› Please review main.py for bugs and typos.")
+    await pane.type("/skill:greet the user")
+    await pane.keys("Enter")
+    await pane.wait_for("Bonjour.")
+    last_user = [m for m in scripted.requests[-1]["body"]["messages"] if m["role"] == "user"][-1]
+    assert '<skill name="greet"' in str(last_user) and "Always greet in French." in str(last_user) and "the user" in str(last_user)
 
 
 async def test_slash_quit_exits_and_ctrl_c_twice_exits(scripted, pane):

@@ -191,6 +191,7 @@ class TuiApp:
         self.bash_running: str | None = None
         self.status: str | None = None
         self.selector: Selector | None = None
+        self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
         self._last_ctrl_c = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: queue.SimpleQueue = queue.SimpleQueue()
@@ -291,6 +292,9 @@ class TuiApp:
             shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
             self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
         elif role == "assistant":
+            for b in m.get("content") or []:
+                if b.get("type") == "toolCall":
+                    self._call_args[b.get("id")] = b.get("arguments")
             parts: list[Any] = []
             for b in m.get("content") or []:
                 if b.get("type") == "thinking" and b.get("thinking", "").strip():
@@ -304,7 +308,7 @@ class TuiApp:
             if parts:
                 self.print_text(*parts)
         elif role == "toolResult":
-            self.print_tool(m.get("toolName", "?"), None, {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
+            self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId")), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
         elif role in ("compactionSummary", "branchSummary"):
@@ -664,15 +668,22 @@ class TuiApp:
                     if role == "assistant" and not text:
                         text = "(tool calls)"
                     label = f"{role}: {text}"[:100]
-                mark = "  ← active" if e.get("id") == leaf else ""
-                items.append(("  " * depth[e.get("id")] + label + mark, e.get("id")))
+                items.append(("  " * depth[e.get("id")] + label, e.get("id")))
             if not items:
                 self.show_status("The session is empty.")
                 return
-            idx = next((i for i, it in enumerate(items) if it[1] == leaf), len(items) - 1)
+            # The active point: the deepest shown entry on the leaf's path (the leaf itself
+            # may be an entry that is not shown, such as a session name).
+            path, cur = set(), leaf
+            while cur in by_id and cur not in path:
+                path.add(cur)
+                cur = by_id[cur].get("parentId")
+            idx = max((i for i, it in enumerate(items) if it[1] in path), default=len(items) - 1)
+            items[idx] = (items[idx][0] + "  ← active", items[idx][1])
+            active = items[idx][1]
 
             def go(target: str) -> None:
-                if target == leaf:
+                if target == active:
                     self.show_status("Already at this point")
                     return
 
