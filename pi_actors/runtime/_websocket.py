@@ -57,9 +57,6 @@ class WebSocketStream(trio.abc.Stream):
         del self._buffer[:n]
         return out
 
-    async def send_eof(self) -> None:  # pragma: no cover - not used by the Peer
-        await self.aclose()
-
     async def aclose(self) -> None:
         try:
             with trio.move_on_after(1):

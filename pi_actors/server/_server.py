@@ -145,6 +145,9 @@ class Server:
         self.stats = {"connections": 0, "overflow_disconnects": 0}
         self._nursery: trio.Nursery | None = None
         self._clients: set[_Client] = set()
+        #: Sessions start a few at a time: many at once on a small machine would starve each
+        #: other's start-up (each is four Python processes) past the 5 s handshake limit.
+        self._start_limiter = trio.CapacityLimiter(2)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -301,11 +304,12 @@ class Server:
             raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
         session = _Session(str(uuid.uuid4()), cwd, tool_host)
         try:
-            await self._nursery.start(self._host_session, session, config)
+            async with self._start_limiter:
+                await self._nursery.start(self._host_session, session, config)
         except RemoteError:
             raise
         except Exception as exc:
-            raise RemoteError("startup_failed", f"session could not start: {exc}") from None
+            raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
         return {"sessionId": session.id}
 
     async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -408,3 +412,10 @@ class Server:
             raise
         await client.flushed(call)
         return value
+
+
+def _describe(exc: BaseException) -> str:
+    """The leaf messages of a (possibly grouped) exception, for an error result."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
