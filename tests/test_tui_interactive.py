@@ -109,16 +109,19 @@ async def test_thinking_is_shown_dimmed_and_ctrl_t_collapses_it(scripted, pane):
     assert screen.count("Let me weigh the options.") == 1
 
 
-async def test_a_tool_call_is_shown_with_its_command_and_output_and_an_edit_with_its_diff(scripted, env, pane):
+async def test_a_tool_call_is_shown_with_its_command_and_live_output_and_an_edit_with_its_diff(scripted, env, pane):
     (env.work / "a.txt").write_text("hello world\n")
-    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo tool-said-$((40+2))"})]))
+    command = "echo tool-said-$((40+2)); sleep 1; echo second-line; sleep 2"
+    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": command})]))
     scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="edit", arguments={"path": "a.txt", "oldText": "world", "newText": "there"})]))
     scripted.script.append(Reply(text="Both done."))
     await pane.start()
     await pane.type("use tools")
     await pane.keys("Enter")
+    # Live output while the command still runs.
+    await pane.wait_for(f"● $ {command}", "  tool-said-42", "esc to abort")
     screen = await pane.wait_for("Both done.")
-    assert "$ echo tool-said-$((40+2))" in screen and "tool-said-42" in screen
+    assert "tool-said-42" in screen and "second-line" in screen
     assert "edit a.txt" in screen
     assert "-1 hello world" in screen and "+1 hello there" in screen  # the edit's diff
 

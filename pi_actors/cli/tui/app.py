@@ -179,6 +179,7 @@ class TuiApp:
         self.session_dir: str | None = info.get("sessionDir")
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict] = list(info.get("messages") or [])
+        self._restored = list(self.messages)  # the transcript the session opened with
         self._models: list[Any] | None = None
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
@@ -236,9 +237,20 @@ class TuiApp:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._print_banner()
         self._loop.call_soon(self._drain)
-        self._loop.call_soon(self._print_banner)
-        await self.app.run_async()
+        ticker = asyncio.ensure_future(self._tick())
+        try:
+            await self.app.run_async()
+        finally:
+            ticker.cancel()
+
+    async def _tick(self) -> None:
+        """Redraw for the spinner only while something runs (no redraws when idle)."""
+        while True:
+            await asyncio.sleep(0.15)
+            if self.running or self.status is not None or self.bash_running:
+                self.app.invalidate()
 
     # -- printing above the live area -----------------------------------------------------------
 
@@ -272,9 +284,9 @@ class TuiApp:
         self.print_text(
             Text.assemble(("pi-actors", "bold"), f"  {self.model.get('provider')}/{self.model.get('id')}", ("  /hotkeys for keys, /quit to exit", "dim"))
         )
-        if self.messages:
-            self.print_text(Text(f"Session with {len(self.messages)} messages:", style="dim"))
-            for m in self.messages[-40:]:
+        if self._restored:
+            self.print_text(Text(f"Session with {len(self._restored)} messages:", style="dim"))
+            for m in self._restored[-40:]:
                 self.print_message(m)
 
     def show_error(self, text: str) -> None:
@@ -969,7 +981,6 @@ class TuiApp:
             style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
             full_screen=False,
             mouse_support=False,
-            refresh_interval=0.25,
             erase_when_done=False,
         )
         app.ttimeoutlen = 0.05
