@@ -35,8 +35,8 @@ class Pane:
         )
         return proc.stdout.decode("utf-8", "replace")
 
-    async def start(self, *cli_args: str) -> None:
-        command = " ".join(shlex.quote(a) for a in [CLI, "--model", "scripted/scripted-model", "--no-session", *cli_args])
+    async def start(self, *cli_args: str, env_prefix: str = "") -> None:
+        command = env_prefix + " ".join(shlex.quote(a) for a in [CLI, "--model", "scripted/scripted-model", "--no-session", *cli_args])
         await self.tmux(
             "new-session", "-d", "-x", "100", "-y", "40", "-c", str(self.env.work),
             f"{command}; echo {self.exit_marker}; sleep 60",
@@ -217,3 +217,16 @@ async def test_slash_quit_exits_and_ctrl_c_twice_exits(scripted, pane):
     finally:
         await second.close()
     del screen
+
+
+async def test_a_dumb_terminal_gets_the_plain_line_loop(scripted, pane):
+    scripted.script.append(Reply(text="Plain answer."))
+    await pane.start(env_prefix="TERM=dumb ")
+    await pane.wait_for("(/quit to exit)")
+    await pane.type("hi")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("Plain answer.")
+    assert "────" not in screen  # no editor frame, no footer
+    await pane.type("/quit")
+    await pane.keys("Enter")
+    await pane.wait_for(pane.exit_marker)

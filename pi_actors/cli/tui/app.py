@@ -36,6 +36,8 @@ from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.filters import Condition, has_focus
+from prompt_toolkit.formatted_text import ANSI, to_formatted_text
+from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.defaults import load_key_bindings
@@ -192,6 +194,7 @@ class TuiApp:
         self.bash_running: str | None = None
         self.status: str | None = None
         self.selector: Selector | None = None
+        self._md_cache: tuple[Any, Any] | None = None
         self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
         self._last_ctrl_c = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -751,15 +754,23 @@ class TuiApp:
                 return None
             d = parent
 
-    def _live(self) -> list[tuple[str, str]]:
+    def _markdown_fragments(self, text: str, width: int) -> list[Any]:
+        """The streaming text rendered as Markdown (cached: redraws without new text are free)."""
+        key = (text, width)
+        if self._md_cache is None or self._md_cache[0] != key:
+            ansi = self.render(Markdown(text, code_theme="monokai"))
+            self._md_cache = (key, to_formatted_text(ANSI(ansi)))
+        return list(self._md_cache[1])
+
+    def _live(self) -> list[Any]:
         width = self._width()
-        frags: list[tuple[str, str]] = []
+        frags: list[Any] = []
         if self.stream:
             for b in self.stream.get("content") or []:
                 if b.get("type") == "thinking" and b.get("thinking"):
                     frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.show_thinking else "Thinking...") + "\n"))
                 elif b.get("type") == "text" and b.get("text"):
-                    frags.append(("", b["text"] + "\n"))
+                    frags += self._markdown_fragments(b["text"], width)
                 elif b.get("type") == "toolCall":
                     frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
         for tc in self.tools.values():
@@ -770,18 +781,28 @@ class TuiApp:
         if self.bash_running:
             frags.append(("fg:ansiyellow", f"$ {self.bash_running}  (running, esc to cancel)\n"))
         # Keep only the tail that fits: the finished message is printed in full at its end.
-        text_lines: list[tuple[str, str]] = []
-        for style, text in frags:
-            for ln in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
-                while len(ln) > width:
-                    text_lines.append((style, ln[:width]))
-                    ln = ln[width:]
-                text_lines.append((style, ln))
-        text_lines = text_lines[-18:]
-        out: list[tuple[str, str]] = []
-        for style, ln in text_lines:
-            out += [(style, ln), ("", "\n")]
-        return out[:-1]
+        wrapped: list[list[Any]] = []
+        for line in split_lines(frags):
+            cur: list[Any] = []
+            used = 0
+            for frag in line:
+                style, text = frag[0], frag[1]
+                while text:
+                    if used >= width:
+                        wrapped.append(cur)
+                        cur, used = [], 0
+                    piece, text = text[: width - used], text[width - used :]
+                    cur.append((style, piece))
+                    used += len(piece)
+            wrapped.append(cur)
+        while wrapped and not any(f[1].strip() for f in wrapped[-1]):
+            wrapped.pop()
+        result: list[Any] = []
+        for n, line in enumerate(wrapped[-18:]):
+            if n:
+                result.append(("", "\n"))
+            result.extend(line)
+        return result
 
     def _queued(self) -> list[tuple[str, str]]:
         frags = []
