@@ -39,13 +39,16 @@ async def open_local_runtime(
     shutdown_grace: float = 3.0,
     tools_link: Any = None,
     processes: dict[str, Any] | None = None,
+    handshake_timeout: float | None = None,
 ) -> AsyncIterator[Peer]:
     """Spawn the actors for ``config`` (keys provider, tools, store, coordinator) and yield
     the UI's connection to the coordinator; see the module docstring for shutdown.
 
     ``tools_link``: a socket to use as the coordinator's "tools" link instead of spawning a
     tool pool (the caller serves ``run_tool`` on the other end, e.g. a remote tool host).
-    ``processes``: if given, filled with each actor's ``ChildProcess`` by name."""
+    ``processes``: if given, filled with each actor's ``ChildProcess`` by name.
+    ``handshake_timeout``: how long the coordinator may take to answer the UI's hello
+    (default: the protocol's 5 s; a server starting sessions on a busy machine gives more)."""
     scrubbed = child_environment(scrub=secret_env_names())
     async with trio.open_nursery() as nursery:
         ui_end, coord_ui = link_pair()
@@ -75,7 +78,8 @@ async def open_local_runtime(
             raise
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
         try:
-            async with open_peer(stream, side="client", role="ui", name="coordinator") as peer:
+            extra = {} if handshake_timeout is None else {"handshake_timeout": handshake_timeout}
+            async with open_peer(stream, side="client", role="ui", name="coordinator", **extra) as peer:
                 yield peer
         finally:
             # Children exit on end-of-stream; give them a moment, then terminate what is left.

@@ -323,7 +323,11 @@ class Server:
                     tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                     nursery.start_soon(self._tool_proxy, session, ours)
                 async with open_local_runtime(
-                    config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
+                    config,
+                    tools_link=tools_link,
+                    processes=session.processes,
+                    shutdown_grace=self.shutdown_grace,
+                    handshake_timeout=30.0,
                 ) as peer:
                     try:
                         await peer.call("session")
