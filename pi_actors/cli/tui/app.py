@@ -87,6 +87,7 @@ HOTKEYS = [
     ("Ctrl+C", "clear the editor; twice quickly: quit"),
     ("Ctrl+D", "quit (empty editor)"),
     ("Ctrl+T", "show/hide thinking"),
+    ("Shift+Tab", "cycle thinking level"),
     ("Ctrl+O", "expand/collapse tool output"),
     ("Ctrl+L", "select model"),
     ("Up/Down", "history (empty or first/last line)"),
@@ -924,6 +925,15 @@ class TuiApp:
         def _toggle_thinking(event: Any) -> None:
             self.show_thinking = not self.show_thinking
             self.show_status(f"Thinking blocks: {'shown' if self.show_thinking else 'hidden'}")
+
+        @kb.add("s-tab", filter=editor_focus)
+        def _cycle_thinking(event: Any) -> None:
+            if not self.model.get("reasoning"):
+                self.show_status("Current model does not support thinking")
+                return
+            levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
+            nxt = levels[(levels.index(self.thinking) + 1) % len(levels)] if self.thinking in levels else "off"
+            self.cmd_thinking(nxt)
 
         @kb.add("c-o")
         def _toggle_tools(event: Any) -> None:
