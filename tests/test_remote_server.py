@@ -210,3 +210,18 @@ async def test_disconnect_fails_in_flight_calls_as_outcome_unknown(server, scrip
             while (await sc.call("get_state"))["isStreaming"]:
                 await sc.call("abort")
         assert (await sc.call("get_state"))["isStreaming"] is False
+
+
+async def test_set_model_and_thinking_level_are_forwarded_to_the_coordinator(server, scripted):
+    async with connect(server.url, token=TOKEN) as a:
+        sid = (await a.call("create", {}))["sessionId"]
+        s = await RemoteSession.attach(a, sid)
+        model = (await s.call("get_state"))["model"]
+        changed = await s.call("set_model", {"model": {**model, "id": "another-model", "reasoning": True}})
+        assert changed["id"] == "another-model"
+        assert (await s.call("set_thinking_level", {"level": "high"}))["level"] == "high"
+        state = await s.call("get_state")
+        assert state["model"]["id"] == "another-model" and state["thinkingLevel"] == "high"
+        with pytest.raises(RemoteError) as info:
+            await s.call("set_thinking_level", {"level": "extreme"})
+        assert info.value.code == "invalid_args"

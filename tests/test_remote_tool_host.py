@@ -98,3 +98,40 @@ async def test_tool_calls_run_on_the_tool_host_and_survive_its_death(server, scr
             host.terminate()
             with trio.fail_after(20):
                 await host.wait()
+
+
+async def test_the_tool_host_sandbox_confines_writes_to_its_workspace(server, scripted, env):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="pi-toolhost-", dir="/var/tmp"))
+    try:
+        workspace, outside = base / "ws", base / "outside"
+        workspace.mkdir()
+        outside.mkdir()
+        scripted.script += [
+            Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo in > inside.txt; echo out > {outside}/escaped.txt"})]),
+            Reply(text="ok"),
+        ]
+        proc = await trio.lowlevel.open_process(
+            [CLI, "tool-host", "--connect", server.url, "--token", "tok", "--name", "h1", "--workspace", str(workspace), "--sandbox", "workspace-write"],
+            stdout=subprocess.DEVNULL, env=env.env, cwd=env.work,
+        )
+        try:
+            with trio.fail_after(30):
+                while "h1" not in server.tool_hosts:
+                    await server.tool_host_changed.wait()
+            async with connect(server.url, token="tok") as peer:
+                sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+                s = await RemoteSession.attach(peer, sid)
+                with trio.fail_after(60):
+                    await _run(s, "try")
+            assert (workspace / "inside.txt").read_text() == "in\n"
+            assert not (outside / "escaped.txt").exists()
+        finally:
+            proc.terminate()
+            with trio.fail_after(20):
+                await proc.wait()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

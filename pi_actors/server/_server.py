@@ -22,8 +22,8 @@ Server-scoped calls (``target`` ""):
                                  reconnects replaces its old connection.
 
 Session-scoped calls: ``target`` = the session id, ``args.attachmentId`` = this connection's
-current attachment to it, else ``session_not_attached``. Methods in ``SESSION_METHODS`` are
-forwarded to the session's coordinator (``attachmentId`` removed), chunks relayed, result
+current attachment to it, else ``session_not_attached``. Session calls (``SESSION_METHODS``
+lists the usual ones; any other method is passed on too) are forwarded to the session's coordinator (``attachmentId`` removed), chunks relayed, result
 returned; a cancel is relayed to the coordinator. ``subscribe`` gives the coordinator's
 snapshot (sequence N) and then every update N+1, N+2, … A session whose processes die (or
 that is removed) fails its attachments' calls and subscriptions with ``session_terminated``.
@@ -58,7 +58,7 @@ SESSION_METHODS = frozenset(
     {
         "prompt", "continue", "steer", "follow_up", "abort", "abort_retry", "compact", "set_model",
         "set_thinking_level", "get_state", "get_messages", "subscribe", "session", "tree", "navigate",
-        "label", "fork", "fork_messages",
+        "label", "fork", "fork_messages", "get_available_models",
     }
 )
 
@@ -395,8 +395,6 @@ class Server:
             raise RemoteError("session_not_attached", f"this connection holds no attachment {attachment!r} to session {call.target!r}")
         if session is None or session.peer is None:
             raise RemoteError("session_terminated", f"session {call.target} has ended")
-        if call.method not in SESSION_METHODS:
-            raise RemoteError("not_found", f"unknown session method {call.method!r}")
         forward = {k: v for k, v in args.items() if k != "attachmentId"}
         if call.method == "subscribe":
             forward["maxQueue"] = 1 << 20  # the bound that matters is this client's send queue
