@@ -225,3 +225,19 @@ async def test_set_model_and_thinking_level_are_forwarded_to_the_coordinator(ser
         with pytest.raises(RemoteError) as info:
             await s.call("set_thinking_level", {"level": "extreme"})
         assert info.value.code == "invalid_args"
+
+
+async def test_a_cancelled_prompt_is_relayed_to_the_coordinator_as_an_abort(server, scripted):
+    scripted.script += [Reply(text="this goes on and on", chunks=8, hang_after_start=True)]
+    async with connect(server.url, token=TOKEN) as a:
+        sid = (await a.call("create", {}))["sessionId"]
+        s = await RemoteSession.attach(a, sid)
+        with trio.fail_after(30):
+            async with s.open_call("prompt", {"text": "go"}) as call:
+                async for data in call:
+                    if data["type"] == "message_update":
+                        await call.cancel()
+                await call.result()
+        messages = (await s.call("get_messages"))["messages"]
+        assert messages[-1]["stopReason"] == "aborted"
+        assert (await s.call("get_state"))["isStreaming"] is False
