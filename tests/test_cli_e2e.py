@@ -256,3 +256,13 @@ async def test_log_file_lines_name_the_session_request_tool_call_and_provider(sc
     assert len({line["request"] for line in llm}) == 2  # two requests, each seen by both actors
     tools = [line for line in lines if line["event"] in ("tool_start", "tool_end")]
     assert [line["event"] for line in tools] == ["tool_start", "tool_end"] and tools[0]["toolCallId"] == tools[1]["toolCallId"]
+
+
+async def test_writes_to_one_file_in_one_reply_land_in_call_order(scripted, env):
+    scripted.script.append(
+        Reply(tool_calls=[ScriptToolCall(name="write", arguments={"path": "same.txt", "content": f"version {i}\n"}) for i in range(1, 5)])
+    )
+    scripted.script.append(Reply(text="written"))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-p", "write it four times")
+    assert done.returncode == 0, done.stderr.decode()
+    assert (env.work / "same.txt").read_text() == "version 4\n"

@@ -182,7 +182,15 @@ class Coordinator:
             return result
 
         async def run(tool_call_id: str, params: dict, signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
-            args = {"toolCallId": tool_call_id, "name": spec.name, "args": params, "cwd": self.cwd, "sessionId": self.session_id}
+            args = {
+                "toolCallId": tool_call_id,
+                "name": spec.name,
+                "args": params,
+                "cwd": self.cwd,
+                "sessionId": self.session_id,
+                # Its place in the assistant's message: the pool runs same-path writes in this order.
+                "callIndex": self._call_index(tool_call_id),
+            }
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
                     async with call.cancel_when(signal.wait if signal else None):
@@ -207,6 +215,13 @@ class Coordinator:
             parameters=spec.parameters,
             execute=execute,
         )
+
+    def _call_index(self, tool_call_id: str) -> int | None:
+        for message in reversed(self.agent.state.messages):
+            if isinstance(message, T.AssistantMessage):
+                calls = [b.id for b in message.content if isinstance(b, T.ToolCall)]
+                return calls.index(tool_call_id) if tool_call_id in calls else None
+        return None
 
     # -- serving the UI ----------------------------------------------------------------------
 
