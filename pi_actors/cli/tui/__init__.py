@@ -61,11 +61,18 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
                 except trio.RunFinishedError:
                     pass
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(controller.serve, initial)
-            threading.Thread(target=thread_main, name="pi-actors-tui", daemon=True).start()
-            await done.wait()
-            nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(controller.serve, initial)
+                threading.Thread(target=thread_main, name="pi-actors-tui", daemon=True).start()
+                await done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            # Whatever ended the trio side, give the terminal back before leaving.
+            if not done.is_set():
+                ui.post(ui.exit_app)
+                with trio.CancelScope(shield=True), trio.move_on_after(3):
+                    await done.wait()
         if errors:
             raise errors[0]
     return 0

@@ -9,6 +9,12 @@ sides never share objects across threads except through two doors:
 * trio → UI: ``TuiApp.post(fn, *args)`` (``loop.call_soon_threadsafe``), so every UI state
   change happens on the UI loop.
 
+Why a thread rather than trio-asyncio or running prompt_toolkit on the main thread: the
+actors' protocol and the runtime stay pure trio, and prompt_toolkit keeps the loop it was
+written for. Signals need no special care: the terminal is in raw mode, so Ctrl-C arrives
+as a key; outside the main thread prompt_toolkit gets no SIGWINCH and polls the terminal
+size instead (every 0.5 s, its default).
+
 Screen model (as pi's differential renderer, without a full-screen app): finished things —
 user messages, assistant messages rendered by rich as Markdown with highlighted code, tool
 calls with their results (edit: the diff), status lines — are printed above the application
@@ -405,6 +411,9 @@ class TuiApp:
             self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
         elif kind in ("auto_compaction_end", "auto_retry_end"):
             self.status = None
+            if kind == "auto_compaction_end":
+                self.print_text(Text("Context compacted automatically.", style="dim"))
+                self._reload_messages()  # the footer's context use follows the new transcript
 
     def bash_started(self, command: str) -> None:
         self.bash_running = command
@@ -508,8 +517,12 @@ class TuiApp:
         self.selector = None
         self.app.layout.focus(self.buffer)
 
+    def exit_app(self) -> None:
+        if self.app.is_running and not self.app.is_done:
+            self.app.exit()
+
     def cmd_quit(self, rest: str) -> None:
-        self.app.exit()
+        self.exit_app()
 
     def cmd_hotkeys(self, rest: str) -> None:
         t = Text()
@@ -908,7 +921,7 @@ class TuiApp:
             if self.selector is not None:
                 self.close_selector()
             elif now - self._last_ctrl_c < 1.0:
-                self.app.exit()
+                self.exit_app()
                 return
             else:
                 self.buffer.reset()
@@ -917,7 +930,7 @@ class TuiApp:
         @kb.add("c-d", filter=editor_focus)
         def _ctrl_d(event: Any) -> None:
             if not self.buffer.text:
-                self.app.exit()
+                self.exit_app()
             else:
                 self.buffer.delete()
 
