@@ -35,8 +35,9 @@ class Pane:
         )
         return proc.stdout.decode("utf-8", "replace")
 
-    async def start(self, *cli_args: str, env_prefix: str = "") -> None:
-        command = env_prefix + " ".join(shlex.quote(a) for a in [CLI, "--model", "scripted/scripted-model", "--no-session", *cli_args])
+    async def start(self, *cli_args: str, env_prefix: str = "", session: bool = False) -> None:
+        flags = [] if session else ["--no-session"]
+        command = env_prefix + " ".join(shlex.quote(a) for a in [CLI, "--model", "scripted/scripted-model", *flags, *cli_args])
         await self.tmux(
             "new-session", "-d", "-x", "100", "-y", "40", "-c", str(self.env.work),
             f"{command}; echo {self.exit_marker}; sleep 60",
@@ -230,3 +231,44 @@ async def test_a_dumb_terminal_gets_the_plain_line_loop(scripted, pane):
     await pane.type("/quit")
     await pane.keys("Enter")
     await pane.wait_for(pane.exit_marker)
+
+
+async def test_slash_tree_goes_back_to_an_earlier_question_and_puts_it_in_the_editor(scripted, pane):
+    scripted.script.extend([Reply(text="First answer."), Reply(text="Second answer."), Reply(text="Another second answer.")])
+    await pane.start(session=True)
+    for question, answer in (("first question", "First answer."), ("second question", "Second answer.")):
+        await pane.type(question)
+        await pane.keys("Enter")
+        await pane.wait_for(answer)
+    await pane.type("/tree")
+    await pane.keys("Enter")
+    await pane.wait_for("Session tree", "assistant: Second answer.  ← active")
+    await pane.type("second q")  # filter, then pick the user message
+    await pane.keys("Enter")
+    screen = await pane.wait_for("Navigated to selected point")
+    assert "› second question" in screen.split("Navigated to selected point")[1]  # back in the editor
+    await pane.keys("Enter")
+    await pane.wait_for("Another second answer.")
+    await pane.type("/tree")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("assistant: Another second answer.  ← active")
+    assert "assistant: Second answer." in screen  # the old branch is still in the tree
+
+
+async def test_slash_name_session_and_export_report_what_they_did(scripted, env, pane):
+    scripted.script.append(Reply(text="Noted.", usage=ScriptUsage(input=50, output=7)))
+    await pane.start(session=True)
+    await pane.type("remember this")
+    await pane.keys("Enter")
+    await pane.wait_for("Noted.")
+    await pane.type("/name my project")
+    await pane.keys("Enter")
+    await pane.wait_for("Session name: my project", "work • my project")  # and in the footer
+    await pane.type("/session")
+    await pane.keys("Enter")
+    await pane.wait_for("Messages: 1 user, 1 assistant", "Tokens: 50 in, 7 out")
+    target = env.work / "out.html"
+    await pane.type("/export out.html")
+    await pane.keys("Enter")
+    await pane.wait_for("Session exported to:")
+    assert "remember this" in target.read_text()

@@ -189,6 +189,9 @@ class TuiApp:
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict] = list(info.get("messages") or [])
         self._restored = list(self.messages)  # the transcript the session opened with
+        #: Assistant messages of every branch of the session file (the footer's totals, as
+        #: pi's); None until the tree has been read (then the transcript is used).
+        self.session_usage: list[dict] | None = None
         self._models: list[Any] | None = None
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
@@ -249,6 +252,7 @@ class TuiApp:
         self._loop = asyncio.get_running_loop()
         self._print_banner()
         self._loop.call_soon(self._drain)
+        self.refresh_session_info()
         ticker = asyncio.ensure_future(self._tick())
         try:
             await self.app.run_async()
@@ -393,6 +397,8 @@ class TuiApp:
             if msg.get("role") == "assistant":
                 self.stream = None
                 self.messages.append(msg)
+                if self.session_usage is not None:
+                    self.session_usage.append(msg)
                 self.print_message(msg)
             elif msg.get("role") in ("user", "toolResult"):
                 self.messages.append(msg)
@@ -589,9 +595,24 @@ class TuiApp:
 
         self.call("get_messages", {}, got)
 
+    def refresh_session_info(self) -> None:
+        """Session name and all-branch usage from the session's entries."""
+
+        def got(tree: Any) -> None:
+            entries = (tree or {}).get("entries") or []
+            names = [e.get("name") for e in entries if e.get("type") == "session_info" and e.get("name")]
+            self.session_name = names[-1] if names else None
+            self.session_usage = [
+                e["message"] for e in entries if e.get("type") == "message" and (e.get("message") or {}).get("role") == "assistant"
+            ]
+
+        self.call("tree", {}, got)
+
     def _after_session_change(self, result: Any, what: str) -> None:
         self.session_path = (result or {}).get("path") or self.session_path
         self.session_name = None
+        self.session_usage = None
+        self.refresh_session_info()
         self.queued.clear()  # a new or switched session starts with empty queues
         self.show_status(f"{what}: {self.session_path or '(not saved)'}")
         self.call("get_state", {}, self._apply_state)
@@ -853,7 +874,7 @@ class TuiApp:
         home = os.path.expanduser("~")
         cwd = "~" + self.cwd[len(home) :] if self.cwd.startswith(home) else self.cwd
         line1 = cwd + (f" ({self.git_branch})" if self.git_branch else "") + (f" • {self.session_name}" if self.session_name else "")
-        tot = usage_totals(self.messages)
+        tot = usage_totals(self.session_usage if self.session_usage is not None else self.messages)
         parts = []
         for key, sym in (("input", "↑"), ("output", "↓"), ("cacheRead", "R"), ("cacheWrite", "W")):
             if tot[key]:
