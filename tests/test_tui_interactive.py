@@ -272,3 +272,46 @@ async def test_slash_name_session_and_export_report_what_they_did(scripted, env,
     await pane.keys("Enter")
     await pane.wait_for("Session exported to:")
     assert "remember this" in target.read_text()
+
+
+async def test_slash_new_then_resume_reopens_the_earlier_session_with_its_transcript(scripted, pane):
+    scripted.script.extend([Reply(text="Answer in the first session."), Reply(text="Answer in the second session.")])
+    await pane.start(session=True)
+    await pane.type("question one")
+    await pane.keys("Enter")
+    await pane.wait_for("Answer in the first session.")
+    await pane.type("/new")
+    await pane.keys("Enter")
+    await pane.wait_for("New session:")
+    await pane.type("question two")
+    await pane.keys("Enter")
+    await pane.wait_for("Answer in the second session.", "↑10 ")  # the footer counts only this session (10 each)
+    await pane.type("/resume")
+    await pane.keys("Enter")
+    await pane.wait_for("Resume session", "question two", "question one")
+    await pane.type("question one")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("Resumed:")
+    assert "Answer in the first session." in screen.split("Resumed:")[1]  # the transcript is shown again
+
+
+async def test_slash_fork_starts_a_new_session_from_an_earlier_question_and_compact_summarizes(scripted, pane):
+    scripted.script.extend([Reply(text="Alpha."), Reply(text="Beta."), Reply(text="## Goal\nA summary.")])
+    await pane.start(session=True)
+    for question, answer in (("ask alpha", "Alpha."), ("ask beta", "Beta.")):
+        await pane.type(question)
+        await pane.keys("Enter")
+        await pane.wait_for(answer)
+    await pane.type("/fork")
+    await pane.keys("Enter")
+    await pane.wait_for("Fork from message", "ask alpha")
+    await pane.type("beta")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("Forked to:")
+    after = screen.split("Forked to:")[1]
+    assert "Alpha." in after and "› ask beta" in after  # history before it, and it is in the editor
+    await pane.keys("C-c")
+    await pane.type("/compact focus on alpha")
+    await pane.keys("Enter")
+    await pane.wait_for("Compacted context")
+    assert "focus on alpha" in str(scripted.requests[-1]["body"])
