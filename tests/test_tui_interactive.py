@@ -315,3 +315,27 @@ async def test_slash_fork_starts_a_new_session_from_an_earlier_question_and_comp
     await pane.keys("Enter")
     await pane.wait_for("Compacted context")
     assert "focus on alpha" in str(scripted.requests[-1]["body"])
+
+
+async def test_hotkeys_thinking_copy_and_history_recall(scripted, pane):
+    scripted.script.append(Reply(text="Copy me."))
+    await pane.start()
+    await pane.type("/copy")
+    await pane.keys("Enter")
+    await pane.wait_for("No agent messages to copy yet.")
+    await pane.type("an earlier prompt")
+    await pane.keys("Enter")
+    await pane.wait_for("Copy me.")
+    await pane.type("/copy")
+    await pane.keys("Enter")
+    await pane.wait_for("Copied last agent message to clipboard")
+    await pane.type("/hotkeys")
+    await pane.keys("Enter")
+    await pane.wait_for("Keyboard shortcuts", "Alt+Enter", "cycle thinking level")
+    await pane.type("/thinking")
+    await pane.keys("Enter")
+    await pane.wait_for("Thinking level", "xhigh")
+    await pane.keys("Enter")
+    await pane.wait_for("Thinking level: off")  # the scripted model does not reason: clamped to off
+    await pane.keys("Up", "Up", "Up", "Up")
+    await pane.wait_for("› an earlier prompt\n")
