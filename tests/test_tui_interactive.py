@@ -89,7 +89,7 @@ async def test_a_prompt_streams_its_answer_as_markdown_and_the_footer_shows_mode
     assert "› say hello" in screen
     assert "Here is bold text" in screen and "**bold**" not in screen  # rendered, not raw Markdown
     assert "```" not in screen
-    assert "(scripted) scripted-model" in screen and "$0.000" in screen and "%/128k" in screen
+    assert "(scripted) scripted-model" in screen and "$0.000" in screen and "%/128k (auto)" in screen
     assert "say hello" in (pane.env.home / "prompt-history").read_text()  # the editor's history is kept
 
 
@@ -339,3 +339,16 @@ async def test_hotkeys_thinking_copy_and_history_recall(scripted, pane):
     await pane.wait_for("Thinking level: off")  # the scripted model does not reason: clamped to off
     await pane.keys("Up", "Up", "Up", "Up")
     await pane.wait_for("› an earlier prompt\n")
+
+
+async def test_a_large_paste_shows_as_a_marker_and_is_sent_in_full(scripted, pane):
+    scripted.script.append(Reply(text="Got the paste."))
+    await pane.start()
+    pasted = "\n".join(f"pasted line {i}" for i in range(1, 16))
+    await pane.tmux("set-buffer", "--", pasted)
+    await pane.tmux("paste-buffer", "-p", "-t", "0")
+    await pane.wait_for("[paste #1 +15 lines]")
+    await pane.keys("Enter")
+    await pane.wait_for("Got the paste.")
+    user = [m for m in scripted.requests[-1]["body"]["messages"] if m["role"] == "user"][-1]
+    assert "pasted line 1" in str(user) and "pasted line 15" in str(user)

@@ -43,6 +43,7 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
             "sessionDir": session_cfg.get("sessionDir") or (os.path.dirname(path) if path else None),
             "sessionName": session.get("name"),
             "messages": messages,
+            "autoCompaction": ((coord_cfg.get("settings") or {}).get("compaction") or {}).get("enabled", True) is not False,
         }
         controller = Controller(coordinator, coord_cfg["cwd"])
         ui = TuiApp(controller, info)

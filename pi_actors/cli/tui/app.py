@@ -47,6 +47,7 @@ from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.defaults import load_key_bindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
@@ -98,6 +99,7 @@ HOTKEYS = [
     ("Ctrl+L", "select model"),
     ("Up/Down", "history (empty or first/last line)"),
     ("Tab", "complete /commands and @files"),
+    ("paste", "more than 10 lines or 1000 chars: shown as [paste #N], sent in full"),
     ("!cmd / !!cmd", "run a shell command (!! keeps it out of the context)"),
 ]
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -188,6 +190,9 @@ class TuiApp:
         self.session_dir: str | None = info.get("sessionDir")
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict] = list(info.get("messages") or [])
+        self.auto_compaction = bool(info.get("autoCompaction", True))
+        #: Large pastes shown as ``[paste #N ...]`` markers, expanded on submit (as pi).
+        self.pastes: dict[str, str] = {}
         self._restored = list(self.messages)  # the transcript the session opened with
         #: Assistant messages of every branch of the session file (the footer's totals, as
         #: pi's); None until the tree has been read (then the transcript is used).
@@ -460,12 +465,25 @@ class TuiApp:
         out += [(f"skill:{n}", s.description[:60]) for n, s in sorted(self.skills.items())]
         return out
 
+    def paste(self, data: str) -> None:
+        data = data.replace("\r\n", "\n").replace("\r", "\n")
+        lines = data.count("\n") + 1
+        if lines > 10 or len(data) > 1000:
+            marker = f"[paste #{len(self.pastes) + 1} " + (f"+{lines} lines]" if lines > 10 else f"{len(data)} chars]")
+            self.pastes[marker] = data
+            self.buffer.insert_text(marker)
+        else:
+            self.buffer.insert_text(data)
+
     def submit(self, mode: str) -> None:
         text = self.buffer.text.strip()
         if not text:
             return
         self.buffer.append_to_history()
         self.buffer.reset()
+        for marker, data in self.pastes.items():
+            text = text.replace(marker, data)
+        self.pastes.clear()
         self.handle_submission(text, mode)
 
     def handle_submission(self, text: str, mode: str = "steer") -> None:
@@ -884,7 +902,7 @@ class TuiApp:
         parts.append(f"${tot['cost']:.3f}")
         window = int(self.model.get("contextWindow") or 0)
         pct = context_percent(self.messages, window)
-        parts.append(f"{pct:.1f}%/{format_tokens(window)}" if pct is not None else f"?/{format_tokens(window)}")
+        parts.append((f"{pct:.1f}%/{format_tokens(window)}" if pct is not None else f"?/{format_tokens(window)}") + (" (auto)" if self.auto_compaction else ""))
         left = " ".join(parts)
         right = f"({self.model.get('provider')}) {self.model.get('id')}"
         right += f" • {self.thinking}" if self.model.get("reasoning") and self.thinking != "off" else (" • thinking off" if self.model.get("reasoning") else "")
@@ -912,6 +930,10 @@ class TuiApp:
         @kb.add("escape", "enter", filter=editor_focus)
         def _alt_enter(event: Any) -> None:
             self.submit("follow_up")
+
+        @kb.add(Keys.BracketedPaste, filter=editor_focus)
+        def _paste(event: Any) -> None:
+            self.paste(event.data)
 
         @kb.add("c-j", filter=editor_focus)
         def _newline(event: Any) -> None:
