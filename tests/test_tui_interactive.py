@@ -352,3 +352,13 @@ async def test_a_large_paste_shows_as_a_marker_and_is_sent_in_full(scripted, pan
     await pane.wait_for("Got the paste.")
     user = [m for m in scripted.requests[-1]["body"]["messages"] if m["role"] == "user"][-1]
     assert "pasted line 1" in str(user) and "pasted line 15" in str(user)
+
+
+async def test_ctrl_g_edits_the_message_in_the_external_editor(scripted, env, pane):
+    editor = env.work.parent / "fake-editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "written in the editor" > "$1"\n')
+    editor.chmod(0o755)
+    await pane.start(env_prefix=f"VISUAL={editor} ")
+    await pane.type("draft")
+    await pane.keys("C-g")
+    await pane.wait_for("› written in the editor")

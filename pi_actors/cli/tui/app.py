@@ -97,6 +97,7 @@ HOTKEYS = [
     ("Shift+Tab", "cycle thinking level"),
     ("Ctrl+O", "expand/collapse tool output"),
     ("Ctrl+L", "select model"),
+    ("Ctrl+G", "edit the message in $VISUAL / $EDITOR"),
     ("Up/Down", "history (empty or first/last line)"),
     ("Tab", "complete /commands and @files"),
     ("paste", "more than 10 lines or 1000 chars: shown as [paste #N], sent in full"),
@@ -222,6 +223,7 @@ class TuiApp:
             history=FileHistory(os.path.join(self.agent_dir, "prompt-history")),
             completer=TuiCompleter(self),
             complete_while_typing=True,
+            tempfile_suffix=".pi.md",
         )
         self.app = self._build()
 
@@ -934,6 +936,11 @@ class TuiApp:
         @kb.add(Keys.BracketedPaste, filter=editor_focus)
         def _paste(event: Any) -> None:
             self.paste(event.data)
+
+        @kb.add("c-g", filter=editor_focus)
+        def _external_editor(event: Any) -> None:
+            # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
+            self.buffer.open_in_editor(validate_and_handle=False)
 
         @kb.add("c-j", filter=editor_focus)
         def _newline(event: Any) -> None:
