@@ -69,7 +69,7 @@ async def test_websocket_upgrade_needs_the_bearer_token(server):
     assert refused.value.status == 401
     async with connect(server.url, token=TOKEN) as peer:
         assert peer.peer_role == "server"
-        assert await peer.call("list") == {"sessions": []}
+        assert (await peer.call("list"))["sessions"] == []
 
 
 async def test_unix_socket_is_0600_in_a_0700_directory(server):
@@ -77,7 +77,7 @@ async def test_unix_socket_is_0600_in_a_0700_directory(server):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     async with connect(server.unix) as peer:
-        assert await peer.call("list") == {"sessions": []}
+        assert (await peer.call("list"))["sessions"] == []
 
 
 async def raw_exchange(stream: trio.abc.Stream, data: bytes) -> list:
@@ -107,7 +107,7 @@ async def test_a_version_mismatch_gets_hello_error_version_and_the_server_goes_o
     frames = await raw_exchange(stream, P.encode_frame(P.encode_message(hello)))
     assert len(frames) == 1 and isinstance(frames[0], P.HelloError) and frames[0].code == "version"
     async with connect(server.url, token=TOKEN) as peer:
-        assert await peer.call("list") == {"sessions": []}
+        assert (await peer.call("list"))["sessions"] == []
 
 
 async def test_sessions_attach_fencing_and_forwarded_calls(server, scripted):
@@ -241,3 +241,13 @@ async def test_a_cancelled_prompt_is_relayed_to_the_coordinator_as_an_abort(serv
         messages = (await s.call("get_messages"))["messages"]
         assert messages[-1]["stopReason"] == "aborted"
         assert (await s.call("get_state"))["isStreaming"] is False
+
+
+async def test_a_draining_server_refuses_create_and_attach(server):
+    async with connect(server.url, token=TOKEN) as a:
+        sid = (await a.call("create", {}))["sessionId"]
+        server.draining = True
+        for method, args in (("create", {}), ("attach", {"sessionId": sid})):
+            with pytest.raises(RemoteError) as info:
+                await a.call(method, args)
+            assert info.value.code == "server_draining"

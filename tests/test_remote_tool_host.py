@@ -63,6 +63,8 @@ async def test_tool_calls_run_on_the_tool_host_and_survive_its_death(server, scr
     host = await _start_host(server, env, workspace)
     try:
         async with connect(server.url, token="tok") as peer:
+            hosts = (await peer.call("list"))["toolHosts"]
+            assert hosts[0]["name"] == "h1" and {"bash", "read"} <= set(hosts[0]["tools"])
             sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
             s = await RemoteSession.attach(peer, sid)
             with trio.fail_after(60):

@@ -8,7 +8,8 @@ closes, the server keeps serving.
 
 Server-scoped calls (``target`` ""):
 
-``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments}]}``
+``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments}],
+                                 toolHosts: [{name, tools}]}``
 ``create {cwd?, toolHost?}``   → ``{sessionId}``: spawns the session's actors (coordinator,
                                  store, provider, and a tool pool unless ``toolHost`` names a
                                  remote tool host, which then runs the session's tool calls).
@@ -20,6 +21,8 @@ Server-scoped calls (``target`` ""):
 ``register_tool_host {tools}`` → ``{}``: from a connection whose hello role is "tool-host";
                                  its hello ``name`` is the host's name. A host that
                                  reconnects replaces its old connection.
+
+While the server shuts down, ``create`` and ``attach`` are refused with ``server_draining``.
 
 Session-scoped calls: ``target`` = the session id, ``args.attachmentId`` = this connection's
 current attachment to it, else ``session_not_attached``. Session calls (``SESSION_METHODS``
@@ -141,6 +144,8 @@ class Server:
         self.shutdown_grace = shutdown_grace
         self.sessions: dict[str, _Session] = {}
         self.tool_hosts: dict[str, Peer] = {}
+        self.tool_host_tools: dict[str, list[str]] = {}
+        self.draining = False
         self.tool_host_changed = trio.Event()
         self.stats = {"connections": 0, "overflow_disconnects": 0}
         self._nursery: trio.Nursery | None = None
@@ -159,6 +164,7 @@ class Server:
             try:
                 yield self
             finally:
+                self.draining = True
                 for session in list(self.sessions.values()):
                     session.end_reason = "server shutting down"
                     session.scope.cancel()
@@ -245,7 +251,12 @@ class Server:
             return await self._session_call(client, call, args)
         method = call.method
         if method == "list":
-            return {"sessions": [s.info() for s in self.sessions.values()]}
+            return {
+                "sessions": [s.info() for s in self.sessions.values()],
+                "toolHosts": [{"name": n, "tools": self.tool_host_tools.get(n, [])} for n in self.tool_hosts],
+            }
+        if method in ("create", "attach") and self.draining:
+            raise RemoteError("server_draining", "the server is shutting down")
         if method == "create":
             return await self._create(args)
         if method == "remove":
@@ -272,6 +283,8 @@ class Server:
                 raise RemoteError("invalid_request", "register_tool_host needs hello role 'tool-host'")
             name = client.peer.peer_name
             self.tool_hosts[name] = client.peer
+            tools = args.get("tools")
+            self.tool_host_tools[name] = [t for t in tools if isinstance(t, str)] if isinstance(tools, list) else []
             self.tool_host_changed.set()
             self.tool_host_changed = trio.Event()
             return {}
