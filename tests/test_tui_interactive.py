@@ -65,6 +65,11 @@ class Pane:
         except trio.TooSlowError:
             raise AssertionError(f"{texts!r} not on screen:\n{screen}") from None
 
+    async def wait_for_gone(self, text: str, timeout: float = 20) -> None:
+        with trio.fail_after(timeout):
+            while text in await self.screen():
+                await trio.sleep(0.1)
+
     async def close(self) -> None:
         await self.tmux("kill-server")
 
@@ -253,6 +258,12 @@ async def test_slash_tree_goes_back_to_an_earlier_question_and_puts_it_in_the_ed
     await pane.keys("Enter")
     screen = await pane.wait_for("assistant: Another second answer.  ← active")
     assert "assistant: Second answer." in screen  # the old branch is still in the tree
+    await pane.keys("Escape")  # closes the selector
+    await pane.wait_for_gone("Session tree")
+    await pane.keys("Escape")
+    await trio.sleep(0.2)
+    await pane.keys("Escape")  # double Esc on an empty editor opens the tree
+    await pane.wait_for("Session tree")
 
 
 async def test_slash_name_session_and_export_report_what_they_did(scripted, env, pane):

@@ -90,7 +90,7 @@ HOTKEYS = [
     ("Enter", "send; while the agent runs: queue a steering message"),
     ("Alt+Enter", "while the agent runs: queue a follow-up message"),
     ("Ctrl+J, \\+Enter", "new line"),
-    ("Esc", "abort the current run (or a !command)"),
+    ("Esc", "abort the current run (or a !command); twice on an empty editor: /tree"),
     ("Ctrl+C", "clear the editor; twice quickly: quit"),
     ("Ctrl+D", "quit (empty editor)"),
     ("Ctrl+T", "show/hide thinking"),
@@ -213,6 +213,7 @@ class TuiApp:
         self._md_cache: tuple[Any, Any] | None = None
         self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
         self._last_ctrl_c = 0.0
+        self._last_esc = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: queue.SimpleQueue = queue.SimpleQueue()
         self._started = time.monotonic()
@@ -964,6 +965,14 @@ class TuiApp:
                 self.ctl.submit("abort")
             elif self.buffer.text.startswith("!"):
                 self.buffer.reset()
+            elif not self.buffer.text:
+                # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
+                now = time.monotonic()
+                if now - self._last_esc < 0.6:
+                    self._last_esc = 0.0
+                    self.cmd_tree("")
+                else:
+                    self._last_esc = now
 
         @kb.add("c-c")
         def _ctrl_c(event: Any) -> None:
@@ -1077,7 +1086,10 @@ class TuiApp:
             mouse_support=False,
             erase_when_done=False,
         )
+        # A lone Esc is flushed after ttimeoutlen; a key sequence starting with Esc (Alt+key)
+        # waits timeoutlen for its next key: short, so Esc (abort, double-Esc) feels immediate.
         app.ttimeoutlen = 0.05
+        app.timeoutlen = 0.25
         return app
 
     @property
