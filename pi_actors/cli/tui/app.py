@@ -103,6 +103,7 @@ HOTKEYS = [
     ("paste", "more than 10 lines or 1000 chars: shown as [paste #N], sent in full"),
     ("!cmd / !!cmd", "run a shell command (!! keeps it out of the context)"),
 ]
+_LEVEL_COLOURS = {"minimal": "#5f5f87", "low": "#5f87af", "medium": "#81a2be", "high": "#b294bb", "xhigh": "#d183e8"}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
 
@@ -1041,7 +1042,9 @@ class TuiApp:
 
         def rule() -> Window:
             def style() -> str:
-                return "fg:ansiyellow" if self.buffer.text.startswith("!") else "fg:ansibrightblack"
+                if self.buffer.text.startswith("!"):
+                    return "fg:ansiyellow"  # bash mode
+                return "fg:" + _LEVEL_COLOURS.get(self.thinking, "ansibrightblack")  # as pi: by thinking level
 
             return Window(height=1, char="─", style=style)
 
