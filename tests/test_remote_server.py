@@ -251,3 +251,33 @@ async def test_a_draining_server_refuses_create_and_attach(server):
             with pytest.raises(RemoteError) as info:
                 await a.call(method, args)
             assert info.value.code == "server_draining"
+
+
+async def test_attaching_another_session_makes_the_old_attachment_stale(server):
+    async with connect(server.unix) as a:
+        one = (await a.call("create", {}))["sessionId"]
+        two = (await a.call("create", {}))["sessionId"]
+        s1 = await RemoteSession.attach(a, one)
+        s2 = await RemoteSession.attach(a, two)
+        with pytest.raises(RemoteError) as info:
+            await s1.call("get_state")
+        assert info.value.code == "session_not_attached"
+        await s2.call("get_state")
+        counts = {s["id"]: s["attachments"] for s in (await a.call("list"))["sessions"]}
+        assert counts == {one: 0, two: 1}
+
+
+async def test_the_unix_listener_refuses_a_live_socket_a_plain_file_and_an_open_directory(server, tmp_path):
+    from pi_actors.runtime._listen import ListenError, open_unix_listener
+
+    with pytest.raises(ListenError, match="in use"):
+        await open_unix_listener(server.unix[len("unix:"):])
+    plain = tmp_path / "sock" / "plain"
+    plain.write_text("x")
+    with pytest.raises(ListenError, match="not a socket"):
+        await open_unix_listener(str(plain))
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o755)
+    os.chmod(open_dir, 0o755)
+    with pytest.raises(ListenError, match="other users"):
+        await open_unix_listener(str(open_dir / "s.sock"))
