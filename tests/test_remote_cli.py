@@ -111,3 +111,41 @@ async def test_attach_line_mode_reconnects_reattaches_and_rerenders_from_the_sna
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_attach_p_fails_an_in_flight_prompt_as_outcome_unknown_on_disconnect(server, scripted, env):
+    from pi_actors.runtime import ConnectionLost
+
+    scripted.script += [Reply(text="an answer that never ends", chunks=6, hang_after_start=True)]
+    async with connect(server.url, token="tok") as peer:
+        sid = (await peer.call("create", {}))["sessionId"]
+    proc = await trio.lowlevel.open_process(
+        [CLI, "attach", server.url, "--token", "tok", "--session", sid, "-p", "go"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
+    )
+    try:
+        with trio.fail_after(60):
+            try:
+                async with connect(server.url, token="tok") as watcher:
+                    s = await RemoteSession.attach(watcher, sid)
+                    async with s.open_call("subscribe") as sub:
+                        async for chunk in sub:
+                            if chunk.get("event", {}).get("type") == "message_update":
+                                server.disconnect_clients()
+            except ConnectionLost:
+                pass
+            assert await proc.wait() == 1
+            err = b""
+            while chunk := await proc.stderr.receive_some(65536):
+                err += chunk
+            assert b"outcome of the call is unknown" in err
+            async with connect(server.url, token="tok") as again:
+                s = await RemoteSession.attach(again, sid)
+                while (await s.call("get_state"))["isStreaming"]:
+                    await s.call("abort")
+                users = [m for m in (await s.call("get_messages"))["messages"] if m["role"] == "user"]
+                assert len(users) == 1  # nothing was replayed
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
