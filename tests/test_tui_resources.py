@@ -60,3 +60,13 @@ def test_footer_numbers_follow_pis_format():
     ]
     assert usage_totals(msgs) == {"input": 1005, "output": 200, "cacheRead": 0, "cacheWrite": 0, "cost": 0.01}
     assert context_percent(msgs, 10_000) == 12.0  # the last successful reply's context
+
+
+def test_at_completion_finds_deeper_files_by_a_part_of_their_path(tmp_path):
+    from pi_actors.cli.tui.app import _walk_matches
+
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "widget_factory.py").write_text("")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "widget_factory.py").write_text("")
+    assert _walk_matches(str(tmp_path), "factory", 20) == ["src/pkg/widget_factory.py"]

@@ -178,6 +178,32 @@ class TuiCompleter(Completer):
                 shown += 1
                 if shown >= 20:
                     return
+            if not dirpart and len(base) >= 2:
+                # Deeper files whose path contains what was typed (pi searches with fd).
+                for rel in _walk_matches(self.tui.cwd, base.lower(), 20 - shown):
+                    yield Completion("@" + rel, start_position=-len(prefix) - 1, display=rel)
+
+
+def _walk_matches(root: str, needle: str, limit: int, budget: int = 5000) -> list[str]:
+    """Up to ``limit`` paths under ``root`` (below its top level) containing ``needle``;
+    hidden entries and node_modules skipped, at most ``budget`` entries looked at."""
+    out: list[str] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "node_modules")
+        if dirpath == root:
+            continue
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in [*(d + "/" for d in dirnames), *sorted(filenames)]:
+            seen += 1
+            rel = os.path.join(rel_dir, name)
+            if needle in rel.lower():
+                out.append(rel)
+                if len(out) >= limit:
+                    return out
+        if seen > budget:
+            break
+    return out
 
 
 class TuiApp:
