@@ -77,7 +77,10 @@ class _CLI:
 class PiActors(_CLI):
     name = "pi-actors"
     short = "pi-actors"
-    ready_marker = rb"(?m)^> "
+    # The TUI's footer names the provider and the model (drawn once the runtime answered the
+    # session calls; the model id may be split by a cursor move at the right edge); the plain
+    # line loop (a dumb terminal) prints "> " once the runtime is up.
+    ready_marker = rb"(?m)\(scripted\) scripted-mode|^> "
 
     def __init__(self, home: Path, port: int, executable: str | None = None) -> None:
         super().__init__(home, port)

@@ -47,7 +47,7 @@ def default_scenarios(deltas: int = 50_000, turns: int = 50, parallel: tuple[int
         out.append(Scenario(f"b{n}", f"parallel-{n}", f"{n} parallel `sleep 1; echo i` bash calls, then text"))
     out.append(Scenario("c", f"turns-{turns}", f"{turns} turns of one `echo i` call, session written", sessions=True))
     out.append(Scenario("d", f"deltas-{deltas}", f"one reply of {deltas:,} text deltas"))
-    out.append(Scenario("e", "startup", "start-up to ready for input (interactive, on a pty)", timeout=60.0))
+    out.append(Scenario("e", "startup", "start-up to ready for input (interactive, on a pty)", timeout=20.0))
     return out
 
 
@@ -118,6 +118,9 @@ class Server:
 
 def _check(scenario: Scenario, m: Measurement, server: Server, run_id: str) -> str | None:
     """Why the run does not count, or None."""
+    if scenario.name == "startup" and m.returncode != 0:
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", m.stdout.decode(errors="replace"))
+        return f"no ready marker on the terminal within {scenario.timeout:g} s; last output: {' '.join(text.split())[-160:]!r}"
     if m.returncode != 0:
         tail = (m.stderr or m.stdout).decode(errors="replace").strip().splitlines()[-3:]
         return f"exit {m.returncode}: {' | '.join(tail)}"

@@ -1,9 +1,9 @@
 """Scenario (e): start-up to ready for input, in interactive mode on a pseudo-terminal.
 
-The CLI starts on a pty (80x40 would do; 120x40 here) exactly as a user starts it, without a
-prompt. "Ready" is the moment its input prompt is on the terminal: for pi-actors the ``> ``
-line prompt (printed once the local runtime is up and the coordinator answered the hello);
-for pi its editor frame, recognised by the footer naming the model. At that moment the
+The CLI starts on a pty (120x40) exactly as a user starts it, without a prompt. "Ready" is
+the moment its editor is on the terminal, recognised by the footer naming the provider and
+model, which both TUIs draw with the editor (pi-actors draws it once the local runtime is up
+and has answered the session calls; its plain line loop, on a dumb terminal, prints ``> ``). At that moment the
 tree is sampled from ``/proc``: CPU (utime + stime, children already reaped included), the
 largest single process's VmHWM, and the sum of VmRSS.
 
