@@ -163,7 +163,7 @@ async def test_responses_reasoning_options_juice_and_service_tier(start_llm):
 
 
 def test_responses_cache_retention_and_prompt_cache_key():
-    official = ai.Model(id="gpt-5", api="openai-responses", provider="openai", base_url="https://api.openai.com/v1")
+    official = ai.Model(id="gpt-5", api="openai-responses", provider="openai", base_url=f"https://{openai_responses.OFFICIAL_HOST}/v1")
     local = msgspec.structs.replace(official, base_url="http://127.0.0.1:9/v1")
     ctx = hello_context()
     long = ai.StreamOptions(session_id="s", cache_retention="long")

@@ -61,6 +61,9 @@ from ._sse import decode_json, read_sse
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash"]
 
+#: The host whose base URL gets the 24 h prompt-cache retention (as pi keys it).
+OFFICIAL_HOST = "api.openai.com"
+
 API = "openai-responses"
 
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -191,7 +194,7 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
     retention = resolve_cache_retention(options)
     if options.session_id and retention != "none":
         params["prompt_cache_key"] = options.session_id
-    if retention == "long" and "api.openai.com" in (model.base_url or ""):
+    if retention == "long" and OFFICIAL_HOST in (model.base_url or ""):
         params["prompt_cache_retention"] = "24h"
     if options.max_tokens:
         params["max_output_tokens"] = options.max_tokens
