@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's virtualenv::
 
-    .venv/bin/python -m benchmarks                 # everything, 7 rounds (~6-9 minutes)
+    .venv/bin/python -m benchmarks                 # everything, 7 rounds (~5-6 minutes on 2 quiet CPUs)
     .venv/bin/python -m benchmarks --quick         # 2 rounds, short micro-benchmarks (~2-3 minutes)
     .venv/bin/python -m benchmarks --install-pi    # npm install pi into the cache folder first
     .venv/bin/python -m benchmarks --only micro    # micro-benchmarks only
