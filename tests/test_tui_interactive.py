@@ -35,14 +35,16 @@ class Pane:
         )
         return proc.stdout.decode("utf-8", "replace")
 
-    async def start(self, *cli_args: str, env_prefix: str = "", session: bool = False) -> None:
+    async def start(self, *cli_args: str, env_prefix: str = "", session: bool = False, ready: str = "(scripted) scripted-model") -> None:
         flags = [] if session else ["--no-session"]
         command = env_prefix + " ".join(shlex.quote(a) for a in [CLI, "--model", "scripted/scripted-model", *flags, *cli_args])
         await self.tmux(
             "new-session", "-d", "-x", "100", "-y", "40", "-c", str(self.env.work),
             f"{command}; echo {self.exit_marker}; sleep 60",
         )
-        await self.wait_for("scripted-model")
+        # The footer is drawn by the running application (the header line above it is printed
+        # before the application starts): from then on keys and bracketed pastes are read.
+        await self.wait_for(ready)
 
     async def keys(self, *keys: str) -> None:
         await self.tmux("send-keys", "-t", "0", *keys)
@@ -227,8 +229,7 @@ async def test_slash_quit_exits_and_ctrl_c_twice_exits(scripted, pane):
 
 async def test_a_dumb_terminal_gets_the_plain_line_loop(scripted, pane):
     scripted.script.append(Reply(text="Plain answer."))
-    await pane.start(env_prefix="TERM=dumb ")
-    await pane.wait_for("(/quit to exit)")
+    await pane.start(env_prefix="TERM=dumb ", ready="(/quit to exit)")
     await pane.type("hi")
     await pane.keys("Enter")
     screen = await pane.wait_for("Plain answer.")
