@@ -63,7 +63,7 @@ def test_footer_numbers_follow_pis_format():
 
 
 def test_at_completion_finds_deeper_files_by_a_part_of_their_path(tmp_path):
-    from pi_actors.cli.tui.app import _walk_matches
+    from pi_actors.cli.tui.widgets import _walk_matches
 
     (tmp_path / "src" / "pkg").mkdir(parents=True)
     (tmp_path / "src" / "pkg" / "widget_factory.py").write_text("")
