@@ -24,7 +24,8 @@ import msgspec
 
 from ...ai.types import Message
 from ..messages import convert_to_llm, from_session_messages
-from ..session.format import timestamp_ms
+from ..session.context import entry_ms
+from ..session.context import message_from_entry as _message_from_entry
 
 __all__ = ["as_plain", "entry_ms", "message_from_entry", "to_llm"]
 
@@ -41,54 +42,10 @@ def as_plain(message: Any) -> dict:
     return plain if isinstance(plain, dict) else {}
 
 
-def entry_ms(entry: dict) -> int | None:
-    """An entry's ISO ``timestamp`` in epoch milliseconds (None when absent or unreadable)."""
-    value = entry.get("timestamp")
-    if isinstance(value, str):
-        try:
-            return timestamp_ms(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, int) else None
-
-
 def message_from_entry(entry: dict, *, include_compaction: bool = False) -> dict | None:
-    """The message ``entry`` contributes, in pi's plain shape, or None.
-
-    ``message`` → its message; ``custom_message`` → a ``custom`` message; ``branch_summary`` →
-    a ``branchSummary`` message (even with an empty summary, as pi's compaction does);
-    ``compaction`` → a ``compactionSummary`` message only with ``include_compaction``.
-    """
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message")
-        return message if isinstance(message, dict) else None
-    if kind == "custom_message":
-        message = {
-            "role": "custom",
-            "customType": entry.get("customType"),
-            "content": entry.get("content"),
-            "display": entry.get("display"),
-            "timestamp": entry_ms(entry),
-        }
-        if entry.get("details") is not None:
-            message["details"] = entry["details"]
-        return message
-    if kind == "branch_summary":
-        return {
-            "role": "branchSummary",
-            "summary": entry.get("summary") or "",
-            "fromId": entry.get("fromId"),
-            "timestamp": entry_ms(entry),
-        }
-    if kind == "compaction" and include_compaction:
-        return {
-            "role": "compactionSummary",
-            "summary": entry.get("summary") or "",
-            "tokensBefore": entry.get("tokensBefore"),
-            "timestamp": entry_ms(entry),
-        }
-    return None
+    """The message ``entry`` contributes to a compaction (``session.message_from_entry``,
+    keeping empty branch summaries, as pi's compaction does)."""
+    return _message_from_entry(entry, include_compaction=include_compaction, empty_summaries=True)
 
 
 def to_llm(messages: list[Any]) -> list[Message]:

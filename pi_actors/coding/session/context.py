@@ -35,7 +35,8 @@ class SessionContext:
     model: dict | None
 
 
-def _ms(entry: dict) -> int | None:
+def entry_ms(entry: dict) -> int | None:
+    """An entry's ISO ``timestamp`` in epoch milliseconds (None when absent or unreadable)."""
     value = entry.get("timestamp")
     if isinstance(value, str):
         try:
@@ -64,7 +65,14 @@ def _path_to(entries: list[dict], leaf_id: Any) -> list[dict]:
     return path
 
 
-def _as_message(entry: dict) -> dict | None:
+def message_from_entry(entry: dict, *, include_compaction: bool = False, empty_summaries: bool = False) -> dict | None:
+    """The message ``entry`` contributes, in pi's plain shape, or None.
+
+    ``message`` → its message; ``custom_message`` → a ``custom`` message; ``branch_summary`` →
+    a ``branchSummary`` message (only with a summary, unless ``empty_summaries``: pi's
+    compaction keeps empty ones); ``compaction`` → a ``compactionSummary`` message only with
+    ``include_compaction``. Timestamps of synthesised messages are the entry's, in ms.
+    """
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
@@ -78,14 +86,21 @@ def _as_message(entry: dict) -> dict | None:
         }
         if entry.get("details") is not None:
             message["details"] = entry["details"]
-        message["timestamp"] = _ms(entry)
+        message["timestamp"] = entry_ms(entry)
         return message
-    if kind == "branch_summary" and entry.get("summary"):
+    if kind == "branch_summary" and (entry.get("summary") or empty_summaries):
         return {
             "role": "branchSummary",
-            "summary": entry["summary"],
+            "summary": entry.get("summary") or "",
             "fromId": entry.get("fromId"),
-            "timestamp": _ms(entry),
+            "timestamp": entry_ms(entry),
+        }
+    if kind == "compaction" and include_compaction:
+        return {
+            "role": "compactionSummary",
+            "summary": entry.get("summary") or "",
+            "tokensBefore": entry.get("tokensBefore"),
+            "timestamp": entry_ms(entry),
         }
     return None
 
@@ -113,7 +128,7 @@ def session_context(entries: list[dict], leaf_id: Any = _LAST_ENTRY) -> SessionC
     messages: list[dict] = []
 
     def emit(entry: dict) -> None:
-        message = _as_message(entry)
+        message = message_from_entry(entry)
         if message is not None:
             messages.append(message)
 
@@ -126,7 +141,7 @@ def session_context(entries: list[dict], leaf_id: Any = _LAST_ENTRY) -> SessionC
                 "role": "compactionSummary",
                 "summary": compaction.get("summary"),
                 "tokensBefore": compaction.get("tokensBefore"),
-                "timestamp": _ms(compaction),
+                "timestamp": entry_ms(compaction),
             }
         )
         kept = False
