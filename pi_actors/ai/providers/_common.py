@@ -68,6 +68,7 @@ __all__ = [
     "error_message_for",
     "apply_on_payload",
     "shared_ssl_context",
+    "stream_simple_with_effort",
 ]
 
 _log = logging.getLogger(__name__)
@@ -171,17 +172,16 @@ class StreamRun:
         await self._emit_synced(TextStartEvent(content_index=i, partial=self.output))
         return i
 
-    async def text_delta(self, i: int, delta: str) -> None:
+    def _append(self, i: int, delta: str, field: str) -> None:
+        """Add ``delta`` to block ``i``'s ``field`` now (live partial) or at the next sync."""
         if self.live:
             block = self.output.content[i]
-            assert isinstance(block, TextContent)
-            block.text += delta
+            setattr(block, field, getattr(block, field) + delta)
         else:
-            lag = self._lag.get(i)
-            if lag is None:
-                self._lag[i] = [delta]
-            else:
-                lag.append(delta)
+            self._lag.setdefault(i, []).append(delta)
+
+    async def text_delta(self, i: int, delta: str) -> None:
+        self._append(i, delta, "text")
         await self._emit(TextDeltaEvent(content_index=i, delta=delta, partial=self.output))
 
     async def text_end(self, i: int) -> None:
@@ -198,16 +198,7 @@ class StreamRun:
         return i
 
     async def thinking_delta(self, i: int, delta: str) -> None:
-        if self.live:
-            block = self.output.content[i]
-            assert isinstance(block, ThinkingContent)
-            block.thinking += delta
-        else:
-            lag = self._lag.get(i)
-            if lag is None:
-                self._lag[i] = [delta]
-            else:
-                lag.append(delta)
+        self._append(i, delta, "thinking")
         await self._emit(ThinkingDeltaEvent(content_index=i, delta=delta, partial=self.output))
 
     async def thinking_end(self, i: int) -> None:
@@ -452,3 +443,17 @@ async def apply_on_payload(params: dict[str, Any], model: Model, options: Stream
     if inspect.isawaitable(result):
         result = await result
     return params if result is None else result
+
+
+async def stream_simple_with_effort(stream: Any, model: Any, context: Any, options: Any, emit: Any) -> Any:
+    """``stream_simple`` for the OpenAI APIs: base options plus ``reasoning_effort`` from the
+    level (xhigh only where the model supports it, else clamped to high)."""
+    from ..env_keys import get_env_api_key
+    from ..options import build_base_options, clamp_reasoning, supports_xhigh
+
+    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
+    base = build_base_options(model, options, api_key)
+    level = options.reasoning if options else None
+    if level:
+        base.extra["reasoning_effort"] = level if supports_xhigh(model) else clamp_reasoning(level)
+    return await stream(model, context, base, emit)

@@ -34,14 +34,7 @@ from typing import Any
 import openai
 
 from ..env_keys import get_env_api_key
-from ..options import (
-    StreamOptions,
-    build_base_options,
-    clamp_reasoning,
-    extra_option,
-    resolve_cache_retention,
-    supports_xhigh,
-)
+from ..options import StreamOptions, extra_option, resolve_cache_retention
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -55,8 +48,16 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, describe_error, run_stream, \
-    shared_ssl_context
+from ._common import (
+    ProviderError,
+    StreamRun,
+    apply_on_payload,
+    close_quietly,
+    describe_error,
+    run_stream,
+    shared_ssl_context,
+    stream_simple_with_effort,
+)
 from ._sse import decode_json, read_sse
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash"]
@@ -386,9 +387,4 @@ async def stream(model: Model, context: Context, options: StreamOptions | None, 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
-    level = options.reasoning if options else None
-    if level:
-        base.extra["reasoning_effort"] = level if supports_xhigh(model) else clamp_reasoning(level)
-    return await stream(model, context, base, emit)
+    return await stream_simple_with_effort(stream, model, context, options, emit)
