@@ -365,6 +365,36 @@ async def test_parallel_tools_run_concurrently_and_results_keep_call_order():
     assert ids == ["tool-1", "tool-2"]
 
 
+async def test_parallel_calls_with_the_same_exclusive_key_run_one_after_another_in_call_order():
+    """Calls a, b, c on key "x" run in that order, each after the one before it has finished,
+    however trio schedules them; d on key "y" runs alongside a (a waits for it)."""
+    started: list[str] = []
+    d_running = trio.Event()
+
+    async def execute(tool_call_id, params, signal, on_update):
+        started.append(tool_call_id)
+        if tool_call_id == "a":
+            await d_running.wait()  # d is not held back by a
+        if tool_call_id == "d":
+            d_running.set()
+        for _ in range(5):  # give any wrongly started call of key "x" the chance to run now
+            await trio.lowlevel.checkpoint()
+        started.append(f"/{tool_call_id}")
+        return AgentToolResult(content=[TextContent(text=tool_call_id)])
+
+    tool = make_tool(execute=execute, exclusive_key=lambda args: args["value"])
+    stream = ScriptedStream(
+        reply(Call("a", "echo", {"value": "x"}), Call("b", "echo", {"value": "x"}),
+              Call("d", "echo", {"value": "y"}), Call("c", "echo", {"value": "x"})),
+        done_only(Text("ok")),
+    )  # fmt: skip
+    _, rec = await run([user("go")], stream, tools=[tool])
+    keyed = [s for s in started if s.strip("/") in "abc"]
+    assert keyed == ["a", "/a", "b", "/b", "c", "/c"]
+    assert started.index("d") < started.index("/a")
+    assert [e.tool_call_id for e in rec.of("tool_execution_end")] == ["a", "b", "d", "c"]
+
+
 async def test_parallel_outcomes_follow_call_order_even_when_a_call_fails_preflight():
     """Pinned (DESIGN): [slow A, unknown B, fast C] → results A, B, C; C ends after A."""
     c_finished = trio.Event()

@@ -55,6 +55,8 @@ import trio
 
 from ..agent import Agent, AgentTool, AgentToolResult
 from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
+from ..coding.tools import MUTATING_TOOLS
+from ..coding.tools.paths import resolve_to_cwd
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..runtime import ConnectionLost, IncomingCall, JsonLog, Peer, RemoteError, open_peer
@@ -214,7 +216,15 @@ class Coordinator:
             description=spec.description,
             parameters=spec.parameters,
             execute=execute,
+            exclusive_key=self._changed_path if spec.name in MUTATING_TOOLS else None,
         )
+
+    def _changed_path(self, params: Any) -> str | None:
+        """The file a write/edit changes, so that the agent runs one reply's calls on the
+        same file one after another, in call order (the pool also orders them by real path,
+        but only among calls that reach it together)."""
+        path = params.get("path") if isinstance(params, dict) else None
+        return os.path.realpath(resolve_to_cwd(path, self.cwd)) if isinstance(path, str) else None
 
     def _call_index(self, tool_call_id: str) -> int | None:
         for message in reversed(self.agent.state.messages):

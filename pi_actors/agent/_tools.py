@@ -87,6 +87,7 @@ class _Call:
     args: Any = None
     outcome: Optional[_Outcome] = None  # set when settled (immediately or after execution)
     runnable: bool = False
+    key: Optional[str] = None  # the tool's exclusive_key for these arguments
     executed: bool = False
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -172,13 +173,18 @@ class ToolPhase:
         for call in calls:
             await self._emit_start(call)
             await self._prepare(message, call)
-        # Phase 2 + 3: start every runnable call at once; settle outcomes in call order.
+        # Phase 2 + 3: start every runnable call at once (a call whose exclusive key an
+        # earlier call holds waits for that one to settle); settle outcomes in call order.
         results: list[ToolResultMessage] = []
         failure: Optional[Exception] = None
+        holders: dict[str, _Call] = {}
         async with trio.open_nursery() as nursery:
             for call in calls:
                 if call.runnable:
-                    nursery.start_soon(self._execute, call)
+                    before = holders.get(call.key) if call.key is not None else None
+                    if call.key is not None:
+                        holders[call.key] = call
+                    nursery.start_soon(self._execute, call, before)
             for call in calls:
                 await call.done.wait()
                 try:
@@ -222,6 +228,8 @@ class ToolPhase:
             if prepare is not None:
                 raw = await call_maybe_async(prepare, raw)
             args = validate_tool_arguments(tool, raw)
+            exclusive_key = getattr(tool, "exclusive_key", None)
+            key = exclusive_key(args) if exclusive_key is not None else None
             hook = self.config.before_tool_call
             if hook is not None:
                 verdict = await call_maybe_async(hook, BeforeToolCallContext(message, block, args, self.context), self.signal)
@@ -237,15 +245,18 @@ class ToolPhase:
         if self._aborted():
             self._settle(call, _Outcome(_text_result(TOOL_ABORTED), True))
             return
-        call.tool, call.args, call.runnable = tool, args, True
+        call.tool, call.args, call.key, call.runnable = tool, args, key, True
 
     def _settle(self, call: _Call, outcome: _Outcome) -> None:
         call.outcome = outcome
         call.done.set()
 
-    async def _execute(self, call: _Call) -> None:
+    async def _execute(self, call: _Call, after: Optional[_Call] = None) -> None:
+        """Run one call and settle it; with ``after``, only once that call has settled."""
         block = call.block
         settled = False
+        if after is not None:
+            await after.done.wait()
 
         async def on_update(partial: Any) -> None:
             if settled:

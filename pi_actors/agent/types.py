@@ -136,6 +136,12 @@ class AgentTool:
     ``prepare_arguments(raw_args) -> args`` (optional, sync or async) adapts the model's raw
     arguments before schema validation (a compatibility shim); a raise is an error result.
 
+    ``exclusive_key(args) -> str | None`` (optional, sync) names what a call changes, e.g. the
+    absolute path a write touches. In parallel mode, calls of one assistant message with the
+    same key run one after another in call order (each starts once the one before it has
+    settled), while all other calls still run at once; ``None`` means no constraint. It is
+    asked after validation; a raise is an error result.
+
     Any object with these attributes works as a tool; this dataclass is the convenient form.
     """
 
@@ -145,6 +151,7 @@ class AgentTool:
     execute: Callable[[str, Any, Optional[AbortSignal], AgentToolUpdateCallback], Awaitable[AgentToolResult]]
     label: str = ""
     prepare_arguments: Optional[Callable[[Any], Any]] = None
+    exclusive_key: Optional[Callable[[Any], Optional[str]]] = None
 
 
 @dataclass
