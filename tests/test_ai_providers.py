@@ -515,3 +515,62 @@ async def test_event_partial_is_not_serialised_across_the_wire(api, start_llm):
     for event in rec.events:
         plain = ai.to_plain(msgspec.structs.replace(event, partial=None)) if hasattr(event, "partial") else ai.to_plain(event)
         assert ai.event_from_plain(plain) is not None
+
+
+class _RawRecordingLLM(ScriptedLLM):
+    """The scripted server, also keeping each request's body bytes as they arrived."""
+
+    def __init__(self, replies) -> None:
+        super().__init__(replies)
+        self.raw_bodies: list[bytes] = []
+
+    async def _respond(self, conn, stream, request, raw):
+        self.raw_bodies.append(raw)
+        return await super()._respond(conn, stream, request, raw)
+
+
+def _long_context(api: str, turns: int) -> ai.Context:
+    """Many turns of every block kind, with text that JSON must escape or keep as UTF-8."""
+    provider = PROVIDER[api]
+    messages: list = []
+    for i in range(turns):
+        messages.append(ai.UserMessage(content=[ai.TextContent(text=f"step {i}: héllo ☃ \"q\" \\ \n\t\x01"),
+                                                ai.ImageContent(data="aGVsbG8=", mime_type="image/png")], timestamp=1))
+        messages.append(ai.AssistantMessage(
+            content=[ai.ThinkingContent(thinking=f"think {i}", thinking_signature="sig"),
+                     ai.TextContent(text=f"reply {i} \U0001F600"),
+                     ai.ToolCall(id=f"call_{i}", name="bash", arguments={"command": f"echo {i}", "n": 1.5, "deep": [{"a": None}]})],
+            api=api, provider=provider, model="test-model", timestamp=1, stop_reason="toolUse", usage=ai.Usage()))
+        messages.append(ai.ToolResultMessage(tool_call_id=f"call_{i}", tool_name="bash",
+                                             content=[ai.TextContent(text=f"{i}\n" * 3)], is_error=i % 7 == 0, timestamp=1))
+    messages.append(ai.UserMessage(content="and now?", timestamp=1))
+    tools = [ai.Tool(name="bash", description="Run a command", parameters={
+        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})]
+    return ai.Context(system_prompt="You are terse. ✓", messages=messages, tools=tools)
+
+
+def _no_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate keys in the request body: {keys}"
+    return dict(pairs)
+
+
+@pytest.mark.parametrize("simple", [False, True])
+async def test_a_long_context_reaches_the_server_exactly_as_built(api, nursery, simple):
+    # The SDKs' request transform is bypassed (the body goes in extra_body); the server must
+    # still receive exactly the payload the provider built: every message, nothing added,
+    # no key twice, compact UTF-8 JSON.
+    server = _RawRecordingLLM([Reply(text="ok")])
+    await nursery.start(server.serve)
+    built = []
+    options = ai.StreamOptions(api_key="k", temperature=0.5, max_tokens=300, session_id="s1",
+                               reasoning="high" if simple else None,
+                               extra={"onPayload": lambda payload, model: built.append(payload)})
+    result, _ = await run(api, server, options, context=_long_context(api, 60), simple=simple)
+    assert result.stop_reason == "stop", result.error_message
+    [raw] = server.raw_bodies
+    received = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+    assert received == json.loads(json.dumps(built[0]))
+    assert raw == json.dumps(received, ensure_ascii=False, separators=(",", ":")).encode()
+    bulk = received["input"] if api == "openai-responses" else received["messages"]
+    assert len(bulk) > 3 * 60

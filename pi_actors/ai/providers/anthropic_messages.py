@@ -42,7 +42,15 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._common import ProviderError, StreamRun, apply_on_payload, close_quietly, run_stream, shared_ssl_context
+from ._common import (
+    ProviderError,
+    StreamRun,
+    apply_on_payload,
+    close_quietly,
+    run_stream,
+    sdk_request_args,
+    shared_ssl_context,
+)
 from ._sse import decode_json, read_sse
 
 __all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
@@ -333,10 +341,8 @@ async def _body(run: StreamRun, context: Context) -> None:
         await run.start()
         # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
         # which avoids building a typed event object per delta.
-        rest = {k: v for k, v in params.items() if k not in ("model", "messages", "max_tokens", "stream")}
         manager = client.messages.with_streaming_response.create(
-            model=params["model"], messages=params["messages"], max_tokens=params["max_tokens"], stream=True,
-            extra_body=rest)
+            **sdk_request_args(params, "messages", required=("model", "max_tokens")))
         response = await run.io(manager.__aenter__)
         mapper = _Mapper(run, context, oauth)
         await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)

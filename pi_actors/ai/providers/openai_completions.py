@@ -51,6 +51,7 @@ from ._common import (
     close_quietly,
     describe_error,
     run_stream,
+    sdk_request_args,
     stream_simple_with_effort,
     shared_ssl_context,
 )
@@ -380,9 +381,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     try:
         # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours to
         # parse, which avoids building a typed chunk object per delta.
-        rest = {k: v for k, v in params.items() if k not in ("model", "messages", "stream")}
-        manager = client.chat.completions.with_streaming_response.create(
-            model=params["model"], messages=params["messages"], stream=True, extra_body=rest)
+        manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
         response = await run.io(manager.__aenter__)
         await run.start()
         mapper = _Mapper(run)

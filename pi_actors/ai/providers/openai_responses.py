@@ -55,6 +55,7 @@ from ._common import (
     close_quietly,
     describe_error,
     run_stream,
+    sdk_request_args,
     shared_ssl_context,
     stream_simple_with_effort,
 )
@@ -367,9 +368,7 @@ async def _body(run: StreamRun, context: Context) -> None:
                                 http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
     response = None
     try:
-        rest = {k: v for k, v in params.items() if k not in ("model", "input", "stream")}
-        manager = client.responses.with_streaming_response.create(
-            model=params["model"], input=params["input"], stream=True, extra_body=rest)
+        manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
         response = await run.io(manager.__aenter__)
         await run.start()
         mapper = _Mapper(run, params.get("service_tier"))
