@@ -99,3 +99,16 @@ def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=N
     )
 
 
+@pytest.fixture
+async def server(scripted, tmp_path, nursery):
+    """A session server (``pi_actors.server.Server``) on a WebSocket at 127.0.0.1, token
+    "tok"; ``server.url`` is its address. Sessions run the scripted model."""
+    from pi_actors.server import Server
+
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    cm = srv.running()
+    await cm.__aenter__()
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
+    srv.url = f"ws://127.0.0.1:{ws.port}/"
+    yield srv
+    await cm.__aexit__(None, None, None)

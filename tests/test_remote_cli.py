@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
 import trio
 
-from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 
-from conftest import CLI, actor_config
+from conftest import CLI
 
 
 class Lines:
@@ -65,17 +63,6 @@ async def test_serve_prints_token_and_address_and_attach_p_runs_a_prompt(env, sc
         proc.terminate()
         with trio.fail_after(20):
             await proc.wait()
-
-
-@pytest.fixture
-async def server(scripted, tmp_path, nursery):
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
-    cm = srv.running()
-    await cm.__aenter__()
-    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
-    srv.url = f"ws://127.0.0.1:{ws.port}/"
-    yield srv
-    await cm.__aexit__(None, None, None)
 
 
 async def test_attach_line_mode_reconnects_reattaches_and_rerenders_from_the_snapshot(server, scripted, env):

@@ -7,26 +7,13 @@ from __future__ import annotations
 import signal
 import subprocess
 
-import pytest
 import trio
 
-from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
-from conftest import CLI, actor_config
-
-
-@pytest.fixture
-async def server(scripted, tmp_path, nursery):
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
-    cm = srv.running()
-    await cm.__aenter__()
-    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
-    srv.url = f"ws://127.0.0.1:{ws.port}/"
-    yield srv
-    await cm.__aexit__(None, None, None)
+from conftest import CLI
 
 
 async def _start_host(server, env, workspace):

@@ -9,7 +9,13 @@ Usage::
 session and print the answer (``-p``) or every event as a JSON line; a disconnect fails the
 prompt in flight with "outcome unknown" (exit 1) and nothing is replayed.
 
-Without ``-p``: a plain line mode. It renders the session's transcript from the snapshot and
+Without ``-p``, on a terminal: the interactive TUI of the local CLI against the remote
+session (``cli.tui.remote``): the transcript from the snapshot, every client's runs live,
+slash commands and keys as locally; after a disconnect it reconnects with backoff,
+re-attaches and reprints the transcript from the new snapshot.
+
+Without ``-p`` and not on a terminal (or ``--mode json``, or ``PI_ACTORS_PLAIN=1``): a plain
+line mode. It renders the session's transcript from the snapshot and
 then live updates (from whichever client prompts); each line read on stdin is sent as a
 prompt. After a disconnect it reconnects with backoff, re-attaches (a new attachment id) and
 re-renders from the snapshot. With ``--mode json`` every line is a JSON object: ``attached``,
@@ -158,8 +164,23 @@ async def _line_mode(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _tui(args: argparse.Namespace) -> int:
+    from ..runtime import RemoteError
+    from .tui.remote import run_remote_tui
+
+    try:
+        return await run_remote_tui(
+            args.url, token=args.token, session_id=args.session, create=_create_args(args), initial=list(args.messages)
+        )
+    except RemoteError as exc:
+        print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str]) -> int:
     import trio
+
+    from .interactive import use_tui
 
     args = build_parser().parse_intermixed_args(argv)
     if args.print_mode or (args.mode == "json" and args.messages):
@@ -167,4 +188,6 @@ def main(argv: list[str]) -> int:
             print("Error: -p needs a prompt", file=sys.stderr)
             return 1
         return trio.run(_headless, args)
+    if args.mode == "text" and use_tui():
+        return trio.run(_tui, args)
     return trio.run(_line_mode, args)

@@ -21,7 +21,7 @@ from ._supervisor import open_local_runtime
 __all__ = ["run_interactive"]
 
 
-def _use_tui() -> bool:
+def use_tui() -> bool:
     import os
 
     term = os.environ.get("TERM", "")
@@ -29,7 +29,7 @@ def _use_tui() -> bool:
 
 
 async def run_interactive(config: dict[str, Any], initial: list[str]) -> int:
-    if _use_tui():
+    if use_tui():
         from .tui import run_tui
 
         return await run_tui(config, initial)

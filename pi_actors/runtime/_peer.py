@@ -184,6 +184,10 @@ class Peer:
         self.peer_name: str = ""
         self._handler_nursery: trio.Nursery | None = None
 
+    def _them(self) -> str:
+        """The other side, for error texts: the name it gave in its hello."""
+        return self.peer_name or "the peer"
+
     # -- sending -----------------------------------------------------------------------------
 
     async def _send(self, msg: Any) -> None:
@@ -194,7 +198,7 @@ class Peer:
             try:
                 await self._stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                self._mark_closed(f"connection to {self.name} broke: {exc}")
+                self._mark_closed(f"connection to {self._them()} broke: {exc}")
                 raise ConnectionLost(self._close_reason) from None
 
     async def _send_cancel(self, call_id: int) -> None:
@@ -252,7 +256,7 @@ class Peer:
                     self._conn.receive_data(data)
                     continue
                 if event is P.CLOSED:
-                    self._mark_closed(f"{self.name} closed the connection")
+                    self._mark_closed(f"{self._them()} closed the connection")
                     return
                 self._dispatch(event)
         except P.RemoteProtocolError as exc:
@@ -264,7 +268,7 @@ class Peer:
         The final frame is sent shielded (bounded to 1 s) *before* the peer is marked closed,
         so an owner that leaves as soon as ``closed_event`` fires cannot cut it off.
         """
-        reason = f"protocol error from {self.name}: {message}"
+        reason = f"protocol error from {self._them()}: {message}"
         try:
             data = self._conn.fail(code, message, supported)
             with trio.CancelScope(shield=True) as scope:
@@ -297,7 +301,7 @@ class Peer:
                 if not inc.cooperative and inc._scope is not None:
                     inc._scope.cancel()
         elif isinstance(msg, P.HelloError):
-            self._mark_closed(f"{self.name} ended the connection: {msg.message} ({msg.code})")
+            self._mark_closed(f"{self._them()} ended the connection: {msg.message} ({msg.code})")
 
     async def _run_handler(self, call: IncomingCall) -> None:
         result: P.Result

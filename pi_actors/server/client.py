@@ -20,9 +20,21 @@ __all__ = ["connect", "parse_address", "ConnectionRefused", "RemoteSession"]
 
 
 class ConnectionRefused(ConnectionLost):
+    """No connection was made (refused, unreachable, or the upgrade was rejected): nothing
+    was sent, so unlike other ConnectionLost errors no outcome is in doubt."""
+
     def __init__(self, detail: str, status: int | None = None) -> None:
         super().__init__(detail)
+        self.message = detail
+        self.args = (f"{detail} ({self.code})",)
         self.status = status
+
+
+def _reason(exc: BaseException) -> str:
+    """A readable reason; trio-websocket's HandshakeError has none of its own (the OSError
+    behind it has)."""
+    inner = exc.__cause__ or exc.__context__
+    return str(exc) or (str(inner) if inner is not None and str(inner) else type(exc).__name__)
 
 
 def parse_address(address: str) -> tuple[str, str]:
@@ -41,7 +53,7 @@ async def _open_stream(address: str, token: str | None) -> AsyncIterator[trio.ab
         try:
             stream = await trio.open_unix_socket(where)
         except OSError as exc:
-            raise ConnectionRefused(f"cannot connect to {where}: {exc}") from None
+            raise ConnectionRefused(f"cannot connect to {where}: {_reason(exc)}") from None
         try:
             yield stream
         finally:
@@ -58,7 +70,7 @@ async def _open_stream(address: str, token: str | None) -> AsyncIterator[trio.ab
     except ConnectionRejected as exc:
         raise ConnectionRefused(f"server refused the connection (HTTP {exc.status_code})", exc.status_code) from None
     except (HandshakeError, OSError) as exc:
-        raise ConnectionRefused(f"cannot connect to {where}: {exc}") from None
+        raise ConnectionRefused(f"cannot connect to {where}: {_reason(exc)}") from None
 
 
 @asynccontextmanager

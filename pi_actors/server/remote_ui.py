@@ -3,15 +3,17 @@ disconnect reconnect with backoff, re-attach (a new attachment id) and re-render
 
 ``follow_session`` drives a ``view`` with four callbacks — ``attached(session_id,
 attachment_id)``, ``snapshot(snapshot)``, ``event(event)`` (pi's full AgentEvent shapes,
-rebuilt from the stripped wire form) and ``status(text)`` — and takes prompts from
-``prompts`` (a trio receive channel of strings). A prompt in flight when the connection drops
-fails locally with an "outcome unknown" error (``view.status``) and is not re-sent. The
-loop ends when ``prompts`` is closed and the last prompt has finished.
+rebuilt from the stripped wire form) and ``status(text)`` — and either takes prompts from
+``prompts`` (a trio receive channel of strings; the loop ends when it is closed and the last
+prompt has finished) or, without ``prompts``, follows the session until cancelled while
+``bind(session)`` hands each new attachment (``None`` while disconnected) to a caller that
+makes its own calls (the TUI). A prompt in flight when the connection drops fails locally
+with an "outcome unknown" error (``view.status``) and is not re-sent.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -19,7 +21,7 @@ from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import ConnectionLost, RemoteError
 from .client import ConnectionRefused, RemoteSession, connect
 
-__all__ = ["follow_session", "open_or_create"]
+__all__ = ["follow_session", "open_or_create", "leaf_errors"]
 
 
 async def open_or_create(peer: Any, session_id: str | None, create: dict | None) -> str:
@@ -35,21 +37,29 @@ async def follow_session(
     session_id: str | None,
     create: dict | None,
     view: Any,
-    prompts: trio.MemoryReceiveChannel,
+    prompts: trio.MemoryReceiveChannel | None = None,
+    bind: Callable[[RemoteSession | None], None] | None = None,
+    retry_first: bool = True,
     backoff: tuple[float, float] = (0.2, 5.0),
 ) -> str:
-    """Run until ``prompts`` is closed; returns the session id. Raises RemoteError for a
-    refusal that reconnecting cannot fix (unknown session, bad token)."""
+    """Run until ``prompts`` is closed (without ``prompts``: until cancelled); returns the
+    session id. Raises RemoteError for a refusal that reconnecting cannot fix (unknown
+    session, bad token) and, with ``retry_first=False``, the ConnectionLost of a first
+    connection that fails before any attachment (a wrong address is then an error at once)."""
     delay = backoff[0]
     finished = trio.Event()
+    ever_attached = False
     while not finished.is_set():
 
         async def attempt() -> None:
-            nonlocal session_id, delay
+            nonlocal session_id, delay, ever_attached
             async with connect(address, token=token, role="ui", name="attach") as peer:
                 session_id = await open_or_create(peer, session_id, create)
                 session = await RemoteSession.attach(peer, session_id)
+                ever_attached = True
                 view.attached(session.session_id, session.attachment_id)
+                if bind is not None:
+                    bind(session)
                 delay = backoff[0]
                 async with trio.open_nursery() as nursery:
 
@@ -65,7 +75,8 @@ async def follow_session(
                         finished.set()
                         nursery.cancel_scope.cancel()
 
-                    nursery.start_soon(send_prompts)
+                    if prompts is not None:
+                        nursery.start_soon(send_prompts)
                     async with session.open_call("subscribe") as sub:
                         rebuild = AgentEventRebuilder()
                         first = True
@@ -82,13 +93,19 @@ async def follow_session(
         try:
             await attempt()
         except (Exception, BaseExceptionGroup) as exc:
-            leaves = _leaves(exc)
-            if not all(isinstance(leaf, ConnectionLost) for leaf in leaves):
+            leaves = leaf_errors(exc)
+            # A lost connection, or a subscription dropped for falling behind: start again.
+            if not all(isinstance(leaf, ConnectionLost) or getattr(leaf, "code", None) == "overflow" for leaf in leaves):
                 raise
             refused = [leaf for leaf in leaves if isinstance(leaf, ConnectionRefused)]
             if refused and refused[0].status == 401:
                 raise RemoteError("unauthorized", "the server refused the token") from None
+            if not ever_attached and not retry_first:
+                raise leaves[0] from None
             view.status(f"disconnected: {leaves[0].message}; reconnecting in {delay:g} s")
+        finally:
+            if bind is not None:
+                bind(None)
         if finished.is_set():
             break
         await trio.sleep(delay)
@@ -97,7 +114,8 @@ async def follow_session(
     return session_id
 
 
-def _leaves(exc: BaseException) -> list:
+def leaf_errors(exc: BaseException) -> list:
+    """The exceptions inside ``exc``, exception groups flattened."""
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+        return [leaf for inner in exc.exceptions for leaf in leaf_errors(inner)]
     return [exc]

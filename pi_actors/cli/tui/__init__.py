@@ -16,7 +16,41 @@ import trio
 from ...runtime import RemoteError
 from .._supervisor import open_local_runtime
 
-__all__ = ["run_tui"]
+__all__ = ["run_tui", "run_app"]
+
+
+async def run_app(controller: Any, ui: Any, initial: list[str]) -> None:
+    """Run ``ui`` (a TuiApp) in its own thread and serve its commands with ``controller``
+    until the user quits. Whatever ends the trio side (the user, an error, a cancellation),
+    the terminal is given back before this returns."""
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+    errors: list[BaseException] = []
+
+    def thread_main() -> None:
+        try:
+            ui.run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the trio side
+            errors.append(exc)
+        finally:
+            try:
+                token.run_sync_soon(done.set)
+            except trio.RunFinishedError:
+                pass
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(controller.serve, initial)
+            threading.Thread(target=thread_main, name="pi-actors-tui", daemon=True).start()
+            await done.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        if not done.is_set():
+            ui.post(ui.exit_app)
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                await done.wait()
+    if errors:
+        raise errors[0]
 
 
 async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
@@ -47,33 +81,5 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
         }
         controller = Controller(coordinator, coord_cfg["cwd"])
         ui = TuiApp(controller, info)
-        token = trio.lowlevel.current_trio_token()
-        done = trio.Event()
-        errors: list[BaseException] = []
-
-        def thread_main() -> None:
-            try:
-                ui.run()
-            except BaseException as exc:  # noqa: BLE001 - reported by the trio side
-                errors.append(exc)
-            finally:
-                try:
-                    token.run_sync_soon(done.set)
-                except trio.RunFinishedError:
-                    pass
-
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(controller.serve, initial)
-                threading.Thread(target=thread_main, name="pi-actors-tui", daemon=True).start()
-                await done.wait()
-                nursery.cancel_scope.cancel()
-        finally:
-            # Whatever ended the trio side, give the terminal back before leaving.
-            if not done.is_set():
-                ui.post(ui.exit_app)
-                with trio.CancelScope(shield=True), trio.move_on_after(3):
-                    await done.wait()
-        if errors:
-            raise errors[0]
+        await run_app(controller, ui, initial)
     return 0

@@ -101,6 +101,8 @@ class TuiApp(SlashCommands):
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict] = list(info.get("messages") or [])
         self.auto_compaction = bool(info.get("autoCompaction", True))
+        #: "URL · session ID" when attached to a server's session (``pi-actors attach``).
+        self.remote: str | None = info.get("remote")
         #: Large pastes shown as ``[paste #N ...]`` markers, expanded on submit (as pi).
         self.pastes: dict[str, str] = {}
         self._restored = list(self.messages)  # the transcript the session opened with
@@ -338,6 +340,23 @@ class TuiApp(SlashCommands):
                 self.print_text(Text("Context compacted automatically.", style="dim"))
                 self._reload_messages()  # the footer's context use follows the new transcript
 
+    def resync(self, snap: dict) -> None:
+        """After a reconnect (remote): the session as the server now has it. The transcript
+        is reprinted from the snapshot; a reply being streamed continues from it."""
+        self.tools.clear()
+        self.queued.clear()
+        self.status = None
+        self.messages = list(snap.get("messages") or [])
+        self.session_usage = None
+        if isinstance(snap.get("model"), dict):
+            self.model = snap["model"]
+        self.thinking = snap.get("thinkingLevel") or self.thinking
+        self.running = bool(snap.get("isStreaming"))
+        self.stream = snap.get("streamMessage") if self.running else None
+        self.print_text(Text(f"Re-attached; the session has {len(self.messages)} messages:", style="dim"))
+        for m in self.messages[-40:]:
+            self.print_message(m)
+
     def bash_started(self, command: str) -> None:
         self.bash_running = command
 
@@ -558,7 +577,9 @@ class TuiApp(SlashCommands):
         width = self._width()
         home = os.path.expanduser("~")
         cwd = "~" + self.cwd[len(home) :] if self.cwd.startswith(home) else self.cwd
-        line1 = cwd + (f" ({self.git_branch})" if self.git_branch else "") + (f" • {self.session_name}" if self.session_name else "")
+        line1 = (f"remote {self.remote}" if self.remote else cwd + (f" ({self.git_branch})" if self.git_branch else "")) + (
+            f" • {self.session_name}" if self.session_name else ""
+        )
         tot = usage_totals(self.session_usage if self.session_usage is not None else self.messages)
         parts = []
         for key, sym in (("input", "↑"), ("output", "↓"), ("cacheRead", "R"), ("cacheWrite", "W")):

@@ -142,6 +142,9 @@ class SlashCommands:
         self.call("new_session", {}, lambda r: self._after_session_change(r, "New session"))
 
     def cmd_resume(self, rest: str) -> None:
+        if getattr(self, "remote", None):
+            self.show_error("/resume picks a session file on this machine; for another session on the server run: pi-actors attach URL --session ID")
+            return
         from datetime import datetime
 
         from ...coding.session import list_sessions

@@ -14,14 +14,19 @@ from typing import Any, Callable
 import trio
 
 from ...actors._event_wire import AgentEventRebuilder
-from ...runtime import Peer, RemoteError
+from ...runtime import RemoteError
 
 __all__ = ["Controller"]
 
 
 class Controller:
-    def __init__(self, coordinator: Peer, cwd: str) -> None:
+    def __init__(self, coordinator: Any, cwd: str, *, render_prompt_events: bool = True) -> None:
+        """``coordinator``: a Peer to the coordinator, or anything with its ``call`` and
+        ``open_call`` (the remote TUI's attachment). ``render_prompt_events=False`` when the
+        UI is fed from a subscription instead (remote: every client's runs are shown from
+        it, so a prompt's own event stream would show them twice)."""
         self.coordinator = coordinator
+        self.render_prompt_events = render_prompt_events
         self.cwd = cwd
         self.token = trio.lowlevel.current_trio_token()
         self._send, self._recv = trio.open_memory_channel[tuple](math.inf)
@@ -98,7 +103,8 @@ class Controller:
         try:
             async with self.coordinator.open_call("prompt", {"text": text}) as call:
                 async for event in call:
-                    self.ui.post(self.ui.on_event, rebuild.apply(event))
+                    if self.render_prompt_events:
+                        self.ui.post(self.ui.on_event, rebuild.apply(event))
                 await call.result()
         except RemoteError as exc:
             self.ui.post(self.ui.show_error, f"Error: {exc.message}")
