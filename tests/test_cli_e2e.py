@@ -266,3 +266,43 @@ async def test_writes_to_one_file_in_one_reply_land_in_call_order(scripted, env)
     done = await env.run("--model", "scripted/scripted-model", "--no-session", "-p", "write it four times")
     assert done.returncode == 0, done.stderr.decode()
     assert (env.work / "same.txt").read_text() == "version 4\n"
+
+
+async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monkeypatch):
+    # -p prints once the last run has ended; only then does the runtime close (and the exit
+    # still waits for it). A stand-in runtime records when it is left.
+    import contextlib
+
+    from pi_actors.cli import _client, _supervisor
+    from pi_actors.cli._render import PrintRenderer
+    from pi_actors.cli.main import run_prompts
+
+    order: list[str] = []
+
+    class Coordinator:
+        async def call(self, method, args=None):
+            assert method == "session"
+            return {"header": {}}
+
+    @contextlib.asynccontextmanager
+    async def fake_runtime(config):
+        yield Coordinator()
+        order.append("runtime closed")
+
+    async def fake_send_prompt(coordinator, text, renderer):
+        order.append(f"prompt {text}")
+        renderer.event({"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
+                                                           "content": [{"type": "text", "text": f"answer to {text}"}]}})
+
+    class Out:
+        def write(self, text):
+            order.append(f"printed {text!r}")
+
+        def flush(self):
+            order.append("flushed")
+
+    monkeypatch.setattr(_supervisor, "open_local_runtime", fake_runtime)
+    monkeypatch.setattr(_client, "send_prompt", fake_send_prompt)
+    code = await run_prompts({}, ["one", "two"], PrintRenderer(out=Out(), err=Out()))
+    assert code == 0
+    assert order == ["prompt one", "prompt two", "printed 'answer to two\\n'", "flushed", "runtime closed"]

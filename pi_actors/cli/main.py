@@ -138,7 +138,10 @@ def runtime_config(
 
 
 async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any) -> int:
-    """Start the local runtime, send each prompt in turn, feed every event to ``renderer``."""
+    """Start the local runtime, send each prompt in turn, feed every event to ``renderer``.
+
+    The answer is printed (``renderer.finish()``) as soon as the last run has ended, before
+    the actors are shut down; the exit still waits for every process."""
     from ..runtime import RemoteError
     from ._client import send_prompt
     from ._supervisor import open_local_runtime
@@ -155,7 +158,8 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
             except RemoteError as exc:
                 print(f"Error: {exc.message}", file=sys.stderr)
                 return 1
-    return renderer.finish()
+        code = renderer.finish()
+    return code
 
 
 def _list_models(search: str) -> int:
