@@ -77,9 +77,14 @@ def test_the_bwrap_command_line_binds_in_the_right_order(tmp_path):
     policy = SandboxPolicy(workspace=str(ws), home=str(home), hidden=(str(agent), str(ws / ".sessions"), str(tmp_path)))
     argv = build_argv(policy, ["python", "-m", "x"], bwrap="/usr/bin/bwrap", tmp_dir="/tmp/private", status_fd=7)
     assert argv[:1] == ["/usr/bin/bwrap"] and argv[-4:] == ["--", "python", "-m", "x"]
-    for option in ("--unshare-pid", "--as-pid-1", "--unshare-net", "--die-with-parent", "--new-session"):
+    for option in ("--unshare-pid", "--as-pid-1", "--unshare-net", "--new-session"):
         assert option in argv
+    # The zygote leaves when the pool's control socket closes: a parent-death signal could
+    # kill bwrap mid-set-up, which strands its namespace child (see sandbox.launch).
+    assert "--die-with-parent" not in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL" and argv[argv.index("--json-status-fd") + 1] == "7"
+    # All the zygote keeps, to give each worker namespaces of its own (workers drop them).
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"] == ["CAP_SYS_ADMIN", "CAP_SETPCAP"]
     joined = " ".join(argv)
     assert "--ro-bind / / --dev /dev --proc /proc --bind /tmp/private /tmp --tmpfs /run" in joined
     tmpfs = _pairs(argv, "--tmpfs")

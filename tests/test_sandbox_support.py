@@ -21,7 +21,8 @@ from pi_actors.runtime import Peer, link_pair, open_peer
 
 from _procs import cmdline, live_pids
 
-WORKER_MARK = "pi_actors.runtime.child tool-worker-"
+WORKER_NAME = "tool-worker-"
+ZYGOTE_MARK = "pi_actors.actors._zygote tool-zygote-"
 
 
 def text_of(result: dict) -> str:
@@ -102,16 +103,32 @@ def is_descendant(pid: int, ancestor: int) -> bool:
     return False
 
 
+def comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
 def worker_pids() -> list[int]:
-    """Live tool worker processes (the Python processes) started by this test process."""
+    """Live tool worker processes started by this test process (forked by a zygote, they
+    carry the zygote's command line; their name, ``/proc/PID/comm``, says what they are)."""
+    me = os.getpid()
+    return sorted(live_pids(lambda pid: comm(pid).startswith(WORKER_NAME) and is_descendant(pid, me)))
+
+
+def zygote_pids() -> list[int]:
+    """Live zygote processes (not the bwrap that starts one) started by this test process."""
     me = os.getpid()
 
-    def is_worker(pid: int) -> bool:
+    def is_zygote(pid: int) -> bool:
         line = cmdline(pid)
-        # The bwrap process that starts a sandboxed worker has the worker's command in its own.
-        return WORKER_MARK in line and not line.split(" ", 1)[0].endswith("bwrap") and is_descendant(pid, me)
+        # Its workers, forked, share its command line; bwrap has it in its own.
+        forked = comm(pid).startswith(WORKER_NAME)
+        return ZYGOTE_MARK in line and not forked and not line.split(" ", 1)[0].endswith("bwrap") and is_descendant(pid, me)
 
-    return sorted(live_pids(is_worker))
+    return sorted(live_pids(is_zygote))
 
 
 def pids_running(text: str) -> list[int]:

@@ -10,19 +10,26 @@ Calls served (from the coordinator):
 
 Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without
 ``warm_on_request``), more on demand up to ``max_workers``; beyond that a call waits for a
-free worker. A worker serves one call at a time. Under a sandbox policy a worker is bound to
-one workspace (the call's ``cwd``), and runs inside bubblewrap (see
-:mod:`pi_actors.coding.sandbox`) as the init of its own PID namespace; its launcher joins
-the sandbox's pids cgroup when running as root. A worker that dies mid-call gives that call
-an error result naming the signal or exit status, and is replaced.
+free worker. A worker serves one call at a time. Workers are forked by a *zygote* (see
+:mod:`._zygote`): one per sandbox key, started on first need — under a sandbox policy the key
+is the workspace (the call's ``cwd``), and the zygote runs inside bubblewrap (see
+:mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's pids cgroup
+when running as root; each worker it forks is the init of PID and mount namespaces of its own,
+with no capability. A worker that dies mid-call gives that call an error result naming the
+signal or exit status, and is replaced; so does a zygote that dies (with all its workers): the
+next worker needed starts a new one.
 
 Ordering: calls of ``write``/``edit`` on the same file (same real path) run one after
 another, in call order — ``callIndex`` when the caller sends it, else the order in which the
 calls were sent; every other call runs at once. (Calls started by one trio nursery may be
 *sent* in any order, so a caller that needs its own order kept sends ``callIndex``.)
 
-Every worker process belongs to the pool's nursery and dies with the pool (parent-death
-signal; bubblewrap's ``--die-with-parent``), taking its whole sandbox with it.
+Ownership: every zygote process is owned by a task of the pool's nursery that waits for its
+exit, and every worker by a task that waits until the zygote has reaped it. When the pool ends
+it hangs up every worker link and every zygote's control socket; a zygote kills what is left
+of its workers and exits, taking its whole sandbox with it; a zygote that does not is killed
+with its ``bwrap`` (:mod:`pi_actors.coding.sandbox.launch`). A pool that dies abruptly closes
+the control sockets all the same: the zygotes and their workers follow it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
+import signal
+import socket
 import sys
 import tempfile
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -38,12 +47,12 @@ from typing import Any, AsyncIterator, Awaitable
 import trio
 
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
-from ..coding.sandbox.launch import describe_exit, launch_worker
+from ..coding.sandbox.launch import describe_exit, launch_zygote
 from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
+from ._zygote import ForkedProcess, Zygote
 
 __all__ = ["run_tool_pool", "ToolPool"]
 
-WORKER_ENTRY = "pi_actors.actors.tool_worker:run_tool_worker"
 _STOP_GRACE = 2.0  # seconds a worker gets to leave after its link closed
 _TMP_PREFIX = "pi-actors-tmp-"  # + the pool's pid: the sandboxes' shared /tmp
 
@@ -76,8 +85,19 @@ class _Worker:
         self.index = index
         self.key = key  # the workspace it is sandboxed to (None: unsandboxed)
         self.peer: Peer | None = None
-        self.process: ChildProcess | None = None
+        self.process: ForkedProcess | None = None
         self.exited = trio.Event()
+
+
+class _ZygoteStart:
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.error: BaseException | None = None
+
+
+async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 class _PathOrder:
@@ -134,6 +154,9 @@ class ToolPool:
         self._order = _PathOrder()
         self._tmp_dir: str | None = None
         self._closing = False
+        self._zygotes: dict[str | None, Zygote] = {}
+        self._zygote_starts: dict[str | None, _ZygoteStart] = {}
+        self._zygote_index = 0
         #: Workers started so far (diagnostics: a replaced worker shows as a new index).
         self.started = 0
 
@@ -171,53 +194,122 @@ class ToolPool:
             self._tmp_dir = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         return self._tmp_dir
 
+    def _policy_for(self, key: str | None) -> SandboxPolicy:
+        return self.policy.for_workspace(key) if key else self.policy
+
+    async def _zygote_for(self, key: str | None) -> Zygote:
+        """The running zygote for ``key``, started if there is none (once, however many
+        callers ask at the same time; all of them get its start-up failure)."""
+        while True:
+            zygote = self._zygotes.get(key)
+            if zygote is not None and not zygote.ended.is_set():
+                return zygote
+            start = self._zygote_starts.get(key)
+            if start is None:
+                break
+            await start.done.wait()
+            if start.error is not None:
+                raise type(start.error)(*start.error.args)
+        start = _ZygoteStart()
+        self._zygote_starts[key] = start
+        try:
+            zygote = await self._nursery.start(self._run_zygote, key)
+            self._zygotes[key] = zygote
+            return zygote
+        except (SandboxUnavailable, OSError) as exc:
+            start.error = exc
+            raise
+        finally:
+            del self._zygote_starts[key]
+            start.done.set()
+
+    async def _run_zygote(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Owns one zygote process and its control socket for the zygote's whole life."""
+        name = f"tool-zygote-{self._zygote_index}"
+        self._zygote_index += 1
+        sandboxed = self.policy.sandboxed
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote: Zygote | None = None
+        process: ChildProcess | None = None
+        try:
+            async with _ungrouped(SandboxUnavailable, OSError), trio.open_nursery() as n:
+                process = await launch_zygote(
+                    n,
+                    name=name,
+                    policy=self._policy_for(key),
+                    control=theirs,
+                    ours=ours,
+                    private_tmp=self._private_tmp() if sandboxed else None,
+                )
+                zygote = Zygote(name, ours)
+                n.start_soon(zygote.serve)
+                async with trio.open_nursery() as first:
+                    for event in (zygote.ready, zygote.ended):
+                        first.start_soon(_set_then_cancel, event, first.cancel_scope)
+                if not zygote.ready.is_set():
+                    # It died before it was ready (bwrap refused a mount, for instance; its
+                    # own message went to stderr): say how it ended.
+                    with trio.move_on_after(_STOP_GRACE):
+                        await process.exited.wait()
+                    raise OSError(f"the sandbox {describe_exit(process, sandboxed=sandboxed)} while starting")
+                task_status.started(zygote)
+                await zygote.ended.wait()
+                with trio.move_on_after(_STOP_GRACE):
+                    await process.exited.wait()
+                n.cancel_scope.cancel()  # the owner task stops the process if still running
+        finally:
+            theirs.close()
+            if zygote is not None:
+                status = describe_exit(process, sandboxed=sandboxed)
+                zygote.ended_all(f"the sandbox {status}", -signal.SIGKILL if sandboxed else None)
+            ours.close()
+            if zygote is not None and self._zygotes.get(key) is zygote:
+                del self._zygotes[key]
+
     async def _run_worker(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Owns one worker process and its connection for the worker's whole life."""
+        """Owns one worker process (forked by the zygote for ``key``) and its connection for
+        the worker's whole life."""
         worker = _Worker(self._next_index, key)
         self._next_index += 1
         name = f"tool-worker-{worker.index}"
-        ours, theirs = link_pair()
         crashed = False
         try:
-            async with _ungrouped(SandboxUnavailable, OSError), trio.open_nursery() as n:
+            zygote = await self._zygote_for(key)
+            ours, theirs = link_pair()
+            config: dict[str, Any] = {"sandboxed": key is not None}
+            if key is not None:
+                config["limits"] = self.policy.limits.to_config()
+            try:
+                process = worker.process = await zygote.spawn(name, theirs, config)
+            except BaseException:
+                ours.close()
+                theirs.close()
+                raise
+            self.started += 1
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+            try:
                 try:
-                    worker.process = await launch_worker(
-                        n,
-                        name=name,
-                        entry=WORKER_ENTRY,
-                        policy=self.policy.for_workspace(key) if key else self.policy,
-                        link=theirs,
-                        ours=ours,
-                        private_tmp=self._private_tmp() if self.policy.sandboxed else None,
-                    )
-                except BaseException:
-                    ours.close()
-                    raise
-                self.started += 1
-                stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
-                try:
-                    try:
-                        async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
-                            worker.peer = peer
-                            task_status.started(worker)
-                            await peer.closed_event.wait()
-                    except ConnectionLost:
-                        if worker.peer is not None:
-                            raise
-                        # It died before the handshake (bwrap refused a mount, for instance;
-                        # its own message went to stderr): say how it ended.
-                        with trio.move_on_after(_STOP_GRACE):
-                            await worker.process.exited.wait()
-                        status = describe_exit(worker.process, sandboxed=self.policy.sandboxed)
-                        raise OSError(f"the worker {status} while starting") from None
-                finally:
-                    # Also when cancelled mid-handshake: the worker exits at end-of-stream.
-                    await trio.aclose_forcefully(stream)
-                # The link is gone: make sure the process is too, then reap it.
-                with trio.move_on_after(_STOP_GRACE):
-                    await worker.process.exited.wait()
-                crashed = not self._closing
-                n.cancel_scope.cancel()  # the owner task stops the process if still running
+                    async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
+                        worker.peer = peer
+                        task_status.started(worker)
+                        await peer.closed_event.wait()
+                except ConnectionLost:
+                    if worker.peer is not None:
+                        raise
+                    # It died before the handshake: say how it ended.
+                    with trio.move_on_after(_STOP_GRACE):
+                        await process.exited.wait()
+                    raise OSError(f"the worker {describe_exit(process, sandboxed=False)} while starting") from None
+            finally:
+                # Also when cancelled mid-handshake: the worker exits at end-of-stream. Then
+                # make sure the process is gone too (the zygote reaps it and says so).
+                await trio.aclose_forcefully(stream)
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(_STOP_GRACE):
+                        await process.exited.wait()
+                    await zygote.kill(process)
+                    await process.exited.wait()
+            crashed = not self._closing
         finally:
             worker.exited.set()
             if worker in self._idle:
@@ -348,7 +440,7 @@ class ToolPool:
                 return await out.result()
         except ConnectionLost:
             await worker.exited.wait()
-            status = describe_exit(worker.process, sandboxed=worker.key is not None)
+            status = describe_exit(worker.process, sandboxed=False)
             return _error_result(f"Tool worker crashed while running {args.get('name')}: {status}")
         except RemoteError as exc:
             if exc.code == "cancelled":

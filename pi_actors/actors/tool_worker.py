@@ -7,15 +7,19 @@ cancels the tool, which kills its whole process group before the call answers ``
 
 Configuration: ``{"sandboxed": bool, "limits": {...}}``.
 
-- Unsandboxed, the worker dies with the pool: its parent-death signal is SIGTERM, on which it
-  kills every live tool process group (so a bash call's background children go too) and exits.
-- Sandboxed (started by the pool inside bubblewrap), the worker first checks that it really
-  is the init (PID 1) of a PID namespace — it refuses every call otherwise, never running
-  unconfined — then lowers its resource limits (inherited by every command), reaps orphans
+The worker is forked by the pool's zygote (:mod:`._zygote`), which has set it up before it
+runs :func:`run_tool_worker`.
+
+- Unsandboxed, the worker dies with the zygote, which dies with the pool: its parent-death
+  signal is SIGTERM, on which it kills every live tool process group (so a bash call's
+  background children go too) and exits.
+- Sandboxed (forked inside bubblewrap into PID and mount namespaces of its own), the worker
+  first checks that it really is the init (PID 1) of a PID namespace — it refuses every
+  call otherwise, never running unconfined — then lowers its resource limits (inherited by every command), reaps orphans
   as they exit, and after every call kills whatever the call left running in the namespace
   before answering. It installs no SIGTERM handler: as init it receives only signals it
-  handles, so tools cannot stop it; it dies with the pool by SIGKILL, which ends the whole
-  namespace.
+  handles, so tools cannot stop it; it dies at end-of-file on its link, or by SIGKILL from
+  its zygote (or with it), which ends the whole namespace.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Sandbox policies for tool workers, on bubblewrap.
 
 A tool worker process runs *inside* the sandbox (the pool starts ``bwrap ... python -m
-pi_actors.runtime.child``), so everything a tool does — the in-process file tools as much as
-the commands ``bash`` starts — is confined by the kernel, not by checks in tool code.
+pi_actors.actors._zygote`` once per workspace, and that zygote forks the workers), so
+everything a tool does — the in-process file tools as much as the commands ``bash`` starts —
+is confined by the kernel, not by checks in tool code.
 
 Policies (:data:`MODES`):
 
@@ -15,8 +16,9 @@ Policies (:data:`MODES`):
 Both sandboxed policies also: hide credential stores and the session files (``~/.ssh``,
 ``~/.gnupg``, ``~/.aws``, ..., ``$PI_ACTORS_DIR``, the session directory — see
 :func:`.bwrap.hidden_paths`); replace ``/run`` (service sockets) with an empty tmpfs; run in
-new PID, IPC, UTS (and, unless ``allow_network``, network) namespaces with the worker as the
-namespace's init (so a tool cannot signal it or anything outside); drop all capabilities,
+new PID, IPC, UTS (and, unless ``allow_network``, network) namespaces, each worker in a PID
+namespace of its own as its init (so a tool cannot signal it or anything outside, other
+calls' processes included); drop all capabilities in the workers,
 set no-new-privileges and a new session; die with the pool; pass only an allow-listed
 environment (:mod:`.env`); and apply resource limits (:class:`Limits`: processes, file size,
 memory) — rlimits set by the worker on itself at start, plus, when running as root (whom the

@@ -1,6 +1,6 @@
-"""The bubblewrap command line for a sandboxed tool worker.
+"""The bubblewrap command line for a sandboxed tool-worker zygote.
 
-:func:`build_argv` turns a :class:`~pi_actors.coding.sandbox.SandboxPolicy` and the worker's
+:func:`build_argv` turns a :class:`~pi_actors.coding.sandbox.SandboxPolicy` and the zygote's
 own command into ``bwrap <options> -- <command>``. Mounts are applied in this order (later
 ones cover earlier ones):
 
@@ -16,11 +16,15 @@ ones cover earlier ones):
 6. the workspace: read-write for ``workspace-write``, read-only for ``read-only``;
 7. hidden paths inside the workspace (a session directory kept there).
 
-Namespaces and process options: ``--unshare-pid --as-pid-1`` (the worker is the init of its
-namespace: a tool can neither see nor signal anything outside it, nor kill the worker),
-``--unshare-ipc --unshare-uts --unshare-cgroup-try``, ``--unshare-net`` unless network is
-allowed, ``--die-with-parent``, ``--new-session``, ``--cap-drop ALL``; bwrap itself sets
-no-new-privileges. A non-root user gets a user namespace automatically (bwrap is not setuid).
+Namespaces and process options: ``--unshare-pid --as-pid-1`` (the command, the tool-worker
+zygote, is the init of the sandbox; each worker it forks is in turn the init of a PID
+namespace of its own: a tool can neither see nor signal anything outside it, nor kill the
+worker), ``--unshare-ipc --unshare-uts --unshare-cgroup-try``, ``--unshare-net`` unless
+network is allowed, ``--new-session``, ``--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add
+CAP_SETPCAP`` (the zygote's two, which every worker drops before serving a call); bwrap
+itself sets no-new-privileges. No ``--die-with-parent``: the zygote exits when the pool's
+control socket closes (see :mod:`.launch` for why). A non-root user gets a user namespace
+automatically (bwrap is not setuid).
 
 :func:`check_bwrap` finds ``bwrap`` and runs it once with the same namespace options, so a
 sandbox that cannot work is reported with bwrap's own reason before any worker starts.
@@ -64,7 +68,6 @@ _OFF_HINT = "Run with --sandbox off to run tools without a sandbox."
 
 def _namespace_options(policy: SandboxPolicy) -> list[str]:
     options = [
-        "--die-with-parent",
         "--new-session",
         "--unshare-pid",
         "--as-pid-1",
@@ -73,6 +76,12 @@ def _namespace_options(policy: SandboxPolicy) -> list[str]:
         "--unshare-cgroup-try",
         "--cap-drop",
         "ALL",
+        # The zygote's, to give each worker its own PID and mount namespaces; the workers
+        # drop every capability (see pi_actors.actors._zygote).
+        "--cap-add",
+        "CAP_SYS_ADMIN",
+        "--cap-add",
+        "CAP_SETPCAP",
     ]
     if not policy.allow_network:
         options.append("--unshare-net")

@@ -1,21 +1,25 @@
-"""Starting a tool worker process, inside its sandbox, and owning it until it exits.
+"""Starting a tool-worker zygote, inside its sandbox, and owning it until it exits.
 
-:func:`launch_worker` starts ``python -m pi_actors.runtime.child`` for a worker entry —
-wrapped in ``bwrap`` (see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot
-document and its end of the link, and starts an owner task in the given nursery. The owner
-waits for the exit; when cancelled it *hangs up* the link (the worker exits at end-of-stream)
-and gives the worker a grace period before killing it.
+:func:`launch_zygote` starts ``python -m pi_actors.actors._zygote`` — wrapped in ``bwrap``
+(see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and its end of
+the control socket, and starts an owner task in the given nursery. The owner waits for the
+exit; when cancelled it *hangs up* the control socket (the zygote kills its workers and exits
+at end-of-file) and gives it a grace period before killing it.
 
-Why no SIGTERM/SIGKILL to ``bwrap`` alone: bubblewrap has a start-up race — its namespace
-child waits on an eventfd for the outer process before arming its own parent-death signal,
-so an outer ``bwrap`` killed during set-up leaves that child blocked for ever. Hence:
+The zygote dies with the pool. Unsandboxed, through its parent-death signal (SIGKILL).
+Sandboxed, through end-of-file on the control socket, which the kernel delivers when the pool
+dies however it dies: ``bwrap`` gets no parent-death signal, neither from us nor its own
+``--die-with-parent``. That is deliberate. Bubblewrap has a start-up race: its namespace child
+waits on an eventfd for the outer ``bwrap`` before going on, so an outer ``bwrap`` killed
+during set-up leaves that child blocked for ever (a stray ``bwrap`` with NSpid 1, no children,
+re-parented to init). Without a parent-death signal a dying pool never kills ``bwrap``
+mid-set-up: the sandbox finishes starting, the zygote finds its control socket closed, exits,
+and the whole sandbox with it.
 
-- the launcher sets no parent-death signal on a sandboxed ``bwrap`` (bwrap arms its own,
-  ``--die-with-parent``, once set up); if the pool dies before that, the worker still starts,
-  finds its link closed and exits, and bwrap with it;
-- a forced stop waits for bwrap's ``--json-status-fd`` report of the sandbox's PID 1 (its
-  host pid), and SIGKILLs that process (through a pidfd) — which ends the whole sandbox —
-  along with bwrap.
+For the same reason a forced stop never kills ``bwrap`` alone (:func:`_kill_bwrap_tree`): it
+stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment), SIGKILLs
+every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
+``bwrap`` lives), then SIGKILLs ``bwrap`` and reaps it.
 
 When running as root the launcher joins the sandbox's pids cgroup between fork and exec
 (:mod:`.limits`); the owner removes the cgroup once its last process has exited.
@@ -39,9 +43,10 @@ from ...runtime import ChildProcess
 from ...runtime.child import PR_SET_PDEATHSIG
 from . import SandboxPolicy
 
-__all__ = ["launch_worker", "describe_exit"]
+__all__ = ["launch_zygote", "describe_exit", "ZYGOTE_MODULE"]
 
 STOP_GRACE = 2.0
+ZYGOTE_MODULE = "pi_actors.actors._zygote"
 
 # Resolved in the parent: nothing is loaded between fork and exec.
 _prctl = None
@@ -51,55 +56,41 @@ if sys.platform.startswith("linux"):
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 
 
-async def launch_worker(
+async def launch_zygote(
     nursery: trio.Nursery,
     *,
     name: str,
-    entry: str,
     policy: SandboxPolicy,
-    link: socket.socket,
+    control: socket.socket,
     ours: socket.socket,
     private_tmp: str | None = None,
 ) -> ChildProcess:
-    """Start one worker process (inside the sandbox if ``policy`` has one), owned by
-    ``nursery``. ``link`` is the worker's end of the link (closed here), ``ours`` the
-    caller's end (hung up to stop the worker). Raises SandboxUnavailable or OSError."""
+    """Start one zygote process (inside the sandbox if ``policy`` has one), owned by
+    ``nursery``. ``control`` is the zygote's end of the control socket (closed here), ``ours``
+    the caller's end (hung up to stop it). Raises SandboxUnavailable or OSError."""
     from .env import sandbox_environment, unsandboxed_environment
 
-    command = [sys.executable, "-m", "pi_actors.runtime.child", name]
-    cgroup = status = None
-    status_w: int | None = None
-    config: dict[str, Any] = {"sandboxed": policy.sandboxed}
+    command = [sys.executable, "-m", ZYGOTE_MODULE, name]
+    cgroup = None
     if policy.sandboxed:
         from .bwrap import build_argv, check_bwrap
         from .limits import PidsCgroup, needs_pids_cgroup
 
         bwrap = await trio.to_thread.run_sync(check_bwrap, policy)
-        status_r, status_w = os.pipe()
-        status = _SandboxStatus(status_r)
-        argv = build_argv(policy, command, bwrap=bwrap, tmp_dir=private_tmp, status_fd=status_w)
+        argv = build_argv(policy, command, bwrap=bwrap, tmp_dir=private_tmp)
         if needs_pids_cgroup():
-            try:
-                cgroup = PidsCgroup.create(policy.limits.processes)
-            except BaseException:
-                status.close()
-                os.close(status_w)
-                raise
+            cgroup = PidsCgroup.create(policy.limits.processes)
         env = sandbox_environment(os.environ)
-        config["limits"] = policy.limits.to_config()
-        # The worker is PID 1 of its namespace: its parent is outside, seen as pid 0.
-        parent_pid, death, launcher_death = 0, signal.SIGKILL, None
+        launcher_death = None
     else:
         argv, env = command, unsandboxed_environment(os.environ)
-        parent_pid, death, launcher_death = os.getpid(), signal.SIGTERM, signal.SIGTERM
-    fd = link.fileno()
-    boot = json.dumps(
-        {"name": name, "entry": entry, "links": {"pool": fd}, "config": config, "parent_pid": parent_pid, "death_signal": int(death)}
-    ).encode()
+        launcher_death = signal.SIGKILL
+    fd = control.fileno()
+    boot = json.dumps({"control": fd, "sandboxed": policy.sandboxed, "parent_pid": os.getpid()}).encode()
     try:
         popen = subprocess.Popen(
             argv,
-            pass_fds=(fd,) if status_w is None else (fd, status_w),
+            pass_fds=(fd,),
             env=env,
             stdin=subprocess.PIPE,
             close_fds=True,
@@ -108,31 +99,25 @@ async def launch_worker(
     except BaseException:
         if cgroup is not None:
             cgroup.remove()
-        if status is not None:
-            status.close()
         raise
     finally:
-        link.close()
-        if status_w is not None:
-            os.close(status_w)
+        control.close()
     # The boot document fits the pipe buffer: written at once, it cannot be cut off by a
-    # cancellation (a worker must never start without it).
+    # cancellation (a zygote must never start without it).
     assert popen.stdin is not None
     try:
         os.write(popen.stdin.fileno(), boot)
     except OSError:
-        pass  # the worker died at once; its exit status tells why
+        pass  # it died at once; its exit status tells why
     popen.stdin.close()
     process = ChildProcess(popen)
-    await nursery.start(_own_process, process, cgroup, status, partial(_hang_up, ours))
+    await nursery.start(_own_process, process, cgroup, policy.sandboxed, partial(_hang_up, ours))
     return process
 
 
 def _launcher_setup(parent_pid: int, join_cgroup: Callable[[], None] | None, death_signal: int | None) -> None:
-    """Runs in the worker's launcher between fork and exec.
-
-    A sandboxed launcher gets no parent-death signal here (see the module docstring).
-    """
+    """Runs in the launcher between fork and exec. A sandboxed launcher (``bwrap``) gets no
+    parent-death signal (see the module docstring)."""
     if join_cgroup is not None:
         join_cgroup()
     if death_signal is not None and _prctl is not None:
@@ -141,114 +126,101 @@ def _launcher_setup(parent_pid: int, join_cgroup: Callable[[], None] | None, dea
         os._exit(1)
 
 
-class _SandboxStatus:
-    """What bubblewrap reports on ``--json-status-fd``: the host pid of the sandbox's PID 1."""
-
-    def __init__(self, fd: int) -> None:
-        self._stream = trio.lowlevel.FdStream(fd)
-        self.child_pid: int | None = None
-        self.child_pidfd: int | None = None
-        self.reported = trio.Event()  # child-pid known, or bwrap gone without one
-        self._buffer = b""
-
-    async def read(self) -> None:
-        """Read until the child pid is reported or bwrap closes the fd; safe to call again
-        after a cancellation (it resumes where it stopped)."""
-        try:
-            while not self.reported.is_set():
-                chunk = await self._stream.receive_some(4096)
-                if not chunk:
-                    self.reported.set()
-                    return
-                *lines, self._buffer = (self._buffer + chunk).split(b"\n")
-                for line in lines:
-                    try:
-                        info = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(info, dict) and isinstance(info.get("child-pid"), int):
-                        self.child_pid = info["child-pid"]
-                        try:
-                            self.child_pidfd = os.pidfd_open(self.child_pid)  # pins it: no pid reuse
-                        except OSError:
-                            pass
-                        self.reported.set()
-                        return
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.reported.set()
-
-    def kill_sandbox(self) -> None:
-        """SIGKILL the sandbox's PID 1, which ends every process of the sandbox."""
-        if self.child_pidfd is not None:
-            try:
-                signal.pidfd_send_signal(self.child_pidfd, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self._stream.close()
-        if self.child_pidfd is not None:
-            os.close(self.child_pidfd)
-            self.child_pidfd = None
-
-
 def _hang_up(sock: Any) -> None:
-    """End the pool's side of a worker link (the worker exits at end-of-stream). A shutdown,
-    not a close: the socket may be in use by a trio stream."""
+    """End the pool's side of the control socket (the zygote exits at end-of-file). A
+    shutdown, not a close: the socket may be in use by a trio task."""
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
 
 
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        return data[data.rindex(b")") + 2 :].split()[0].decode()
+    except (OSError, ValueError, IndexError):
+        return "X"
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                out += [int(word) for word in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+async def _kill_bwrap_tree(process: ChildProcess) -> None:
+    """SIGKILL ``bwrap`` and every child of it, never ``bwrap`` alone (module docstring)."""
+    process.send_signal(signal.SIGSTOP)
+    with trio.move_on_after(STOP_GRACE):
+        # A stopped bwrap is not inside clone(): the children listed below are all it has.
+        while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):
+            await trio.sleep(0.001)
+    for child in _children(process.pid):
+        try:
+            pidfd = os.pidfd_open(child)
+        except OSError:
+            continue
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os.close(pidfd)
+    process.kill()
+    await process.wait()
+
+
 async def _own_process(
     process: ChildProcess,
     cgroup: Any,
-    status: _SandboxStatus | None,
+    sandboxed: bool,
     hang_up: Callable[[], None],
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The owner task of one worker process: waits for its exit; stops it when cancelled.
+    """The owner task of one zygote process: waits for its exit; stops it when cancelled.
 
-    Stopping hangs up the worker's link and waits (up to a grace period) for it to leave by
-    itself. A sandboxed worker still running then is killed through the sandbox's PID 1,
-    after bubblewrap has reported it (never bwrap alone mid-set-up).
+    Stopping hangs up the control socket and waits (up to a grace period) for the zygote to
+    leave by itself (it kills its workers first); then it is killed — a sandboxed one with
+    its whole ``bwrap`` tree.
     """
     task_status.started()
     try:
-        async with trio.open_nursery() as nursery:
-            if status is not None:
-                nursery.start_soon(status.read)
-            await process.wait()
-            nursery.cancel_scope.cancel()
+        await process.wait()
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:
                 hang_up()
-                if status is None:
-                    await process.stop(STOP_GRACE)
-                else:
-                    with trio.move_on_after(STOP_GRACE):
+                with trio.move_on_after(STOP_GRACE):
+                    await process.wait()
+                if process.returncode is None:
+                    if sandboxed:
+                        await _kill_bwrap_tree(process)
+                    else:
+                        process.kill()  # its workers get their parent-death signal
                         await process.wait()
-                    if process.returncode is None:
-                        with trio.move_on_after(STOP_GRACE):
-                            await status.read()  # bwrap's set-up must be over before a kill
-                        status.kill_sandbox()
-                        process.kill()
-                        await process.wait()
-            if status is not None:
-                status.close()
             if cgroup is not None:
                 # The sandbox's processes die just after bwrap; remove the cgroup once they have.
                 await cgroup.remove_when_empty()
 
 
-def describe_exit(process: ChildProcess | None, *, sandboxed: bool) -> str:
-    """``killed by signal SIGKILL`` / ``exited with code N`` for a worker that is gone."""
+def describe_exit(process: Any, *, sandboxed: bool) -> str:
+    """``killed by signal SIGKILL`` / ``exited with code N`` for a process that is gone
+    (``sandboxed``: the exit status of ``bwrap``, which reports a command killed by signal
+    N as 128 + N)."""
     if process is None or process.returncode is None:
         return "the worker exited"
     code = process.returncode
-    # bwrap reports a command killed by signal N as exit status 128 + N.
     if sandboxed and code > 128:
         code = -(code - 128)
     if code < 0:

@@ -1,0 +1,496 @@
+"""The tool-worker zygote: one process per sandbox that forks the pool's worker processes.
+
+Starting a tool worker used to cost a ``bwrap`` and a fresh Python interpreter (~130 ms of
+CPU) per worker. A zygote is started once per sandbox key (workspace and policy): it imports
+trio and the tool code, then forks a worker whenever the pool asks for one. Each worker is
+still its own process serving one call at a time (see :mod:`.tool_pool`).
+
+Process side (``python -m pi_actors.actors._zygote NAME``, boot document on stdin:
+``{"control": fd, "sandboxed": bool, "parent_pid": int}``):
+
+- The zygote never runs trio itself (a fork of a running event loop is unusable); it serves
+  its *control socket* (a ``SOCK_SEQPACKET`` socket, one JSON message per packet) with a
+  blocking ``poll`` loop, and answers ``{"op": "ready"}`` once its imports are done.
+- ``{"op": "spawn", "id", "name", "config"}`` carries the worker's end of a fresh link as an
+  ``SCM_RIGHTS`` fd. The zygote forks a worker that runs :func:`run_tool_worker` on that link
+  under a fresh ``trio.run`` (with its normal hello handshake), and answers
+  ``{"op": "started", "id", "pid"}`` or ``{"op": "failed", "id", "error"}``. When the worker
+  has been reaped: ``{"op": "exited", "id", "returncode"}`` (negative: killed by a signal).
+- ``{"op": "kill", "id"}``: SIGKILL that worker (its exit is reported as usual).
+- At end-of-file on the control socket (the pool hung up or died) the zygote kills every
+  worker, reaps them and exits. Workers exit at end-of-file on their own links.
+
+Sandboxed, the zygote is PID 1 of the bubblewrap sandbox and keeps ``CAP_SYS_ADMIN`` and
+``CAP_SETPCAP`` (in the sandbox's user namespace when not root; no other capability) for one
+purpose: every worker gets a PID namespace and a mount namespace of its own, with its own
+``/proc``, and is the init of that namespace — exactly what a worker had as the PID 1 of a
+``bwrap`` of its own (a tool can see and signal only its own call's processes, cannot kill
+the worker, and ``end_strays`` can kill everything a call left). The worker then drops every
+capability (bounding, ambient, permitted, effective, inheritable) before it reads a byte
+from the pool. A zygote that is not PID 1 of a sandbox refuses to spawn sandboxed workers.
+Unsandboxed, workers are plain children with a parent-death signal (SIGTERM, on which they
+kill their tool process groups), and the zygote dies with the pool (SIGKILL).
+
+Pool side: :class:`Zygote` (messages over the control socket, one :class:`ForkedProcess`
+per worker).
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import errno
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+__all__ = ["Zygote", "ForkedProcess", "ZygoteGone"]
+
+_MAX_MESSAGE = 65536
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_SLAVE = 32, 4096, 16384, 1 << 19
+_PR_SET_PDEATHSIG, _PR_SET_NAME, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 15, 24, 38
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# What bubblewrap's --proc covers read-only (root may write there without any capability).
+_PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
+
+
+# -- process side ----------------------------------------------------------------------------
+
+
+class _Libc:
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(self, what: str, name: str, *args: Any) -> int:
+        result = getattr(self._libc, name)(*args)
+        if result == -1:
+            err = ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+        return result
+
+
+def _confine(libc: _Libc, last_cap: int) -> None:
+    """In a freshly forked sandboxed worker (PID 1 of its own PID namespace): a mount
+    namespace with this namespace's /proc, a new session, then no capability at all."""
+    libc.call("unshare(CLONE_NEWNS)", "unshare", _CLONE_NEWNS)
+    libc.call("make / a slave mount", "mount", None, b"/", None, _MS_REC | _MS_SLAVE, None)
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    libc.call("mount /proc", "mount", b"proc", b"/proc", b"proc", flags, None)
+    for name in _PROC_COVERED:
+        path = f"/proc/{name}".encode()
+        if not os.path.exists(path):
+            continue
+        libc.call(f"bind {path!r}", "mount", path, path, None, _MS_BIND | _MS_REC, None)
+        libc.call(f"remount {path!r} read-only", "mount", None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, None)
+    os.setsid()
+    libc.call("no_new_privs", "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.call("clear ambient capabilities", "prctl", _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(last_cap + 1):
+        libc.call(f"drop capability {cap}", "prctl", _PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    libc.call("capset", "capset", header, (ctypes.c_uint32 * 6)())
+
+
+def _become_worker(libc: _Libc, link: int, message: dict, close: list[int], sandboxed: bool, last_cap: int, zygote: int) -> None:
+    """The forked worker: never returns (``os._exit``)."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in close:
+            os.close(fd)
+        name = str(message.get("name") or "tool-worker")
+        libc.call("set the name", "prctl", _PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+        if sandboxed:
+            _confine(libc, last_cap)
+        else:
+            libc.call("parent-death signal", "prctl", _PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != zygote:
+                os._exit(1)
+        import trio
+
+        from .tool_worker import run_tool_worker
+
+        async def main() -> None:
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=link)))
+            await run_tool_worker({"pool": stream}, message.get("config") or {})
+
+        trio.run(main)
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+class _Server:
+    """The zygote's loop: see the module docstring."""
+
+    def __init__(self, control: socket.socket, sandboxed: bool) -> None:
+        self.control = control
+        self.sandboxed = sandboxed
+        self.libc = _Libc()
+        self.children: dict[int, int] = {}  # pid -> worker id
+        self.last_cap = 40
+        try:
+            with open("/proc/sys/kernel/cap_last_cap") as handle:
+                self.last_cap = int(handle.read())
+        except (OSError, ValueError):
+            pass
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def send(self, message: dict) -> None:
+        try:
+            self.control.send(json.dumps(message).encode())
+        except OSError:
+            pass  # the pool is gone; the loop sees the end-of-file next
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.set_wakeup_fd(self.wake_w)
+        poller = select.poll()
+        poller.register(self.control, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        self.send({"op": "ready", "pid": os.getpid()})
+        try:
+            while True:
+                events = poller.poll()
+                if any(fd == self.wake_r for fd, _ in events):
+                    self._drain_wakeups()
+                    self._reap()
+                if any(fd == self.control.fileno() for fd, _ in events):
+                    try:
+                        data, fds, _flags, _addr = socket.recv_fds(self.control, _MAX_MESSAGE, 4)
+                    except InterruptedError:
+                        continue
+                    except OSError:
+                        data, fds = b"", []
+                    if not data:
+                        for fd in fds:
+                            os.close(fd)
+                        return
+                    self._handle(data, fds)
+        finally:
+            self._end_all()
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ident = self.children.pop(pid, None)
+            if ident is not None:
+                self.send({"op": "exited", "id": ident, "returncode": os.waitstatus_to_exitcode(status)})
+
+    def _handle(self, data: bytes, fds: list[int]) -> None:
+        try:
+            message = json.loads(data)
+            op, ident = message["op"], message["id"]
+        except (ValueError, KeyError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            return
+        if op == "kill":
+            pid = next((p for p, i in self.children.items() if i == ident), None)
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)  # still our unreaped child: the pid is its own
+            return
+        if op != "spawn" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "failed", "id": ident, "error": f"bad request {op!r} with {len(fds)} fds"})
+            return
+        try:
+            pid = self._spawn(fds[0], message)
+        except OSError as exc:
+            self.send({"op": "failed", "id": ident, "error": str(exc)})
+            return
+        finally:
+            os.close(fds[0])
+        self.children[pid] = ident
+        self.send({"op": "started", "id": ident, "pid": pid})
+
+    def _spawn(self, link: int, message: dict) -> int:
+        close = [self.control.fileno(), self.wake_r, self.wake_w]
+        if not self.sandboxed:
+            pid = os.fork()
+            if pid == 0:
+                _become_worker(self.libc, link, message, close, False, self.last_cap, os.getppid())
+            return pid
+        if os.getpid() != 1:
+            raise OSError(errno.EPERM, "the zygote is not the init of a sandbox: no sandboxed worker started")
+        # unshare(CLONE_NEWPID) puts the *next* child in a new PID namespace, and can be done
+        # once per process: an intermediate child does it and forks the worker, which becomes
+        # our child (we are the sandbox's init) when the intermediate one exits.
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        middle = os.fork()
+        if middle == 0:
+            reply = b"!"
+            try:
+                os.close(report_r)
+                self.libc.call("unshare(CLONE_NEWPID)", "unshare", _CLONE_NEWPID)
+                worker = os.fork()
+                if worker == 0:
+                    os.close(report_w)
+                    _become_worker(self.libc, link, message, close, True, self.last_cap, 0)
+                reply = str(worker).encode()
+            except BaseException as exc:
+                reply = b"!" + str(exc).encode()
+            finally:
+                os.write(report_w, reply)
+                os._exit(0)
+        os.close(report_w)
+        try:
+            reply = b""
+            while chunk := _read_retrying(report_r):
+                reply += chunk
+        finally:
+            os.close(report_r)
+            _wait_retrying(middle)
+        if not reply or reply.startswith(b"!"):
+            raise OSError(errno.EIO, reply[1:].decode(errors="replace") or "the worker could not be forked")
+        return int(reply)
+
+    def _end_all(self) -> None:
+        """Kill every worker and reap them all (blocking; the pool is gone)."""
+        for pid in self.children:
+            try:
+                os.kill(pid, signal.SIGKILL if self.sandboxed else signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = 2.0
+        while self.children:
+            try:
+                pid, _status = os.waitpid(-1, 0) if deadline <= 0 else _waitpid_timeout(deadline)
+            except ChildProcessError:
+                return
+            if pid == 0:  # grace period over: no more mercy
+                deadline = 0
+                for other in self.children:
+                    try:
+                        os.kill(other, signal.SIGKILL)
+                    except OSError:
+                        pass
+                continue
+            self.children.pop(pid, None)
+
+
+def _read_retrying(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, 64)
+        except InterruptedError:
+            continue
+
+
+def _wait_retrying(pid: int) -> None:
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+
+
+def _waitpid_timeout(timeout: float) -> tuple[int, int]:
+    """``waitpid(-1)`` for up to ``timeout`` seconds (through a pidfd-free poll on SIGCHLD)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            return pid, status
+        left = end - time.monotonic()
+        if left <= 0:
+            return 0, 0
+        select.select([], [], [], min(left, 0.01))
+
+
+def _preload() -> None:
+    """Everything a worker imports, imported once here (fork shares it)."""
+    import trio  # noqa: F401
+
+    from ..coding import tools  # noqa: F401
+    from ..coding.sandbox import init, limits  # noqa: F401
+    from ..coding.tools import bash, process  # noqa: F401
+    from . import tool_worker  # noqa: F401
+
+
+def main() -> None:
+    boot = json.loads(sys.stdin.buffer.read())
+    if not boot.get("sandboxed"):
+        from ..runtime.child import set_parent_death_signal
+
+        set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != boot.get("parent_pid"):
+            os._exit(1)  # the pool died before the death signal was armed
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the root's to handle
+    control = socket.socket(fileno=boot["control"])
+    _preload()
+    gc.collect()
+    gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
+    _Server(control, bool(boot.get("sandboxed"))).serve()
+
+
+# -- pool side -------------------------------------------------------------------------------
+
+
+class ZygoteGone(OSError):
+    """The zygote process ended (or never got ready); ``str`` says how."""
+
+
+class ForkedProcess:
+    """A worker forked by a zygote, as the pool sees it (``pid`` is in the sandbox's PID
+    namespace). ``returncode`` and ``exited`` are set once the zygote has reaped it, or once
+    the zygote itself is gone (which takes its workers with it)."""
+
+    def __init__(self, ident: int, pid: int) -> None:
+        import trio
+
+        self.ident = ident
+        self.pid = pid
+        self.returncode: int | None = None
+        self.exited = trio.Event()
+
+    def _set_exit(self, returncode: int | None) -> None:
+        if not self.exited.is_set():
+            self.returncode = returncode
+            self.exited.set()
+
+
+class Zygote:
+    """The pool's end of one zygote's control socket.
+
+    Run :meth:`serve` in a task for the zygote's life: it reads the zygote's messages, and
+    when the socket ends it fails pending spawns with :class:`ZygoteGone`. The owner calls
+    :meth:`ended_all` once the zygote process has been reaped, which marks every worker
+    exited. :meth:`spawn` and :meth:`kill` may be called from any task.
+    """
+
+    def __init__(self, name: str, control: socket.socket) -> None:
+        import trio
+
+        self.name = name
+        self._sock = trio.socket.from_stdlib_socket(control)
+        self._send_lock = trio.Lock()
+        self._next_id = 0
+        self._pending: dict[int, Any] = {}  # id -> [Event, reply]
+        self._workers: dict[int, ForkedProcess] = {}
+        self.ready = trio.Event()
+        self.ended = trio.Event()
+        self.end_reason = "the zygote exited"
+
+    @property
+    def live_workers(self) -> int:
+        return len(self._workers)
+
+    async def _send(self, message: dict, fds: list[int] = ()) -> None:
+        data = json.dumps(message).encode()
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        async with self._send_lock:
+            await self._sock.sendmsg([data], ancillary)
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                try:
+                    data = await self._sock.recv(_MAX_MESSAGE)
+                except OSError:
+                    data = b""
+                if not data:
+                    return
+                message = json.loads(data)
+                op = message.get("op")
+                if op == "ready":
+                    self.ready.set()
+                elif op in ("started", "failed"):
+                    waiter = self._pending.pop(message["id"], None)
+                    if waiter is not None:
+                        waiter[1] = message
+                        waiter[0].set()
+                elif op == "exited":
+                    worker = self._workers.pop(message["id"], None)
+                    if worker is not None:
+                        worker._set_exit(message.get("returncode"))
+        finally:
+            self.ended.set()
+            for waiter in self._pending.values():
+                waiter[0].set()
+            self._pending.clear()
+
+    async def spawn(self, name: str, link: socket.socket, config: dict) -> ForkedProcess:
+        """Fork a worker serving ``link`` (closed here). Raises :class:`ZygoteGone`."""
+        import trio
+
+        self._next_id += 1
+        ident = self._next_id
+        waiter: list[Any] = [trio.Event(), None]
+        self._pending[ident] = waiter
+        try:
+            if self.ended.is_set():
+                raise ZygoteGone(errno.EPIPE, self.end_reason)
+            try:
+                await self._send({"op": "spawn", "id": ident, "name": name, "config": config}, [link.fileno()])
+            except OSError:
+                raise ZygoteGone(errno.EPIPE, self.end_reason) from None
+            finally:
+                link.close()
+            # Not cancellable: a worker forked for us must be known, so that it is reaped.
+            with trio.CancelScope(shield=True):
+                await waiter[0].wait()
+        finally:
+            self._pending.pop(ident, None)
+        reply = waiter[1]
+        if reply is None:
+            raise ZygoteGone(errno.EPIPE, self.end_reason)
+        if reply["op"] == "failed":
+            raise OSError(errno.EIO, f"the zygote could not fork a worker: {reply.get('error')}")
+        worker = ForkedProcess(ident, int(reply["pid"]))
+        self._workers[ident] = worker
+        return worker
+
+    async def kill(self, worker: ForkedProcess) -> None:
+        """SIGKILL ``worker`` (through the zygote, which owns it); no-op if gone."""
+        if worker.exited.is_set() or self.ended.is_set():
+            return
+        try:
+            await self._send({"op": "kill", "id": worker.ident})
+        except OSError:
+            pass
+
+    def ended_all(self, reason: str, returncode: int | None) -> None:
+        """The zygote process is gone, and so is every worker it forked (``returncode``:
+        how they ended, when known)."""
+        self.end_reason = reason
+        for worker in self._workers.values():
+            worker._set_exit(returncode)
+        self._workers.clear()
+
+
+if __name__ == "__main__":
+    main()

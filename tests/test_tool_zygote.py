@@ -1,0 +1,182 @@
+"""Tool workers forked by a zygote: one sandbox per workspace, one namespace per worker, and
+nothing left running when the pool ends — however it ends.
+
+The pool runs in-process (``open_pool``) or as its own actor process; every process it starts
+inherits a marker in its environment (``PI_ACTORS_*`` passes the sandbox's allow-list), so
+the tests find all of them — also a ``bwrap`` that no longer has the pool as its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+
+import pytest
+import trio
+
+from _procs import cmdline, environ_has, live_pids, parent_pid, wait_exited
+from pi_actors.runtime import link_pair, open_peer, start_actor
+from test_sandbox_support import comm, open_pool, sandbox_config, text_of, worker_pids, zygote_pids
+
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+POOL_ENTRY = "pi_actors.actors.tool_pool:run_tool_pool"
+
+
+async def feed_fifo(path, data: bytes) -> None:
+    fd = await trio.to_thread.run_sync(os.open, str(path), os.O_WRONLY, abandon_on_cancel=True)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def marker(monkeypatch) -> str:
+    value = uuid.uuid4().hex
+    monkeypatch.setenv("PI_ACTORS_TEST_MARKER", value)
+    return value
+
+
+def marked(marker: str) -> list[int]:
+    """Live processes carrying the marker (never this test process itself)."""
+    return live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}"))
+
+
+def status_field(pid: int, name: str) -> str:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].strip()
+    raise KeyError(name)
+
+
+def is_bwrap(pid: int) -> bool:
+    return cmdline(pid).split(" ", 1)[0].endswith("bwrap")
+
+
+async def test_one_sandbox_per_workspace_forks_every_worker_into_namespaces_of_its_own(tmp_path, marker):
+    os.mkfifo(tmp_path / "hold")
+    announced: set[str] = set()
+    changed = trio.Event()
+
+    def on_update(text: str) -> None:
+        nonlocal changed
+        announced.update(line for line in text.splitlines() if line.startswith("in "))
+        changed.set()
+        changed = trio.Event()
+
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        results: list[dict] = []
+
+        async def call(i: int) -> None:
+            results.append(await pool.bash(f"echo in $PPID {i}; cat hold", on_update=on_update))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(call, i)
+            with trio.fail_after(30):
+                while len(announced) < 3:
+                    await changed.wait()
+            workers = worker_pids()
+            (zygote,) = zygote_pids()
+            assert len(workers) == 3 and all(parent_pid(w) == zygote for w in workers)
+            assert len([pid for pid in marked(marker) if is_bwrap(pid)]) == 1  # one sandbox
+            assert status_field(zygote, "NSpid").split()[-1] == "1"  # the sandbox's init
+            namespaces = {os.readlink(f"/proc/{w}/ns/pid") for w in workers}
+            assert len(namespaces) == 3 and os.readlink(f"/proc/{zygote}/ns/pid") not in namespaces
+            for w in workers:
+                assert status_field(w, "NSpid").split()[-1] == "1"  # each the init of its own
+                for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+                    assert int(status_field(w, caps), 16) == 0, (caps, status_field(w, caps))
+                assert status_field(w, "NoNewPrivs") == "1"
+            # Each call's shell is a child of PID 1: its own worker.
+            assert {line.split()[1] for line in announced} == {"1"}
+            await feed_fifo(tmp_path / "hold", b"done\n")  # let all three finish
+    assert sorted(text_of(r).split()[2] for r in results) == ["0", "1", "2"]
+    assert marked(marker) == []
+
+
+async def test_a_call_sees_only_its_own_processes_in_proc(tmp_path):
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash("ls /proc | grep -c '^[0-9]'; cat /proc/1/comm; (echo x > /proc/sys/kernel/hostname) 2>&1")
+        lines = text_of(result).splitlines()
+        assert int(lines[0]) <= 4  # the worker, this shell, ls, grep
+        assert lines[1].startswith("tool-worker-")
+        assert "Read-only file system" in lines[2]  # /proc/sys stays covered, as bwrap does
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+async def test_a_killed_zygote_fails_the_running_call_and_the_next_call_gets_a_new_one(tmp_path, mode):
+    seen: list[int] = []
+
+    def on_update(text: str) -> None:
+        if "started" in text and not seen:
+            (zygote,) = zygote_pids()
+            seen.append(zygote)
+            os.kill(zygote, signal.SIGKILL)
+
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        result = await pool.bash("echo started; sleep 600", on_update=on_update)
+        assert result["isError"] is True
+        assert text_of(result).startswith("Tool worker crashed while running bash:"), result
+        await pool.assert_healthy()
+        assert zygote_pids() != seen and len(zygote_pids()) == 1
+        if mode == "off":
+            for pid in live_pids(lambda p: "sleep 600" in cmdline(p)):
+                os.kill(pid, signal.SIGKILL)  # unsandboxed, nothing kills what the call started
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+async def test_nothing_the_pool_started_outlives_it(tmp_path, marker, mode):
+    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path), mode=mode), "warm": 2}) as pool:
+        await pool.peer.call("warm")
+        await pool.assert_healthy()
+        assert len(worker_pids()) >= 1 and len(zygote_pids()) == 1
+    # The pool waited for every process it started: gone the moment it returned.
+    assert marked(marker) == [], [cmdline(pid) for pid in marked(marker)]
+
+
+@pytest.mark.parametrize("round_", range(4))
+async def test_a_pool_closed_while_its_sandbox_starts_leaves_nothing(tmp_path, marker, round_):
+    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "warm": 2}) as pool:
+        await pool.peer.call("warm")
+        for _ in range(round_ * 3):  # close at different points of the start-up
+            await trio.lowlevel.checkpoint()
+    assert marked(marker) == [], [cmdline(pid) for pid in marked(marker)]
+
+
+@pytest.mark.parametrize("round_", range(4))
+async def test_a_pool_killed_while_its_sandbox_starts_leaves_nothing(tmp_path, marker, round_):
+    """The old leak: a ``bwrap`` killed with its parent mid-set-up stranded its namespace child."""
+    config = {**sandbox_config(str(tmp_path)), "warm": 4}
+    ours, theirs = link_pair()
+    async with trio.open_nursery() as nursery:
+        process = await start_actor(nursery, name="tool-pool", entry=POOL_ENTRY, links={"coordinator": theirs}, config=config)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+        async with open_peer(stream, side="client", role="coordinator", name="tool-pool") as peer:
+            await peer.call("warm")
+            if round_:  # kill it once the sandbox's processes are starting, at different points
+                with trio.fail_after(30):
+                    while len(marked(marker)) < 1 + round_:
+                        await trio.sleep(0.001)
+            process.kill()
+            await process.exited.wait()
+    # Nobody owns them now: the sandbox must finish starting, see its pool gone and exit.
+    await wait_exited(marked(marker), timeout=20)
+    assert marked(marker) == [], [(cmdline(pid), comm(pid)) for pid in marked(marker)]
+
+
+async def test_a_print_mode_run_with_a_tool_call_leaves_no_process_behind(scripted, env):
+    for i in range(3):
+        scripted.script += [
+            Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo run {i}"})]),
+            Reply(text=f"done {i}"),
+        ]
+        done = await env.run("--model", "scripted/scripted-model", "--no-session", "-p", "go")
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stdout.decode() == f"done {i}\n"
+        left = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}"))
+        assert left == [], [cmdline(pid) for pid in left]
