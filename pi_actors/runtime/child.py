@@ -2,10 +2,19 @@
 
 Reads the boot document from stdin (see ``_spawn.py``), arranges to die with the parent,
 wraps the inherited link fds as trio streams and runs the actor's entry function.
+
+Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
+function has returned (its links are closed, every frame it wrote is in the kernel's socket
+buffers, every child it owned has been waited for), the ``atexit`` handlers run, stdout and
+stderr are flushed, and the process ends with ``os._exit(0)``. Skipping the interpreter's
+teardown (module finalisation, garbage collection) saves up to ~0.1 s of CPU in a process
+that imported an SDK, at the moment every actor is shutting down at once. An entry that
+raises exits the usual way, with its traceback and status 1.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import importlib
 import json
@@ -47,6 +56,17 @@ def main() -> None:
         await entry(links, boot["config"])
 
     trio.run(run)
+    exit_now()
+
+
+def exit_now(status: int = 0) -> None:
+    """End the process without the interpreter's teardown: ``atexit`` handlers, then flush
+    stdout and stderr, then ``os._exit``."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":
