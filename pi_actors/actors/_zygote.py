@@ -143,6 +143,7 @@ class _Server:
         self.sandboxed = sandboxed
         self.libc = _Libc()
         self.children: dict[int, int] = {}  # pid -> worker id
+        self.reports: dict[int, int] = {}  # a sandboxed spawn's report pipe -> worker id
         self.last_cap = 40
         try:
             with open("/proc/sys/kernel/cap_last_cap") as handle:
@@ -150,6 +151,7 @@ class _Server:
         except (OSError, ValueError):
             pass
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.poller = select.poll()
 
     def send(self, message: dict) -> None:
         try:
@@ -160,17 +162,18 @@ class _Server:
     def serve(self) -> None:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         signal.set_wakeup_fd(self.wake_w)
-        poller = select.poll()
-        poller.register(self.control, select.POLLIN)
-        poller.register(self.wake_r, select.POLLIN)
+        self.poller.register(self.control, select.POLLIN)
+        self.poller.register(self.wake_r, select.POLLIN)
         self.send({"op": "ready", "pid": os.getpid()})
         try:
             while True:
-                events = poller.poll()
-                if any(fd == self.wake_r for fd, _ in events):
+                ready = {fd for fd, _ in self.poller.poll()}
+                for fd in ready & set(self.reports):
+                    self._take_report(fd)
+                if self.wake_r in ready:
                     self._drain_wakeups()
                     self._reap()
-                if any(fd == self.control.fileno() for fd, _ in events):
+                if self.control.fileno() in ready:
                     try:
                         data, fds, _flags, _addr = socket.recv_fds(self.control, _MAX_MESSAGE, 4)
                     except InterruptedError:
@@ -200,6 +203,11 @@ class _Server:
                 return
             if pid == 0:
                 return
+            if pid not in self.children:
+                # A worker becomes our child only once its intermediate process has exited,
+                # which that process does after writing the worker's pid: the report is there.
+                for fd in list(self.reports):
+                    self._take_report(fd)
             ident = self.children.pop(pid, None)
             if ident is not None:
                 self.send({"op": "exited", "id": ident, "returncode": os.waitstatus_to_exitcode(status)})
@@ -215,7 +223,7 @@ class _Server:
         if op == "kill":
             pid = next((p for p, i in self.children.items() if i == ident), None)
             if pid is not None:
-                os.kill(pid, signal.SIGKILL)  # still our unreaped child: the pid is its own
+                os.kill(pid, signal.SIGKILL)  # not reaped yet (by us): the pid is still its own
             return
         if op != "spawn" or len(fds) != 1:
             for fd in fds:
@@ -223,29 +231,34 @@ class _Server:
             self.send({"op": "failed", "id": ident, "error": f"bad request {op!r} with {len(fds)} fds"})
             return
         try:
-            pid = self._spawn(fds[0], message)
+            self._spawn(ident, fds[0], message)
         except OSError as exc:
             self.send({"op": "failed", "id": ident, "error": str(exc)})
-            return
         finally:
             os.close(fds[0])
-        self.children[pid] = ident
-        self.send({"op": "started", "id": ident, "pid": pid})
 
-    def _spawn(self, link: int, message: dict) -> int:
-        close = [self.control.fileno(), self.wake_r, self.wake_w]
+    def _spawn(self, ident: int, link: int, message: dict) -> None:
+        close = [self.control.fileno(), self.wake_r, self.wake_w, *self.reports]
         if not self.sandboxed:
             pid = os.fork()
             if pid == 0:
                 _become_worker(self.libc, link, message, close, False, self.last_cap, os.getppid())
-            return pid
+            self.children[pid] = ident
+            self.send({"op": "started", "id": ident, "pid": pid})
+            return
         if os.getpid() != 1:
             raise OSError(errno.EPERM, "the zygote is not the init of a sandbox: no sandboxed worker started")
         # unshare(CLONE_NEWPID) puts the *next* child in a new PID namespace, and can be done
-        # once per process: an intermediate child does it and forks the worker, which becomes
-        # our child (we are the sandbox's init) when the intermediate one exits.
+        # once per process: an intermediate child does it, forks the worker, writes its pid
+        # on a pipe and exits; the worker is then our child (we are the sandbox's init). The
+        # loop reads the report (see _take_report), so that spawns overlap.
         report_r, report_w = os.pipe2(os.O_CLOEXEC)
-        middle = os.fork()
+        try:
+            middle = os.fork()
+        except BaseException:
+            os.close(report_r)
+            os.close(report_w)
+            raise
         if middle == 0:
             reply = b"!"
             try:
@@ -259,22 +272,35 @@ class _Server:
             except BaseException as exc:
                 reply = b"!" + str(exc).encode()
             finally:
-                os.write(report_w, reply)
+                os.write(report_w, reply)  # short: one atomic write
                 os._exit(0)
         os.close(report_w)
+        self.reports[report_r] = ident
+        self.poller.register(report_r, select.POLLIN)
+
+    def _take_report(self, fd: int, block: bool = False) -> None:
+        """Read a sandboxed spawn's report (the worker's pid, or ``!`` and why not) if it is
+        there, and answer the pool."""
+        if not block and not select.select([fd], [], [], 0)[0]:
+            return
+        ident = self.reports.pop(fd)
+        self.poller.unregister(fd)
         try:
-            reply = b""
-            while chunk := _read_retrying(report_r):
-                reply += chunk
+            reply = _read_retrying(fd)  # written at once, before the writer exited
         finally:
-            os.close(report_r)
-            _wait_retrying(middle)
+            os.close(fd)
         if not reply or reply.startswith(b"!"):
-            raise OSError(errno.EIO, reply[1:].decode(errors="replace") or "the worker could not be forked")
-        return int(reply)
+            error = reply[1:].decode(errors="replace") or "the worker could not be forked"
+            self.send({"op": "failed", "id": ident, "error": error})
+            return
+        pid = int(reply)
+        self.children[pid] = ident
+        self.send({"op": "started", "id": ident, "pid": pid})
 
     def _end_all(self) -> None:
         """Kill every worker and reap them all (blocking; the pool is gone)."""
+        for fd in list(self.reports):
+            self._take_report(fd, block=True)
         for pid in self.children:
             try:
                 os.kill(pid, signal.SIGKILL if self.sandboxed else signal.SIGTERM)
@@ -305,17 +331,6 @@ def _read_retrying(fd: int) -> bytes:
             continue
 
 
-def _wait_retrying(pid: int) -> None:
-    while True:
-        try:
-            os.waitpid(pid, 0)
-            return
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            return
-
-
 def _waitpid_timeout(timeout: float) -> tuple[int, int]:
     """``waitpid(-1)`` for up to ``timeout`` seconds (through a pidfd-free poll on SIGCHLD)."""
     import time
@@ -337,8 +352,11 @@ def _preload() -> None:
 
     from ..coding import tools  # noqa: F401
     from ..coding.sandbox import init, limits  # noqa: F401
-    from ..coding.tools import bash, process  # noqa: F401
+    from ..coding.tools import bash, process, rg
     from . import tool_worker  # noqa: F401
+
+    bash._shell()  # found once, in the sandbox the workers run in
+    rg.rg_path()
 
 
 def main() -> None:
