@@ -291,3 +291,40 @@ async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
         with pytest.raises(ConnectionLost):
             await actor.handle(BrokenCall())  # type: ignore[arg-type]
         await server.wait_hung_up(1)  # and the HTTP response was closed
+
+
+# --- start-up warm-up ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages"])
+async def test_warm_up_imports_the_sdk_without_a_request_and_streams_follow(api, start_llm):
+    import sys
+
+    server = await start_llm([Reply(text="warm")])
+    actor = ProviderActor({"runtime_api_keys": {"scripted": "k"}})
+    await actor.warm_up(api)
+    assert actor.warmed.is_set() and server.requests == []
+    assert ai.registry.BUILTIN_PROVIDER_MODULES[api] in sys.modules
+    async with provider_peer({"runtime_api_keys": {"scripted": "k"}}) as peer:
+        _, final, _ = await call_stream(peer, {"model": plain_model(server, api), "context": T.to_plain(hello_context())})
+    assert final.stop_reason == "stop" and final.content[0].text == "warm"
+
+
+async def test_a_warm_up_that_fails_still_lets_streams_proceed_and_report_the_failure(monkeypatch, tmp_path):
+    import json
+
+    from pi_actors.ai import registry
+
+    monkeypatch.setitem(registry.BUILTIN_PROVIDER_MODULES, "broken-api", "pi_actors.ai.providers.no_such_module")
+    log = tmp_path / "log.jsonl"
+    actor = ProviderActor({"logFile": str(log)})
+    await actor.warm_up("broken-api")
+    assert actor.warmed.is_set()
+    [line] = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["event"] == "warm_up_failed" and "no_such_module" in line["error"]
+
+
+async def test_no_expected_api_means_no_warm_up():
+    actor = ProviderActor({})
+    await actor.warm_up(None)
+    assert actor.warmed.is_set()

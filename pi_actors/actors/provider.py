@@ -44,9 +44,24 @@ class ProviderActor:
         self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
         self._resolved: dict[str, str | None] = {}
         self.log = JsonLog(config.get("logFile"), "provider")
-        #: Set once the start-up import of the expected SDK is over; streams wait for it so
-        #: two threads never import the same provider module at once.
+        #: Set once the start-up warm-up of the expected SDK is over (see ``warm_up``); streams
+        #: wait for it so two threads never import the same provider module at once.
         self.warmed = trio.Event()
+
+    async def warm_up(self, api: str | None) -> None:
+        """Import the provider module of ``api`` (in a thread) and pay its first call's one-time
+        costs (its ``warm_up``), then let streams proceed. A failure here is left to the
+        registry's own import on first use, which reports it as the call's error event; it is
+        logged here."""
+        path = BUILTIN_PROVIDER_MODULES.get(api or "")
+        try:
+            if path:
+                module = await trio.to_thread.run_sync(importlib.import_module, path, abandon_on_cancel=True)
+                await module.warm_up()
+        except Exception as exc:
+            self.log.event("warm_up_failed", api=api, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.warmed.set()
 
     def api_key_for(self, provider: str) -> str | None:
         """Runtime key, then the environment, then models.json's apiKey (resolved once)."""
@@ -117,20 +132,14 @@ class ProviderActor:
 
 
 async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
-    """Actor entry: serve the coordinator link until it closes."""
+    """Actor entry: serve the coordinator link until it closes.
+
+    The SDK of the expected API (``warm_api``) is imported and warmed up from the start, while
+    the coordinator is still starting and preparing the first request: in a fresh process the
+    SDK import is the longest step before the first request can leave."""
     actor = ProviderActor(config or {})
-    async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
-        warm_api = (config or {}).get("warm_api")
-        module = BUILTIN_PROVIDER_MODULES.get(warm_api or "")
-        try:
-            if module:
-                # Import the SDK for the expected API while the coordinator is still preparing
-                # the first request (the registry would otherwise import it on first use). A
-                # failure here is reported by the registry's own import on first use.
-                try:
-                    await trio.to_thread.run_sync(importlib.import_module, module)
-                except Exception:
-                    pass
-        finally:
-            actor.warmed.set()
-        await peer.closed_event.wait()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
+        async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
+            await peer.closed_event.wait()
+        nursery.cancel_scope.cancel()

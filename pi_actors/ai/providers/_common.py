@@ -68,6 +68,7 @@ __all__ = [
     "error_message_for",
     "apply_on_payload",
     "sdk_request_args",
+    "warm_up_client",
     "shared_ssl_context",
     "stream_simple_with_effort",
 ]
@@ -434,6 +435,24 @@ def _plain_cancelled(group: BaseExceptionGroup) -> BaseException | None:
     while isinstance(leaf, BaseExceptionGroup):
         leaf = leaf.exceptions[0]
     return leaf
+
+
+async def warm_up_client(make_client: Callable[[], Any]) -> None:
+    """Pay a provider's first-call costs ahead of the first call, without any network.
+
+    ``make_client`` (run in a thread) builds a throwaway SDK client with the shared TLS context
+    and touches the resource the provider calls: that imports the request machinery the SDKs
+    load lazily (HTTP transport, resource classes) and reads the CA bundle. Then, in the event
+    loop, anyio loads its trio backend, which the SDKs' HTTP stack runs on. Together ~60 ms of
+    a first call, paid here instead while the process waits for its first request.
+    """
+    import anyio
+
+    client = await trio.to_thread.run_sync(make_client, abandon_on_cancel=True)
+    try:
+        anyio.get_cancelled_exc_class()  # loads anyio's backend for the running trio loop
+    finally:
+        await client.close()
 
 
 def sdk_request_args(params: dict[str, Any], bulk: str, required: tuple[str, ...] = ("model",)) -> dict[str, Any]:

@@ -50,10 +50,12 @@ from ._common import (
     run_stream,
     sdk_request_args,
     shared_ssl_context,
+    warm_up_client,
 )
 from ._sse import decode_json, read_sse
 
-__all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive"]
+__all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive",
+           "warm_up"]
 
 API = "anthropic-messages"
 # The official API's host: a base URL containing it gets the 1-hour cache TTL for long retention.
@@ -325,6 +327,25 @@ class _Mapper:
 # Entry points
 
 
+def _make_client(model: Model, options: StreamOptions, api_key: str, oauth: bool) -> anthropic.AsyncAnthropic:
+    auth = {"auth_token": api_key} if oauth else {"api_key": api_key}
+    return anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
+                                    default_headers=_headers(model, options, oauth),
+                                    http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+
+
+async def warm_up() -> None:
+    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
+
+    def make() -> anthropic.AsyncAnthropic:
+        client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1"),
+                              StreamOptions(), "warm-up", False)
+        client.messages.with_streaming_response  # noqa: B018 - imports the resource
+        return client
+
+    await warm_up_client(make)
+
+
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = options.api_key or get_env_api_key(model.provider)
@@ -332,10 +353,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     oauth = _is_oauth(api_key)
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
-    auth = {"auth_token": api_key} if oauth else {"api_key": api_key}
-    client = anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
-                                      default_headers=_headers(model, options, oauth),
-                                      http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+    client = _make_client(model, options, api_key, oauth)
     response = None
     try:
         await run.start()

@@ -54,13 +54,14 @@ from ._common import (
     sdk_request_args,
     stream_simple_with_effort,
     shared_ssl_context,
+    warm_up_client,
 )
 from ._sse import decode_json, read_sse
 
 _decode = msgspec.json.Decoder().decode
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params"]
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "warm_up"]
 
 API = "openai-completions"
 
@@ -367,6 +368,18 @@ def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.As
     return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
                               default_headers=headers or None,
                               http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+
+
+async def warm_up() -> None:
+    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
+
+    def make() -> openai.AsyncOpenAI:
+        client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
+                             StreamOptions(), "warm-up")
+        client.chat.completions.with_streaming_response  # noqa: B018 - imports the resource
+        return client
+
+    await warm_up_client(make)
 
 
 async def _body(run: StreamRun, context: Context) -> None:

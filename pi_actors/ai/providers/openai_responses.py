@@ -58,10 +58,11 @@ from ._common import (
     sdk_request_args,
     shared_ssl_context,
     stream_simple_with_effort,
+    warm_up_client,
 )
 from ._sse import decode_json, read_sse
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash"]
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up"]
 
 #: The host whose base URL gets the 24 h prompt-cache retention (as pi keys it).
 OFFICIAL_HOST = "api.openai.com"
@@ -356,16 +357,32 @@ class _Mapper:
 # Entry points
 
 
+def _make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
+    headers = {**(model.headers or {}), **(options.headers or {})}
+    return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
+                              default_headers=headers or None,
+                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+
+
+async def warm_up() -> None:
+    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
+
+    def make() -> openai.AsyncOpenAI:
+        client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
+                              StreamOptions(), "warm-up")
+        client.responses.with_streaming_response  # noqa: B018 - imports the resource
+        return client
+
+    await warm_up_client(make)
+
+
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = options.api_key or get_env_api_key(model.provider)
     if not api_key:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    headers = {**(model.headers or {}), **(options.headers or {})}
-    client = openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
-                                default_headers=headers or None,
-                                http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+    client = _make_client(model, options, api_key)
     response = None
     try:
         manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
