@@ -285,7 +285,7 @@ async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monk
             return {"header": {}}
 
     @contextlib.asynccontextmanager
-    async def fake_runtime(config):
+    async def fake_runtime(config, **placement):
         yield Coordinator()
         order.append("runtime closed")
 
@@ -306,3 +306,32 @@ async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monk
     code = await run_prompts({}, ["one", "two"], PrintRenderer(out=Out(), err=Out()))
     assert code == 0
     assert order == ["prompt one", "prompt two", "printed 'answer to two\\n'", "flushed", "runtime closed"]
+
+
+async def test_the_store_can_share_the_coordinators_process_and_still_writes_durably(scripted, tmp_path):
+    import io
+
+    from pi_actors.ai import types as T
+    from pi_actors.cli._client import send_prompt
+    from pi_actors.cli._render import PrintRenderer
+    from pi_actors.cli._supervisor import open_local_runtime
+    from pi_actors.cli.main import runtime_config
+
+    scripted.script.append(Reply(text="Kept."))
+    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=scripted.base_url_openai)
+    sessions = tmp_path / "sessions"
+    config = runtime_config(model=model, thinking="off", tools=[], cwd=str(tmp_path), system_prompt="test",
+                            agent_dir=str(tmp_path), session={"sessionDir": str(sessions), "agentDir": str(tmp_path)},
+                            runtime_keys={"scripted": "k"}, key_sources={})
+    processes: dict = {}
+    with trio.fail_after(60):
+        async with open_local_runtime(config, processes=processes, store_with_coordinator=True) as coordinator:
+            assert sorted(processes) == ["coordinator", "provider", "tool-pool"]
+            await coordinator.call("session")
+            renderer = PrintRenderer(out=io.StringIO())
+            await send_prompt(coordinator, "keep this", renderer)
+    assert renderer.last_assistant["content"][0]["text"] == "Kept."
+    [file] = sessions.glob("*.jsonl")
+    roles = [json.loads(line).get("message", {}).get("role") for line in file.read_text().splitlines()[1:]]
+    assert roles == ["user", "assistant"]
+    assert all(p.returncode == 0 for p in processes.values())

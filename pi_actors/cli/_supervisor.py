@@ -1,7 +1,8 @@
 """The local multi-process placement: the CLI process holds the UI and supervises the actors.
 
 ``open_local_runtime`` spawns four children — coordinator, session store, provider streamer,
-tool pool (which spawns its own workers) — links them with socketpairs (the coordinator to
+tool pool (which spawns its own workers); three with the placement ``store_with_coordinator``
+(the store then runs as a task of the coordinator's process) — links them with socketpairs (the coordinator to
 each of the others, the UI to the coordinator), and yields the UI's ``Peer`` to the
 coordinator. Leaving the block closes the UI link; every child then sees end-of-stream and
 exits; any child still running after a grace period is terminated, then killed. Each child
@@ -40,6 +41,7 @@ async def open_local_runtime(
     tools_link: Any = None,
     processes: dict[str, Any] | None = None,
     handshake_timeout: float | None = None,
+    store_with_coordinator: bool = False,
 ) -> AsyncIterator[Peer]:
     """Spawn the actors for ``config`` (keys provider, tools, store, coordinator) and yield
     the UI's connection to the coordinator; see the module docstring for shutdown.
@@ -48,7 +50,9 @@ async def open_local_runtime(
     tool pool (the caller serves ``run_tool`` on the other end, e.g. a remote tool host).
     ``processes``: if given, filled with each actor's ``ChildProcess`` by name.
     ``handshake_timeout``: how long the coordinator may take to answer the UI's hello
-    (default: the protocol's 5 s; a server starting sessions on a busy machine gives more)."""
+    (default: the protocol's 5 s; a server starting sessions on a busy machine gives more).
+    ``store_with_coordinator``: place the session store in the coordinator's process (one
+    process and interpreter start-up fewer; see :func:`run_coordinator_with_store`)."""
     scrubbed = child_environment(scrub=secret_env_names())
     async with trio.open_nursery() as nursery:
         ui_end, coord_ui = link_pair()
@@ -59,18 +63,30 @@ async def open_local_runtime(
             coord_tools, tools = tools_link, None
         coord_store, store = link_pair()
         coordinator_links = {"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "store": coord_store}
-        # (name, entry, links, config key, environment); only the provider sees API keys.
+        part = {key: config.get(key) or {} for key in ("provider", "tools", "store", "coordinator")}
+        # (name, entry, links, config, environment); only the provider sees API keys.
         actors = [
-            ("provider", "pi_actors.actors.provider:run_provider", {"coordinator": prov}, "provider", None),
-            ("tool-pool", "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": tools}, "tools", scrubbed),
-            ("session-store", "pi_actors.actors.session_store:run_session_store", {"coordinator": store}, "store", scrubbed),
-            ("coordinator", "pi_actors.actors.coordinator:run_coordinator", coordinator_links, "coordinator", scrubbed),
+            ("provider", "pi_actors.actors.provider:run_provider", {"coordinator": prov}, part["provider"], None),
+            ("tool-pool", "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": tools}, part["tools"], scrubbed),
         ]
         if tools is None:
-            actors = [a for a in actors if a[0] != "tool-pool"]
+            actors = actors[:1]
+        if store_with_coordinator:
+            coord_store.close()
+            store.close()
+            del coordinator_links["store"]
+            actors.append(("coordinator", "pi_actors.cli._supervisor:run_coordinator_with_store", coordinator_links,
+                           {"coordinator": part["coordinator"], "store": part["store"]}, scrubbed))
+        else:
+            actors += [
+                ("session-store", "pi_actors.actors.session_store:run_session_store", {"coordinator": store},
+                 part["store"], scrubbed),
+                ("coordinator", "pi_actors.actors.coordinator:run_coordinator", coordinator_links, part["coordinator"],
+                 scrubbed),
+            ]
         try:
-            for name, entry, links, key, env in actors:
-                child = await start_actor(nursery, name=name, entry=entry, links=links, config=config.get(key) or {}, env=env)
+            for name, entry, links, actor_config, env in actors:
+                child = await start_actor(nursery, name=name, entry=entry, links=links, config=actor_config, env=env)
                 if processes is not None:
                     processes[name] = child
         except BaseException:
@@ -84,3 +100,22 @@ async def open_local_runtime(
         finally:
             # Children exit on end-of-stream; give them a moment, then terminate what is left.
             nursery.cancel_scope.deadline = trio.current_time() + shutdown_grace
+
+
+async def run_coordinator_with_store(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+    """Actor entry for the placement ``store_with_coordinator``: the coordinator and the session
+    store as two tasks of one process, linked by an in-process socketpair (the same protocol,
+    hello included, as across processes). ``config``: ``{"coordinator": ..., "store": ...}``.
+    The coordinator's return closes its end of the store link, which ends the store."""
+    from ..actors.coordinator import run_coordinator
+    from ..actors.session_store import run_session_store
+
+    ours, theirs = link_pair()
+    coordinator_end = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+    store_end = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_session_store, {"coordinator": store_end}, config["store"])
+        try:
+            await run_coordinator({**links, "store": coordinator_end}, config["coordinator"])
+        finally:
+            await coordinator_end.aclose()

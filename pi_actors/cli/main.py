@@ -146,7 +146,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
     from ._client import send_prompt
     from ._supervisor import open_local_runtime
 
-    async with open_local_runtime(config) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         try:
             session = await coordinator.call("session")
         except RemoteError as exc:
