@@ -6,7 +6,8 @@ trio and the tool code, then forks a worker whenever the pool asks for one. Each
 still its own process serving one call at a time (see :mod:`.tool_pool`).
 
 Process side (``python -m pi_actors.actors._zygote NAME``, boot document on stdin:
-``{"control": fd, "sandboxed": bool, "parent_pid": int}``):
+``{"control": fd, "sandboxed": bool, "parent_pid": int, "idle": bool}``; ``idle``: a zygote
+started ahead of need does its imports at the lowest CPU priority):
 
 - The zygote never runs trio itself (a fork of a running event loop is unusable); it serves
   its *control socket* (a ``SOCK_SEQPACKET`` socket, one JSON message per packet) with a
@@ -359,6 +360,45 @@ def _preload() -> None:
     rg.rg_path()
 
 
+def _preload_at_idle_priority(control: socket.socket) -> None:
+    """:func:`_preload` in a thread of nice 19 (a thread's own nice value; the thread that
+    forks keeps its own), so that a zygote started ahead of need takes only CPU time nobody
+    else wants. If the pool speaks first (it needs a worker now), the main thread imports the
+    rest itself at normal priority, alongside. Single-threaded again on return."""
+    import threading
+
+    failure: list[BaseException] = []
+    done_r, done_w = os.pipe()
+
+    def run() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
+        try:
+            _preload()
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            os.write(done_w, b".")
+
+    thread = threading.Thread(target=run, name="preload", daemon=True)
+    thread.start()
+    while True:
+        try:
+            readable = select.select([done_r, control], [], [])[0]
+            break
+        except InterruptedError:
+            continue
+    if done_r not in readable:
+        _preload()
+    thread.join()
+    os.close(done_r)
+    os.close(done_w)
+    if failure:
+        raise failure[0]
+
+
 def main() -> None:
     boot = json.loads(sys.stdin.buffer.read())
     if not boot.get("sandboxed"):
@@ -369,7 +409,10 @@ def main() -> None:
             os._exit(1)  # the pool died before the death signal was armed
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the root's to handle
     control = socket.socket(fileno=boot["control"])
-    _preload()
+    if boot.get("idle"):
+        _preload_at_idle_priority(control)
+    else:
+        _preload()
     gc.collect()
     gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
     _Server(control, bool(boot.get("sandboxed"))).serve()
@@ -410,7 +453,7 @@ class Zygote:
     exited. :meth:`spawn` and :meth:`kill` may be called from any task.
     """
 
-    def __init__(self, name: str, control: socket.socket) -> None:
+    def __init__(self, name: str, control: socket.socket, *, ready: Any = None) -> None:
         import trio
 
         self.name = name
@@ -419,7 +462,7 @@ class Zygote:
         self._next_id = 0
         self._pending: dict[int, Any] = {}  # id -> [Event, reply]
         self._workers: dict[int, ForkedProcess] = {}
-        self.ready = trio.Event()
+        self.ready = ready if ready is not None else trio.Event()  # set by its "ready" message
         self.ended = trio.Event()
         self.end_reason = "the zygote exited"
 

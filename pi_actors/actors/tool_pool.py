@@ -197,7 +197,16 @@ class ToolPool:
     def _policy_for(self, key: str | None) -> SandboxPolicy:
         return self.policy.for_workspace(key) if key else self.policy
 
-    async def _zygote_for(self, key: str | None) -> Zygote:
+    async def prepare(self) -> None:
+        """Start the zygote of the pool's workspace ahead of need (its imports run at idle
+        priority, so the other actors' start-up does not wait for it). A failure is
+        reported by the calls."""
+        try:
+            await self._zygote_for(self._key(self.policy.workspace or None), idle=True)
+        except (SandboxUnavailable, OSError):
+            pass
+
+    async def _zygote_for(self, key: str | None, *, idle: bool = False) -> Zygote:
         """The running zygote for ``key``, started if there is none (once, however many
         callers ask at the same time; all of them get its start-up failure)."""
         while True:
@@ -213,7 +222,7 @@ class ToolPool:
         start = _ZygoteStart()
         self._zygote_starts[key] = start
         try:
-            zygote = await self._nursery.start(self._run_zygote, key)
+            zygote = await self._nursery.start(self._run_zygote, key, idle)
             self._zygotes[key] = zygote
             return zygote
         except (SandboxUnavailable, OSError) as exc:
@@ -223,7 +232,7 @@ class ToolPool:
             del self._zygote_starts[key]
             start.done.set()
 
-    async def _run_zygote(self, key: str | None, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _run_zygote(self, key: str | None, idle: bool = False, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Owns one zygote process and its control socket for the zygote's whole life."""
         name = f"tool-zygote-{self._zygote_index}"
         self._zygote_index += 1
@@ -231,6 +240,7 @@ class ToolPool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote: Zygote | None = None
         process: ChildProcess | None = None
+        ready = trio.Event()
         try:
             async with _ungrouped(SandboxUnavailable, OSError), trio.open_nursery() as n:
                 process = await launch_zygote(
@@ -240,8 +250,10 @@ class ToolPool:
                     control=theirs,
                     ours=ours,
                     private_tmp=self._private_tmp() if sandboxed else None,
+                    idle=idle,
+                    ready=ready,
                 )
-                zygote = Zygote(name, ours)
+                zygote = Zygote(name, ours, ready=ready)
                 n.start_soon(zygote.serve)
                 async with trio.open_nursery() as first:
                     for event in (zygote.ready, zygote.ended):
@@ -509,6 +521,8 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
             try:
                 if not config.get("warm_on_request"):
                     pool.request_warm()
+                elif policy.workspace or not policy.sandboxed:
+                    nursery.start_soon(pool.prepare)
                 async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
                     await peer.closed_event.wait()
             finally:

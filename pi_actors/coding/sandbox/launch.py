@@ -64,10 +64,14 @@ async def launch_zygote(
     control: socket.socket,
     ours: socket.socket,
     private_tmp: str | None = None,
+    idle: bool = False,
+    ready: trio.Event | None = None,
 ) -> ChildProcess:
     """Start one zygote process (inside the sandbox if ``policy`` has one), owned by
     ``nursery``. ``control`` is the zygote's end of the control socket (closed here), ``ours``
-    the caller's end (hung up to stop it). Raises SandboxUnavailable or OSError."""
+    the caller's end (hung up to stop it); ``idle``: it is started ahead of need (it imports
+    at idle priority); ``ready``: set once it serves its control socket — until then a stop
+    kills it at once (it could not hear the hang-up). Raises SandboxUnavailable or OSError."""
     from .env import sandbox_environment, unsandboxed_environment
 
     command = [sys.executable, "-m", ZYGOTE_MODULE, name]
@@ -86,7 +90,7 @@ async def launch_zygote(
         argv, env = command, unsandboxed_environment(os.environ)
         launcher_death = signal.SIGKILL
     fd = control.fileno()
-    boot = json.dumps({"control": fd, "sandboxed": policy.sandboxed, "parent_pid": os.getpid()}).encode()
+    boot = json.dumps({"control": fd, "sandboxed": policy.sandboxed, "parent_pid": os.getpid(), "idle": idle}).encode()
     try:
         popen = subprocess.Popen(
             argv,
@@ -111,7 +115,7 @@ async def launch_zygote(
         pass  # it died at once; its exit status tells why
     popen.stdin.close()
     process = ChildProcess(popen)
-    await nursery.start(_own_process, process, cgroup, policy.sandboxed, partial(_hang_up, ours))
+    await nursery.start(_own_process, process, cgroup, policy.sandboxed, partial(_hang_up, ours), ready)
     return process
 
 
@@ -186,13 +190,14 @@ async def _own_process(
     cgroup: Any,
     sandboxed: bool,
     hang_up: Callable[[], None],
+    ready: trio.Event | None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The owner task of one zygote process: waits for its exit; stops it when cancelled.
 
-    Stopping hangs up the control socket and waits (up to a grace period) for the zygote to
-    leave by itself (it kills its workers first); then it is killed — a sandboxed one with
-    its whole ``bwrap`` tree.
+    Stopping hangs up the control socket and waits (up to a grace period, none if it is not
+    ``ready`` yet: it has no worker) for the zygote to leave by itself (it kills its workers
+    first); then it is killed — a sandboxed one with its whole ``bwrap`` tree.
     """
     task_status.started()
     try:
@@ -201,7 +206,7 @@ async def _own_process(
         with trio.CancelScope(shield=True):
             if process.returncode is None:
                 hang_up()
-                with trio.move_on_after(STOP_GRACE):
+                with trio.move_on_after(STOP_GRACE if ready is None or ready.is_set() else 0):
                     await process.wait()
                 if process.returncode is None:
                     if sandboxed:
