@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import platform
 import threading
 from typing import Any, Awaitable, Callable
 
@@ -442,13 +443,20 @@ async def warm_up_client(make_client: Callable[[], Any]) -> None:
 
     ``make_client`` (run in a thread) builds a throwaway SDK client with the shared TLS context
     and touches the resource the provider calls: that imports the request machinery the SDKs
-    load lazily (HTTP transport, resource classes) and reads the CA bundle. Then, in the event
-    loop, anyio loads its trio backend, which the SDKs' HTTP stack runs on. Together ~60 ms of
+    load lazily (HTTP transport, resource classes) and reads the CA bundle; the platform
+    description the SDKs put in their headers is computed too. Then, in the event loop, anyio
+    loads its trio backend, which the SDKs' HTTP stack runs on. Together ~60 ms of
     a first call, paid here instead while the process waits for its first request.
     """
     import anyio
 
-    client = await trio.to_thread.run_sync(make_client, abandon_on_cancel=True)
+    def make() -> Any:
+        # The SDKs describe the platform in their request headers, computed on a client's first
+        # request; platform.platform() runs `uname -p` once per process (cached after that).
+        platform.platform()
+        return make_client()
+
+    client = await trio.to_thread.run_sync(make, abandon_on_cancel=True)
     try:
         anyio.get_cancelled_exc_class()  # loads anyio's backend for the running trio loop
     finally:
