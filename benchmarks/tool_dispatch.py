@@ -12,11 +12,16 @@ the figure is the cost of the dispatch: the call frame to the pool, the pool pic
 worker, the frame to the worker, the result back through both hops.
 
 - warm: consecutive calls on a pool whose workers are running (median and p95).
-- cold: the first call of a fresh pool, which starts a worker for it (bwrap + Python start-up
-  + handshake + the call); the pool process itself is started before the clock runs.
+- cold: the first call of a fresh pool (its zygote — bwrap + Python start-up + imports — then
+  a worker forked from it, its handshake and the call); the pool process itself is started
+  before the clock runs.
 - both with the sandbox on (workspace-write) and off. Target: warm, sandbox on, < 5 ms.
+- worker start: a worker forked by a running zygote until its hello is answered (sequential;
+  the zygote in this process's control, no pool), sandbox on and off.
 - concurrency: 32 ``sleep 1`` bash calls at once on a pool with 32 warm workers (sandbox
-  on), wall time from the first call to the last result (target < 1.5 s).
+  on), wall time from the first call to the last result (target < 1.5 s); and the same burst
+  on a pool as the CLI leaves it before the first tool call (zygote running, 2 warm
+  workers), so 30 workers are forked during the burst: wall minus the 1 s of ``sleep``.
 """
 
 from __future__ import annotations
@@ -92,19 +97,50 @@ async def cold_dispatch(workspace: str, mode: str, rounds: int) -> list[float]:
     return times
 
 
-async def concurrent_sleeps(workspace: str, count: int = 32) -> float:
+async def concurrent_sleeps(workspace: str, count: int = 32, *, warm: int | None = None) -> float:
+    """Wall time of ``count`` concurrent ``sleep 1`` calls. ``warm=None``: every worker is
+    started and used once before; else the pool has its zygote and ``warm`` warm workers."""
     args = {"toolCallId": "s", "name": "bash", "args": {"command": "sleep 1"}, "cwd": workspace}
     trivial = {"toolCallId": "t", "name": "ls", "args": {"path": "empty"}, "cwd": workspace}
-    async with pool_process(workspace, "workspace-write", max_workers=count, warm=count) as peer:
+    async with pool_process(workspace, "workspace-write", max_workers=count, warm=count if warm is None else warm) as peer:
         await peer.call("warm")
-        async with trio.open_nursery() as nursery:  # every worker up and used once
-            for _ in range(count):
+        async with trio.open_nursery() as nursery:  # the warm workers up and used once
+            for _ in range(count if warm is None else warm):
                 nursery.start_soon(timed_call, peer, trivial)
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for _ in range(count):
                 nursery.start_soon(timed_call, peer, args)
         return time.perf_counter() - start
+
+
+async def worker_starts(workspace: str, mode: str, rounds: int) -> list[float]:
+    """Seconds from asking a running zygote for a worker to that worker's hello answer."""
+    import socket
+
+    from pi_actors.actors._zygote import Zygote
+    from pi_actors.coding.sandbox import SandboxPolicy
+    from pi_actors.coding.sandbox.launch import launch_zygote
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    times = []
+    async with trio.open_nursery() as nursery:
+        policy = SandboxPolicy(mode=mode, workspace=workspace)
+        await launch_zygote(nursery, name="tool-zygote-bench", policy=policy, control=theirs, ours=ours)
+        zygote = Zygote("tool-zygote-bench", ours)
+        nursery.start_soon(zygote.serve)
+        await zygote.ready.wait()
+        config = {"sandboxed": policy.sandboxed, "limits": policy.limits.to_config()}
+        for i in range(rounds):
+            mine, its = link_pair()
+            start = time.perf_counter()
+            worker = await zygote.spawn(f"tool-worker-{i}", its, config)
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+            async with open_peer(stream, side="client", role="tool-pool", name="w"):
+                times.append(time.perf_counter() - start)
+            await worker.exited.wait()  # it leaves at end-of-stream
+        nursery.cancel_scope.cancel()
+    return times
 
 
 def ms(seconds: float) -> str:
@@ -134,9 +170,15 @@ async def main(argv: list[str]) -> int:
             label = "sandbox on " if mode != "off" else "sandbox off"
             print(f"dispatch, warm worker, {label} (median/p95): {ms(warm_med)} / {ms(warm_p95)}")
             print(f"dispatch, cold worker, {label} (median):     {ms(cold_med)}")
+            starts = await worker_starts(workspace, mode, options.cold_rounds * 4)
+            figures[mode]["worker_start_median_ms"] = statistics.median(starts) * 1000
+            print(f"worker start (fork → hello), {label} (median): {ms(statistics.median(starts))}")
         wall = await concurrent_sleeps(workspace)
         figures["32_sleep_1_wall_s"] = wall
-        print(f"32 concurrent 'sleep 1' calls, sandbox on, wall: {wall:6.2f} s")
+        print(f"32 concurrent 'sleep 1' calls, sandbox on, 32 warm workers, wall: {wall:6.2f} s")
+        burst = [await concurrent_sleeps(workspace, warm=2) for _ in range(3)]
+        figures["32_sleep_1_burst_overhead_s"] = statistics.median(burst) - 1
+        print(f"the same on a pool with 2 warm workers (30 forked in the burst), wall − 1 s (median of 3): {statistics.median(burst) - 1:6.3f} s")
     on = figures["workspace-write"]["warm_median_ms"]
     print(f"target: warm dispatch with the sandbox on < 5 ms: {'met' if on < 5 else 'MISSED'} ({on:.2f} ms)")
     if options.json:
