@@ -180,3 +180,61 @@ async def test_a_print_mode_run_with_a_tool_call_leaves_no_process_behind(script
         assert done.stdout.decode() == f"done {i}\n"
         left = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}"))
         assert left == [], [cmdline(pid) for pid in left]
+
+
+async def _zygote_process(nursery, *, sandboxed: bool, idle: bool = False):
+    """A zygote started by hand (no bwrap), and the pool-side handle on it."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from pi_actors.actors._zygote import Zygote
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "pi_actors.actors._zygote", "tool-zygote-test"], stdin=subprocess.PIPE, pass_fds=(theirs.fileno(),)
+    )
+    boot = {"control": theirs.fileno(), "sandboxed": sandboxed, "parent_pid": os.getpid(), "idle": idle}
+    await process.stdin.send_all(json.dumps(boot).encode())
+    await process.stdin.aclose()
+    theirs.close()
+    zygote = Zygote("tool-zygote-test", ours)
+    nursery.start_soon(zygote.serve)
+    return process, zygote
+
+
+async def test_a_zygote_told_it_is_sandboxed_outside_a_sandbox_starts_no_worker():
+    async with trio.open_nursery() as nursery:
+        process, zygote = await _zygote_process(nursery, sandboxed=True)
+        with trio.fail_after(30):
+            await zygote.ready.wait()
+        mine, its = link_pair()
+        with pytest.raises(OSError, match="not the init of a sandbox"):
+            await zygote.spawn("tool-worker-0", its, {"sandboxed": True})
+        mine.close()
+        zygote._sock.close()  # hang up: it exits
+        with trio.fail_after(30):
+            assert await process.wait() == 0
+
+
+async def test_an_idle_zygote_that_is_needed_goes_on_at_once_and_serves():
+    async with trio.open_nursery() as nursery:
+        process, zygote = await _zygote_process(nursery, sandboxed=False, idle=True)
+        needed = trio.Event()
+        nursery.start_soon(zygote.hurry_when, needed)
+        needed.set()
+        with trio.fail_after(30):
+            await zygote.ready.wait()
+        mine, its = link_pair()
+        worker = await zygote.spawn("tool-worker-0", its, {"sandboxed": False})
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
+        async with open_peer(stream, side="client", role="tool-pool", name="w") as peer:
+            result = await peer.call("run", {"name": "bash", "args": {"command": "echo forked"}, "cwd": os.getcwd(), "toolCallId": "x"})
+            assert text_of(result) == "forked\n"
+        with trio.fail_after(30):
+            await worker.exited.wait()  # it left at end-of-stream, and the zygote said so
+        assert worker.returncode == 0
+        zygote._sock.close()
+        with trio.fail_after(30):
+            assert await process.wait() == 0

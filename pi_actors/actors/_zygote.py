@@ -216,11 +216,13 @@ class _Server:
     def _handle(self, data: bytes, fds: list[int]) -> None:
         try:
             message = json.loads(data)
-            op, ident = message["op"], message["id"]
-        except (ValueError, KeyError, TypeError):
+            op, ident = message["op"], message.get("id")
+        except (ValueError, KeyError, TypeError, AttributeError):
             for fd in fds:
                 os.close(fd)
             return
+        if op == "hurry":
+            return  # it woke the start-up up (see _preload_at_idle_priority); nothing else
         if op == "kill":
             pid = next((p for p, i in self.children.items() if i == ident), None)
             if pid is not None:
@@ -473,15 +475,22 @@ class Zygote:
     async def _send(self, message: dict, fds: list[int] = ()) -> None:
         data = json.dumps(message).encode()
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
-        async with self._send_lock:
-            await self._sock.sendmsg([data], ancillary)
+        import trio
+
+        try:
+            async with self._send_lock:
+                await self._sock.sendmsg([data], ancillary)
+        except (OSError, trio.ClosedResourceError):
+            raise ZygoteGone(errno.EPIPE, self.end_reason) from None
 
     async def serve(self) -> None:
+        import trio
+
         try:
             while True:
                 try:
                     data = await self._sock.recv(_MAX_MESSAGE)
-                except OSError:
+                except (OSError, trio.ClosedResourceError):
                     data = b""
                 if not data:
                     return
@@ -517,8 +526,6 @@ class Zygote:
                 raise ZygoteGone(errno.EPIPE, self.end_reason)
             try:
                 await self._send({"op": "spawn", "id": ident, "name": name, "config": config}, [link.fileno()])
-            except OSError:
-                raise ZygoteGone(errno.EPIPE, self.end_reason) from None
             finally:
                 link.close()
             # Not cancellable: a worker forked for us must be known, so that it is reaped.
@@ -541,8 +548,18 @@ class Zygote:
             return
         try:
             await self._send({"op": "kill", "id": worker.ident})
-        except OSError:
+        except ZygoteGone:
             pass
+
+    async def hurry_when(self, needed: Any) -> None:
+        """Once ``needed`` is set, tell a zygote still importing at idle priority to go on
+        at normal priority (any packet does; this one is otherwise ignored)."""
+        await needed.wait()
+        if not self.ready.is_set():
+            try:
+                await self._send({"op": "hurry"})
+            except ZygoteGone:
+                pass
 
     def ended_all(self, reason: str, returncode: int | None) -> None:
         """The zygote process is gone, and so is every worker it forked (``returncode``:

@@ -92,6 +92,7 @@ class _Worker:
 class _ZygoteStart:
     def __init__(self) -> None:
         self.done = trio.Event()
+        self.needed = trio.Event()  # a call waits for it
         self.error: BaseException | None = None
 
 
@@ -216,13 +217,14 @@ class ToolPool:
             start = self._zygote_starts.get(key)
             if start is None:
                 break
+            start.needed.set()  # started ahead of need at idle priority: it is needed now
             await start.done.wait()
             if start.error is not None:
                 raise type(start.error)(*start.error.args)
         start = _ZygoteStart()
         self._zygote_starts[key] = start
         try:
-            zygote = await self._nursery.start(self._run_zygote, key, idle)
+            zygote = await self._nursery.start(self._run_zygote, key, idle, start.needed)
             self._zygotes[key] = zygote
             return zygote
         except (SandboxUnavailable, OSError) as exc:
@@ -232,8 +234,11 @@ class ToolPool:
             del self._zygote_starts[key]
             start.done.set()
 
-    async def _run_zygote(self, key: str | None, idle: bool = False, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Owns one zygote process and its control socket for the zygote's whole life."""
+    async def _run_zygote(
+        self, key: str | None, idle: bool, needed: trio.Event, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Owns one zygote process and its control socket for the zygote's whole life.
+        ``needed`` is set when a call waits for an ``idle`` one (which is then told so)."""
         name = f"tool-zygote-{self._zygote_index}"
         self._zygote_index += 1
         sandboxed = self.policy.sandboxed
@@ -255,6 +260,8 @@ class ToolPool:
                 )
                 zygote = Zygote(name, ours, ready=ready)
                 n.start_soon(zygote.serve)
+                if idle:
+                    n.start_soon(zygote.hurry_when, needed)
                 async with trio.open_nursery() as first:
                     for event in (zygote.ready, zygote.ended):
                         first.start_soon(_set_then_cancel, event, first.cancel_scope)
