@@ -523,9 +523,11 @@ class _RawRecordingLLM(ScriptedLLM):
     def __init__(self, replies) -> None:
         super().__init__(replies)
         self.raw_bodies: list[bytes] = []
+        self.peers: list[tuple] = []  # the client's address of each request's connection
 
     async def _respond(self, conn, stream, request, raw):
         self.raw_bodies.append(raw)
+        self.peers.append(stream.socket.getpeername())
         return await super()._respond(conn, stream, request, raw)
 
 
@@ -574,3 +576,44 @@ async def test_a_long_context_reaches_the_server_exactly_as_built(api, nursery, 
     assert raw == json.dumps(received, ensure_ascii=False, separators=(",", ":")).encode()
     bulk = received["input"] if api == "openai-responses" else received["messages"]
     assert len(bulk) > 3 * 60
+
+
+async def test_inside_reuse_clients_calls_share_a_client_and_its_connection(api, nursery):
+    from pi_actors.ai.providers import _common
+
+    server = _RawRecordingLLM([Reply(text="one"), Reply(text="two"), Reply(text="three"), Reply(text="four")])
+    await nursery.start(server.serve)
+    for _ in range(2):  # without reuse: a client, and a connection, per call
+        result, _ = await run(api, server)
+        assert result.stop_reason == "stop"
+    assert server.peers[0] != server.peers[1]
+    async with _common.reuse_clients():
+        for _ in range(2):
+            result, _ = await run(api, server)
+            assert result.stop_reason == "stop"
+        [client] = _common._reused_clients.get().values()
+        assert not client.is_closed()
+    assert server.peers[2] == server.peers[3]
+    assert client.is_closed()  # leaving the block closed it
+    assert result.content[0].text == "four"
+
+
+async def test_an_aborted_call_inside_reuse_clients_drops_its_connection_and_the_next_call_works(api, nursery):
+    from pi_actors.ai.providers import _common
+
+    server = _RawRecordingLLM([Reply(text="Hello there, world", chunks=3, hang_after_start=True), Reply(text="again")])
+    await nursery.start(server.serve)
+    signal = ai.AbortSignal()
+
+    async def abort_on_first_delta(event):
+        if tag(event) == "text_delta":
+            signal.abort()
+
+    async with _common.reuse_clients():
+        first, _ = await run(api, server, ai.StreamOptions(api_key="k", signal=signal), on_event=abort_on_first_delta)
+        assert first.stop_reason == "aborted"
+        with trio.fail_after(10):
+            await server.wait_hung_up(1)  # the half-read response's connection was closed
+        second, _ = await run(api, server)
+    assert second.stop_reason == "stop" and second.content[0].text == "again"
+    assert server.peers[0] != server.peers[1]

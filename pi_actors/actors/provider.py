@@ -136,9 +136,12 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
 
     The SDK of the expected API (``warm_api``) is imported and warmed up from the start, while
     the coordinator is still starting and preparing the first request: in a fresh process the
-    SDK import is the longest step before the first request can leave."""
+    SDK import is the longest step before the first request can leave. SDK clients (and their
+    open connections) are kept across calls for the actor's lifetime (``reuse_clients``)."""
+    from ..ai.providers._common import reuse_clients
+
     actor = ProviderActor(config or {})
-    async with trio.open_nursery() as nursery:
+    async with reuse_clients(), trio.open_nursery() as nursery:
         nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
         async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
             await peer.closed_event.wait()

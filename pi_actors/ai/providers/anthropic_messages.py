@@ -48,6 +48,7 @@ from ._common import (
     apply_on_payload,
     close_quietly,
     run_stream,
+    sdk_client,
     sdk_request_args,
     shared_ssl_context,
     warm_up_client,
@@ -353,23 +354,23 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     oauth = _is_oauth(api_key)
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
-    client = _make_client(model, options, api_key, oauth)
     response = None
-    try:
-        await run.start()
-        # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
-        # which avoids building a typed event object per delta.
-        manager = client.messages.with_streaming_response.create(
-            **sdk_request_args(params, "messages", required=("model", "max_tokens")))
-        response = await run.io(manager.__aenter__)
-        mapper = _Mapper(run, context, oauth)
-        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
-        run.check_aborted()
-        if not mapper.stop_seen:
-            raise ProviderError("Stream ended without a stop reason (the response was cut short)")
-    finally:
-        await close_quietly(response)
-        await close_quietly(client)
+    key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
+    async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
+        try:
+            await run.start()
+            # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
+            # which avoids building a typed event object per delta.
+            manager = client.messages.with_streaming_response.create(
+                **sdk_request_args(params, "messages", required=("model", "max_tokens")))
+            response = await run.io(manager.__aenter__)
+            mapper = _Mapper(run, context, oauth)
+            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            run.check_aborted()
+            if not mapper.stop_seen:
+                raise ProviderError("Stream ended without a stop reason (the response was cut short)")
+        finally:
+            await close_quietly(response)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -51,6 +51,7 @@ from ._common import (
     close_quietly,
     describe_error,
     run_stream,
+    sdk_client,
     sdk_request_args,
     stream_simple_with_effort,
     shared_ssl_context,
@@ -363,6 +364,11 @@ def _describe(exc: BaseException) -> str:
     return f"{msg}\n{raw}" if isinstance(raw, str) and raw else msg
 
 
+def _client_key(model: Model, options: StreamOptions, api_key: str) -> tuple:
+    headers = {**(model.headers or {}), **(options.headers or {})}
+    return (API, api_key, model.base_url, tuple(sorted(headers.items())))
+
+
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
     headers = {**(model.headers or {}), **(options.headers or {})}
     return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
@@ -389,23 +395,22 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
-    client = make_client(model, options, api_key)
     response = None
-    try:
-        # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours to
-        # parse, which avoids building a typed chunk object per delta.
-        manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
-        response = await run.io(manager.__aenter__)
-        await run.start()
-        mapper = _Mapper(run)
-        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
-        run.check_aborted()
-        if not mapper.saw_finish:
-            raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-        await mapper.close_open()
-    finally:
-        await close_quietly(response)
-        await close_quietly(client)
+    async with sdk_client(_client_key(model, options, api_key), lambda: make_client(model, options, api_key)) as client:
+        try:
+            # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
+            # to parse, which avoids building a typed chunk object per delta.
+            manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
+            response = await run.io(manager.__aenter__)
+            await run.start()
+            mapper = _Mapper(run)
+            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            run.check_aborted()
+            if not mapper.saw_finish:
+                raise ProviderError("Stream ended without a finish reason (the response was cut short)")
+            await mapper.close_open()
+        finally:
+            await close_quietly(response)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -55,6 +55,7 @@ from ._common import (
     close_quietly,
     describe_error,
     run_stream,
+    sdk_client,
     sdk_request_args,
     shared_ssl_context,
     stream_simple_with_effort,
@@ -357,6 +358,11 @@ class _Mapper:
 # Entry points
 
 
+def _client_key(model: Model, options: StreamOptions, api_key: str) -> tuple:
+    headers = {**(model.headers or {}), **(options.headers or {})}
+    return (API, api_key, model.base_url, tuple(sorted(headers.items())))
+
+
 def _make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
     headers = {**(model.headers or {}), **(options.headers or {})}
     return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
@@ -382,20 +388,19 @@ async def _body(run: StreamRun, context: Context) -> None:
     if not api_key:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    client = _make_client(model, options, api_key)
     response = None
-    try:
-        manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
-        response = await run.io(manager.__aenter__)
-        await run.start()
-        mapper = _Mapper(run, params.get("service_tier"))
-        await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
-        run.check_aborted()
-        if not mapper.finished:
-            raise ProviderError("Stream ended without response.completed (the response was cut short)")
-    finally:
-        await close_quietly(response)
-        await close_quietly(client)
+    async with sdk_client(_client_key(model, options, api_key), lambda: _make_client(model, options, api_key)) as client:
+        try:
+            manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
+            response = await run.io(manager.__aenter__)
+            await run.start()
+            mapper = _Mapper(run, params.get("service_tier"))
+            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            run.check_aborted()
+            if not mapper.finished:
+                raise ProviderError("Stream ended without response.completed (the response was cut short)")
+        finally:
+            await close_quietly(response)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
