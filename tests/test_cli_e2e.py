@@ -335,3 +335,20 @@ async def test_the_store_can_share_the_coordinators_process_and_still_writes_dur
     roles = [json.loads(line).get("message", {}).get("role") for line in file.read_text().splitlines()[1:]]
     assert roles == ["user", "assistant"]
     assert all(p.returncode == 0 for p in processes.values())
+
+
+async def test_an_answer_whose_reader_went_away_exits_141_without_a_traceback(scripted, env):
+    # The answer is larger than a pipe holds, and nobody reads it: the write fails with a
+    # broken pipe, which is exit code 141 (the CLI then ends without interpreter teardown).
+    scripted.script.append(Reply(text="x" * 300_000, chunks=30))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        with trio.fail_after(60):
+            done = await trio.run_process([CLI, "--model", "scripted/scripted-model", "--no-session", "-p", "hi"],
+                                          stdin=b"", stdout=write_end, capture_stderr=True, check=False,
+                                          env=env.env, cwd=env.work)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr.decode()
+    assert b"Traceback" not in done.stderr
