@@ -11,8 +11,10 @@ Calls served (from the coordinator):
 Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without
 ``warm_on_request``), more on demand up to ``max_workers``; beyond that a call waits for a
 free worker. A worker serves one call at a time. Workers are forked by a *zygote* (see
-:mod:`._zygote`): one per sandbox key, started on first need — under a sandbox policy the key
-is the workspace (the call's ``cwd``), and the zygote runs inside bubblewrap (see
+:mod:`._zygote`): one per sandbox key — under a sandbox policy the key is the workspace (the
+call's ``cwd``). The zygote of the pool's own workspace starts with the pool (its imports at
+idle priority until a call needs it, :meth:`ToolPool.prepare`), others on first need. A
+zygote runs inside bubblewrap (see
 :mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's pids cgroup
 when running as root; each worker it forks is the init of PID and mount namespaces of its own,
 with no capability. A worker that dies mid-call gives that call an error result naming the
