@@ -238,3 +238,13 @@ async def test_an_idle_zygote_that_is_needed_goes_on_at_once_and_serves():
         zygote._sock.close()
         with trio.fail_after(30):
             assert await process.wait() == 0
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+async def test_a_command_starts_with_no_signal_blocked_or_ignored(tmp_path, mode):
+    """Actors ignore SIGINT (Ctrl-C is the root's) and trio handles others; none of that may
+    reach a user's command: ``trap`` / Ctrl-C-driven tools would behave unlike in a shell."""
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path), mode=mode)) as pool:
+        result = await pool.bash("grep -E '^Sig(Blk|Ign):' /proc/self/status")
+    fields = dict(line.split(":\t") for line in text_of(result).splitlines())
+    assert int(fields["SigBlk"], 16) == 0 and int(fields["SigIgn"], 16) == 0, fields

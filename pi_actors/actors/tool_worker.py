@@ -100,7 +100,10 @@ async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> N
             if not is_namespace_init():
                 worker.refusal = "Tool worker refused the call: it was told it runs in a sandbox, but it does not"
             else:
+                from ..coding.tools.process import spawn_as_namespace_init
+
                 apply_rlimits(Limits.from_config(config.get("limits")))
+                spawn_as_namespace_init()
                 nursery.start_soon(serve_reaper)
         else:
             _install_termination_handler()

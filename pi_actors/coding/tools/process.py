@@ -39,6 +39,8 @@ import trio
 
 # Group ids (= leader pids) whose leader has not been reaped yet.
 _live_groups: set[int] = set()
+# True in a sandboxed worker (see :func:`spawn_as_namespace_init`).
+_namespace_init = False
 
 _PR_SET_PDEATHSIG = 1
 _SIG_SETMASK = 2
@@ -68,6 +70,23 @@ def kill_all_process_groups(sig: int = signal.SIGKILL) -> None:
             os.killpg(pgid, sig)
         except OSError:
             pass
+
+
+def spawn_as_namespace_init() -> None:
+    """Declare that this process is the init (PID 1) of its own PID namespace, in a session
+    without a terminal, ignoring no signal but those ``subprocess`` restores (SIGPIPE,
+    SIGXFSZ): a sandboxed tool worker. Commands are then started without the fork-and-run-
+    Python child set-up (no death signal, no signal reset), which lets ``subprocess`` use
+    vfork: a few ms less per command and no copy-on-write faults in the worker afterwards.
+    Nothing is lost: when the namespace's init dies the kernel kills everything in it, and
+    there is no inherited disposition to reset.
+
+    Also sets SIGINT back to its default (actors ignore it: Ctrl-C is the root's), so that
+    commands inherit the default. As init, the worker itself still cannot be sent SIGINT
+    from inside its namespace, and it has no terminal to get one from."""
+    global _namespace_init
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _namespace_init = True
 
 
 def live_process_groups() -> frozenset[int]:
@@ -128,7 +147,7 @@ class GroupProcess:
                 stdout=write_fd,
                 stderr=err_write,
                 start_new_session=True,
-                preexec_fn=partial(_child_setup, os.getpid()),
+                preexec_fn=None if _namespace_init else partial(_child_setup, os.getpid()),
                 close_fds=True,
             )
         except BaseException:
