@@ -106,7 +106,9 @@ async def run_coordinator_with_store(links: dict[str, trio.SocketStream], config
     """Actor entry for the placement ``store_with_coordinator``: the coordinator and the session
     store as two tasks of one process, linked by an in-process socketpair (the same protocol,
     hello included, as across processes). ``config``: ``{"coordinator": ..., "store": ...}``.
-    The coordinator's return closes its end of the store link, which ends the store."""
+    The coordinator's return closes its end of the store link, which ends the store. A store
+    write error is still the failed call it always is; a crash of either task (a bug) ends the
+    process, so the UI sees the coordinator's link break, as for a crashed coordinator."""
     from ..actors.coordinator import run_coordinator
     from ..actors.session_store import run_session_store
 
