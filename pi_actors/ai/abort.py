@@ -12,7 +12,10 @@ cancels ``scope`` when the signal fires (run it in a nursery next to the work).
 
 from __future__ import annotations
 
-import trio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import trio
 
 __all__ = ["AbortSignal", "AbortedError"]
 
@@ -25,6 +28,8 @@ class AbortSignal:
     __slots__ = ("_event", "reason")
 
     def __init__(self) -> None:
+        import trio  # here, not at module level: importing pi_actors.ai must not cost trio's import
+
         self._event = trio.Event()
         self.reason: str | None = None
 

@@ -22,7 +22,6 @@ import threading
 from typing import Any
 
 import msgspec
-import trio
 
 from .options import Emit, StreamFunction, StreamOptions
 from .types import AssistantMessage, Context, ErrorEvent, Model, new_assistant_message
@@ -121,6 +120,8 @@ async def _load_module(path: str) -> Any:
         return module
     # Not imported yet, or being imported by another thread right now: import_module waits
     # for that import to finish instead of handing out a half-initialised module.
+    import trio  # not at module level: importing pi_actors.ai must not cost trio's import
+
     return await trio.to_thread.run_sync(_import, path)
 
 

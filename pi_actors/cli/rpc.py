@@ -267,7 +267,7 @@ async def run_rpc(config: dict[str, Any]) -> int:
     """Serve pi's RPC protocol on this process's stdin/stdout until end of input."""
     out = sys.stdout.buffer
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    async with open_local_runtime(config) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         session = RpcSession(coordinator, out, config)
         async with trio.open_nursery() as nursery:
             await nursery.start(session.pump_events)

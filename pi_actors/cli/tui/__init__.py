@@ -59,7 +59,7 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
     from .controller import Controller
 
     coord_cfg = config["coordinator"]
-    async with open_local_runtime(config) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         session = await coordinator.call("session") or {}
         try:
             messages = (await coordinator.call("get_messages")).get("messages") or []
