@@ -35,7 +35,9 @@ async def _new_session(server) -> str:
 
 
 async def test_attach_on_a_terminal_shows_the_tui_prompts_and_renders_other_clients_runs(server, scripted, pane):
-    scripted.script += [Reply(text="Answer with **bold** words."), Reply(text="Reply to the other client.")]
+    scripted.script += [
+        Reply(text="Answer with **bold** words."), Reply(text="Reply to the other client."), Reply(text="Back to this one."),
+    ]
     sid = await _new_session(server)
     await pane.start_argv([CLI, "attach", server.url, "--token", "tok", "--session", sid], ready="(scripted) scripted-model")
     screen = await pane.screen()
@@ -51,6 +53,10 @@ async def test_attach_on_a_terminal_shows_the_tui_prompts_and_renders_other_clie
             await other.call("prompt", {"text": "from the other client"})
     screen = await pane.wait_for("› from the other client", "Reply to the other client.")
     assert screen.count("Reply to the other client.") == 1
+    # That run is over: Enter here starts a new run (not a steer of a finished one).
+    await pane.type("my turn again")
+    await pane.keys("Enter")
+    await pane.wait_for("› my turn again", "Back to this one.")
 
 
 async def test_attach_tui_reconnects_reattaches_and_reprints_the_transcript(server, scripted, pane):

@@ -104,7 +104,8 @@ class _View:
             self.controller.running = True
             self.ui.post(self.ui.run_started)
         self.ui.post(self.ui.on_event, event)
-        if kind == "agent_end":
+        if kind == "agent_end":  # whoever's run it was: the next Enter starts a new one
+            self.controller.running = False
             self.ui.post(self.ui.run_finished)
 
     def status(self, text: str) -> None:
