@@ -23,6 +23,9 @@ async def _echo_handler(call: IncomingCall):
         raise RemoteError("nope", "this call always fails")
     if call.method == "block":
         await trio.sleep_forever()
+    if call.method == "big":
+        await call.send_chunk("x" * call.args["size"])
+        return "sent"
     if call.method == "cooperative":
         call.cooperative = True
         await call.cancel_requested.wait()
@@ -123,6 +126,37 @@ async def test_cooperative_handler_answers_a_cancel_with_its_own_result(stream_p
                 await server.wait_for_handler()
                 await call.cancel()
                 assert await call.result() == "stopped politely"
+
+
+async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection_instead_of_hanging_the_peer():
+    """The client stops reading while the server writes a 1 MB chunk, then cancels the call.
+    The server's handler is cancelled inside ``send_all`` with part of the frame written:
+    the connection must end (the client sees end-of-stream), not stay open with half a frame
+    — the client would wait forever for the rest of it."""
+    a, b = socket.socketpair()
+    for sock in (a, b):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    conn = P.Connection("client")
+    lo, hi = P.SUPPORTED_VERSIONS
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
+        await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
+        while not isinstance(conn.next_event(), P.HelloOk):
+            conn.receive_data(await client.receive_some(65536))
+        await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": 1 << 20})))
+        await server.wait_for_handler()
+        await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
+        await client.send_all(conn.send(P.Cancel(id=1)))
+        with trio.fail_after(20):
+            await server.peer.closed_event.wait()
+            received = 0
+            while data := await client.receive_some(1 << 16):
+                received += len(data)
+        assert 0 < received < (1 << 20)  # part of the chunk, then end-of-stream
+        assert "interrupted mid-frame" in server.peer._close_reason
 
 
 async def test_calls_in_flight_fail_with_outcome_unknown_when_the_peer_goes_away():

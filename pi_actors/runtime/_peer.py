@@ -195,8 +195,18 @@ class Peer:
             raise ConnectionLost(self._close_reason)
         data = self._conn.send(msg)
         async with self._send_lock:
+            # A cancellation already pending ends the send here, before any byte is written.
+            await trio.lowlevel.checkpoint_if_cancelled()
             try:
                 await self._stream.send_all(data)
+            except trio.Cancelled:
+                # Cancelled while the stream was blocked (the peer is not reading): part of
+                # the frame may be written, and nothing after it could be framed. Close the
+                # connection rather than leave the peer waiting for the rest of a frame.
+                self._mark_closed(f"a send to {self._them()} was interrupted mid-frame; connection closed")
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(self._stream)
+                raise
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 self._mark_closed(f"connection to {self._them()} broke: {exc}")
                 raise ConnectionLost(self._close_reason) from None
