@@ -34,7 +34,11 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pi-actors attach", description="Attach to a session on a pi-actors server.")
+    p = argparse.ArgumentParser(prog="pi-actors attach", description=(
+            "Attach to a session on a pi-actors server: the interactive TUI on a terminal, a line mode "
+            "otherwise; -p (or --mode json with messages) runs the messages headless."
+        ),
+    )
     p.add_argument("url", help="ws://HOST:PORT/ or unix:PATH")
     p.add_argument("messages", nargs="*")
     p.add_argument("--token", default=os.environ.get("PI_ACTORS_TOKEN"), help="bearer token (default: $PI_ACTORS_TOKEN)")
