@@ -316,3 +316,11 @@ async def test_ctrl_g_edits_the_message_in_the_external_editor(scripted, env, pa
     await pane.type("draft")
     await pane.keys("C-g")
     await pane.wait_for("› written in the editor")
+
+
+async def test_messages_given_on_the_command_line_run_one_after_another_on_start(scripted, pane):
+    scripted.script += [Reply(text="First answer."), Reply(text="Second answer.")]
+    await pane.start("first question", "second question")
+    screen = await pane.wait_for("First answer.", "Second answer.")
+    assert screen.index("› first question") < screen.index("First answer.") < screen.index("› second question")
+    assert screen.index("› second question") < screen.index("Second answer.")

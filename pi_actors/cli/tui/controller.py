@@ -31,8 +31,23 @@ class Controller:
         self.token = trio.lowlevel.current_trio_token()
         self._send, self._recv = trio.open_memory_channel[tuple](math.inf)
         self.ui: Any = None
-        self.running = False
+        self._running = False
+        self._idle = trio.Event()  # set while no run is going on (see ``running``)
+        self._idle.set()
         self._bash_scope: trio.CancelScope | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is going on in the session (ours, or another client's when remote)."""
+        return self._running
+
+    @running.setter
+    def running(self, value: bool) -> None:
+        self._running = value
+        if value and self._idle.is_set():
+            self._idle = trio.Event()
+        elif not value:
+            self._idle.set()
 
     # -- thread-safe entry from the UI thread ----------------------------------------------
 
@@ -76,7 +91,7 @@ class Controller:
     async def _initial(self, texts: list[str]) -> None:
         for text in texts:
             while self.running:
-                await trio.sleep(0.05)
+                await self._idle.wait()
             self.running = True
             self.ui.post(self.ui.show_user_submission, text)
             await self._prompt(text)
