@@ -364,9 +364,12 @@ def _describe(exc: BaseException) -> str:
     return f"{msg}\n{raw}" if isinstance(raw, str) and raw else msg
 
 
-def _client_key(model: Model, options: StreamOptions, api_key: str) -> tuple:
+def openai_client(model: Model, options: StreamOptions, api_key: str) -> Any:
+    """``sdk_client`` for a call of either OpenAI API (this one and openai-responses build the
+    same client): kept per key, base URL and headers inside ``reuse_clients``."""
     headers = {**(model.headers or {}), **(options.headers or {})}
-    return (API, api_key, model.base_url, tuple(sorted(headers.items())))
+    key = ("openai", api_key, model.base_url, tuple(sorted(headers.items())))
+    return sdk_client(key, lambda: make_client(model, options, api_key))
 
 
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
@@ -396,7 +399,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
     response = None
-    async with sdk_client(_client_key(model, options, api_key), lambda: make_client(model, options, api_key)) as client:
+    async with openai_client(model, options, api_key) as client:
         try:
             # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
             # to parse, which avoids building a typed chunk object per delta.

@@ -48,6 +48,7 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
+from .openai_completions import make_client, openai_client
 from ._common import (
     ProviderError,
     StreamRun,
@@ -55,9 +56,7 @@ from ._common import (
     close_quietly,
     describe_error,
     run_stream,
-    sdk_client,
     sdk_request_args,
-    shared_ssl_context,
     stream_simple_with_effort,
     warm_up_client,
 )
@@ -358,24 +357,12 @@ class _Mapper:
 # Entry points
 
 
-def _client_key(model: Model, options: StreamOptions, api_key: str) -> tuple:
-    headers = {**(model.headers or {}), **(options.headers or {})}
-    return (API, api_key, model.base_url, tuple(sorted(headers.items())))
-
-
-def _make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
-    headers = {**(model.headers or {}), **(options.headers or {})}
-    return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
-                              default_headers=headers or None,
-                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
-
-
 async def warm_up() -> None:
     """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
 
     def make() -> openai.AsyncOpenAI:
-        client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
-                              StreamOptions(), "warm-up")
+        client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
+                             StreamOptions(), "warm-up")
         client.responses.with_streaming_response  # noqa: B018 - imports the resource
         return client
 
@@ -389,7 +376,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = await apply_on_payload(build_params(model, context, options), model, options)
     response = None
-    async with sdk_client(_client_key(model, options, api_key), lambda: _make_client(model, options, api_key)) as client:
+    async with openai_client(model, options, api_key) as client:
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
             response = await run.io(manager.__aenter__)
