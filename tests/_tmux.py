@@ -1,11 +1,21 @@
 """A tmux pane running the real ``pi-actors`` for TUI tests: type with ``send-keys``, read
-the screen with ``capture-pane``. A screen has no event source, so waiting for text is a
-short poll of capture-pane, bounded by ``trio.fail_after``."""
+the screen with ``capture-pane``.
+
+Waiting for the screen without polling: ``pipe-pane`` copies everything the program writes
+to the pane into a FIFO we hold open. A waiter checks the screen, and if it is not there yet,
+waits for the program's next output before it looks again — the screen only changes when
+the program writes. (tmux parses a read into the pane's grid in the same callback that passes
+it to the pipe, and handles our ``capture-pane`` after that, so the new output is on the
+screen we capture.) Each wait is bounded by ``trio.fail_after``."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import tempfile
 import uuid
+from typing import Callable
 
 import trio
 
@@ -19,6 +29,8 @@ class Pane:
         self.env = env
         self.socket = f"pi-actors-test-{uuid.uuid4().hex[:10]}"
         self.exit_marker = f"EXITED-{uuid.uuid4().hex[:6]}"
+        self._dir = tempfile.mkdtemp(prefix="pi-actors-pane-")
+        self._output: trio.lowlevel.FdStream | None = None
 
     async def tmux(self, *args: str) -> str:
         proc = await trio.run_process(
@@ -38,6 +50,11 @@ class Pane:
             "new-session", "-d", "-x", "100", "-y", "40", "-c", str(self.env.work),
             f"{command}; echo {self.exit_marker}; sleep 60",
         )
+        fifo = os.path.join(self._dir, "output")
+        os.mkfifo(fifo)
+        # Read-write: the FIFO never reports end-of-file, and cat's open does not wait for us.
+        self._output = trio.lowlevel.FdStream(os.open(fifo, os.O_RDWR))
+        await self.tmux("pipe-pane", "-t", "0", f"cat >> {shlex.quote(fifo)}")
         # The footer is drawn by the running application (the header line above it is printed
         # before the application starts): from then on keys and bracketed pastes are read.
         await self.wait_for(ready)
@@ -51,22 +68,29 @@ class Pane:
     async def screen(self, *, escapes: bool = False) -> str:
         return await self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "0")
 
-    async def wait_for(self, *texts: str, timeout: float = 20) -> str:
+    async def wait_until(self, done: Callable[[str], bool], timeout: float = 20) -> str:
+        """The screen, once ``done(screen)``; AssertionError showing the screen after ``timeout``."""
+        assert self._output is not None, "start the pane first"
         screen = ""
         try:
             with trio.fail_after(timeout):
-                while True:
-                    screen = await self.screen()
-                    if all(t in screen for t in texts):
-                        return screen
-                    await trio.sleep(0.1)
+                while not done(screen := await self.screen()):
+                    await self._output.receive_some(65536)  # the program wrote: look again
         except trio.TooSlowError:
-            raise AssertionError(f"{texts!r} not on screen:\n{screen}") from None
+            raise AssertionError(f"not on screen in {timeout:g} s:\n{screen}") from None
+        return screen
+
+    async def wait_for(self, *texts: str, timeout: float = 20) -> str:
+        try:
+            return await self.wait_until(lambda screen: all(t in screen for t in texts), timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{texts!r} {exc}") from None
 
     async def wait_for_gone(self, text: str, timeout: float = 20) -> None:
-        with trio.fail_after(timeout):
-            while text in await self.screen():
-                await trio.sleep(0.1)
+        await self.wait_until(lambda screen: text not in screen, timeout)
 
     async def close(self) -> None:
         await self.tmux("kill-server")
+        if self._output is not None:
+            await self._output.aclose()
+        shutil.rmtree(self._dir, ignore_errors=True)

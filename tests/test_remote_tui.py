@@ -69,10 +69,8 @@ async def test_attach_tui_reconnects_reattaches_and_reprints_the_transcript(serv
     server.disconnect_clients()
     await pane.wait_for("disconnected", "Re-attached; the session has 2 messages:")
     # The transcript is printed again below the notice, from the new snapshot.
-    with trio.fail_after(20):
-        while "Before the cut." not in (tail := (await pane.screen()).split("Re-attached", 1)[1]):
-            await trio.sleep(0.1)
-    assert "› one" in tail
+    screen = await pane.wait_until(lambda s: "Re-attached" in s and "Before the cut." in s.split("Re-attached", 1)[1])
+    assert "› one" in screen.split("Re-attached", 1)[1]
     await pane.type("two")
     await pane.keys("Enter")
     await pane.wait_for("After the cut.")

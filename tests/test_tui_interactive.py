@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import trio
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall, ScriptUsage
@@ -193,7 +192,9 @@ async def test_slash_tree_goes_back_to_an_earlier_question_and_puts_it_in_the_ed
     await pane.wait_for("Session tree", "assistant: Second answer.  ← active")
     await pane.type("second q")  # filter, then pick the user message
     await pane.keys("Enter")
-    screen = await pane.wait_for("Navigated to selected point")
+    screen = await pane.wait_until(
+        lambda s: "Navigated to selected point" in s and "› second question" in s.split("Navigated to selected point")[1]
+    )
     assert "› second question" in screen.split("Navigated to selected point")[1]  # back in the editor
     await pane.keys("Enter")
     await pane.wait_for("Another second answer.")
@@ -203,9 +204,7 @@ async def test_slash_tree_goes_back_to_an_earlier_question_and_puts_it_in_the_ed
     assert "assistant: Second answer." in screen  # the old branch is still in the tree
     await pane.keys("Escape")  # closes the selector
     await pane.wait_for_gone("Session tree")
-    await pane.keys("Escape")
-    await trio.sleep(0.2)
-    await pane.keys("Escape")  # double Esc on an empty editor opens the tree
+    await pane.keys("Escape", "Escape")  # double Esc on an empty editor opens the tree
     await pane.wait_for("Session tree")
 
 
@@ -245,7 +244,8 @@ async def test_slash_new_then_resume_reopens_the_earlier_session_with_its_transc
     await pane.wait_for("Resume session", "question two", "question one")
     await pane.type("question one")
     await pane.keys("Enter")
-    screen = await pane.wait_for("Resumed:")
+    # (the notice is printed first, the transcript below it)
+    screen = await pane.wait_until(lambda s: "Resumed:" in s and "Answer in the first session." in s.split("Resumed:")[1])
     assert "Answer in the first session." in screen.split("Resumed:")[1]  # the transcript is shown again
 
 
@@ -261,7 +261,7 @@ async def test_slash_fork_starts_a_new_session_from_an_earlier_question_and_comp
     await pane.wait_for("Fork from message", "ask alpha")
     await pane.type("beta")
     await pane.keys("Enter")
-    screen = await pane.wait_for("Forked to:")
+    screen = await pane.wait_until(lambda s: "Forked to:" in s and all(t in s.split("Forked to:")[1] for t in ("Alpha.", "› ask beta")))
     after = screen.split("Forked to:")[1]
     assert "Alpha." in after and "› ask beta" in after  # history before it, and it is in the editor
     await pane.keys("C-c")
