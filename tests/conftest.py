@@ -112,3 +112,15 @@ async def server(scripted, tmp_path, nursery):
     srv.url = f"ws://127.0.0.1:{ws.port}/"
     yield srv
     await cm.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def pane(env):
+    """A tmux pane for driving the real CLI's terminal UI (``_tmux.Pane``), closed after the test."""
+    from _tmux import Pane
+
+    p = Pane(env)
+    try:
+        yield p
+    finally:
+        await p.close()

@@ -14,19 +14,9 @@ import trio
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 
-from _tmux import Pane
 from conftest import CLI
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-
-
-@pytest.fixture
-async def pane(env):
-    p = Pane(env)
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def _new_session(server) -> str:

@@ -17,16 +17,8 @@ from pi_actors.testing.wire_formats import ScriptToolCall, ScriptUsage
 
 from _tmux import Pane
 
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-
-
-@pytest.fixture
-async def pane(env):
-    p = Pane(env)
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_a_prompt_streams_its_answer_as_markdown_and_the_footer_shows_model_and_tokens(scripted, pane):
