@@ -432,7 +432,7 @@ async def test_parallel_outcomes_follow_call_order_even_when_a_call_fails_prefli
     assert [m.tool_call_id for m in stream.calls[1].context.messages if isinstance(m, ToolResultMessage)] == ["A", "B", "C"]
 
 
-async def test_sequential_steering_skips_the_remaining_calls_and_is_injected_next_turn():
+async def test_sequential_steering_runs_every_call_and_is_injected_after_all_tool_results():
     executed: list[str] = []
 
     async def execute(tool_call_id, params, signal, on_update):
@@ -440,12 +440,12 @@ async def test_sequential_steering_skips_the_remaining_calls_and_is_injected_nex
         return AgentToolResult(content=[TextContent(text="ok")])
 
     interrupt = user("interrupt")
-    polls = 0
+    polls: list[list[str]] = []
 
     async def steering():
-        nonlocal polls
-        polls += 1
-        return [interrupt] if executed and polls == 2 else []
+        # The steer is queued as soon as a call has run: pi 0.73 still runs the second call.
+        polls.append(list(executed))
+        return [interrupt] if len(polls) == 2 else []
 
     stream = ScriptedStream(
         reply(Call("c1", "echo", {"value": "first"}), Call("c2", "echo", {"value": "second"})), done_only(Text("ok"))
@@ -453,15 +453,55 @@ async def test_sequential_steering_skips_the_remaining_calls_and_is_injected_nex
     result, rec = await run(
         [user("go")], stream, tools=[make_tool(execute=execute)], tool_execution="sequential", get_steering_messages=steering
     )
-    assert executed == ["first"]
+    assert executed == ["first", "second"]
+    # Steering is polled at the start and after the turn, never between the calls.
+    assert polls[:2] == [[], ["first", "second"]]
     ends = rec.of("tool_execution_end")
-    assert [e.is_error for e in ends] == [False, True]
-    assert text_of(ends[1].result) == "Skipped due to queued user message."
+    assert [e.is_error for e in ends] == [False, False]
     trace = rec.trace()
     second_turn = trace[trace.index("turn_end") + 1 :]
     assert second_turn[:3] == ["turn_start", "message_start:user", "message_end:user"]
     assert any(m is interrupt for m in stream.calls[1].context.messages)
     assert [_role(m) for m in result] == ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]
+
+
+async def test_a_tool_declaring_sequential_execution_makes_the_whole_batch_run_in_call_order():
+    log: list[str] = []
+
+    async def execute(tool_call_id, params, signal, on_update):
+        log.append(f"start {tool_call_id}")
+        # Parallel execution would start every call before any finishes.
+        await trio.sleep(0)
+        log.append(f"end {tool_call_id}")
+        return AgentToolResult(content=[TextContent(text="ok")])
+
+    echo = make_tool(execute=execute)
+    serial = make_tool("serial", execute=execute, execution_mode="sequential")
+    stream = ScriptedStream(
+        reply(Call("a", "echo", {"value": "1"}), Call("b", "serial", {"value": "2"}), Call("c", "echo", {"value": "3"})),
+        done_only(Text("ok")),
+    )
+    result, rec = await run([user("go")], stream, tools=[echo, serial])
+    assert log == ["start a", "end a", "start b", "end b", "start c", "end c"]
+    assert [e.tool_call_id for e in rec.of("tool_execution_end")] == ["a", "b", "c"]
+
+
+async def test_a_batch_without_a_sequential_tool_still_runs_in_parallel():
+    started: list[str] = []
+    both = trio.Event()
+
+    async def execute(tool_call_id, params, signal, on_update):
+        started.append(tool_call_id)
+        if len(started) == 2:
+            both.set()
+        with trio.fail_after(5):
+            await both.wait()  # deadlocks unless both calls run at once
+        return AgentToolResult(content=[TextContent(text="ok")])
+
+    serial = make_tool("serial", execute=execute, execution_mode="sequential")
+    stream = ScriptedStream(reply(Call("a", "echo", {"value": "1"}), Call("b", "echo", {"value": "2"})), done_only(Text("ok")))
+    result, rec = await run([user("go")], stream, tools=[make_tool(execute=execute), serial])
+    assert sorted(started) == ["a", "b"]
 
 
 async def test_sequential_mode_finishes_each_call_before_preparing_the_next():
@@ -967,10 +1007,6 @@ CALLBACK_CASES = {
     "after_tool_call": dict(config=dict(after_tool_call=_boom("after_tool_call")), tools=True),
     "after_tool_call_sequential": dict(
         config=dict(after_tool_call=_nth("after_tool_call_sequential", 1), tool_execution="sequential"), tools=True
-    ),
-    "steering_during_sequential_tools": dict(
-        config=dict(get_steering_messages=_nth("steering_during_sequential_tools", 2, []), tool_execution="sequential"),
-        tools=True,
     ),
     "stream_fn": dict(stream=_raising_stream_before_start),
     "stream_fn_after_start": dict(stream=_raising_stream_after_start),

@@ -113,6 +113,33 @@ async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_que
     assert await _close(rpc) == 0
 
 
+async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the_tool_results(scripted, env):
+    (env.home / "settings.json").write_text(json.dumps({"toolExecution": "sequential"}))
+    gate = env.work / "gate"
+    wait = f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo first done"
+    calls = [ScriptToolCall(name="bash", arguments={"command": wait}), ScriptToolCall(name="bash", arguments={"command": "echo second ran"})]
+    scripted.script += [Reply(tool_calls=calls), Reply(text="Saw the steer.")]
+    rpc = await _open(env, "--no-session")
+    await rpc.request({"id": "p1", "type": "prompt", "message": "start"})
+    await rpc.until(lambda o: o.get("type") == "tool_execution_update")
+    queued = await rpc.request({"id": "s1", "type": "steer", "message": "also lint"})
+    assert queued["success"] is True
+    gate.touch()
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    ends = [o for o in rpc.lines if o["type"] == "tool_execution_end"]
+    assert [e["isError"] for e in ends] == [False, False]
+    assert "second ran" in ends[1]["result"]["content"][0]["text"]
+    # One call after the other: the second starts only once the first has ended.
+    order = [(o["type"], o["toolCallId"]) for o in rpc.lines if o["type"] in ("tool_execution_start", "tool_execution_end")]
+    assert order == [("tool_execution_start", "call_1"), ("tool_execution_end", "call_1"),
+                     ("tool_execution_start", "call_2"), ("tool_execution_end", "call_2")]  # fmt: skip
+    # The next LLM request has both tool results, then the steer.
+    sent = scripted.requests[1]["body"]["messages"]
+    assert [m["role"] for m in sent[-3:]] == ["tool", "tool", "user"]
+    assert sent[-1] == {"role": "user", "content": "also lint"}
+    assert await _close(rpc) == 0
+
+
 async def test_bash_compact_and_session_commands(scripted, env):
     scripted.script += [Reply(text="first"), Reply(text="## Goal\nsummary")]
     rpc = await _open(env, "--session-dir", str(env.sessions))

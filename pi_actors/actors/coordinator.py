@@ -106,7 +106,7 @@ class Coordinator:
             convert_to_llm=convert_to_llm,
             steering_mode=config.get("steeringMode") or (config.get("settings") or {}).get("steeringMode") or "one-at-a-time",
             follow_up_mode=config.get("followUpMode") or (config.get("settings") or {}).get("followUpMode") or "one-at-a-time",
-            tool_execution=config.get("toolExecution") or "parallel",
+            tool_execution=config.get("toolExecution") or (config.get("settings") or {}).get("toolExecution") or "parallel",
         )
         self.agent.subscribe(self._on_event)
         #: The UI call that started the current run: it receives the run's events.

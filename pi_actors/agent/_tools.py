@@ -3,7 +3,8 @@
 ``ToolPhase`` is mixed into the loop's run object: it runs the tool calls of one assistant
 message — preflight (lookup, ``prepare_arguments``, validation, ``before_tool_call``),
 execution (all runnable calls at once in parallel mode, one after another in sequential
-mode), ``after_tool_call`` — and emits every call's outcome in call order. Every call ends
+mode — the agent's setting, or forced for the batch by a tool declaring
+``execution_mode="sequential"``), ``after_tool_call`` — and emits every call's outcome in call order. Every call ends
 with exactly one result. A callback failure is returned in the batch (``failure``) for the
 loop to end the run after ``turn_end``; a sink failure is raised at once.
 """
@@ -39,7 +40,6 @@ __all__ = [
     "Batch",
     "TOOL_NOT_FOUND",
     "TOOL_BLOCKED",
-    "TOOL_SKIPPED",
     "TOOL_ABORTED",
     "TOOL_NOT_RUN_AFTER_ERROR",
     "TOOL_TRUNCATED",
@@ -47,7 +47,6 @@ __all__ = [
 
 TOOL_NOT_FOUND = "Tool {name} not found"
 TOOL_BLOCKED = "Tool execution was blocked"
-TOOL_SKIPPED = "Skipped due to queued user message."
 TOOL_ABORTED = "Operation aborted"
 TOOL_NOT_RUN_AFTER_ERROR = "Tool call was not executed: the run stopped after an error."
 TOOL_TRUNCATED = (
@@ -95,7 +94,6 @@ class _Call:
 @dataclass
 class Batch:
     results: list[ToolResultMessage]
-    steering: list[AgentMessage]
     terminate: bool
     failure: Optional[Exception]
 
@@ -126,14 +124,16 @@ class ToolPhase:
                 await self._emit_start(call)
                 call.outcome = _Outcome(_text_result(TOOL_TRUNCATED.format(name=call.block.name)), True)
             results = [await self._finalize(message, call) for call in calls]
-            return Batch(results, [], False, None)
-        if self.config.tool_execution == "sequential":
+            return Batch(results, False, None)
+        if self.config.tool_execution == "sequential" or self._any_sequential_tool(calls):
             return await self._run_sequential(message, calls)
         return await self._run_parallel(message, calls)
 
     async def _run_sequential(self, message: AssistantMessage, calls: list[_Call]) -> Batch:
+        """Call after call, each prepared only once the one before it has settled. Every call
+        runs (pi 0.73): steering queued meanwhile waits for the poll after ``turn_end`` and
+        is injected after all the tool results."""
         results: list[ToolResultMessage] = []
-        steering: list[AgentMessage] = []
         failure: Optional[Exception] = None
         for index, call in enumerate(calls):
             await self._emit_start(call)
@@ -148,25 +148,12 @@ class ToolPhase:
             except Exception as exc:
                 failure = self._check_failure(exc)
                 results.append(await self._emit_outcome(call, _Outcome(_text_result(error_text(exc)), True)))
-            rest = calls[index + 1 :]
-            if failure is None and rest and self.config.get_steering_messages is not None:
-                try:
-                    steering = await self._poll(self.config.get_steering_messages)
-                except Exception as exc:
-                    failure = self._check_failure(exc)
-                if steering:
-                    for skipped in rest:
-                        await self._emit_start(skipped)
-                        skipped.outcome = _Outcome(_text_result(TOOL_SKIPPED), True)
-                        results.append(await self._emit_outcome(skipped, skipped.outcome))
-                    break
             if failure is not None:
-                for skipped in rest:
+                for skipped in calls[index + 1 :]:
                     await self._emit_start(skipped)
                     results.append(await self._emit_outcome(skipped, _Outcome(_text_result(TOOL_NOT_RUN_AFTER_ERROR), True)))
                 break
-        # After the last call nothing is left to skip: the poll after turn_end takes over.
-        return Batch(results, steering, self._all_terminate(calls), failure)
+        return Batch(results, self._all_terminate(calls), failure)
 
     async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> Batch:
         # Phase 1: preflight in call order.
@@ -196,13 +183,22 @@ class ToolPhase:
                         self._check_failure(exc)
                     results.append(await self._emit_outcome(call, _Outcome(_text_result(error_text(exc)), True)))
         # Steering is polled after turn_end, as after any turn; nothing is skipped.
-        return Batch(results, [], self._all_terminate(calls), failure)
+        return Batch(results, self._all_terminate(calls), failure)
 
     def _check_failure(self, exc: Exception) -> Exception:
         """A callback failure in the tool phase; a sink failure is re-raised at once."""
         if self._sink_failure is not None:
             raise self._sink_failure
         return exc
+
+    def _any_sequential_tool(self, calls: list[_Call]) -> bool:
+        """Whether a call of the batch names a tool declaring ``execution_mode="sequential"``
+        (pi's ``executionMode``): then the whole batch runs one call after another."""
+        names = {call.block.name for call in calls}
+        return any(
+            getattr(tool, "name", None) in names and getattr(tool, "execution_mode", None) == "sequential"
+            for tool in self.context.tools or ()
+        )
 
     def _aborted(self) -> bool:
         return self.signal is not None and self.signal.aborted

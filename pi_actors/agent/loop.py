@@ -24,19 +24,20 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
 * **Every tool call gets exactly one result**, in the assistant's call order, whatever
   happens: unknown tool, invalid arguments, blocked, raised, skipped, aborted, truncated.
   When ``after_tool_call`` raises, that call's result is an error result with the exception
-  text; in sequential mode (also when a steering poll between calls raises) the calls not yet
-  started get ``Tool call was not executed: the run stopped after an error.``; in parallel
+  text; in sequential mode the calls not yet started get ``Tool call was not executed: the run stopped after an error.``; in parallel
   mode the other calls, already running, finish normally. The turn ends normally, and the run
   then ends with the error message in a turn of its own.
 * **Parallel mode** (the default) preflights every call in order (``tool_execution_start``,
   lookup, ``prepare_arguments``, validation, ``before_tool_call``), then starts all runnable
   calls at once in a nursery, then emits every outcome (``tool_execution_end``, the result's
   ``message_start``/``message_end``) in call order, preflight failures included. Steering is
-  polled after the turn, as after any turn; nothing is skipped. **Sequential mode** runs call
-  after call and polls steering between calls; a non-empty poll skips the rest with
-  ``Skipped due to queued user message.``
-* Polling order after a turn: ``turn_end``, ``should_stop_after_turn``, steering (unless the
-  tool phase already found some), follow-ups when nothing else is pending,
+  polled after the turn, as after any turn; nothing is skipped. **Sequential mode** (the
+  config's ``tool_execution="sequential"``, or any call of the batch naming a tool that
+  declares ``execution_mode="sequential"``) runs call after call, each prepared once the one
+  before has settled. Every call runs (pi 0.73): steering queued meanwhile is polled after
+  ``turn_end`` and injected after all the tool results, before the next LLM call.
+* Polling order after a turn: ``turn_end``, ``should_stop_after_turn``, steering,
+  follow-ups when nothing else is pending,
   ``prepare_next_turn``, ``turn_start``.
 * **Length**: tool calls of an assistant message that stopped at the output-token limit are
   never run; each gets the error result ``Tool call "<name>" was not executed: the response hit
@@ -81,7 +82,6 @@ from ._tools import (
     TOOL_BLOCKED,
     TOOL_NOT_FOUND,
     TOOL_NOT_RUN_AFTER_ERROR,
-    TOOL_SKIPPED,
     TOOL_TRUNCATED,
     ToolPhase,
 )
@@ -108,7 +108,6 @@ __all__ = [
     "run_agent_loop_continue",
     "TOOL_NOT_FOUND",
     "TOOL_BLOCKED",
-    "TOOL_SKIPPED",
     "TOOL_ABORTED",
     "TOOL_NOT_RUN_AFTER_ERROR",
     "TOOL_TRUNCATED",
@@ -261,7 +260,6 @@ class _Run(ToolPhase):
         first = True
         while True:
             more_tool_calls = True
-            steering_after_tools: list[AgentMessage] = []
             while more_tool_calls or pending:
                 if not first:
                     await self._prepare_next_turn()
@@ -283,7 +281,7 @@ class _Run(ToolPhase):
                 failure: Optional[Exception] = None
                 if calls:
                     batch = await self._tool_phase(message, calls)
-                    results, steering_after_tools = batch.results, batch.steering
+                    results = batch.results
                     terminate, failure = batch.terminate, batch.failure
                 more_tool_calls = bool(calls) and not terminate
                 await self._end_turn(message, results)
@@ -291,10 +289,7 @@ class _Run(ToolPhase):
                     raise failure
                 if await self._should_stop(message, results):
                     return
-                if steering_after_tools:
-                    pending, steering_after_tools = steering_after_tools, []
-                else:
-                    pending = await self._poll(self.config.get_steering_messages)
+                pending = await self._poll(self.config.get_steering_messages)
             follow_ups = await self._poll(self.config.get_follow_up_messages)
             if not follow_ups:
                 return

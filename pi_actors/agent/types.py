@@ -140,7 +140,15 @@ class AgentTool:
     absolute path a write touches. In parallel mode, calls of one assistant message with the
     same key run one after another in call order (each starts once the one before it has
     settled), while all other calls still run at once; ``None`` means no constraint. It is
-    asked after validation; a raise is an error result.
+    asked after validation; a raise is an error result. (pi 0.73 gets the same effect from a
+    per-file mutation queue inside its edit and write tools; here the loop orders the calls,
+    so the order is the call order whatever the scheduler does. ``execution_mode`` below is
+    the coarser tool: it serialises a whole batch.)
+
+    ``execution_mode`` (pi's ``executionMode``): ``"sequential"`` for a tool whose calls must
+    not overlap anything — when any call of an assistant message names such a tool, the whole
+    batch runs one call after another in call order, even when the agent's default is
+    parallel. ``None`` (or ``"parallel"``) follows the agent's setting.
 
     Any object with these attributes works as a tool; this dataclass is the convenient form.
     """
@@ -152,6 +160,7 @@ class AgentTool:
     label: str = ""
     prepare_arguments: Optional[Callable[[Any], Any]] = None
     exclusive_key: Optional[Callable[[Any], Optional[str]]] = None
+    execution_mode: Optional[ToolExecutionMode] = None
 
 
 @dataclass
@@ -354,9 +363,9 @@ class AgentLoopConfig:
       that call, the working context is not replaced.
     * ``get_api_key(provider) -> str | None``: per LLM call; a falsy result falls back to
       ``api_key``.
-    * ``get_steering_messages() -> list``: polled at the start, after each tool (sequential
-      mode, between calls), and after each turn. Non-empty: injected before the next
-      LLM call (in sequential mode the remaining tool calls of the message are skipped).
+    * ``get_steering_messages() -> list``: polled at the start and after each turn (after
+      all of the turn's tool results, in either execution mode). Non-empty: injected before
+      the next LLM call; no tool call is skipped for it (pi 0.73).
     * ``get_follow_up_messages() -> list``: polled when the run would otherwise end.
     * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``.
     * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | None``.

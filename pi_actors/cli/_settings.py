@@ -3,7 +3,8 @@
 
 A file that does not parse is reported (``Warning (settings): …``) and ignored, never
 rewritten. Keys used so far: ``defaultProvider``, ``defaultModel``, ``defaultThinkingLevel``,
-``steeringMode``, ``followUpMode``, ``compaction.{enabled,reserveTokens,keepRecentTokens}``,
+``steeringMode``, ``followUpMode``, ``toolExecution`` (``parallel``, the default, or
+``sequential``: the agent's tool execution mode, pi's ``toolExecution``), ``compaction.{enabled,reserveTokens,keepRecentTokens}``,
 ``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``.
 """
 
@@ -41,4 +42,8 @@ def load_settings(agent_dir: str, cwd: str) -> tuple[dict[str, Any], list[str]]:
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
+    mode = merged.get("toolExecution")
+    if mode is not None and mode not in ("parallel", "sequential"):
+        warnings.append(f'Warning (settings): toolExecution must be "parallel" or "sequential", not {mode!r}; using "parallel"')
+        del merged["toolExecution"]
     return merged, warnings
