@@ -617,3 +617,19 @@ async def test_an_aborted_call_inside_reuse_clients_drops_its_connection_and_the
         second, _ = await run(api, server)
     assert second.stop_reason == "stop" and second.content[0].text == "again"
     assert server.peers[0] != server.peers[1]
+
+
+async def test_toolcall_start_already_names_the_call_with_its_id_and_tool_name(api, start_llm):
+    server = await start_llm([Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "a.txt"}),
+                                                ScriptToolCall(name="bash", arguments={"command": "ls"})])])
+    seen: list[tuple[str, str]] = []
+
+    async def on_event(event) -> None:
+        if tag(event) == "toolcall_start":
+            block = event.partial.content[event.content_index]
+            seen.append((block.id, block.name))
+
+    result, _ = await run(api, server, on_event=on_event)
+    final = [(b.id, b.name) for b in result.content if isinstance(b, ai.ToolCall)]
+    assert [name for _, name in seen] == ["read", "bash"]
+    assert seen == final and all(call_id for call_id, _ in seen)

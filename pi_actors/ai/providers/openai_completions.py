@@ -324,16 +324,17 @@ class _Mapper:
                 break
         for call in delta.get("tool_calls") or ():
             call_id, index = call.get("id"), call.get("index")
+            fn = call.get("function") or {}
             block = run.output.content[self.open] if self.open_kind == "toolCall" else None
             if block is None or (call_id and call_id != block.id) or \
                     (index is not None and self.tool_index is not None and index != self.tool_index):
                 await self.close_open()
-                self.open, self.open_kind = await run.toolcall_start(call_id or "", ""), "toolCall"
+                # The id and name the first chunk gives are on the partial at toolcall_start.
+                self.open, self.open_kind = await run.toolcall_start(call_id or "", fn.get("name") or ""), "toolCall"
                 block = run.output.content[self.open]
             self.tool_index = index
             if call_id:
                 block.id = call_id
-            fn = call.get("function") or {}
             if fn.get("name"):
                 block.name = fn["name"]
             await run.toolcall_delta(self.open, fn.get("arguments") or "")
