@@ -626,7 +626,11 @@ class Server:
                 raise RemoteError("tool_host_lost", f"tool host {name!r} disconnected during the call; its outcome is unknown") from None
 
         try:
-            async with open_peer(stream, side="server", role="tool-pool", name=f"tools:{name}", handler=handle) as peer:
+            # The link is to our own coordinator, which may take a while to start on a busy
+            # machine: the same allowance as its UI link (open_local_runtime's 30 s).
+            async with open_peer(
+                stream, side="server", role="tool-pool", name=f"tools:{name}", handler=handle, handshake_timeout=30.0
+            ) as peer:
                 await peer.closed_event.wait()
         except ConnectionLost:
             pass
