@@ -103,13 +103,23 @@ async def _headless(args: argparse.Namespace) -> int:
                     async for event in call:
                         renderer.event(rebuild.apply(event))
                     await call.result()
-    except ConnectionLost as exc:
-        print(f"Error: {exc.message}", file=sys.stderr)
-        return 1
-    except RemoteError as exc:
-        print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
+    except (RemoteError, BaseExceptionGroup) as exc:
+        _report(exc)
         return 1
     return renderer.finish()
+
+
+def _report(exc: BaseException) -> None:
+    """Print a refusal or a lost connection (possibly inside exception groups) as one line
+    on stderr; re-raise anything else (a bug deserves its traceback)."""
+    from ..runtime import ConnectionLost, RemoteError
+    from ..server.remote_ui import leaf_errors
+
+    leaves = leaf_errors(exc)
+    if not all(isinstance(leaf, RemoteError) for leaf in leaves):
+        raise exc
+    first = leaves[0]
+    print(f"Error: {first.message}" if isinstance(first, ConnectionLost) else f"Error: {first.message} ({first.code})", file=sys.stderr)
 
 
 class _LineView:
@@ -186,8 +196,8 @@ async def _line_mode(args: argparse.Namespace) -> int:
                 args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive
             )
             nursery.cancel_scope.cancel()
-    except RemoteError as exc:
-        print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
+    except (RemoteError, BaseExceptionGroup) as exc:
+        _report(exc)
         return 1
     return 0
 

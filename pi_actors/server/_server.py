@@ -365,7 +365,7 @@ class Server:
             return {}
         if method == "attach":
             session = await self._live_session(args.get("sessionId"), identity)
-            if client.attachment is not None and client.attachment[0] == session.id:
+            if client.attachment is not None and session.attachments.get(client.attachment[1]) is client:
                 return {"sessionId": session.id, "attachmentId": client.attachment[1]}
             self._detach(client)
             attachment_id = str(uuid.uuid4())
@@ -639,11 +639,10 @@ class Server:
         session = self.sessions.get(call.target)
         attachment = args.get("attachmentId")
         if client.attachment != (call.target, attachment):
-            if client.attachment is not None and client.attachment[0] == call.target and session is None:
-                raise RemoteError("session_terminated", f"session {call.target} has ended")
             raise RemoteError("session_not_attached", f"this connection holds no attachment {attachment!r} to session {call.target!r}")
-        if session is None or session.peer is None:
-            raise RemoteError("session_terminated", f"session {call.target} has ended")
+        if session is None or session.peer is None or session.attachments.get(attachment) is not client:
+            # (also an attachment to a run of the session that ended, if it was reopened since)
+            raise RemoteError("session_terminated", f"session {call.target} has ended; attach again")
         if call.method not in SESSION_METHODS:
             raise RemoteError("method_not_allowed", f"{call.method!r} is not a session method a remote client may call")
         forward = {k: v for k, v in args.items() if k != "attachmentId"}

@@ -101,7 +101,10 @@ async def follow_session(
             # A lost connection, a subscription dropped for falling behind, a server going down
             # or a session whose processes ended: start again (a server that restarted
             # reopens the session from its file on attach; one that is gone says so).
-            if not all(isinstance(leaf, ConnectionLost) or getattr(leaf, "code", None) in _RETRY_CODES for leaf in leaves):
+            final = [leaf for leaf in leaves if not (isinstance(leaf, ConnectionLost) or getattr(leaf, "code", None) in _RETRY_CODES)]
+            if final:
+                if all(isinstance(leaf, RemoteError) for leaf in final):
+                    raise final[0] from None  # a refusal (no such session, forbidden, ...): one error, not a group
                 raise
             refused = [leaf for leaf in leaves if isinstance(leaf, ConnectionRefused)]
             if refused and refused[0].status == 401:
