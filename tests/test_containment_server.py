@@ -25,7 +25,7 @@ from pi_actors.server.client import ConnectionRefused, RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
-from conftest import CLI, actor_config
+from conftest import actor_config
 
 
 @pytest.fixture

@@ -63,14 +63,16 @@ only after its chunks have left the queue.
 
 Errors: any unexpected failure in a handler becomes ``internal`` for that call; a connection's
 failure never ends the server.
+
+Modules: ``_auth`` (identities, credentials), ``_confine`` (working directories),
+``_registry`` (sessions on disk), ``_hosting`` (starting/reopening sessions, the tool proxy),
+``_fanout`` (a connection's bounded send queue); this one routes calls.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
-import socket
 import uuid
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
@@ -80,8 +82,10 @@ import trio
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
 from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
 from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
-from ._confine import CwdRefused, check_root, confine_cwd
-from ._registry import SessionIndex, SessionRecord
+from ._confine import check_root
+from ._fanout import _Client
+from ._hosting import SessionHosting, _Session
+from ._registry import SessionIndex
 
 __all__ = ["Server", "SESSION_METHODS"]
 
@@ -106,73 +110,7 @@ SERVER_METHODS = {
 }
 _KNOWN_SERVER_METHODS = frozenset().union(*SERVER_METHODS.values())
 
-_FLUSHED = object()
-
-
-class _Session:
-    def __init__(self, session_id: str, cwd: str, tool_host: str | None, owner: str, record: SessionRecord | None = None) -> None:
-        self.id = session_id
-        self.cwd = cwd
-        self.tool_host = tool_host
-        self.owner = owner
-        self.record = record
-        self.peer: Peer | None = None
-        self.processes: dict[str, Any] = {}
-        self.attachments: dict[str, "_Client"] = {}
-        self.scope = trio.CancelScope()
-        self.ended = trio.Event()
-        self.end_reason: str | None = None
-
-    def info(self) -> dict:
-        return {
-            "id": self.id, "cwd": self.cwd, "toolHost": self.tool_host, "attachments": len(self.attachments), "live": True,
-            "owner": self.owner,
-        }
-
-
-class _Client:
-    def __init__(self, server: "Server", queue_size: int, identity: Identity) -> None:
-        self.server = server
-        self.identity = identity
-        self.peer: Peer | None = None
-        self.scope = trio.CancelScope()
-        self.attachment: tuple[str, str] | None = None
-        self.send, self.recv = trio.open_memory_channel[Any](queue_size)
-        self.overflowed = False
-
-    def push(self, item: Any) -> None:
-        """Queue a chunk (or flush marker); overflow disconnects this client."""
-        if self.overflowed:
-            raise RemoteError("overflow", "send queue overflowed")
-        try:
-            self.send.send_nowait(item)
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            self.overflowed = True
-            self.server.stats["overflow_disconnects"] += 1
-            self.scope.cancel()
-            raise RemoteError("overflow", "client fell behind its send queue; disconnected") from None
-
-    async def chunk(self, call: IncomingCall, data: Any) -> None:
-        self.push((call, data))
-        await trio.lowlevel.checkpoint()
-
-    async def flushed(self, call: IncomingCall) -> None:
-        done = trio.Event()
-        self.push((call, (_FLUSHED, done)))
-        await done.wait()
-
-    async def run_writer(self) -> None:
-        async for call, data in self.recv:
-            if isinstance(data, tuple) and len(data) == 2 and data[0] is _FLUSHED:
-                data[1].set()
-                continue
-            try:
-                await call.send_chunk(data)
-            except ConnectionLost:
-                return
-
-
-class Server:
+class Server(SessionHosting):
     """Hosts sessions; ``make_config(cwd)`` gives the actor configuration of a new session.
 
     ``root``: sessions work inside it (default: ``default_cwd``, else the current directory);
@@ -467,174 +405,6 @@ class Server:
 
     # -- sessions ----------------------------------------------------------------------------
 
-    def _quota(self, identity: Identity) -> None:
-        if identity.admin:
-            return
-        live = sum(1 for s in self.sessions.values() if s.owner == identity.name and s.end_reason is None)
-        if live + self._starting.get(identity.name, 0) >= self.max_sessions:
-            raise RemoteError(
-                "quota_exceeded", f"{identity.name!r} has {self.max_sessions} live sessions, the most allowed; remove one first"
-            )
-
-    def _confine(self, cwd: str) -> str:
-        try:
-            return confine_cwd(cwd, self.root, sorted(self.hidden_paths))
-        except CwdRefused as exc:
-            raise RemoteError("invalid_request", str(exc)) from None
-
-    def _session_config(self, config: dict, record: SessionRecord | None) -> dict:
-        """``config`` with this server's private paths hidden from the session's tools, and
-        (with a state directory) the session's own file and directory."""
-        config = copy.deepcopy(config)
-        sandbox = (config.get("tools") or {}).get("sandbox")
-        if isinstance(sandbox, dict):
-            sandbox["hidden"] = [*(sandbox.get("hidden") or []), *sorted(self.hidden_paths)]
-        coordinator = config.setdefault("coordinator", {})
-        directory = self.index.directory(record) if (self.index is not None and record is not None) else None
-        coordinator["exports"] = {"dir": directory, "callerPath": False}
-        if record is not None and self.index is not None:
-            previous = coordinator.get("session") or {}
-            coordinator["session"] = {"resume": self.index.file_path(record), "sessionDir": directory, "agentDir": previous.get("agentDir")}
-        return config
-
-    async def _create(self, args: dict, identity: Identity) -> dict:
-        assert self._nursery is not None, "Server.running() is not active"
-        cwd = args.get("cwd") if isinstance(args.get("cwd"), str) else self.default_cwd
-        if not cwd:
-            raise RemoteError("invalid_request", "create needs a cwd (the server has no default)")
-        cwd = self._confine(cwd)
-        tool_host = args.get("toolHost") if isinstance(args.get("toolHost"), str) else None
-        self._quota(identity)
-        try:
-            config = self.make_config(cwd)
-        except Exception as exc:
-            raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
-        record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
-        session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
-        try:
-            await self._start(session, self._session_config(config, record), identity.name)
-        except BaseException:
-            if record is not None and self.index is not None:
-                with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(self.index.delete, record)
-            raise
-        return {"sessionId": session.id}
-
-    async def _reopen(self, record: SessionRecord, identity: Identity) -> _Session:
-        """Start the session of ``record`` again from its file (its whole history)."""
-        assert self._nursery is not None, "Server.running() is not active"
-        if self.draining:
-            raise RemoteError("server_draining", "the server is shutting down")
-        opening = self._opening[record.id] = trio.Event()
-        try:
-            cwd = self._confine(record.cwd)
-            if identity.name == record.owner:
-                self._quota(identity)
-            try:
-                config = self.make_config(cwd)
-            except Exception as exc:
-                raise RemoteError("invalid_request", f"cannot configure session {record.id} in {cwd}: {exc}") from None
-            session = _Session(record.id, cwd, record.toolHost, record.owner, record)
-            await self._start(session, self._session_config(config, record), record.owner)
-            log.info("server: reopened session %s from %s", record.id, record.file)
-            return session
-        finally:
-            del self._opening[record.id]
-            opening.set()
-
-    async def _start(self, session: _Session, config: dict, owner: str) -> None:
-        assert self._nursery is not None
-        self._starting[owner] = self._starting.get(owner, 0) + 1
-        try:
-            async with self._start_limiter:
-                await self._nursery.start(self._host_session, session, config)
-        except RemoteError:
-            raise
-        except Exception as exc:
-            raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
-        finally:
-            self._starting[owner] -= 1
-            if not self._starting[owner]:
-                del self._starting[owner]
-
-    async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..cli._supervisor import open_local_runtime
-
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                tools_link = None
-                if session.tool_host is not None:
-                    tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    nursery.start_soon(self._tool_proxy, session, ours)
-                async with open_local_runtime(
-                    config,
-                    tools_link=tools_link,
-                    processes=session.processes,
-                    shutdown_grace=self.shutdown_grace,
-                    handshake_timeout=30.0,
-                ) as peer:
-                    try:
-                        await peer.call("session")
-                    except RemoteError as exc:
-                        raise RemoteError("startup_failed", exc.message) from None
-                    session.peer = peer
-                    self.sessions[session.id] = session
-                    started = True
-                    task_status.started()
-                    with session.scope:
-                        await peer.closed_event.wait()
-                        if session.end_reason is None:
-                            session.end_reason = "its coordinator process exited"
-                nursery.cancel_scope.cancel()
-        except Exception as exc:
-            if not started:
-                raise
-            log.exception("server: session %s failed", session.id)
-            session.end_reason = session.end_reason or f"failed: {exc}"
-        finally:
-            self.sessions.pop(session.id, None)
-            session.end_reason = session.end_reason or "closed"
-            session.ended.set()
-
-    async def _end_session(self, session: _Session, reason: str) -> None:
-        session.end_reason = session.end_reason or reason
-        session.scope.cancel()
-        await session.ended.wait()
-
-    async def _tool_proxy(self, session: _Session, sock: socket.socket) -> None:
-        """Serve the coordinator's ``run_tool`` calls by forwarding them to the tool host."""
-        name = session.tool_host
-        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-
-        async def handle(call: IncomingCall) -> Any:
-            if call.method == "warm":
-                return {}
-            if call.method != "run_tool":
-                raise RemoteError("not_found", f"tool proxy: unknown method {call.method!r}")
-            host = self.tool_hosts.get(name or "")
-            if host is None:
-                raise RemoteError("tool_host_unavailable", f"tool host {name!r} is not connected")
-            call.cooperative = True
-            try:
-                async with host.open_call("run_tool", call.args) as up:
-                    async with up.cancel_when(call.cancel_requested.wait):
-                        async for item in up:
-                            await call.send_chunk(item)
-                    return await up.result()
-            except ConnectionLost:
-                raise RemoteError("tool_host_lost", f"tool host {name!r} disconnected during the call; its outcome is unknown") from None
-
-        try:
-            # The link is to our own coordinator, which may take a while to start on a busy
-            # machine: the same allowance as its UI link (open_local_runtime's 30 s).
-            async with open_peer(
-                stream, side="server", role="tool-pool", name=f"tools:{name}", handler=handle, handshake_timeout=30.0
-            ) as peer:
-                await peer.closed_event.wait()
-        except ConnectionLost:
-            pass
-
     async def _session_call(self, client: _Client, call: IncomingCall, args: dict) -> Any:
         session = self.sessions.get(call.target)
         attachment = args.get("attachmentId")
@@ -670,21 +440,3 @@ class Server:
             await self._follow_fork(session)
         await client.flushed(call)
         return value
-
-    async def _follow_fork(self, session: _Session) -> None:
-        """A fork moved the session to a new file in its directory: reopen that one next time."""
-        assert session.peer is not None and session.record is not None and self.index is not None
-        try:
-            info = await session.peer.call("session")
-        except (RemoteError, ConnectionLost):
-            return
-        path = (info or {}).get("path")
-        if isinstance(path, str):
-            await trio.to_thread.run_sync(self.index.set_file, session.record, path)
-
-
-def _describe(exc: BaseException) -> str:
-    """The leaf messages of a (possibly grouped) exception, for an error result."""
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}"
