@@ -244,3 +244,53 @@ async def test_serve_token_add_writes_a_0600_token_file_and_prints_only_its_path
     assert again.returncode == 1 and b"exists already" in again.stderr
     listed = await env.run("serve", "token", "list", "--state-dir", str(state))
     assert listed.stdout.decode().split() == ["builder", "tool-host", "builder"]
+
+
+# -- hostile input to the parsers ---------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from([b"authorization", b"Authorization", b"x"]), st.binary(max_size=40)), max_size=4))
+def test_bearer_token_parsing_never_fails_on_hostile_headers(headers):
+    from pi_actors.server._auth import bearer_token
+
+    token = bearer_token(headers)
+    assert token is None or (isinstance(token, str) and token and " " not in token.strip())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=70), lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=5), max_leaves=20))
+def test_a_hostile_credentials_file_is_refused_with_one_clear_error(tmp_path_factory, data):
+    from pi_actors.server import CredentialsError
+
+    path = tmp_path_factory.mktemp("creds") / "credentials.json"
+    path.write_text(json.dumps(data))
+    path.chmod(0o600)
+    try:
+        creds = Credentials(str(path))
+    except CredentialsError as exc:
+        assert str(path) in str(exc)
+        return
+    assert creds.authenticate("anything") is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(["/", ".", "..", "a", "b", "~", "\x00", "-", "/etc", "agent", "link", "root"]), max_size=12).map("".join))
+def test_confine_cwd_returns_only_directories_inside_the_root(tmp_path_factory, cwd):
+    from pi_actors.server._confine import CwdRefused, confine_cwd
+
+    base = tmp_path_factory.getbasetemp() / "confine"
+    root = base / "root"
+    if not root.exists():
+        (root / "a" / "b").mkdir(parents=True)
+        (root / "agent").mkdir()
+        os.symlink("/etc", root / "link")
+    try:
+        got = confine_cwd(cwd, str(root), [str(root / "agent")])
+    except CwdRefused as exc:
+        assert str(root) in str(exc) or "NUL" in str(exc)
+        return
+    assert got.startswith(str(root) + os.sep) and os.path.isdir(got)
+    assert not got.startswith(str(root / "agent"))

@@ -16,7 +16,8 @@ handed out once, in a 0600 file of its own (:func:`write_token_file`). ``authent
 hashes the presented token and compares it with every entry in constant time
 (``hmac.compare_digest``), so the time taken says nothing about which entry came close.
 The file is re-read when its modification time changes, so ``pi-actors serve token add``
-takes effect on a running server. Names are unique; a name is 1–64 characters of
+takes effect on a running server; a file that became unreadable or malformed (or readable by
+others) fails closed: no stored token is accepted until it is fixed (logged). Names are unique; a name is 1–64 characters of
 ``[A-Za-z0-9._-]``.
 
 A unix-socket connection is the local owner of the server (the socket is 0600 in a 0700
@@ -33,6 +34,7 @@ import json
 import os
 import re
 import secrets
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,8 @@ __all__ = [
     "Identity", "Credentials", "CredentialsError", "LOCAL_ADMIN", "ROLES", "bearer_token", "write_token_file",
     "new_token",
 ]
+
+log = logging.getLogger("pi_actors.server")
 
 ROLES = ("admin", "client", "tool-host")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -207,7 +211,13 @@ class Credentials:
         """The identity holding ``token``, or None. Compares against every entry."""
         if not token:
             return None
-        self._refresh()
+        try:
+            self._refresh()
+        except CredentialsError as exc:
+            # Fail closed: a credentials file that went bad (a hand edit, a chmod) accepts
+            # no stored token until it is fixed, and says why in the server's log.
+            log.error("server: refusing stored tokens: %s", exc)
+            self._entries, self._mtime = [], None
         presented = _digest(token)
         found: Identity | None = None
         for digest in self._extra:

@@ -35,6 +35,8 @@ def check_root(root: str) -> str:
 
 def confine_cwd(cwd: str, root: str, hidden: list[str] | tuple[str, ...] | set[str]) -> str:
     real_root = os.path.realpath(root)
+    if "\x00" in cwd:
+        raise CwdRefused(f"cwd {cwd!r} contains a NUL byte")
     real = os.path.realpath(os.path.join(real_root, cwd))
     where = f"(sessions must work inside the server's root {real_root})"
     if real == os.sep:
