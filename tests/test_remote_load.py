@@ -237,4 +237,5 @@ async def test_killing_a_sessions_worker_ends_its_attachments_and_others_continu
             await sb.call("prompt", {"text": "hello"})
             msgs = (await sb.call("get_messages"))["messages"]
             assert msgs[-1]["content"][0]["text"] == "still here"
-            assert [s["id"] for s in (await a.call("list"))["sessions"]] == [alive]
+            assert [s["id"] for s in (await b.call("list"))["sessions"]] == [alive]  # (b, the local admin, sees all)
+            assert (await a.call("list"))["sessions"] == []  # (alive is not a's; doomed is gone)
