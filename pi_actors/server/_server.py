@@ -185,7 +185,8 @@ class Server(SessionHosting):
 
     async def serve_websocket(self, host: str, port: int, token: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one); ``task_status``
-        gets the trio-websocket server (its ``.port``)."""
+        gets the trio-websocket server (its ``.port``). A request's bearer token is looked up
+        in the server's credentials; ``token`` (if given) is one more token, an admin's."""
         from trio_websocket import serve_websocket
 
         identify = self._authenticator(token)
