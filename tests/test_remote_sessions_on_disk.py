@@ -159,3 +159,56 @@ async def test_attach_line_mode_to_another_clients_session_is_one_line(env, serv
     done = await env.run("attach", server.url, "--token", "tok", "--session", sid, "--mode", "json")
     assert done.returncode == 1
     assert done.stderr.decode().strip().splitlines() == [f"Error: session {sid} belongs to another identity (forbidden)"]
+
+
+async def test_an_attached_client_follows_its_session_across_a_graceful_server_restart(scripted, env, tmp_path):
+    """The shutdown path: the session ends with ``session_terminated``, the server drains,
+    then is gone; the client keeps retrying and re-attaches to the reopened session."""
+    scripted.script += [Reply(text="before the restart"), Reply(text="after the restart")]
+    served = tmp_path / "served"
+    served.mkdir()
+    creds = Credentials()
+    creds.add("alice", "client", token="tok")
+
+    def make_server() -> Server:
+        return Server(
+            lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=creds,
+            state_dir=str(tmp_path / "state"),
+        )
+
+    is_a = lambda kind: lambda o: isinstance(o, dict) and o.get("type") == kind  # noqa: E731
+    follower = None
+    try:
+        with trio.fail_after(120):
+            first = make_server()
+            async with first.running(), trio.open_nursery() as nursery:
+                port = (await nursery.start(first.serve_websocket, "127.0.0.1", 0, None)).port
+                url = f"ws://127.0.0.1:{port}/"
+                async with connect(url, token="tok") as peer:
+                    sid = (await peer.call("create", {}))["sessionId"]
+                follower = await trio.lowlevel.open_process(
+                    [CLI, "attach", url, "--token", "tok", "--session", sid, "--mode", "json"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+                )
+                lines = Lines(follower.stdout)
+                await lines.until(is_a("snapshot"))
+                await follower.stdin.send_all(b"one\n")
+                await lines.until(is_a("agent_end"))
+                nursery.cancel_scope.cancel()  # the server shuts down (its sessions end first)
+            await lines.until(lambda o: is_a("status")(o) and "disconnected" in o["message"])
+            second = make_server()
+            async with second.running(), trio.open_nursery() as nursery:
+                await nursery.start(second.serve_websocket, "127.0.0.1", port, None)
+                await lines.until(is_a("attached"))
+                snap = await lines.until(is_a("snapshot"))
+                assert [m["role"] for m in snap["messages"]] == ["user", "assistant"]
+                await follower.stdin.send_all(b"two\n")
+                end = await lines.until(is_a("agent_end"))
+                assert end["messages"][-1]["content"][0]["text"] == "after the restart"
+                await follower.stdin.aclose()
+                assert await follower.wait() == 0
+                nursery.cancel_scope.cancel()
+    finally:
+        if follower is not None and follower.returncode is None:
+            follower.kill()
+            await follower.wait()
