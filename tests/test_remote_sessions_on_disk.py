@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 
 import pytest
@@ -57,6 +58,10 @@ async def test_a_session_whose_coordinator_died_reopens_from_its_file_on_attach(
             sid = (await peer.call("create", {}))["sessionId"]
             files = os.listdir(tmp_path / "state" / "sessions" / sid)
             assert f"_{sid}.jsonl" in "".join(files) and "owner.json" in files  # the id is the file's id
+            directory = tmp_path / "state" / "sessions" / sid
+            assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+            assert stat.S_IMODE(os.stat(directory.parent).st_mode) == 0o700
+            assert all(stat.S_IMODE(os.stat(directory / f).st_mode) == 0o600 for f in files)
             s = await RemoteSession.attach(peer, sid)
             await s.call("prompt", {"text": "first question"})
             os.kill(kept.sessions[sid].processes["coordinator"].pid, signal.SIGKILL)
