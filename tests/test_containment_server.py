@@ -221,10 +221,19 @@ async def test_a_wrong_or_missing_token_is_refused_and_tokens_are_stored_only_as
 
 async def test_a_client_past_its_session_quota_gets_quota_exceeded(served):
     async with connect(served.url, token=served.tokens["alice"]) as alice, connect(served.url, token=served.tokens["bob"]) as bob:
-        first = (await alice.call("create", {}))["sessionId"]
-        await alice.call("create", {})
-        refused = await _code(alice.call("create", {}))
-        assert refused.code == "quota_exceeded" and "2" in refused.message
+        created, refused = [], []
+
+        async def create() -> None:
+            try:
+                created.append((await alice.call("create", {}))["sessionId"])
+            except RemoteError as exc:
+                refused.append(exc)
+
+        async with trio.open_nursery() as nursery:  # three at once: the quota holds under concurrency
+            for _ in range(3):
+                nursery.start_soon(create)
+        assert len(created) == 2 and [e.code for e in refused] == ["quota_exceeded"] and "2" in refused[0].message
+        first = created[0]
         await bob.call("create", {})  # a quota per identity: bob is not affected
         await alice.call("remove", {"sessionId": first})
         await alice.call("create", {})

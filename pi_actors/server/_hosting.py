@@ -17,7 +17,8 @@ import copy
 import logging
 import socket
 import uuid
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 import trio
 
@@ -73,14 +74,24 @@ class SessionHosting:
     _starting: dict
     _start_limiter: Any
 
-    def _quota(self, identity: Identity) -> None:
-        if identity.admin:
-            return
-        live = sum(1 for s in self.sessions.values() if s.owner == identity.name and s.end_reason is None)
-        if live + self._starting.get(identity.name, 0) >= self.max_sessions:
-            raise RemoteError(
-                "quota_exceeded", f"{identity.name!r} has {self.max_sessions} live sessions, the most allowed; remove one first"
-            )
+    @contextmanager
+    def _reserving(self, identity: Identity | None, owner: str) -> Iterator[None]:
+        """Check ``identity``'s quota (None: no check; admins have none) and hold one of
+        ``owner``'s session slots until the block ends (by then the session is live, or
+        failed), so that concurrent creates cannot overshoot the quota."""
+        if identity is not None and not identity.admin:
+            live = sum(1 for s in self.sessions.values() if s.owner == identity.name and s.end_reason is None)
+            if live + self._starting.get(identity.name, 0) >= self.max_sessions:
+                raise RemoteError(
+                    "quota_exceeded", f"{identity.name!r} has {self.max_sessions} live sessions, the most allowed; remove one first"
+                )
+        self._starting[owner] = self._starting.get(owner, 0) + 1
+        try:
+            yield
+        finally:
+            self._starting[owner] -= 1
+            if not self._starting[owner]:
+                del self._starting[owner]
 
     def _confine(self, cwd: str) -> str:
         try:
@@ -110,20 +121,20 @@ class SessionHosting:
             raise RemoteError("invalid_request", "create needs a cwd (the server has no default)")
         cwd = self._confine(cwd)
         tool_host = args.get("toolHost") if isinstance(args.get("toolHost"), str) else None
-        self._quota(identity)
-        try:
-            config = self.make_config(cwd)
-        except Exception as exc:
-            raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
-        record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
-        session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
-        try:
-            await self._start(session, self._session_config(config, record), identity.name)
-        except BaseException:
-            if record is not None and self.index is not None:
-                with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(self.index.delete, record)
-            raise
+        with self._reserving(identity, identity.name):
+            try:
+                config = self.make_config(cwd)
+            except Exception as exc:
+                raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
+            record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
+            session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
+            try:
+                await self._start(session, self._session_config(config, record))
+            except BaseException:
+                if record is not None and self.index is not None:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self.index.delete, record)
+                raise
         return {"sessionId": session.id}
 
     async def _reopen(self, record: SessionRecord, identity: Identity) -> _Session:
@@ -133,24 +144,22 @@ class SessionHosting:
             raise RemoteError("server_draining", "the server is shutting down")
         opening = self._opening[record.id] = trio.Event()
         try:
-            cwd = self._confine(record.cwd)
-            if identity.name == record.owner:
-                self._quota(identity)
-            try:
-                config = self.make_config(cwd)
-            except Exception as exc:
-                raise RemoteError("invalid_request", f"cannot configure session {record.id} in {cwd}: {exc}") from None
-            session = _Session(record.id, cwd, record.toolHost, record.owner, record)
-            await self._start(session, self._session_config(config, record), record.owner)
+            cwd = self._confine(record.cwd)  # (the root may have changed since)
+            with self._reserving(identity if identity.name == record.owner else None, record.owner):
+                try:
+                    config = self.make_config(cwd)
+                except Exception as exc:
+                    raise RemoteError("invalid_request", f"cannot configure session {record.id} in {cwd}: {exc}") from None
+                session = _Session(record.id, cwd, record.toolHost, record.owner, record)
+                await self._start(session, self._session_config(config, record))
             log.info("server: reopened session %s from %s", record.id, record.file)
             return session
         finally:
             del self._opening[record.id]
             opening.set()
 
-    async def _start(self, session: _Session, config: dict, owner: str) -> None:
+    async def _start(self, session: _Session, config: dict) -> None:
         assert self._nursery is not None
-        self._starting[owner] = self._starting.get(owner, 0) + 1
         try:
             async with self._start_limiter:
                 await self._nursery.start(self._host_session, session, config)
@@ -158,10 +167,6 @@ class SessionHosting:
             raise
         except Exception as exc:
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
-        finally:
-            self._starting[owner] -= 1
-            if not self._starting[owner]:
-                del self._starting[owner]
 
     async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         from ..cli._supervisor import open_local_runtime

@@ -110,6 +110,7 @@ SERVER_METHODS = {
 }
 _KNOWN_SERVER_METHODS = frozenset().union(*SERVER_METHODS.values())
 
+
 class Server(SessionHosting):
     """Hosts sessions; ``make_config(cwd)`` gives the actor configuration of a new session.
 
