@@ -217,3 +217,24 @@ async def test_an_attached_client_follows_its_session_across_a_graceful_server_r
         if follower is not None and follower.returncode is None:
             follower.kill()
             await follower.wait()
+
+
+async def test_a_forked_session_reopens_the_fork(kept, scripted, tmp_path):
+    scripted.script += [Reply(text="a1"), Reply(text="a2"), Reply(text="a3")]
+    with trio.fail_after(120):
+        async with connect(kept.url, token="tok") as peer:
+            sid = (await peer.call("create", {}))["sessionId"]
+            s = await RemoteSession.attach(peer, sid)
+            await s.call("prompt", {"text": "q1"})
+            await s.call("prompt", {"text": "q2"})
+            second = [m for m in (await s.call("fork_messages"))["messages"] if m["text"] == "q2"][0]
+            forked = await s.call("fork", {"entryId": second["entryId"]})
+            assert forked["text"] == "q2" and os.path.dirname(forked["path"]) == str(tmp_path / "state" / "sessions" / sid)
+            os.kill(kept.sessions[sid].processes["coordinator"].pid, signal.SIGKILL)
+            while sid in kept.sessions:
+                await kept.sessions[sid].ended.wait()
+            again = await RemoteSession.attach(peer, sid)
+            texts = [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in (await again.call("get_messages"))["messages"]]
+            assert texts == ["q1", "a1"]
+            await again.call("prompt", {"text": "q3"})
+            assert _texts(scripted.requests[-1])[-3:] == ["q1", "a1", "q3"]
