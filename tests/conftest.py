@@ -99,16 +99,31 @@ def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=N
     )
 
 
+def served_credentials():
+    """In-memory server credentials: client "tester" (token "tok"), tool host "h1" (token
+    "h1-tok"), admin "root" (token "admin-tok")."""
+    from pi_actors.server import Credentials
+
+    creds = Credentials()
+    creds.add("tester", "client", token="tok")
+    creds.add("h1", "tool-host", token="h1-tok")
+    creds.add("root", "admin", token="admin-tok")
+    return creds
+
+
 @pytest.fixture
 async def server(scripted, tmp_path, nursery):
-    """A session server (``pi_actors.server.Server``) on a WebSocket at 127.0.0.1, token
-    "tok"; ``server.url`` is its address. Sessions run the scripted model."""
+    """A session server (``pi_actors.server.Server``) on a WebSocket at 127.0.0.1 with the
+    ``served_credentials`` (client token "tok", tool host h1's "h1-tok"); ``server.url`` is its
+    address; sessions work in ``tmp_path/served`` (its root). Sessions run the scripted model."""
     from pi_actors.server import Server
 
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    served = tmp_path / "served"
+    served.mkdir()
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=served_credentials())
     cm = srv.running()
     await cm.__aenter__()
-    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
     srv.url = f"ws://127.0.0.1:{ws.port}/"
     yield srv
     await cm.__aexit__(None, None, None)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 
 import trio
@@ -38,7 +40,7 @@ class Lines:
                 return obj
 
 
-async def test_serve_prints_token_and_address_and_attach_p_runs_a_prompt(env, scripted, tmp_path):
+async def test_serve_prints_its_admin_token_file_and_address_and_attach_p_runs_a_prompt(env, scripted, tmp_path):
     scripted.script += [Reply(text="remote answer")]
     sock = tmp_path / "run" / "s.sock"
     proc = await trio.lowlevel.open_process(
@@ -48,11 +50,14 @@ async def test_serve_prints_token_and_address_and_attach_p_runs_a_prompt(env, sc
     try:
         with trio.fail_after(60):
             out = Lines(proc.stdout)
-            token = (await out.next()).removeprefix("token: ")
+            token_file = (await out.next()).removeprefix("admin token file: ")
+            assert token_file == str(env.home / "server" / "admin.token")
+            assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+            assert len(open(token_file).read().strip()) >= 32
             url = (await out.next()).removeprefix("listening: ")
             unix = (await out.next()).removeprefix("listening: ")
             assert url.startswith("ws://127.0.0.1:") and unix == f"unix:{sock}"
-            done = await env.run("attach", url, "--token", token, "--new", "-p", "hi")
+            done = await env.run("attach", url, "--token-file", token_file, "--new", "-p", "hi")
             assert done.returncode == 0, done.stderr
             assert done.stdout.decode().strip() == "remote answer"
             bad = await env.run("attach", url, "--token", "wrong", "--new", "-p", "hi")

@@ -17,15 +17,20 @@ from pi_actors.server.client import RemoteSession, connect
 from pi_actors.server.testing import bad_inputs, raw_exchange
 from pi_actors.testing.scripted_server import Reply
 
-from conftest import actor_config
+from conftest import actor_config, served_credentials
 
 
 @pytest.fixture
 async def server(scripted, tmp_path, nursery):
-    srv = Server(lambda cwd: actor_config(scripted, cwd, tools=()), default_cwd=str(tmp_path), shutdown_grace=1.0, send_queue=64)
+    served = tmp_path / "served"
+    served.mkdir()
+    srv = Server(
+        lambda cwd: actor_config(scripted, cwd, tools=()), default_cwd=str(served), shutdown_grace=1.0, send_queue=64,
+        credentials=served_credentials(),
+    )
     cm = srv.running()
     await cm.__aenter__()
-    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, "tok")
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
     path = str(tmp_path / "s" / "server.sock")
     await nursery.start(srv.serve_unix, path)
     srv.url = f"ws://127.0.0.1:{ws.port}/"
@@ -232,4 +237,5 @@ async def test_killing_a_sessions_worker_ends_its_attachments_and_others_continu
             await sb.call("prompt", {"text": "hello"})
             msgs = (await sb.call("get_messages"))["messages"]
             assert msgs[-1]["content"][0]["text"] == "still here"
-            assert [s["id"] for s in (await a.call("list"))["sessions"]] == [alive]
+            assert [s["id"] for s in (await b.call("list"))["sessions"]] == [alive]  # (b, the local admin, sees all)
+            assert (await a.call("list"))["sessions"] == []  # (alive is not a's; doomed is gone)

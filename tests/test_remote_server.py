@@ -15,17 +15,19 @@ from pi_actors.server import Server
 from pi_actors.server.client import ConnectionRefused, RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 
-from conftest import actor_config
+from conftest import actor_config, served_credentials
 
-TOKEN = "s3cret-token"
+TOKEN = "tok"  # the client "tester" of served_credentials
 
 
 @pytest.fixture
 async def server(scripted, tmp_path, nursery):
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path), shutdown_grace=1.0)
+    served = tmp_path / "served"
+    served.mkdir()
+    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=served_credentials())
     cm = srv.running()
     await cm.__aenter__()
-    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, TOKEN)
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
     sock_dir = tmp_path / "sock"
     await nursery.start(srv.serve_unix, str(sock_dir / "server.sock"))
     srv.url = f"ws://127.0.0.1:{ws.port}/"

@@ -16,9 +16,19 @@ from pi_actors.testing.wire_formats import ScriptToolCall
 from conftest import CLI
 
 
+def _token_file(workspace):
+    """Tool host h1's own credential ("h1-tok" in conftest.served_credentials), in a 0600 file
+    beside its workspace."""
+    path = workspace.parent / "h1.token"
+    if not path.exists():
+        path.write_text("h1-tok\n")
+        path.chmod(0o600)
+    return path
+
+
 async def _start_host(server, env, workspace):
     proc = await trio.lowlevel.open_process(
-        [CLI, "tool-host", "--connect", server.url, "--token", "tok", "--name", "h1", "--workspace", str(workspace), "--sandbox", "off"],
+        [CLI, "tool-host", "--connect", server.url, "--token-file", str(_token_file(workspace)), "--name", "h1", "--workspace", str(workspace), "--sandbox", "off"],
         stdout=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )
     with trio.fail_after(30):
@@ -104,7 +114,7 @@ async def test_the_tool_host_sandbox_confines_writes_to_its_workspace(server, sc
             Reply(text="ok"),
         ]
         proc = await trio.lowlevel.open_process(
-            [CLI, "tool-host", "--connect", server.url, "--token", "tok", "--name", "h1", "--workspace", str(workspace), "--sandbox", "workspace-write"],
+            [CLI, "tool-host", "--connect", server.url, "--token-file", str(_token_file(workspace)), "--name", "h1", "--workspace", str(workspace), "--sandbox", "workspace-write"],
             stdout=subprocess.DEVNULL, env=env.env, cwd=env.work,
         )
         try:

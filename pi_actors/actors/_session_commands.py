@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 import msgspec
+import trio
 
 from ..ai import types as T
 from ..runtime import RemoteError
@@ -267,20 +268,35 @@ class SessionCommands:
         return {}
 
     async def export_html(self, args: dict) -> dict:
-        """The session's current branch as a self-contained HTML file; ``{path}``."""
-        from ..coding.export_html import export_html
+        """The session's current branch as a self-contained HTML file; ``{path}``.
+
+        Without ``outputPath`` the file goes next to the session file (or, for a session the
+        configuration's ``exports.dir`` names, in that directory — a served session's own
+        directory), named after the session, created exclusively (``O_EXCL``; ``-1``, ``-2``,
+        … are appended rather than overwrite anything) and never through a symlink. An
+        ``outputPath`` is the local user's choice and is honoured unless ``exports.callerPath``
+        is false (a served session: ``invalid_args``)."""
+        from ..coding.export_html import export_html, render_html
 
         tree = await self.c.store.call("entries")
         header = (self.c.session or {}).get("header") or {}
+        exports = self.c.config.get("exports") or {}
         path = args.get("outputPath")
-        if not isinstance(path, str) or not path:
-            base = (self.c.session or {}).get("path")
-            path = (base[: -len(".jsonl")] if base else os.path.join(self.c.cwd, f"pi-session-{header.get('id', 'export')}")) + ".html"
-        try:
-            written = export_html(header, tree["entries"], path, tree.get("leafId"))
-        except OSError as exc:
-            raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
-        return {"path": written}
+        if isinstance(path, str) and path:
+            if exports.get("callerPath") is False:
+                raise RemoteError("invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory")
+            try:
+                written = export_html(header, tree["entries"], path, tree.get("leafId"))
+            except OSError as exc:
+                raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
+            return {"path": written}
+        base = (self.c.session or {}).get("path")
+        stem = os.path.basename(base)[: -len(".jsonl")] if base else f"pi-session-{header.get('id', 'export')}"
+        directory = exports.get("dir") if "dir" in exports else (os.path.dirname(base) if base else self.c.cwd)
+        if not directory:
+            raise RemoteError("write_failed", "export_html: this session has no directory to write the export in")
+        html = render_html(header, tree["entries"], tree.get("leafId")).encode("utf-8")
+        return {"path": await trio.to_thread.run_sync(_write_new, directory, stem, html)}
 
     # -- !cmd ----------------------------------------------------------------------------------
 
@@ -336,3 +352,24 @@ def _clamp_level(level: str, model: T.Model | None) -> str:
     if level == "xhigh" and not supports_xhigh(model):
         return "high"
     return level
+
+
+def _write_new(directory: str, stem: str, data: bytes) -> str:
+    """Write ``data`` to a new file ``directory/stem[-N].html`` (O_EXCL, no symlink followed
+    at the last component); RemoteError ``write_failed`` if that cannot be done."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    for n in range(100):
+        path = os.path.join(directory, f"{stem}{'' if n == 0 else f'-{n}'}.html")
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
+        return path
+    raise RemoteError("write_failed", f"export_html: {directory} already holds 100 exports named {stem}")

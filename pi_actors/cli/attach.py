@@ -2,8 +2,13 @@
 
 Usage::
 
-    pi-actors attach ws://HOST:PORT/ [--token T | env PI_ACTORS_TOKEN] [--session ID | --new]
+    pi-actors attach ws://HOST:PORT/ [--token-file FILE | env PI_ACTORS_TOKEN] [--session ID | --new]
                      [--cwd DIR] [--tool-host NAME] [-p] [--mode text|json] [messages...]
+
+The token: ``--token-file`` (a file holding it, e.g. one ``pi-actors serve token add``
+wrote), else ``$PI_ACTORS_TOKEN`` (``--token`` also works, but puts it on the command line
+where other local users can see it). ``--session ID`` attaches to a session the server
+holds, running or on disk (after a server restart it is reopened with its whole history).
 
 ``-p`` (or ``--mode json`` with messages): headless — run the messages as prompts on the
 session and print the answer (``-p``) or every event as a JSON line; a disconnect fails the
@@ -41,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("url", help="ws://HOST:PORT/ or unix:PATH")
     p.add_argument("messages", nargs="*")
-    p.add_argument("--token", default=os.environ.get("PI_ACTORS_TOKEN"), help="bearer token (default: $PI_ACTORS_TOKEN)")
+    p.add_argument("--token-file", help="file holding the bearer token (default: $PI_ACTORS_TOKEN)")
+    p.add_argument("--token", help=argparse.SUPPRESS)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--session", help="the session id to attach to")
     group.add_argument("--new", action="store_true", help="create a new session (the default without --session)")
@@ -50,6 +56,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--print", dest="print_mode", action="store_true")
     p.add_argument("--mode", choices=["text", "json"], default="text")
     return p
+
+
+def resolve_token(args: argparse.Namespace) -> str | None:
+    """The bearer token: ``--token``, else the file ``--token-file``, else $PI_ACTORS_TOKEN.
+    Raises ``ConfigError`` for a token file that cannot be read or is empty."""
+    from ._config import ConfigError
+
+    if getattr(args, "token", None):
+        return args.token
+    if getattr(args, "token_file", None):
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read --token-file: {exc.strerror or exc}") from None
+        if not token:
+            raise ConfigError(f"--token-file {args.token_file} is empty")
+        return token
+    return os.environ.get("PI_ACTORS_TOKEN") or None
 
 
 def _create_args(args: argparse.Namespace) -> dict:
@@ -63,7 +87,7 @@ def _create_args(args: argparse.Namespace) -> dict:
 
 async def _headless(args: argparse.Namespace) -> int:
     from ..actors._event_wire import AgentEventRebuilder
-    from ..runtime import ConnectionLost, RemoteError
+    from ..runtime import RemoteError
     from ..server.client import RemoteSession, connect
     from ._render import JsonRenderer, PrintRenderer
 
@@ -79,13 +103,23 @@ async def _headless(args: argparse.Namespace) -> int:
                     async for event in call:
                         renderer.event(rebuild.apply(event))
                     await call.result()
-    except ConnectionLost as exc:
-        print(f"Error: {exc.message}", file=sys.stderr)
-        return 1
-    except RemoteError as exc:
-        print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
+    except (RemoteError, BaseExceptionGroup) as exc:
+        _report(exc)
         return 1
     return renderer.finish()
+
+
+def _report(exc: BaseException) -> None:
+    """Print a refusal or a lost connection (possibly inside exception groups) as one line
+    on stderr; re-raise anything else (a bug deserves its traceback)."""
+    from ..runtime import ConnectionLost, RemoteError
+    from ..server.remote_ui import leaf_errors
+
+    leaves = leaf_errors(exc)
+    if not all(isinstance(leaf, RemoteError) for leaf in leaves):
+        raise exc
+    first = leaves[0]
+    print(f"Error: {first.message}" if isinstance(first, ConnectionLost) else f"Error: {first.message} ({first.code})", file=sys.stderr)
 
 
 class _LineView:
@@ -162,8 +196,8 @@ async def _line_mode(args: argparse.Namespace) -> int:
                 args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive
             )
             nursery.cancel_scope.cancel()
-    except RemoteError as exc:
-        print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
+    except (RemoteError, BaseExceptionGroup) as exc:
+        _report(exc)
         return 1
     return 0
 
@@ -187,6 +221,7 @@ def main(argv: list[str]) -> int:
     from .interactive import use_tui
 
     args = build_parser().parse_intermixed_args(argv)
+    args.token = resolve_token(args)
     if args.print_mode or (args.mode == "json" and args.messages):
         if not args.messages:
             print("Error: -p needs a prompt", file=sys.stderr)

@@ -2,21 +2,32 @@
 
 Usage::
 
-    pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--token-file FILE]
+    pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--state-dir DIR] [--root DIR]
+                    [--token-file FILE] [--max-sessions N]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
+    pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
+    pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
-``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token (from
-``--token-file``, else generated) is checked on the upgrade. A generated token is printed as
-``token: …`` at start. ``--unix`` serves a 0600 socket in a 0700 directory (its permissions
-are the authentication). At start the server prints one ``listening: ADDRESS`` line per
-listener (port 0 picks a free port) and flushes, so a supervisor can read it.
+State (``--state-dir``, default ``$PI_ACTORS_DIR/server``, 0700): ``credentials.json`` (0600:
+every identity's name, role and token hash), ``admin.token`` (created with an admin token on
+the first start; ``serve`` prints where it is, never the token) and ``sessions/`` (one 0700
+directory per session: its file and its owner; sessions outlive the server and reopen on
+``attach``). ``serve token add`` mints a token for a client or a tool host and writes it to
+a new 0600 file (default ``<state dir>/tokens/NAME.token``), printing only the file's path.
+
+``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token is
+checked on the upgrade against the credentials (``--token-file`` adds one admin token).
+``--unix`` serves a 0600 socket in a 0700 directory (the local owner: admin). Sessions work
+inside ``--root`` (default: the directory serve starts in; never ``/``); ``--cwd`` is the
+default working directory of new sessions (default: the root). At start the server prints
+``admin token file: PATH`` and one ``listening: ADDRESS`` line per listener (port 0 picks a
+free port) and flushes, so a supervisor can read them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 from typing import Any
 
@@ -27,30 +38,61 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
-    p.add_argument("--token-file", help="file holding the bearer token (default: generate one and print it)")
+    p.add_argument("--token-file", help="also accept the token in this file, as an admin token")
+    p.add_argument("--state-dir", help="credentials and sessions (default: $PI_ACTORS_DIR/server)")
+    p.add_argument("--root", help="sessions must work inside this directory (default: here)")
+    p.add_argument("--max-sessions", type=int, default=16, help="live sessions per client identity (default 16)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
     p.add_argument("--tools", help="comma-separated tools of new sessions (default: read,bash,edit,write)")
     p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
     p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
-    p.add_argument("--cwd", help="default working directory of new sessions (default: here)")
+    p.add_argument("--cwd", help="default working directory of new sessions (default: the root)")
     p.add_argument("--send-queue", type=int, default=1024, help="per-client send queue bound (items)")
     return p
 
 
-def _token(args: argparse.Namespace) -> tuple[str, bool]:
+def _state_dir(value: str | None) -> str:
+    from ._config import agent_dir
+
+    path = os.path.abspath(value or os.path.join(agent_dir(), "server"))
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _extra_token(args: argparse.Namespace) -> tuple[str, ...]:
     from ._config import ConfigError
 
-    if args.token_file:
-        try:
-            token = open(args.token_file, encoding="utf-8").read().strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read --token-file: {exc}") from None
-        if not token:
-            raise ConfigError(f"--token-file {args.token_file} is empty")
-        return token, False
-    return secrets.token_urlsafe(24), True
+    if not args.token_file:
+        return ()
+    try:
+        token = open(args.token_file, encoding="utf-8").read().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read --token-file: {exc}") from None
+    if not token:
+        raise ConfigError(f"--token-file {args.token_file} is empty")
+    return (token,)
+
+
+def _credentials(state: str, extra: tuple[str, ...]) -> tuple[Any, str]:
+    """The server's credentials; on the first start, an admin identity whose token is
+    written to ``<state>/admin.token``. Returns (credentials, admin token file)."""
+    from ..server._auth import Credentials, CredentialsError, write_token_file
+    from ._config import ConfigError
+
+    admin_file = os.path.join(state, "admin.token")
+    try:
+        creds = Credentials(os.path.join(state, "credentials.json"), extra_admin_tokens=extra)
+        if not any(i.name == "admin" for i in creds.identities()):
+            if os.path.exists(admin_file):
+                os.unlink(admin_file)  # a token of a credentials file that is gone
+            token = creds.add("admin", "admin")
+            write_token_file(admin_file, token)
+    except (CredentialsError, OSError) as exc:
+        raise ConfigError(f"server credentials: {exc}") from None
+    return creds, admin_file
 
 
 def make_config_factory(args: argparse.Namespace) -> Any:
@@ -96,14 +138,27 @@ async def serve(args: argparse.Namespace) -> int:
     import trio
 
     from ..server import Server
+    from ..server._confine import CwdRefused
+    from ._config import ConfigError, agent_dir
 
     if not args.listen and not args.unix:
         from .main import UsageError
 
         raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
-    token, generated = _token(args)
+    state = _state_dir(args.state_dir)
+    creds, admin_file = _credentials(state, _extra_token(args))
     make = make_config_factory(args)
-    server = Server(make, default_cwd=os.path.abspath(args.cwd or os.getcwd()), send_queue=args.send_queue)
+    root = os.path.abspath(args.root or os.getcwd())
+    hidden = [state, *([os.path.abspath(args.token_file)] if args.token_file else [])]
+    try:
+        server = Server(
+            make, default_cwd=os.path.abspath(args.cwd) if args.cwd else None, root=root, send_queue=args.send_queue,
+            credentials=creds, state_dir=None if args.no_session else state, agent_dir=agent_dir(), hidden=hidden,
+            max_sessions=args.max_sessions,
+        )
+    except CwdRefused as exc:
+        raise ConfigError(str(exc)) from None
+    print(f"admin token file: {admin_file}", flush=True)
     async with server.running():
         async with trio.open_nursery() as nursery:
             if args.listen:
@@ -112,9 +167,7 @@ async def serve(args: argparse.Namespace) -> int:
                     from .main import UsageError
 
                     raise UsageError(f"--listen wants HOST:PORT, not {args.listen!r}")
-                ws = await nursery.start(server.serve_websocket, host, int(port), token)
-                if generated:
-                    print(f"token: {token}", flush=True)
+                ws = await nursery.start(server.serve_websocket, host, int(port), None)
                 print(f"listening: ws://{host}:{ws.port}/", flush=True)
             if args.unix:
                 path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
@@ -122,8 +175,61 @@ async def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_token_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pi-actors serve token", description="Manage the server's credentials.")
+    p.add_argument("--state-dir", help="the server's state directory (default: $PI_ACTORS_DIR/server)")
+    sub = p.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="mint a token for a new identity; prints the path of the 0600 file holding it")
+    add.add_argument("name")
+    add.add_argument("--role", choices=["client", "tool-host", "admin"], default="client")
+    add.add_argument("--tool-host", help="the tool host name a tool-host token may register (default: NAME)")
+    add.add_argument("--out", help="file to write the token to (created, 0600; default: STATE/tokens/NAME.token)")
+    add.add_argument("--state-dir", dest="state_dir_sub", help=argparse.SUPPRESS)
+    rm = sub.add_parser("remove", help="revoke an identity's token")
+    rm.add_argument("name")
+    rm.add_argument("--state-dir", dest="state_dir_sub", help=argparse.SUPPRESS)
+    ls = sub.add_parser("list", help="the identities (names and roles; never tokens)")
+    ls.add_argument("--state-dir", dest="state_dir_sub", help=argparse.SUPPRESS)
+    return p
+
+
+def token_main(argv: list[str]) -> int:
+    """``pi-actors serve token add|remove|list``."""
+    from ..server._auth import Credentials, CredentialsError, write_token_file
+
+    args = build_token_parser().parse_args(argv)
+    state = _state_dir(getattr(args, "state_dir_sub", None) or args.state_dir)
+    try:
+        creds = Credentials(os.path.join(state, "credentials.json"))
+        if args.action == "list":
+            for i in creds.identities():
+                print(f"{i.name}\t{i.role}" + (f"\t{i.tool_host}" if i.tool_host else ""))
+            return 0
+        if args.action == "remove":
+            creds.remove(args.name)
+            print(f"removed {args.name}")
+            return 0
+        out = os.path.abspath(args.out) if args.out else os.path.join(state, "tokens", f"{args.name}.token")
+        if os.path.exists(out):
+            raise CredentialsError(f"{out} exists already; choose another --out")
+        os.makedirs(os.path.dirname(out), mode=0o700, exist_ok=True)
+        token = creds.add(args.name, args.role, tool_host=args.tool_host)
+        try:
+            write_token_file(out, token)
+        except OSError:
+            creds.remove(args.name)
+            raise
+    except (CredentialsError, OSError) as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    print(out)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     import trio
 
+    if argv and argv[0] == "token":
+        return token_main(argv[1:])
     args = build_parser().parse_args(argv)
     return trio.run(serve, args)

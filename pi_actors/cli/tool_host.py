@@ -2,8 +2,13 @@
 
 Usage::
 
-    pi-actors tool-host --connect ws://HOST:PORT/ --token T --name NAME --workspace DIR
+    pi-actors tool-host --connect ws://HOST:PORT/ --token-file FILE --name NAME --workspace DIR
                         [--sandbox off|read-only|workspace-write] [--allow-network]
+
+The token (``--token-file``, else ``$PI_ACTORS_TOKEN``) is a tool-host credential minted
+for NAME (``pi-actors serve token add NAME --role tool-host``): it lets this host register
+as NAME and nothing else, and no other connection can take NAME over while it is connected.
+The token file and ``$PI_ACTORS_DIR`` are hidden from the tools' sandbox.
 
 It starts a local tool pool (the ordinary pool and worker processes, with the sandbox policy
 rooted at ``--workspace``), connects to the server with hello role ``tool-host`` and name
@@ -26,7 +31,8 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
     p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/ or unix:PATH of the server")
-    p.add_argument("--token", default=os.environ.get("PI_ACTORS_TOKEN"))
+    p.add_argument("--token-file", help="file holding the tool host's token (default: $PI_ACTORS_TOKEN)")
+    p.add_argument("--token", help=argparse.SUPPRESS)
     p.add_argument("--name", required=True)
     p.add_argument("--workspace", required=True, help="directory the tools work in")
     p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
@@ -48,7 +54,16 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     if not os.path.isdir(workspace):
         print(f"Error: --workspace {workspace} is not a directory", file=sys.stderr)
         return 1
-    policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network)
+    from ._config import ConfigError, agent_dir
+    from .attach import resolve_token
+
+    try:
+        token = resolve_token(args)
+    except ConfigError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    hidden = tuple(os.path.abspath(p) for p in (args.token_file, agent_dir()) if p)
+    policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network, hidden=hidden)
     config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}
     async with trio.open_nursery() as nursery:
         ours, theirs = link_pair()
@@ -77,7 +92,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
             delay = 0.2
             while not pool.closed_event.is_set():
                 try:
-                    async with connect(args.connect, token=args.token, role="tool-host", name=args.name, handler=handle) as server:
+                    async with connect(args.connect, token=token, role="tool-host", name=args.name, handler=handle) as server:
                         await server.call("register_tool_host", {"tools": sorted(TOOL_SPECS)})
                         print(f"registered as {args.name} (workspace {workspace}, sandbox {policy.mode})", flush=True)
                         delay = 0.2
@@ -91,6 +106,12 @@ async def run_tool_host(args: argparse.Namespace) -> int:
                     print(f"cannot connect: {exc.message}; retrying in {delay:g} s", file=sys.stderr, flush=True)
                 except ConnectionLost as exc:
                     print(f"connection lost: {exc.message}; retrying in {delay:g} s", file=sys.stderr, flush=True)
+                except RemoteError as exc:
+                    if exc.code in ("forbidden", "method_not_allowed", "invalid_request"):
+                        print(f"Error: the server refused to register {args.name}: {exc.message} ({exc.code})", file=sys.stderr)
+                        nursery.cancel_scope.cancel()
+                        return 1
+                    print(f"registration failed: {exc.message}; retrying in {delay:g} s", file=sys.stderr, flush=True)
                 await trio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         nursery.cancel_scope.cancel()

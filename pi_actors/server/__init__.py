@@ -1,7 +1,8 @@
 """The server actor: hosts sessions that remote clients attach to, and routes tool calls to
 remote tool hosts. See ``_server`` for the service surface and ``client`` for the client side."""
 
+from ._auth import Credentials, CredentialsError, Identity
 from ._server import SESSION_METHODS, Server
 from .client import connect, parse_address
 
-__all__ = ["Server", "SESSION_METHODS", "connect", "parse_address"]
+__all__ = ["Server", "SESSION_METHODS", "Credentials", "CredentialsError", "Identity", "connect", "parse_address"]

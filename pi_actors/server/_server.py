@@ -1,35 +1,60 @@
 """The server actor: session registry, attachments, routing, bounded fan-out, tool hosts.
 
-Transport: any ``trio.abc.Stream`` (``serve_stream``); ``serve_websocket`` checks a bearer
-token on the upgrade (401 before any frame) and carries frames in binary messages;
-``serve_unix`` listens on a 0600 socket in a 0700 directory. Every connection opens with our
-hello (``open_peer``, side "server"); a bad hello gets ``hello_error`` and the connection
-closes, the server keeps serving.
+Transport: any ``trio.abc.Stream`` (``serve_stream(stream, identity)``); ``serve_websocket``
+authenticates the bearer token of the upgrade against the server's :class:`Credentials`
+(401 before any frame) and hands the connection its :class:`Identity`; ``serve_unix``
+listens on a 0600 socket in a 0700 directory, whose connections are the local owner
+(``LOCAL_ADMIN``). Every connection opens with our hello (``open_peer``, side "server"); a
+bad hello gets ``hello_error`` and the connection closes, the server keeps serving.
+
+Roles (the identity's, not the hello's): ``tool-host`` connections may only call
+``register_tool_host`` (under the one name their credential names); ``client`` and
+``admin`` connections call the methods below. A client sees and uses only the sessions it
+created (its identity owns them); an admin sees and uses all. Anything else is refused:
+``method_not_allowed`` (a method this role may not call), ``forbidden`` (another identity's
+session or tool host).
 
 Server-scoped calls (``target`` ""):
 
-``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments}],
-                                 toolHosts: [{name, tools}]}``
-``create {cwd?, toolHost?}``   → ``{sessionId}``: spawns the session's actors (coordinator,
-                                 store, provider, and a tool pool unless ``toolHost`` names a
-                                 remote tool host, which then runs the session's tool calls).
-``remove {sessionId}``         → ``{}``: ends every attachment on it, stops its processes.
+``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments, live, owner}],
+                                 toolHosts: [{name, tools}]}``: the caller's sessions, live
+                                 ones and (with a state directory) those on disk.
+``create {cwd?, toolHost?}``   → ``{sessionId}``: ``cwd`` (default: the server's default)
+                                 must resolve inside the server's root (``_confine``), else
+                                 ``invalid_request``; more than ``max_sessions`` live sessions
+                                 of one (non-admin) identity: ``quota_exceeded``. Spawns the
+                                 session's actors (coordinator, store, provider, and a tool
+                                 pool unless ``toolHost`` names a remote tool host). With a
+                                 state directory the session's id is its session file's id
+                                 (``_registry``).
+``remove {sessionId}``         → ``{}``: ends every attachment on it, stops its processes,
+                                 deletes its directory.
 ``attach {sessionId}``         → ``{sessionId, attachmentId}``: a fresh id (re-attaching the
                                  session already held keeps the id); replaces this
-                                 connection's previous attachment.
+                                 connection's previous attachment. A session that is on disk
+                                 but not running (the server restarted, or its coordinator
+                                 died) is reopened from its file, whole history included.
 ``detach {}``                  → ``{}``.
-``register_tool_host {tools}`` → ``{}``: from a connection whose hello role is "tool-host";
-                                 its hello ``name`` is the host's name. A host that
-                                 reconnects replaces its old connection.
+``register_tool_host {tools}`` → ``{}``: under the credential's tool host name (an admin
+                                 connection: its hello ``name``). A name held by a live
+                                 connection of another identity is ``forbidden``; the same
+                                 identity reconnecting replaces its old connection.
 
 While the server shuts down, ``create`` and ``attach`` are refused with ``server_draining``.
 
 Session-scoped calls: ``target`` = the session id, ``args.attachmentId`` = this connection's
-current attachment to it, else ``session_not_attached``. Session calls (``SESSION_METHODS``
-lists the usual ones; any other method is passed on too) are forwarded to the session's coordinator (``attachmentId`` removed), chunks relayed, result
-returned; a cancel is relayed to the coordinator. ``subscribe`` gives the coordinator's
-snapshot (sequence N) and then every update N+1, N+2, … A session whose processes die (or
-that is removed) fails its attachments' calls and subscriptions with ``session_terminated``.
+current attachment to it, else ``session_not_attached``. Only ``SESSION_METHODS`` are
+forwarded to the session's coordinator (``attachmentId`` removed), anything else is
+``method_not_allowed``; ``export_html`` takes no ``outputPath`` from a remote client
+(``invalid_args``): the coordinator writes it, exclusively, in the session's directory.
+Chunks are relayed, the result returned; a cancel is relayed to the coordinator.
+``subscribe`` gives the coordinator's snapshot (sequence N) and then every update N+1, N+2,
+… A session whose processes die (or that is removed) fails its attachments' calls and
+subscriptions with ``session_terminated``.
+
+Containment: every session's sandbox hides the server's private paths (``hidden_paths``:
+the state directory with its credentials and session directories, every unix socket's
+directory, token files, the agent directory).
 
 Fan-out and slow clients: every chunk to a client goes through that connection's bounded send
 queue (``send_queue`` items), drained by one writer task; a client whose queue overflows is
@@ -38,12 +63,16 @@ only after its chunks have left the queue.
 
 Errors: any unexpected failure in a handler becomes ``internal`` for that call; a connection's
 failure never ends the server.
+
+Modules: ``_auth`` (identities, credentials), ``_confine`` (working directories),
+``_registry`` (sessions on disk), ``_hosting`` (starting/reopening sessions, the tool proxy),
+``_fanout`` (a connection's bounded send queue); this one routes calls.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
+import os
 import uuid
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
@@ -51,7 +80,12 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
-from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream, bearer_token_ok
+from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
+from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
+from ._confine import check_root
+from ._fanout import _Client
+from ._hosting import SessionHosting, _Session
+from ._registry import SessionIndex
 
 __all__ = ["Server", "SESSION_METHODS"]
 
@@ -61,72 +95,32 @@ SESSION_METHODS = frozenset(
     {
         "prompt", "continue", "steer", "follow_up", "abort", "abort_retry", "compact", "set_model",
         "set_thinking_level", "get_state", "get_messages", "subscribe", "session", "tree", "navigate",
-        "label", "fork", "fork_messages", "get_available_models",
+        "label", "fork", "fork_messages", "get_available_models", "get_session_stats", "get_last_assistant_text",
+        "set_session_name", "set_queue_mode", "set_auto", "bash", "export_html",
     }
 )
+"""The coordinator methods a remote client may call on its session. Not in it, for example:
+``new_session``/``switch_session`` (they would point the session at another, caller-named
+file; use ``create``/``attach``)."""
 
-_FLUSHED = object()
-
-
-class _Session:
-    def __init__(self, session_id: str, cwd: str, tool_host: str | None) -> None:
-        self.id = session_id
-        self.cwd = cwd
-        self.tool_host = tool_host
-        self.peer: Peer | None = None
-        self.processes: dict[str, Any] = {}
-        self.attachments: dict[str, "_Client"] = {}
-        self.scope = trio.CancelScope()
-        self.ended = trio.Event()
-        self.end_reason: str | None = None
-
-    def info(self) -> dict:
-        return {"id": self.id, "cwd": self.cwd, "toolHost": self.tool_host, "attachments": len(self.attachments)}
+SERVER_METHODS = {
+    "admin": frozenset({"list", "create", "remove", "attach", "detach", "register_tool_host"}),
+    "client": frozenset({"list", "create", "remove", "attach", "detach"}),
+    "tool-host": frozenset({"register_tool_host"}),
+}
+_KNOWN_SERVER_METHODS = frozenset().union(*SERVER_METHODS.values())
 
 
-class _Client:
-    def __init__(self, server: "Server", queue_size: int) -> None:
-        self.server = server
-        self.peer: Peer | None = None
-        self.scope = trio.CancelScope()
-        self.attachment: tuple[str, str] | None = None
-        self.send, self.recv = trio.open_memory_channel[Any](queue_size)
-        self.overflowed = False
+class Server(SessionHosting):
+    """Hosts sessions; ``make_config(cwd)`` gives the actor configuration of a new session.
 
-    def push(self, item: Any) -> None:
-        """Queue a chunk (or flush marker); overflow disconnects this client."""
-        if self.overflowed:
-            raise RemoteError("overflow", "send queue overflowed")
-        try:
-            self.send.send_nowait(item)
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            self.overflowed = True
-            self.server.stats["overflow_disconnects"] += 1
-            self.scope.cancel()
-            raise RemoteError("overflow", "client fell behind its send queue; disconnected") from None
-
-    async def chunk(self, call: IncomingCall, data: Any) -> None:
-        self.push((call, data))
-        await trio.lowlevel.checkpoint()
-
-    async def flushed(self, call: IncomingCall) -> None:
-        done = trio.Event()
-        self.push((call, (_FLUSHED, done)))
-        await done.wait()
-
-    async def run_writer(self) -> None:
-        async for call, data in self.recv:
-            if isinstance(data, tuple) and len(data) == 2 and data[0] is _FLUSHED:
-                data[1].set()
-                continue
-            try:
-                await call.send_chunk(data)
-            except ConnectionLost:
-                return
-
-
-class Server:
-    """Hosts sessions; ``make_config(cwd)`` gives the actor configuration of a new session."""
+    ``root``: sessions work inside it (default: ``default_cwd``, else the current directory);
+    ``/`` is refused (``CwdRefused``). ``credentials``: the tokens WebSocket clients present
+    (None: only the token given to ``serve_websocket``). ``state_dir``: where sessions are kept
+    (``<state_dir>/sessions``) so that they outlive the server; None keeps them as
+    ``make_config`` says (in memory in tests). ``agent_dir`` and ``hidden``: more paths no
+    session may work in or see. ``max_sessions``: live sessions per non-admin identity.
+    """
 
     def __init__(
         self,
@@ -136,14 +130,34 @@ class Server:
         send_queue: int = 1024,
         default_cwd: str | None = None,
         shutdown_grace: float = 3.0,
+        root: str | None = None,
+        credentials: Credentials | None = None,
+        state_dir: str | None = None,
+        agent_dir: str | None = None,
+        hidden: tuple[str, ...] | list[str] = (),
+        max_sessions: int = 16,
     ) -> None:
         self.make_config = make_config
         self.name = name
         self.send_queue = send_queue
-        self.default_cwd = default_cwd
+        self.root = check_root(root or default_cwd or os.getcwd())
+        self.default_cwd = default_cwd or self.root
         self.shutdown_grace = shutdown_grace
+        self.credentials = credentials
+        self.max_sessions = max_sessions
+        #: Paths hidden from every session's sandbox and refused as (or around) a session cwd.
+        self.hidden_paths: set[str] = {os.path.abspath(p) for p in hidden}
+        for path in (state_dir, agent_dir, credentials.path if credentials else None):
+            if path:
+                self.hidden_paths.add(os.path.abspath(path))
+        self.index = SessionIndex(state_dir) if state_dir else None
+        for warning in self.index.warnings if self.index else ():
+            log.warning("server: %s", warning)
         self.sessions: dict[str, _Session] = {}
+        self._opening: dict[str, trio.Event] = {}
+        self._starting: dict[str, int] = {}
         self.tool_hosts: dict[str, Peer] = {}
+        self.tool_host_owner: dict[str, Identity] = {}
         self.tool_host_tools: dict[str, list[str]] = {}
         self.draining = False
         self.tool_host_changed = trio.Event()
@@ -172,15 +186,19 @@ class Server:
 
     async def serve_websocket(self, host: str, port: int, token: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one); ``task_status``
-        gets the trio-websocket server (its ``.port``)."""
+        gets the trio-websocket server (its ``.port``). A request's bearer token is looked up
+        in the server's credentials; ``token`` (if given) is one more token, an admin's."""
         from trio_websocket import serve_websocket
 
+        identify = self._authenticator(token)
+
         async def on_request(request: Any) -> None:
-            if token is not None and not bearer_token_ok(request.headers, token):
+            identity = identify(request.headers)
+            if identity is None:
                 await request.reject(401, body=b"missing or wrong bearer token\n")
                 return
             ws = await request.accept()
-            await self.serve_stream(WebSocketStream(ws))
+            await self.serve_stream(WebSocketStream(ws), identity)
 
         await serve_websocket(
             on_request, host, port, None, max_message_size=MAX_WS_MESSAGE, disconnect_timeout=2, task_status=task_status
@@ -189,6 +207,7 @@ class Server:
     async def serve_unix(self, path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         from ..runtime._listen import open_unix_listener, remove_own_socket
 
+        self.hidden_paths.add(os.path.dirname(os.path.abspath(path)))
         listener, key = await open_unix_listener(path)
         try:
             async with listener:
@@ -199,8 +218,25 @@ class Server:
 
     # -- one connection ----------------------------------------------------------------------
 
-    async def serve_stream(self, stream: trio.abc.Stream) -> None:
-        client = _Client(self, self.send_queue)
+    def _authenticator(self, token: str | None) -> Callable[[Any], Identity | None]:
+        """Headers → identity: the server's credentials, or ``token`` (the one shared token
+        of a server without a credentials file, an admin token). No credentials at all: every
+        request is refused."""
+        extra = Credentials(extra_admin_tokens=(token,)) if token else None
+
+        def identify(headers: Any) -> Identity | None:
+            presented = bearer_token(headers)
+            for source in (self.credentials, extra):
+                if source is not None:
+                    identity = source.authenticate(presented)
+                    if identity is not None:
+                        return identity
+            return None
+
+        return identify
+
+    async def serve_stream(self, stream: trio.abc.Stream, identity: Identity = LOCAL_ADMIN) -> None:
+        client = _Client(self, self.send_queue, identity)
         self.stats["connections"] += 1
         self._clients.add(client)
 
@@ -244,30 +280,32 @@ class Server:
         for name, peer in list(self.tool_hosts.items()):
             if peer is client.peer:
                 del self.tool_hosts[name]
+                self.tool_host_owner.pop(name, None)
 
     async def _handle(self, client: _Client, call: IncomingCall) -> Any:
         args = call.args if isinstance(call.args, dict) else {}
+        identity = client.identity
         if call.target:
+            if identity.role == "tool-host":
+                raise RemoteError("method_not_allowed", "a tool host's credential cannot call session methods")
             return await self._session_call(client, call, args)
         method = call.method
+        if method not in _KNOWN_SERVER_METHODS:
+            raise RemoteError("not_found", f"server: unknown method {method!r}")
+        if method not in SERVER_METHODS.get(identity.role, frozenset()):
+            raise RemoteError("method_not_allowed", f"server: {method!r} is not allowed for the {identity.role} role of {identity.name!r}")
         if method == "list":
-            return {
-                "sessions": [s.info() for s in self.sessions.values()],
-                "toolHosts": [{"name": n, "tools": self.tool_host_tools.get(n, [])} for n in self.tool_hosts],
-            }
+            return self._list(identity)
         if method in ("create", "attach") and self.draining:
             raise RemoteError("server_draining", "the server is shutting down")
         if method == "create":
-            return await self._create(args)
+            return await self._create(args, identity)
         if method == "remove":
-            session = self._session(args.get("sessionId"))
-            await self._end_session(session, "session removed")
+            await self._remove(args.get("sessionId"), identity)
             return {}
         if method == "attach":
-            session = self._session(args.get("sessionId"))
-            if session.end_reason is not None:
-                raise RemoteError("session_terminated", f"session {session.id} has ended: {session.end_reason}")
-            if client.attachment is not None and client.attachment[0] == session.id:
+            session = await self._live_session(args.get("sessionId"), identity)
+            if client.attachment is not None and session.attachments.get(client.attachment[1]) is client:
                 return {"sessionId": session.id, "attachmentId": client.attachment[1]}
             self._detach(client)
             attachment_id = str(uuid.uuid4())
@@ -277,24 +315,88 @@ class Server:
         if method == "detach":
             self._detach(client)
             return {}
-        if method == "register_tool_host":
-            assert client.peer is not None
+        assert method == "register_tool_host"
+        return self._register_tool_host(client, args)
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _may_use(identity: Identity, owner: str) -> bool:
+        return identity.admin or identity.name == owner
+
+    def _list(self, identity: Identity) -> dict:
+        sessions = [s.info() for s in self.sessions.values() if self._may_use(identity, s.owner)]
+        if self.index is not None:
+            live = {s["id"] for s in sessions} | set(self.sessions)
+            for record in sorted(self.index.records.values(), key=lambda r: r.created):
+                if record.id not in live and self._may_use(identity, record.owner):
+                    sessions.append(
+                        {"id": record.id, "cwd": record.cwd, "toolHost": record.toolHost, "attachments": 0, "live": False, "owner": record.owner}
+                    )
+        return {
+            "sessions": sessions,
+            "toolHosts": [{"name": n, "tools": self.tool_host_tools.get(n, [])} for n in self.tool_hosts],
+        }
+
+    def _check_owner(self, identity: Identity, owner: str, session_id: str) -> None:
+        if not self._may_use(identity, owner):
+            raise RemoteError("forbidden", f"session {session_id} belongs to another identity")
+
+    async def _live_session(self, session_id: Any, identity: Identity) -> _Session:
+        """The running session ``session_id``, reopened from its file if it is on disk only."""
+        while True:
+            session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+            record = self.index.get(session_id) if self.index is not None else None
+            if session is not None:
+                self._check_owner(identity, session.owner, session.id)
+                if session.end_reason is None:
+                    return session
+                if record is None:
+                    raise RemoteError("session_terminated", f"session {session.id} has ended: {session.end_reason}")
+                await session.ended.wait()  # it is going down; reopen it from its file
+                continue
+            if record is None:
+                raise RemoteError("session_not_found", f"no session {session_id!r}")
+            self._check_owner(identity, record.owner, record.id)
+            opening = self._opening.get(record.id)
+            if opening is not None:
+                await opening.wait()
+                continue
+            return await self._reopen(record, identity)
+
+    async def _remove(self, session_id: Any, identity: Identity) -> None:
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        record = self.index.get(session_id) if self.index is not None else None
+        if session is None and record is None:
+            raise RemoteError("session_not_found", f"no session {session_id!r}")
+        self._check_owner(identity, session.owner if session is not None else record.owner, session_id)
+        if session is not None:
+            await self._end_session(session, "session removed")
+        if record is not None and self.index is not None:
+            await trio.to_thread.run_sync(self.index.delete, record)
+
+    def _register_tool_host(self, client: _Client, args: dict) -> dict:
+        assert client.peer is not None
+        identity = client.identity
+        if identity.role == "tool-host":
+            name = identity.tool_host or identity.name
+            if client.peer.peer_name != name:
+                raise RemoteError("forbidden", f"this credential may register tool host {name!r} only, not {client.peer.peer_name!r}")
+        else:  # admin
             if client.peer.peer_role != "tool-host":
                 raise RemoteError("invalid_request", "register_tool_host needs hello role 'tool-host'")
             name = client.peer.peer_name
-            self.tool_hosts[name] = client.peer
-            tools = args.get("tools")
-            self.tool_host_tools[name] = [t for t in tools if isinstance(t, str)] if isinstance(tools, list) else []
-            self.tool_host_changed.set()
-            self.tool_host_changed = trio.Event()
-            return {}
-        raise RemoteError("not_found", f"server: unknown method {method!r}")
-
-    def _session(self, session_id: Any) -> _Session:
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None:
-            raise RemoteError("session_not_found", f"no session {session_id!r}")
-        return session
+        held = self.tool_hosts.get(name)
+        if held is not None and held is not client.peer and not held.closed_event.is_set():
+            if self.tool_host_owner.get(name) != identity:
+                raise RemoteError("forbidden", f"tool host {name!r} is registered by another identity's connection")
+        self.tool_hosts[name] = client.peer
+        self.tool_host_owner[name] = identity
+        tools = args.get("tools")
+        self.tool_host_tools[name] = [t for t in tools if isinstance(t, str)] if isinstance(tools, list) else []
+        self.tool_host_changed.set()
+        self.tool_host_changed = trio.Event()
+        return {}
 
     def _detach(self, client: _Client) -> None:
         if client.attachment is not None:
@@ -305,110 +407,21 @@ class Server:
 
     # -- sessions ----------------------------------------------------------------------------
 
-    async def _create(self, args: dict) -> dict:
-        assert self._nursery is not None, "Server.running() is not active"
-        cwd = args.get("cwd") if isinstance(args.get("cwd"), str) else self.default_cwd
-        if not cwd:
-            raise RemoteError("invalid_request", "create needs a cwd (the server has no default)")
-        tool_host = args.get("toolHost") if isinstance(args.get("toolHost"), str) else None
-        try:
-            config = self.make_config(cwd)
-        except Exception as exc:
-            raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
-        session = _Session(str(uuid.uuid4()), cwd, tool_host)
-        try:
-            async with self._start_limiter:
-                await self._nursery.start(self._host_session, session, config)
-        except RemoteError:
-            raise
-        except Exception as exc:
-            raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
-        return {"sessionId": session.id}
-
-    async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..cli._supervisor import open_local_runtime
-
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                tools_link = None
-                if session.tool_host is not None:
-                    tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    nursery.start_soon(self._tool_proxy, session, ours)
-                async with open_local_runtime(
-                    config,
-                    tools_link=tools_link,
-                    processes=session.processes,
-                    shutdown_grace=self.shutdown_grace,
-                    handshake_timeout=30.0,
-                ) as peer:
-                    try:
-                        await peer.call("session")
-                    except RemoteError as exc:
-                        raise RemoteError("startup_failed", exc.message) from None
-                    session.peer = peer
-                    self.sessions[session.id] = session
-                    started = True
-                    task_status.started()
-                    with session.scope:
-                        await peer.closed_event.wait()
-                        if session.end_reason is None:
-                            session.end_reason = "its coordinator process exited"
-                nursery.cancel_scope.cancel()
-        except Exception as exc:
-            if not started:
-                raise
-            log.exception("server: session %s failed", session.id)
-            session.end_reason = session.end_reason or f"failed: {exc}"
-        finally:
-            self.sessions.pop(session.id, None)
-            session.end_reason = session.end_reason or "closed"
-            session.ended.set()
-
-    async def _end_session(self, session: _Session, reason: str) -> None:
-        session.end_reason = session.end_reason or reason
-        session.scope.cancel()
-        await session.ended.wait()
-
-    async def _tool_proxy(self, session: _Session, sock: socket.socket) -> None:
-        """Serve the coordinator's ``run_tool`` calls by forwarding them to the tool host."""
-        name = session.tool_host
-        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-
-        async def handle(call: IncomingCall) -> Any:
-            if call.method == "warm":
-                return {}
-            if call.method != "run_tool":
-                raise RemoteError("not_found", f"tool proxy: unknown method {call.method!r}")
-            host = self.tool_hosts.get(name or "")
-            if host is None:
-                raise RemoteError("tool_host_unavailable", f"tool host {name!r} is not connected")
-            call.cooperative = True
-            try:
-                async with host.open_call("run_tool", call.args) as up:
-                    async with up.cancel_when(call.cancel_requested.wait):
-                        async for item in up:
-                            await call.send_chunk(item)
-                    return await up.result()
-            except ConnectionLost:
-                raise RemoteError("tool_host_lost", f"tool host {name!r} disconnected during the call; its outcome is unknown") from None
-
-        try:
-            async with open_peer(stream, side="server", role="tool-pool", name=f"tools:{name}", handler=handle) as peer:
-                await peer.closed_event.wait()
-        except ConnectionLost:
-            pass
-
     async def _session_call(self, client: _Client, call: IncomingCall, args: dict) -> Any:
         session = self.sessions.get(call.target)
         attachment = args.get("attachmentId")
         if client.attachment != (call.target, attachment):
-            if client.attachment is not None and client.attachment[0] == call.target and session is None:
-                raise RemoteError("session_terminated", f"session {call.target} has ended")
             raise RemoteError("session_not_attached", f"this connection holds no attachment {attachment!r} to session {call.target!r}")
-        if session is None or session.peer is None:
-            raise RemoteError("session_terminated", f"session {call.target} has ended")
+        if session is None or session.peer is None or session.attachments.get(attachment) is not client:
+            # (also an attachment to a run of the session that ended, if it was reopened since)
+            raise RemoteError("session_terminated", f"session {call.target} has ended; attach again")
+        if call.method not in SESSION_METHODS:
+            raise RemoteError("method_not_allowed", f"{call.method!r} is not a session method a remote client may call")
         forward = {k: v for k, v in args.items() if k != "attachmentId"}
+        if call.method == "export_html" and forward.get("outputPath") is not None:
+            raise RemoteError(
+                "invalid_args", "export_html: a remote client cannot choose the output path; the file is written in the session's directory"
+            )
         if call.method == "subscribe":
             forward["maxQueue"] = 1 << 20  # the bound that matters is this client's send queue
         call.cooperative = True
@@ -425,12 +438,7 @@ class Server:
                 raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason}") from None
             await client.flushed(call)
             raise
+        if call.method == "fork" and session.record is not None and self.index is not None:
+            await self._follow_fork(session)
         await client.flushed(call)
         return value
-
-
-def _describe(exc: BaseException) -> str:
-    """The leaf messages of a (possibly grouped) exception, for an error result."""
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}"

@@ -8,7 +8,9 @@ rebuilt from the stripped wire form) and ``status(text)`` — and either takes p
 prompt has finished) or, without ``prompts``, follows the session until cancelled while
 ``bind(session)`` hands each new attachment (``None`` while disconnected) to a caller that
 makes its own calls (the TUI). A prompt in flight when the connection drops fails locally
-with an "outcome unknown" error (``view.status``) and is not re-sent.
+with an "outcome unknown" error (``view.status``) and is not re-sent. A server that restarts
+(or a session whose processes died) is waited for the same way: the next ``attach`` reopens
+the session from its file, history included.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ..runtime import ConnectionLost, RemoteError
 from .client import ConnectionRefused, RemoteSession, connect
 
 __all__ = ["follow_session", "open_or_create", "leaf_errors"]
+
+_RETRY_CODES = frozenset({"overflow", "server_draining", "session_terminated"})
 
 
 async def open_or_create(peer: Any, session_id: str | None, create: dict | None) -> str:
@@ -94,8 +98,13 @@ async def follow_session(
             await attempt()
         except (Exception, BaseExceptionGroup) as exc:
             leaves = leaf_errors(exc)
-            # A lost connection, or a subscription dropped for falling behind: start again.
-            if not all(isinstance(leaf, ConnectionLost) or getattr(leaf, "code", None) == "overflow" for leaf in leaves):
+            # A lost connection, a subscription dropped for falling behind, a server going down
+            # or a session whose processes ended: start again (a server that restarted
+            # reopens the session from its file on attach; one that is gone says so).
+            final = [leaf for leaf in leaves if not (isinstance(leaf, ConnectionLost) or getattr(leaf, "code", None) in _RETRY_CODES)]
+            if final:
+                if all(isinstance(leaf, RemoteError) for leaf in final):
+                    raise final[0] from None  # a refusal (no such session, forbidden, ...): one error, not a group
                 raise
             refused = [leaf for leaf in leaves if isinstance(leaf, ConnectionRefused)]
             if refused and refused[0].status == 401:

@@ -1,0 +1,265 @@
+"""Starting, reopening and ending the server's sessions (a part of ``Server``).
+
+``SessionHosting`` is mixed into :class:`~._server.Server`; it holds the session side of the
+server: the quota per identity, the confinement of working directories (``_confine``), the
+configuration handed to a session's actors (the server's private paths hidden from its
+tools, its file and directory when sessions are kept on disk), starting a session's
+processes under the server's nursery (a few at a time), reopening a session from its file,
+and the proxy that carries a session's tool calls to its remote tool host.
+
+Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
+configuration), ``startup_failed``, ``server_draining``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import socket
+import uuid
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
+
+import trio
+
+from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
+from ._auth import Identity
+from ._confine import CwdRefused, confine_cwd
+from ._registry import SessionRecord
+
+if TYPE_CHECKING:
+    from ._fanout import _Client
+
+__all__ = ["SessionHosting", "_Session"]
+
+log = logging.getLogger("pi_actors.server")
+
+
+class _Session:
+    def __init__(self, session_id: str, cwd: str, tool_host: str | None, owner: str, record: SessionRecord | None = None) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.tool_host = tool_host
+        self.owner = owner
+        self.record = record
+        self.peer: Peer | None = None
+        self.processes: dict[str, Any] = {}
+        self.attachments: dict[str, "_Client"] = {}
+        self.scope = trio.CancelScope()
+        self.ended = trio.Event()
+        self.end_reason: str | None = None
+
+    def info(self) -> dict:
+        return {
+            "id": self.id, "cwd": self.cwd, "toolHost": self.tool_host, "attachments": len(self.attachments), "live": True,
+            "owner": self.owner,
+        }
+
+
+class SessionHosting:
+    """The session half of ``Server`` (its attributes are set by ``Server.__init__``)."""
+
+    sessions: dict
+    index: Any
+    hidden_paths: set
+    root: str
+    default_cwd: str
+    max_sessions: int
+    shutdown_grace: float
+    draining: bool
+    tool_hosts: dict
+    make_config: Any
+    _nursery: Any
+    _opening: dict
+    _starting: dict
+    _start_limiter: Any
+
+    @contextmanager
+    def _reserving(self, identity: Identity | None, owner: str) -> Iterator[None]:
+        """Check ``identity``'s quota (None: no check; admins have none) and hold one of
+        ``owner``'s session slots until the block ends (by then the session is live, or
+        failed), so that concurrent creates cannot overshoot the quota."""
+        if identity is not None and not identity.admin:
+            live = sum(1 for s in self.sessions.values() if s.owner == identity.name and s.end_reason is None)
+            if live + self._starting.get(identity.name, 0) >= self.max_sessions:
+                raise RemoteError(
+                    "quota_exceeded", f"{identity.name!r} has {self.max_sessions} live sessions, the most allowed; remove one first"
+                )
+        self._starting[owner] = self._starting.get(owner, 0) + 1
+        try:
+            yield
+        finally:
+            self._starting[owner] -= 1
+            if not self._starting[owner]:
+                del self._starting[owner]
+
+    def _confine(self, cwd: str) -> str:
+        try:
+            return confine_cwd(cwd, self.root, sorted(self.hidden_paths))
+        except CwdRefused as exc:
+            raise RemoteError("invalid_request", str(exc)) from None
+
+    def _session_config(self, config: dict, record: SessionRecord | None) -> dict:
+        """``config`` with this server's private paths hidden from the session's tools, and
+        (with a state directory) the session's own file and directory."""
+        config = copy.deepcopy(config)
+        sandbox = (config.get("tools") or {}).get("sandbox")
+        if isinstance(sandbox, dict):
+            sandbox["hidden"] = [*(sandbox.get("hidden") or []), *sorted(self.hidden_paths)]
+        coordinator = config.setdefault("coordinator", {})
+        directory = self.index.directory(record) if (self.index is not None and record is not None) else None
+        coordinator["exports"] = {"dir": directory, "callerPath": False}
+        if record is not None and self.index is not None:
+            previous = coordinator.get("session") or {}
+            coordinator["session"] = {"resume": self.index.file_path(record), "sessionDir": directory, "agentDir": previous.get("agentDir")}
+        return config
+
+    async def _create(self, args: dict, identity: Identity) -> dict:
+        assert self._nursery is not None, "Server.running() is not active"
+        cwd = args.get("cwd") if isinstance(args.get("cwd"), str) else self.default_cwd
+        if not cwd:
+            raise RemoteError("invalid_request", "create needs a cwd (the server has no default)")
+        cwd = self._confine(cwd)
+        tool_host = args.get("toolHost") if isinstance(args.get("toolHost"), str) else None
+        with self._reserving(identity, identity.name):
+            try:
+                config = self.make_config(cwd)
+            except Exception as exc:
+                raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
+            record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
+            session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
+            try:
+                await self._start(session, self._session_config(config, record))
+            except BaseException:
+                if record is not None and self.index is not None:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self.index.delete, record)
+                raise
+        return {"sessionId": session.id}
+
+    async def _reopen(self, record: SessionRecord, identity: Identity) -> _Session:
+        """Start the session of ``record`` again from its file (its whole history)."""
+        assert self._nursery is not None, "Server.running() is not active"
+        if self.draining:
+            raise RemoteError("server_draining", "the server is shutting down")
+        opening = self._opening[record.id] = trio.Event()
+        try:
+            cwd = self._confine(record.cwd)  # (the root may have changed since)
+            with self._reserving(identity if identity.name == record.owner else None, record.owner):
+                try:
+                    config = self.make_config(cwd)
+                except Exception as exc:
+                    raise RemoteError("invalid_request", f"cannot configure session {record.id} in {cwd}: {exc}") from None
+                session = _Session(record.id, cwd, record.toolHost, record.owner, record)
+                await self._start(session, self._session_config(config, record))
+            log.info("server: reopened session %s from %s", record.id, record.file)
+            return session
+        finally:
+            del self._opening[record.id]
+            opening.set()
+
+    async def _start(self, session: _Session, config: dict) -> None:
+        assert self._nursery is not None
+        try:
+            async with self._start_limiter:
+                await self._nursery.start(self._host_session, session, config)
+        except RemoteError:
+            raise
+        except Exception as exc:
+            raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
+
+    async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        from ..cli._supervisor import open_local_runtime
+
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                tools_link = None
+                if session.tool_host is not None:
+                    tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                    nursery.start_soon(self._tool_proxy, session, ours)
+                async with open_local_runtime(
+                    config,
+                    tools_link=tools_link,
+                    processes=session.processes,
+                    shutdown_grace=self.shutdown_grace,
+                    handshake_timeout=30.0,
+                ) as peer:
+                    try:
+                        await peer.call("session")
+                    except RemoteError as exc:
+                        raise RemoteError("startup_failed", exc.message) from None
+                    session.peer = peer
+                    self.sessions[session.id] = session
+                    started = True
+                    task_status.started()
+                    with session.scope:
+                        await peer.closed_event.wait()
+                        if session.end_reason is None:
+                            session.end_reason = "its coordinator process exited"
+                nursery.cancel_scope.cancel()
+        except Exception as exc:
+            if not started:
+                raise
+            log.exception("server: session %s failed", session.id)
+            session.end_reason = session.end_reason or f"failed: {exc}"
+        finally:
+            self.sessions.pop(session.id, None)
+            session.end_reason = session.end_reason or "closed"
+            session.ended.set()
+
+    async def _end_session(self, session: _Session, reason: str) -> None:
+        session.end_reason = session.end_reason or reason
+        session.scope.cancel()
+        await session.ended.wait()
+
+    async def _tool_proxy(self, session: _Session, sock: socket.socket) -> None:
+        """Serve the coordinator's ``run_tool`` calls by forwarding them to the tool host."""
+        name = session.tool_host
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+
+        async def handle(call: IncomingCall) -> Any:
+            if call.method == "warm":
+                return {}
+            if call.method != "run_tool":
+                raise RemoteError("not_found", f"tool proxy: unknown method {call.method!r}")
+            host = self.tool_hosts.get(name or "")
+            if host is None:
+                raise RemoteError("tool_host_unavailable", f"tool host {name!r} is not connected")
+            call.cooperative = True
+            try:
+                async with host.open_call("run_tool", call.args) as up:
+                    async with up.cancel_when(call.cancel_requested.wait):
+                        async for item in up:
+                            await call.send_chunk(item)
+                    return await up.result()
+            except ConnectionLost:
+                raise RemoteError("tool_host_lost", f"tool host {name!r} disconnected during the call; its outcome is unknown") from None
+
+        try:
+            # The link is to our own coordinator, which may take a while to start on a busy
+            # machine: the same allowance as its UI link (open_local_runtime's 30 s).
+            async with open_peer(
+                stream, side="server", role="tool-pool", name=f"tools:{name}", handler=handle, handshake_timeout=30.0
+            ) as peer:
+                await peer.closed_event.wait()
+        except ConnectionLost:
+            pass
+
+    async def _follow_fork(self, session: _Session) -> None:
+        """A fork moved the session to a new file in its directory: reopen that one next time."""
+        assert session.peer is not None and session.record is not None and self.index is not None
+        try:
+            info = await session.peer.call("session")
+        except (RemoteError, ConnectionLost):
+            return
+        path = (info or {}).get("path")
+        if isinstance(path, str):
+            await trio.to_thread.run_sync(self.index.set_file, session.record, path)
+
+
+def _describe(exc: BaseException) -> str:
+    """The leaf messages of a (possibly grouped) exception, for an error result."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
