@@ -2,7 +2,8 @@
 
 Usage::
 
-    pi-actors attach ws://HOST:PORT/ [--token T | env PI_ACTORS_TOKEN] [--session ID | --new]
+    pi-actors attach ws://HOST:PORT/|wss://HOST:PORT/ [--token-file FILE | env PI_ACTORS_TOKEN]
+                     [--tls-ca FILE] [--session ID | --new]
                      [--cwd DIR] [--tool-host NAME] [-p] [--mode text|json] [messages...]
 
 ``-p`` (or ``--mode json`` with messages): headless — run the messages as prompts on the
@@ -30,6 +31,8 @@ import os
 import sys
 from typing import Any
 
+from ._remote_auth import add_credential_args, resolve_credentials
+
 __all__ = ["main", "build_parser"]
 
 
@@ -39,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
             "otherwise; -p (or --mode json with messages) runs the messages headless."
         ),
     )
-    p.add_argument("url", help="ws://HOST:PORT/ or unix:PATH")
+    p.add_argument("url", help="ws://HOST:PORT/, wss://HOST:PORT/ (TLS) or unix:PATH")
     p.add_argument("messages", nargs="*")
-    p.add_argument("--token", default=os.environ.get("PI_ACTORS_TOKEN"), help="bearer token (default: $PI_ACTORS_TOKEN)")
+    add_credential_args(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--session", help="the session id to attach to")
     group.add_argument("--new", action="store_true", help="create a new session (the default without --session)")
@@ -69,7 +72,7 @@ async def _headless(args: argparse.Namespace) -> int:
 
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     try:
-        async with connect(args.url, token=args.token, role="ui", name="attach") as peer:
+        async with connect(args.url, token=args.token, role="ui", name="attach", tls_ca=args.tls_ca) as peer:
             sid = args.session or (await peer.call("create", _create_args(args)))["sessionId"]
             session = await RemoteSession.attach(peer, sid)
             renderer.header({"type": "attached", "sessionId": sid, "attachmentId": session.attachment_id})
@@ -159,7 +162,8 @@ async def _line_mode(args: argparse.Namespace) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(read_stdin)
             await follow_session(
-                args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive
+                args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive,
+                tls_ca=args.tls_ca,
             )
             nursery.cancel_scope.cancel()
     except RemoteError as exc:
@@ -174,7 +178,8 @@ async def _tui(args: argparse.Namespace) -> int:
 
     try:
         return await run_remote_tui(
-            args.url, token=args.token, session_id=args.session, create=_create_args(args), initial=list(args.messages)
+            args.url, token=args.token, session_id=args.session, create=_create_args(args), initial=list(args.messages),
+            tls_ca=args.tls_ca,
         )
     except RemoteError as exc:
         print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
@@ -187,6 +192,7 @@ def main(argv: list[str]) -> int:
     from .interactive import use_tui
 
     args = build_parser().parse_intermixed_args(argv)
+    resolve_credentials(args)
     if args.print_mode or (args.mode == "json" and args.messages):
         if not args.messages:
             print("Error: -p needs a prompt", file=sys.stderr)

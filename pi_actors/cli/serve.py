@@ -3,6 +3,7 @@
 Usage::
 
     pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--token-file FILE]
+                    [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
 
 ``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token (from
@@ -10,6 +11,13 @@ Usage::
 ``token: …`` at start. ``--unix`` serves a 0600 socket in a 0700 directory (its permissions
 are the authentication). At start the server prints one ``listening: ADDRESS`` line per
 listener (port 0 picks a free port) and flushes, so a supervisor can read it.
+
+Transport limits (``runtime._accept``): a connection must finish TCP accept, TLS and the
+upgrade within ``--handshake-timeout`` seconds and its hello within as many again; at most
+``--max-pending`` connections may be unauthenticated at once (a new one evicts the oldest)
+and at most ``--max-connections`` open in all (past it new ones are closed at once). With
+``--tls-cert``/``--tls-key`` the port speaks TLS (``wss://``); listening on a non-loopback
+address without them prints a warning, since the token would cross the network in clear.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import argparse
 import os
 import secrets
 import sys
+from functools import partial
 from typing import Any
 
 __all__ = ["main", "build_parser"]
@@ -27,7 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
-    p.add_argument("--token-file", help="file holding the bearer token (default: generate one and print it)")
+    p.add_argument(
+        "--token-file", metavar="FILE",
+        help="file holding the bearer token (default: generate one and print it); never put a token on a command line",
+    )
+    p.add_argument("--tls-cert", metavar="FILE", help="serve wss:// with this certificate chain (PEM); needs --tls-key")
+    p.add_argument("--tls-key", metavar="FILE", help="private key (PEM) of --tls-cert")
+    p.add_argument("--handshake-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="time a new connection has for TCP/TLS/upgrade, and again for its hello (default 5)")
+    p.add_argument("--max-pending", type=int, default=64, metavar="N",
+                   help="connections allowed to be unauthenticated at once; a new one evicts the oldest (default 64)")
+    p.add_argument("--max-connections", type=int, default=512, metavar="N",
+                   help="connections open in all; past it new ones are closed at once (default 512)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
@@ -51,6 +71,47 @@ def _token(args: argparse.Namespace) -> tuple[str, bool]:
             raise ConfigError(f"--token-file {args.token_file} is empty")
         return token, False
     return secrets.token_urlsafe(24), True
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    from ..runtime._accept import ConnectionLimits
+    from .main import UsageError
+
+    try:
+        return ConnectionLimits(
+            max_pending=args.max_pending, max_connections=args.max_connections, handshake_timeout=args.handshake_timeout
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _tls_context(args: argparse.Namespace) -> Any:
+    """The server's SSL context from --tls-cert/--tls-key, or None without them."""
+    import ssl
+
+    from ._config import ConfigError
+
+    if not args.tls_cert and not args.tls_key:
+        return None
+    if not (args.tls_cert and args.tls_key):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load --tls-cert {args.tls_cert} / --tls-key {args.tls_key}: {exc}") from None
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def make_config_factory(args: argparse.Namespace) -> Any:
@@ -102,8 +163,10 @@ async def serve(args: argparse.Namespace) -> int:
 
         raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
     token, generated = _token(args)
+    limits = _limits(args)
+    tls = _tls_context(args)
     make = make_config_factory(args)
-    server = Server(make, default_cwd=os.path.abspath(args.cwd or os.getcwd()), send_queue=args.send_queue)
+    server = Server(make, default_cwd=os.path.abspath(args.cwd or os.getcwd()), send_queue=args.send_queue, limits=limits)
     async with server.running():
         async with trio.open_nursery() as nursery:
             if args.listen:
@@ -112,10 +175,15 @@ async def serve(args: argparse.Namespace) -> int:
                     from .main import UsageError
 
                     raise UsageError(f"--listen wants HOST:PORT, not {args.listen!r}")
-                ws = await nursery.start(server.serve_websocket, host, int(port), token)
+                if tls is None and not _is_loopback(host):
+                    print(
+                        f"Warning: listening on {host} without TLS: the token and every message cross the network"
+                        " in clear; use --tls-cert/--tls-key", file=sys.stderr, flush=True,
+                    )
+                ws = await nursery.start(partial(server.serve_websocket, host, int(port), token, ssl_context=tls))
                 if generated:
                     print(f"token: {token}", flush=True)
-                print(f"listening: ws://{host}:{ws.port}/", flush=True)
+                print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/", flush=True)
             if args.unix:
                 path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
                 print(f"listening: unix:{path}", flush=True)

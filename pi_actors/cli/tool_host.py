@@ -2,8 +2,11 @@
 
 Usage::
 
-    pi-actors tool-host --connect ws://HOST:PORT/ --token T --name NAME --workspace DIR
-                        [--sandbox off|read-only|workspace-write] [--allow-network]
+    pi-actors tool-host --connect ws://HOST:PORT/ --token-file FILE --name NAME --workspace DIR
+                        [--sandbox off|read-only|workspace-write] [--allow-network] [--tls-ca FILE]
+
+The token comes from ``--token-file`` or ``$PI_ACTORS_TOKEN`` (``--token`` works but shows
+it to every local user in ``ps``); a ``wss://`` server is verified against ``--tls-ca``.
 
 It starts a local tool pool (the ordinary pool and worker processes, with the sandbox policy
 rooted at ``--workspace``), connects to the server with hello role ``tool-host`` and name
@@ -20,13 +23,15 @@ import os
 import sys
 from typing import Any
 
+from ._remote_auth import add_credential_args, resolve_credentials
+
 __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
-    p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/ or unix:PATH of the server")
-    p.add_argument("--token", default=os.environ.get("PI_ACTORS_TOKEN"))
+    p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/, wss://HOST:PORT/ or unix:PATH of the server")
+    add_credential_args(p)
     p.add_argument("--name", required=True)
     p.add_argument("--workspace", required=True, help="directory the tools work in")
     p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
@@ -77,7 +82,9 @@ async def run_tool_host(args: argparse.Namespace) -> int:
             delay = 0.2
             while not pool.closed_event.is_set():
                 try:
-                    async with connect(args.connect, token=args.token, role="tool-host", name=args.name, handler=handle) as server:
+                    async with connect(
+                        args.connect, token=args.token, role="tool-host", name=args.name, handler=handle, tls_ca=args.tls_ca
+                    ) as server:
                         await server.call("register_tool_host", {"tools": sorted(TOOL_SPECS)})
                         print(f"registered as {args.name} (workspace {workspace}, sandbox {policy.mode})", flush=True)
                         delay = 0.2
@@ -100,4 +107,6 @@ async def run_tool_host(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     import trio
 
-    return trio.run(run_tool_host, build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    resolve_credentials(args)
+    return trio.run(run_tool_host, args)

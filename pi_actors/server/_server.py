@@ -51,7 +51,8 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
-from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream, bearer_token_ok
+from ..runtime._accept import Admission, ConnectionLimits
+from ..runtime._websocket import WebSocketStream, bearer_token_ok
 
 __all__ = ["Server", "SESSION_METHODS"]
 
@@ -136,6 +137,7 @@ class Server:
         send_queue: int = 1024,
         default_cwd: str | None = None,
         shutdown_grace: float = 3.0,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.make_config = make_config
         self.name = name
@@ -153,6 +155,8 @@ class Server:
         #: Sessions start a few at a time: many at once on a small machine would starve each
         #: other's start-up (each is four Python processes) past the 5 s handshake limit.
         self._start_limiter = trio.CapacityLimiter(2)
+        #: Connection caps and the handshake deadline, shared by every listener (runtime._accept).
+        self.admission = Admission(limits)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -170,10 +174,12 @@ class Server:
                     session.scope.cancel()
                 nursery.cancel_scope.cancel()
 
-    async def serve_websocket(self, host: str, port: int, token: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one); ``task_status``
-        gets the trio-websocket server (its ``.port``)."""
-        from trio_websocket import serve_websocket
+    async def serve_websocket(
+        self, host: str, port: int, token: str | None, *, ssl_context: Any = None, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one; TLS with
+        ``ssl_context``); ``task_status`` gets an object with the bound ``.port``."""
+        from ..runtime._websocket import serve_websocket_admitted
 
         async def on_request(request: Any) -> None:
             if token is not None and not bearer_token_ok(request.headers, token):
@@ -182,20 +188,13 @@ class Server:
             ws = await request.accept()
             await self.serve_stream(WebSocketStream(ws))
 
-        await serve_websocket(
-            on_request, host, port, None, max_message_size=MAX_WS_MESSAGE, disconnect_timeout=2, task_status=task_status
-        )
+        await serve_websocket_admitted(on_request, host, port, self.admission, ssl_context=ssl_context, task_status=task_status)
 
     async def serve_unix(self, path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..runtime._listen import open_unix_listener, remove_own_socket
+        """Serve a 0600 unix socket; peers of another uid or namespace are refused."""
+        from ..runtime._listen import serve_unix_admitted
 
-        listener, key = await open_unix_listener(path)
-        try:
-            async with listener:
-                task_status.started(path)
-                await trio.serve_listeners(self.serve_stream, [listener])
-        finally:
-            remove_own_socket(path, key)
+        await serve_unix_admitted(path, self.serve_stream, self.admission, task_status=task_status)
 
     # -- one connection ----------------------------------------------------------------------
 
@@ -215,7 +214,10 @@ class Server:
 
         try:
             with client.scope:
-                async with open_peer(stream, side="server", role="server", name=self.name, handler=handle) as peer:
+                async with open_peer(
+                    stream, side="server", role="server", name=self.name, handler=handle,
+                    handshake_timeout=self.admission.limits.handshake_timeout,
+                ) as peer:
                     client.peer = peer
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(client.run_writer)
