@@ -622,11 +622,12 @@ def _decode_tree(payload: bytes, max_items: int = MAX_ITEMS) -> Any:
     return value
 
 
-def decode_message(payload: bytes) -> Message:
+def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
     """Decode and validate one envelope message from one frame's payload.
 
     Args:
         payload: the frame payload (bytes-like): exactly one CBOR item.
+        max_items: the item budget (``MAX_ITEMS``; tests use smaller ones).
 
     Returns:
         The message Struct.
@@ -639,7 +640,7 @@ def decode_message(payload: bytes) -> Message:
     try:
         if type(payload) is not bytes:
             payload = bytes(payload)
-        tree = _decode_tree(payload)
+        tree = _decode_tree(payload, max_items)
     except _DecodeError as exc:
         where = "" if exc.pos is None else f" at byte {exc.pos}"
         raise RemoteProtocolError(INVALID_REQUEST, f"invalid CBOR{where}: {exc.what}") from None
