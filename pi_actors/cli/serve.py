@@ -156,7 +156,9 @@ def make_config_factory(args: argparse.Namespace) -> Any:
 async def serve(args: argparse.Namespace) -> int:
     import trio
 
+    from ..runtime._listen import ListenError
     from ..server import Server
+    from ._config import ConfigError
 
     if not args.listen and not args.unix:
         from .main import UsageError
@@ -180,12 +182,18 @@ async def serve(args: argparse.Namespace) -> int:
                         f"Warning: listening on {host} without TLS: the token and every message cross the network"
                         " in clear; use --tls-cert/--tls-key", file=sys.stderr, flush=True,
                     )
-                ws = await nursery.start(partial(server.serve_websocket, host, int(port), token, ssl_context=tls))
+                try:
+                    ws = await nursery.start(partial(server.serve_websocket, host, int(port), token, ssl_context=tls))
+                except OSError as exc:
+                    raise ConfigError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
                 if generated:
                     print(f"token: {token}", flush=True)
                 print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/", flush=True)
             if args.unix:
-                path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
+                try:
+                    path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
+                except (OSError, ListenError) as exc:
+                    raise ConfigError(f"cannot listen on {args.unix}: {exc}") from None
                 print(f"listening: unix:{path}", flush=True)
     return 0
 

@@ -69,6 +69,28 @@ def _rejection(exc: Any) -> str:
     return detail
 
 
+async def _check_tls(where: str, context: Any) -> None:
+    """Complete one TLS handshake with the server of ``where`` and hang up, so that a
+    certificate the client does not trust (or a server without TLS) is reported at once
+    and by name: inside trio-websocket such a failure only shows as a connect timeout."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(where)
+    try:
+        with trio.fail_after(10):
+            tls = await trio.open_ssl_over_tcp_stream(
+                parts.hostname or "", parts.port or 443, ssl_context=context, https_compatible=True
+            )
+            try:
+                await tls.do_handshake()
+            finally:
+                await trio.aclose_forcefully(tls)
+    except trio.TooSlowError:
+        raise ConnectionRefused(f"cannot connect to {where}: no TLS handshake within 10 s") from None
+    except (OSError, trio.BrokenResourceError) as exc:
+        raise ConnectionRefused(f"cannot connect to {where}: TLS handshake failed: {_reason(exc)}") from None
+
+
 @asynccontextmanager
 async def _open_stream(address: str, token: str | None, tls_ca: str | None = None) -> AsyncIterator[trio.abc.Stream]:
     kind, where = parse_address(address)
@@ -86,6 +108,8 @@ async def _open_stream(address: str, token: str | None, tls_ca: str | None = Non
 
     headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
     context = tls_context(tls_ca) if where.startswith("wss://") else None
+    if context is not None:
+        await _check_tls(where, context)
     try:
         async with AsyncExitStack() as stack:
             try:
