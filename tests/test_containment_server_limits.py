@@ -319,9 +319,9 @@ async def test_running_out_of_descriptors_backs_off_quietly_and_recovers(nursery
         assert "cannot accept connections" in first and "Too many open files" in first
         for s in streams:
             await trio.aclose_forcefully(s)
+        await _works(served.url, token=TOKEN)  # the server recovered
         again = await served.stderr.until("accept", "Traceback")
         assert "accepting connections again" in again, "".join(served.stderr.seen)
-        await _works(served.url, token=TOKEN)
     assert not any("Traceback" in line for line in served.stderr.seen)
 
 

@@ -96,12 +96,14 @@ PLAIN_HTTP_ON_TLS = b"this server speaks TLS: use a wss:// URL\n"
 _TLS_HANDSHAKE_RECORD = 0x16
 
 
-class _Replay(trio.abc.Stream):
-    """``stream`` with ``prefix`` (bytes already read from it) handed out first."""
+class _Watched(trio.abc.Stream):
+    """``stream`` with ``prefix`` (bytes already read from it) handed out first, and an
+    ``ended`` event set when a read finds the end of the stream or a broken stream."""
 
-    def __init__(self, stream: trio.abc.Stream, prefix: bytes) -> None:
+    def __init__(self, stream: trio.abc.Stream, prefix: bytes = b"") -> None:
         self._stream = stream
         self._prefix = prefix
+        self.ended = trio.Event()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         if self._prefix:
@@ -109,7 +111,14 @@ class _Replay(trio.abc.Stream):
             out, self._prefix = self._prefix[:n], self._prefix[n:]
             await trio.lowlevel.checkpoint()
             return out
-        return await self._stream.receive_some(max_bytes)
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.ended.set()
+            raise
+        if not data:
+            self.ended.set()
+        return data
 
     async def send_all(self, data: Any) -> None:
         await self._stream.send_all(data)
@@ -136,7 +145,7 @@ async def _start_tls(stream: trio.abc.Stream, context: ssl.SSLContext) -> trio.S
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
         return None
-    tls = trio.SSLStream(_Replay(stream, first), context, server_side=True, https_compatible=True)
+    tls = trio.SSLStream(_Watched(stream, first), context, server_side=True, https_compatible=True)
     try:
         await tls.do_handshake()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -196,8 +205,17 @@ async def serve_websocket_admitted(
             if tls is None:
                 return
             stream = tls
+        watched = _Watched(stream)
         async with trio.open_nursery() as nursery:
-            request = await wrap_server_stream(nursery, stream, max_message_size=max_message_size)
+
+            async def hang_up_on_eof() -> None:
+                # trio-websocket waits for a request even after the client hung up.
+                await watched.ended.wait()
+                if ticket.state == "pending":
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(hang_up_on_eof)
+            request = await wrap_server_stream(nursery, watched, max_message_size=max_message_size)
             await on_request(_AdmittingRequest(request, ticket))
             nursery.cancel_scope.cancel()
 
