@@ -2,7 +2,9 @@
 
 Transport: any ``trio.abc.Stream`` (``serve_stream``); ``serve_websocket`` checks a bearer
 token on the upgrade (401 before any frame) and carries frames in binary messages;
-``serve_unix`` listens on a 0600 socket in a 0700 directory. Every connection opens with our
+``serve_unix`` listens on a 0600 socket in a 0700 directory and refuses peers of another uid
+or namespace (``runtime._listen``). Both accept through ``runtime._accept`` with the caps and
+handshake deadline of ``limits`` (``self.admission``). Every connection opens with our
 hello (``open_peer``, side "server"); a bad hello gets ``hello_error`` and the connection
 closes, the server keeps serving.
 
