@@ -18,7 +18,8 @@ Contract:
   deadline is ``handshake_timeout`` after the accept. The handler calls ``ticket.admit()``
   once the peer is authenticated: that lifts the deadline and makes the connection
   established. When the handler returns (or fails), the stream is closed and the slot freed.
-  A handler exception other than cancellation is logged and does not end the loop.
+  A broken or closed stream ends the connection quietly; any other handler exception is
+  logged (with its traceback: it is a bug) and does not end the loop.
 * Full house: a new connection that finds ``max_pending`` pending connections evicts the
   *oldest* pending one (it is cancelled and closed), so half-open connections can never lock
   out a client that completes its handshake promptly; one that finds ``max_connections``
@@ -152,6 +153,8 @@ async def _run_connection(
             await handler(stream, ticket)
         if ticket.scope.cancelled_caught and ticket.state == "pending":
             admission.stats["timed_out"] += 1
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the peer hung up or reset the connection: nothing to report
     except Exception:
         log.exception("server: connection handler failed")
     finally:

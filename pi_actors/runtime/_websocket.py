@@ -154,26 +154,15 @@ async def _start_tls(stream: trio.abc.Stream, context: ssl.SSLContext) -> trio.S
 
 
 class _AdmittingRequest:
-    """A trio-websocket upgrade request whose ``accept`` admits the connection."""
+    """A trio-websocket upgrade request whose ``accept`` admits the connection; everything
+    else (``headers``, ``path``, ``reject``, …) is the request's own."""
 
     def __init__(self, request: Any, ticket: Ticket) -> None:
         self._request = request
         self._ticket = ticket
 
-    @property
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        return self._request.headers
-
-    @property
-    def path(self) -> str:
-        return self._request.path
-
-    @property
-    def remote(self) -> Any:
-        return self._request.remote
-
-    async def reject(self, status_code: int, **kwargs: Any) -> None:
-        await self._request.reject(status_code, **kwargs)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
 
     async def accept(self, **kwargs: Any) -> WebSocketConnection:
         ws = await self._request.accept(**kwargs)
