@@ -76,7 +76,8 @@ class ConnectionLimits:
 class Ticket:
     """One accepted connection's place in the admission counts.
 
-    ``state`` is "pending" (not yet authenticated), "established" or "evicted".
+    ``state`` is "pending" (not yet authenticated), "established", "evicted" (cancelled to
+    make room; its slot is already free) or "closed".
     """
 
     __slots__ = ("_admission", "scope", "state")
@@ -139,10 +140,11 @@ class Admission:
         return ticket
 
     def _release(self, ticket: Ticket) -> None:
-        if ticket.state != "evicted":
+        """The connection is closed: give its slot back (an evicted one already did)."""
+        if ticket.state in ("pending", "established"):
             self._pending.pop(ticket, None)
             self._open -= 1
-            ticket.state = "evicted"  # released: never counted twice
+        ticket.state = "closed"
 
 
 async def _run_connection(
