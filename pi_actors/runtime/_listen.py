@@ -121,6 +121,8 @@ def _pidfd_pid(pidfd: int) -> int | None:
 def unix_peer_refusal(sock: Any) -> str | None:
     """None if the peer of the connected unix socket ``sock`` may talk to the server, else
     why not (see the module docstring). ``sock`` is a stdlib or trio socket."""
+    if not hasattr(socket, "SO_PEERCRED") or not os.path.isdir("/proc/self/ns"):
+        return "this platform cannot tell the server who the peer is (SO_PEERCRED and /proc are Linux's)"
     pid, uid, _gid = _CREDS.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CREDS.size))
     if uid != os.geteuid():
         return f"the peer runs as uid {uid}; this server accepts only its own uid ({os.geteuid()})"
