@@ -85,6 +85,34 @@ def _limits(args: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
 
 
+#: Descriptors the server needs besides its connections: sessions' pipes and sockets, logs.
+_FD_RESERVE = 256
+
+
+def _fit_descriptor_limit(max_connections: int) -> None:
+    """Raise the soft open-file limit towards ``max_connections`` + a reserve (up to the
+    hard limit); one warning if it stays below."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max_connections + _FD_RESERVE
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass  # reported below
+    if soft < want:
+        print(
+            f"Warning: the open-file limit ({soft}) is below --max-connections + {_FD_RESERVE} ({want}); when"
+            " descriptors run out, new connections wait in the backlog (raise it with ulimit -n)",
+            file=sys.stderr, flush=True,
+        )
+
+
 def _tls_context(args: argparse.Namespace) -> Any:
     """The server's SSL context from --tls-cert/--tls-key, or None without them."""
     import ssl
@@ -166,6 +194,7 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
     token, generated = _token(args)
     limits = _limits(args)
+    _fit_descriptor_limit(limits.max_connections)
     tls = _tls_context(args)
     make = make_config_factory(args)
     server = Server(make, default_cwd=os.path.abspath(args.cwd or os.getcwd()), send_queue=args.send_queue, limits=limits)
