@@ -153,7 +153,8 @@ async def test_sessions_outlive_a_killed_server_and_attached_clients_reattach_by
 
 
 async def test_attach_to_an_unknown_session_is_one_line_not_a_traceback(env, server):
-    done = await env.run("attach", server.url, "--token", "tok", "--session", "no-such-session", "-p", "hi")
+    env.env["PI_ACTORS_TOKEN"] = "tok"
+    done = await env.run("attach", server.url, "--session", "no-such-session", "-p", "hi")
     assert done.returncode == 1
     assert done.stderr.decode().strip().splitlines() == ["Error: no session 'no-such-session' (session_not_found)"]
 
@@ -161,7 +162,8 @@ async def test_attach_to_an_unknown_session_is_one_line_not_a_traceback(env, ser
 async def test_attach_line_mode_to_another_clients_session_is_one_line(env, server):
     async with connect(server.url, token="admin-tok") as admin:
         sid = (await admin.call("create", {}))["sessionId"]
-    done = await env.run("attach", server.url, "--token", "tok", "--session", sid, "--mode", "json")
+    env.env["PI_ACTORS_TOKEN"] = "tok"
+    done = await env.run("attach", server.url, "--session", sid, "--mode", "json")
     assert done.returncode == 1
     assert done.stderr.decode().strip().splitlines() == [f"Error: session {sid} belongs to another identity (forbidden)"]
 

@@ -2,7 +2,8 @@
 
 Usage::
 
-    pi-actors attach ws://HOST:PORT/ [--token-file FILE | env PI_ACTORS_TOKEN] [--session ID | --new]
+    pi-actors attach ws://HOST:PORT/|wss://HOST:PORT/ [--token-file FILE | env PI_ACTORS_TOKEN]
+                     [--tls-ca FILE] [--session ID | --new]
                      [--cwd DIR] [--tool-host NAME] [-p] [--mode text|json] [messages...]
 
 The token: ``--token-file`` (a file holding it, e.g. one ``pi-actors serve token add``
@@ -35,6 +36,8 @@ import os
 import sys
 from typing import Any
 
+from ._remote_auth import add_credential_args, resolve_credentials
+
 __all__ = ["main", "build_parser"]
 
 
@@ -44,10 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
             "otherwise; -p (or --mode json with messages) runs the messages headless."
         ),
     )
-    p.add_argument("url", help="ws://HOST:PORT/ or unix:PATH")
+    p.add_argument("url", help="ws://HOST:PORT/, wss://HOST:PORT/ (TLS) or unix:PATH")
     p.add_argument("messages", nargs="*")
-    p.add_argument("--token-file", help="file holding the bearer token (default: $PI_ACTORS_TOKEN)")
-    p.add_argument("--token", help=argparse.SUPPRESS)
+    add_credential_args(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--session", help="the session id to attach to")
     group.add_argument("--new", action="store_true", help="create a new session (the default without --session)")
@@ -56,24 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--print", dest="print_mode", action="store_true")
     p.add_argument("--mode", choices=["text", "json"], default="text")
     return p
-
-
-def resolve_token(args: argparse.Namespace) -> str | None:
-    """The bearer token: ``--token``, else the file ``--token-file``, else $PI_ACTORS_TOKEN.
-    Raises ``ConfigError`` for a token file that cannot be read or is empty."""
-    from ._config import ConfigError
-
-    if getattr(args, "token", None):
-        return args.token
-    if getattr(args, "token_file", None):
-        try:
-            token = open(args.token_file, encoding="utf-8").read().strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read --token-file: {exc.strerror or exc}") from None
-        if not token:
-            raise ConfigError(f"--token-file {args.token_file} is empty")
-        return token
-    return os.environ.get("PI_ACTORS_TOKEN") or None
 
 
 def _create_args(args: argparse.Namespace) -> dict:
@@ -93,7 +77,7 @@ async def _headless(args: argparse.Namespace) -> int:
 
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     try:
-        async with connect(args.url, token=args.token, role="ui", name="attach") as peer:
+        async with connect(args.url, token=args.token, role="ui", name="attach", tls_ca=args.tls_ca) as peer:
             sid = args.session or (await peer.call("create", _create_args(args)))["sessionId"]
             session = await RemoteSession.attach(peer, sid)
             renderer.header({"type": "attached", "sessionId": sid, "attachmentId": session.attachment_id})
@@ -193,7 +177,8 @@ async def _line_mode(args: argparse.Namespace) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(read_stdin)
             await follow_session(
-                args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive
+                args.url, token=args.token, session_id=args.session, create=_create_args(args), view=view, prompts=receive,
+                tls_ca=args.tls_ca,
             )
             nursery.cancel_scope.cancel()
     except (RemoteError, BaseExceptionGroup) as exc:
@@ -208,7 +193,8 @@ async def _tui(args: argparse.Namespace) -> int:
 
     try:
         return await run_remote_tui(
-            args.url, token=args.token, session_id=args.session, create=_create_args(args), initial=list(args.messages)
+            args.url, token=args.token, session_id=args.session, create=_create_args(args), initial=list(args.messages),
+            tls_ca=args.tls_ca,
         )
     except RemoteError as exc:
         print(f"Error: {exc.message} ({exc.code})", file=sys.stderr)
@@ -221,7 +207,7 @@ def main(argv: list[str]) -> int:
     from .interactive import use_tui
 
     args = build_parser().parse_intermixed_args(argv)
-    args.token = resolve_token(args)
+    resolve_credentials(args)
     if args.print_mode or (args.mode == "json" and args.messages):
         if not args.messages:
             print("Error: -p needs a prompt", file=sys.stderr)

@@ -3,7 +3,7 @@
 Usage::
 
     pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--state-dir DIR] [--root DIR]
-                    [--token-file FILE] [--max-sessions N]
+                    [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
@@ -17,11 +17,19 @@ a new 0600 file (default ``<state dir>/tokens/NAME.token``), printing only the f
 
 ``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token is
 checked on the upgrade against the credentials (``--token-file`` adds one admin token).
-``--unix`` serves a 0600 socket in a 0700 directory (the local owner: admin). Sessions work
+``--unix`` serves a 0600 socket in a 0700 directory (the local owner: admin; peers of another
+uid or in another namespace — a sandbox — are refused). Sessions work
 inside ``--root`` (default: the directory serve starts in; never ``/``); ``--cwd`` is the
 default working directory of new sessions (default: the root). At start the server prints
 ``admin token file: PATH`` and one ``listening: ADDRESS`` line per listener (port 0 picks a
 free port) and flushes, so a supervisor can read them.
+
+Transport limits (``runtime._accept``): a connection must finish TCP accept, TLS and the
+upgrade within ``--handshake-timeout`` seconds and its hello within as many again; at most
+``--max-pending`` connections may be unauthenticated at once (a new one evicts the oldest)
+and at most ``--max-connections`` open in all (past it new ones are closed at once). With
+``--tls-cert``/``--tls-key`` the port speaks TLS (``wss://``); listening on a non-loopback
+address without them prints a warning, since the token would cross the network in clear.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from typing import Any
 
 __all__ = ["main", "build_parser"]
@@ -42,6 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="credentials and sessions (default: $PI_ACTORS_DIR/server)")
     p.add_argument("--root", help="sessions must work inside this directory (default: here)")
     p.add_argument("--max-sessions", type=int, default=16, help="live sessions per client identity (default 16)")
+    p.add_argument("--tls-cert", metavar="FILE", help="serve wss:// with this certificate chain (PEM); needs --tls-key")
+    p.add_argument("--tls-key", metavar="FILE", help="private key (PEM) of --tls-cert")
+    p.add_argument("--handshake-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="time a new connection has for TCP/TLS/upgrade, and again for its hello (default 5)")
+    p.add_argument("--max-pending", type=int, default=64, metavar="N",
+                   help="connections allowed to be unauthenticated at once; a new one evicts the oldest (default 64)")
+    p.add_argument("--max-connections", type=int, default=512, metavar="N",
+                   help="connections open in all; past it new ones are closed at once (default 512)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
@@ -95,6 +112,75 @@ def _credentials(state: str, extra: tuple[str, ...]) -> tuple[Any, str]:
     return creds, admin_file
 
 
+def _limits(args: argparse.Namespace) -> Any:
+    from ..runtime._accept import ConnectionLimits
+    from .main import UsageError
+
+    try:
+        return ConnectionLimits(
+            max_pending=args.max_pending, max_connections=args.max_connections, handshake_timeout=args.handshake_timeout
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+#: Descriptors the server needs besides its connections: sessions' pipes and sockets, logs.
+_FD_RESERVE = 256
+
+
+def _fit_descriptor_limit(max_connections: int) -> None:
+    """Raise the soft open-file limit towards ``max_connections`` + a reserve (up to the
+    hard limit); one warning if it stays below."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max_connections + _FD_RESERVE
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass  # reported below
+    if soft < want:
+        print(
+            f"Warning: the open-file limit ({soft}) is below --max-connections + {_FD_RESERVE} ({want}); when"
+            " descriptors run out, new connections wait in the backlog (raise it with ulimit -n)",
+            file=sys.stderr, flush=True,
+        )
+
+
+def _tls_context(args: argparse.Namespace) -> Any:
+    """The server's SSL context from --tls-cert/--tls-key, or None without them."""
+    import ssl
+
+    from ._config import ConfigError
+
+    if not args.tls_cert and not args.tls_key:
+        return None
+    if not (args.tls_cert and args.tls_key):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load --tls-cert {args.tls_cert} / --tls-key {args.tls_key}: {exc}") from None
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def make_config_factory(args: argparse.Namespace) -> Any:
     """``cwd -> actor configuration`` for new sessions, from the flags (as the CLI does)."""
     from ..coding.system_prompt import build_system_prompt
@@ -137,6 +223,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
 async def serve(args: argparse.Namespace) -> int:
     import trio
 
+    from ..runtime._listen import ListenError
     from ..server import Server
     from ..server._confine import CwdRefused
     from ._config import ConfigError, agent_dir
@@ -147,6 +234,9 @@ async def serve(args: argparse.Namespace) -> int:
         raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
     state = _state_dir(args.state_dir)
     creds, admin_file = _credentials(state, _extra_token(args))
+    limits = _limits(args)
+    _fit_descriptor_limit(limits.max_connections)
+    tls = _tls_context(args)
     make = make_config_factory(args)
     root = os.path.abspath(args.root or os.getcwd())
     hidden = [state, *([os.path.abspath(args.token_file)] if args.token_file else [])]
@@ -154,7 +244,7 @@ async def serve(args: argparse.Namespace) -> int:
         server = Server(
             make, default_cwd=os.path.abspath(args.cwd) if args.cwd else None, root=root, send_queue=args.send_queue,
             credentials=creds, state_dir=None if args.no_session else state, agent_dir=agent_dir(), hidden=hidden,
-            max_sessions=args.max_sessions,
+            max_sessions=args.max_sessions, limits=limits,
         )
     except CwdRefused as exc:
         raise ConfigError(str(exc)) from None
@@ -167,10 +257,21 @@ async def serve(args: argparse.Namespace) -> int:
                     from .main import UsageError
 
                     raise UsageError(f"--listen wants HOST:PORT, not {args.listen!r}")
-                ws = await nursery.start(server.serve_websocket, host, int(port), None)
-                print(f"listening: ws://{host}:{ws.port}/", flush=True)
+                if tls is None and not _is_loopback(host):
+                    print(
+                        f"Warning: listening on {host} without TLS: the token and every message cross the network"
+                        " in clear; use --tls-cert/--tls-key", file=sys.stderr, flush=True,
+                    )
+                try:
+                    ws = await nursery.start(partial(server.serve_websocket, host, int(port), None, ssl_context=tls))
+                except OSError as exc:
+                    raise ConfigError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
+                print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/", flush=True)
             if args.unix:
-                path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
+                try:
+                    path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))
+                except (OSError, ListenError) as exc:
+                    raise ConfigError(f"cannot listen on {args.unix}: {exc}") from None
                 print(f"listening: unix:{path}", flush=True)
     return 0
 

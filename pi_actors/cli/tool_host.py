@@ -3,12 +3,14 @@
 Usage::
 
     pi-actors tool-host --connect ws://HOST:PORT/ --token-file FILE --name NAME --workspace DIR
-                        [--sandbox off|read-only|workspace-write] [--allow-network]
+                        [--sandbox off|read-only|workspace-write] [--allow-network] [--tls-ca FILE]
 
-The token (``--token-file``, else ``$PI_ACTORS_TOKEN``) is a tool-host credential minted
+The token (``--token-file``, else ``$PI_ACTORS_TOKEN``; ``--token`` works but shows it to
+every local user in ``ps``) is a tool-host credential minted
 for NAME (``pi-actors serve token add NAME --role tool-host``): it lets this host register
 as NAME and nothing else, and no other connection can take NAME over while it is connected.
-The token file and ``$PI_ACTORS_DIR`` are hidden from the tools' sandbox.
+The token file and ``$PI_ACTORS_DIR`` are hidden from the tools' sandbox. A ``wss://``
+server is verified against ``--tls-ca`` (default: the system's CAs).
 
 It starts a local tool pool (the ordinary pool and worker processes, with the sandbox policy
 rooted at ``--workspace``), connects to the server with hello role ``tool-host`` and name
@@ -25,14 +27,15 @@ import os
 import sys
 from typing import Any
 
+from ._remote_auth import add_credential_args, resolve_credentials
+
 __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
-    p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/ or unix:PATH of the server")
-    p.add_argument("--token-file", help="file holding the tool host's token (default: $PI_ACTORS_TOKEN)")
-    p.add_argument("--token", help=argparse.SUPPRESS)
+    p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/, wss://HOST:PORT/ or unix:PATH of the server")
+    add_credential_args(p)
     p.add_argument("--name", required=True)
     p.add_argument("--workspace", required=True, help="directory the tools work in")
     p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
@@ -54,14 +57,8 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     if not os.path.isdir(workspace):
         print(f"Error: --workspace {workspace} is not a directory", file=sys.stderr)
         return 1
-    from ._config import ConfigError, agent_dir
-    from .attach import resolve_token
+    from ._config import agent_dir
 
-    try:
-        token = resolve_token(args)
-    except ConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
     hidden = tuple(os.path.abspath(p) for p in (args.token_file, agent_dir()) if p)
     policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network, hidden=hidden)
     config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}
@@ -92,7 +89,9 @@ async def run_tool_host(args: argparse.Namespace) -> int:
             delay = 0.2
             while not pool.closed_event.is_set():
                 try:
-                    async with connect(args.connect, token=token, role="tool-host", name=args.name, handler=handle) as server:
+                    async with connect(
+                        args.connect, token=args.token, role="tool-host", name=args.name, handler=handle, tls_ca=args.tls_ca
+                    ) as server:
                         await server.call("register_tool_host", {"tools": sorted(TOOL_SPECS)})
                         print(f"registered as {args.name} (workspace {workspace}, sandbox {policy.mode})", flush=True)
                         delay = 0.2
@@ -121,4 +120,6 @@ async def run_tool_host(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     import trio
 
-    return trio.run(run_tool_host, build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    resolve_credentials(args)
+    return trio.run(run_tool_host, args)

@@ -11,14 +11,25 @@ Contract (``proto/PROTOCOL.md`` §3 states the same rules for other implementati
   :class:`LocalProtocolError` (``invalid_request``) for anything the decoder would refuse:
   an envelope field of the wrong type, a payload value that is not JSON-like, a
   non-``str`` map key, an integer outside −2**64 … 2**64−1, NaN or infinity, a lone
-  surrogate, nesting deeper than 64 arrays/maps, or an inconsistent ``Result``.
+  surrogate, nesting deeper than 64 arrays/maps, more than ``MAX_ITEMS`` items, or an
+  inconsistent ``Result``.
 * ``decode_message(payload) -> Message`` accepts exactly one CBOR item made of integers
   (any head width), byte strings, UTF-8 text strings, definite-length arrays, maps with
   text keys and no duplicate key, ``false``/``true``/``null`` and finite float64 — at most
-  64 arrays/maps deep, the envelope map included — and nothing after it. The item must be
+  64 arrays/maps deep, the envelope map included, and at most ``MAX_ITEMS`` (2**20) data
+  items in all — and nothing after it. The item must be
   a map with a known ``type``; it is then validated into that Struct with
   ``msgspec.convert(strict=True)`` (unknown keys are ignored). Every failure, whatever the
   input, raises :class:`RemoteProtocolError` (``invalid_request``) saying what was wrong.
+
+Decode budget: the cost of decoding is bounded by the payload's size *and* by
+``MAX_ITEMS``. Every array and map head is charged its element count (a map's entries
+count twice: key and value) before any element is decoded, and a head announcing more
+elements than bytes remain, or more than the budget left, is refused at once — so a hostile
+frame (say 16 MiB of empty arrays, which would otherwise build 16 million Python lists) is
+refused after reading one head, and no accepted frame builds more than ``MAX_ITEMS`` Python
+objects (≈ 80 MB and well under a second in the worst case); strings and byte strings cost
+one copy of their bytes. Depth is bounded by ``MAX_DEPTH``, so is the recursion.
 
 The CBOR reader and writer are written here rather than taken from cbor2: cbor2 silently
 decodes tags (tag 1 becomes a ``datetime``, tag 55799 vanishes), accepts float16/float32,
@@ -39,12 +50,18 @@ import msgspec.inspect as mi
 from ._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from ._messages import MESSAGE_TYPES, Message, Result
 
-__all__ = ["MAX_DEPTH", "decode_message", "encode_message", "encode_message_into"]
+__all__ = ["MAX_DEPTH", "MAX_ITEMS", "decode_message", "encode_message", "encode_message_into"]
 
 #: Maximum nesting of arrays and maps in one message, the envelope map included.
 MAX_DEPTH = 64
+#: Maximum number of CBOR data items in one message (map keys included): one item per 16
+#: bytes of a maximal 16 MiB frame, far above what real messages hold (a transcript of
+#: tool calls runs at about one item per 30-100 bytes).
+MAX_ITEMS = 1 << 20
 
 _MAX_UINT = 2**64 - 1
+#: Items an envelope map can hold around its payload (≤ 23 entries: key and value each).
+_ENVELOPE_ITEMS = 2 * 23 + 1
 _BUILTIN_TYPES = (bytes, bytearray, memoryview)
 _isfinite = math.isfinite
 _pack_double = struct.Struct(">d").pack
@@ -116,10 +133,11 @@ def _encode_int(i: int, out: bytearray) -> None:
         raise _EncodeError(f"integer of {i.bit_length()} bits does not fit in 64 bits")
 
 
-def _encode_value(obj: Any, out: bytearray, depth: int) -> None:
+def _encode_value(obj: Any, out: bytearray, depth: int, budget: list[int]) -> None:
     """Append the CBOR encoding of the payload value ``obj`` to ``out``.
 
-    ``depth`` is the number of arrays/maps enclosing ``obj``.
+    ``depth`` is the number of arrays/maps enclosing ``obj``; ``budget[0]`` is the number of
+    items still allowed (each container is charged its elements, as the decoder does).
     """
     t = type(obj)
     if t is str:
@@ -139,6 +157,9 @@ def _encode_value(obj: Any, out: bytearray, depth: int) -> None:
         if depth >= MAX_DEPTH:
             raise _EncodeError(f"nesting deeper than {MAX_DEPTH} arrays/maps")
         n = len(obj)
+        budget[0] -= 2 * n
+        if budget[0] < 0:
+            raise _EncodeError(f"more than {MAX_ITEMS} items in one message")
         if n < 24:
             out.append(0xA0 | n)
         else:
@@ -154,18 +175,21 @@ def _encode_value(obj: Any, out: bytearray, depth: int) -> None:
             else:
                 out += _head(0x60, n)
             out += b
-            _encode_value(value, out, depth)
+            _encode_value(value, out, depth, budget)
     elif t is list or t is tuple:
         if depth >= MAX_DEPTH:
             raise _EncodeError(f"nesting deeper than {MAX_DEPTH} arrays/maps")
         n = len(obj)
+        budget[0] -= n
+        if budget[0] < 0:
+            raise _EncodeError(f"more than {MAX_ITEMS} items in one message")
         if n < 24:
             out.append(0x80 | n)
         else:
             out += _head(0x80, n)
         depth += 1
         for value in obj:
-            _encode_value(value, out, depth)
+            _encode_value(value, out, depth, budget)
     elif obj is None:
         out.append(0xF6)
     elif obj is True:
@@ -189,7 +213,7 @@ def _encode_value(obj: Any, out: bytearray, depth: int) -> None:
             raise _EncodeError(f"cannot encode a {t.__name__}: {exc}") from None
         if type(converted) is t:
             raise _EncodeError(f"a {t.__name__} is not a JSON-like value")
-        _encode_value(converted, out, depth)
+        _encode_value(converted, out, depth, budget)
 
 
 _FieldEncoder = Callable[[Any, bytearray], None]
@@ -204,7 +228,9 @@ def _compile(t: mi.Type, where: str) -> _FieldEncoder:
     if isinstance(t, mi.AnyType):
 
         def enc_any(v: Any, out: bytearray) -> None:
-            _encode_value(v, out, 1)
+            # The one payload field of a message; the envelope around it takes at most
+            # _ENVELOPE_ITEMS of the budget, so whatever is encoded also decodes.
+            _encode_value(v, out, 1, [MAX_ITEMS - _ENVELOPE_ITEMS])
 
         return enc_any
     if isinstance(t, mi.IntType) and t.ge == 0 and (t.gt, t.lt, t.le, t.multiple_of) == (None,) * 4:
@@ -446,8 +472,9 @@ def _truncated_string(start: int, length: int, n: int, pos: int) -> _DecodeError
     )
 
 
-def _decode_item(buf: bytes, start: int, n: int, depth: int) -> tuple[Any, int]:
-    """Decode the item at ``start``, enclosed by ``depth`` arrays/maps.
+def _decode_item(buf: bytes, start: int, n: int, depth: int, budget: list[int]) -> tuple[Any, int]:
+    """Decode the item at ``start``, enclosed by ``depth`` arrays/maps; ``budget[0]`` is the
+    number of items still allowed, charged at every array/map head.
 
     Returns ``(value, position after the item)``. Truncation may surface as IndexError or
     struct.error; ``_decode_tree`` reports those.
@@ -480,7 +507,7 @@ def _decode_item(buf: bytes, start: int, n: int, depth: int) -> tuple[Any, int]:
     else:
         arg, pos = _read_arg(buf, start, ib)
     if major == 5:
-        return _decode_map(buf, start, pos, n, depth, arg)
+        return _decode_map(buf, start, pos, n, depth, arg, budget)
     if major == 3:
         end = pos + arg
         if end > n:
@@ -493,6 +520,10 @@ def _decode_item(buf: bytes, start: int, n: int, depth: int) -> tuple[Any, int]:
             raise _DecodeError(start, f"nesting deeper than {MAX_DEPTH} arrays/maps")
         if arg > n - pos:
             raise _DecodeError(start, f"truncated array: {arg} items announced, {n - pos} bytes left")
+        left = budget[0] - arg
+        if left < 0:
+            raise _too_many(start, "array", arg)
+        budget[0] = left
         depth += 1
         items = []
         append = items.append
@@ -502,7 +533,7 @@ def _decode_item(buf: bytes, start: int, n: int, depth: int) -> tuple[Any, int]:
                 append(ib)
                 pos += 1
             else:
-                value, pos = _decode_item(buf, pos, n, depth)
+                value, pos = _decode_item(buf, pos, n, depth, budget)
                 append(value)
         return items, pos
     if major == 1:
@@ -515,14 +546,24 @@ def _decode_item(buf: bytes, start: int, n: int, depth: int) -> tuple[Any, int]:
     raise _DecodeError(start, f"tags are not allowed (found tag {arg})")
 
 
+def _too_many(start: int, kind: str, count: int) -> _DecodeError:
+    return _DecodeError(
+        start, f"too many items: this {kind} of {count} elements takes the message past {MAX_ITEMS} items"
+    )
+
+
 def _decode_map(
-    buf: bytes, start: int, pos: int, n: int, depth: int, count: int
+    buf: bytes, start: int, pos: int, n: int, depth: int, count: int, budget: list[int]
 ) -> tuple[dict[str, Any], int]:
     """Decode the ``count`` entries at ``pos`` of the map whose head is at ``start``."""
     if depth >= MAX_DEPTH:
         raise _DecodeError(start, f"nesting deeper than {MAX_DEPTH} arrays/maps")
     if count > (n - pos) >> 1:
         raise _DecodeError(start, f"truncated map: {count} entries announced, {n - pos} bytes left")
+    left = budget[0] - 2 * count
+    if left < 0:
+        raise _too_many(start, "map", count)
+    budget[0] = left
     depth += 1
     result: dict[str, Any] = {}
     for _ in range(count):
@@ -533,7 +574,7 @@ def _decode_map(
                 raise _truncated_string(pos, kb - 0x60, n, pos + 1)
             key = buf[pos + 1 : end].decode()
         elif kb >> 5 == 3:
-            key, end = _decode_item(buf, pos, n, depth)
+            key, end = _decode_item(buf, pos, n, depth, budget)
         else:
             raise _DecodeError(pos, f"map keys must be text strings, found {_describe(kb)}")
         if key in result:
@@ -553,23 +594,25 @@ def _decode_map(
             result[key] = buf[pos + 1]
             pos += 2
         elif 0xA0 <= vb < 0xB8:  # small map
-            result[key], pos = _decode_map(buf, pos, pos + 1, n, depth, vb - 0xA0)
+            result[key], pos = _decode_map(buf, pos, pos + 1, n, depth, vb - 0xA0, budget)
         else:
-            result[key], pos = _decode_item(buf, pos, n, depth)
+            result[key], pos = _decode_item(buf, pos, n, depth, budget)
     return result, pos
 
 
-def _decode_tree(payload: bytes) -> Any:
-    """Decode exactly one strict-CBOR item filling all of ``payload`` (bytes)."""
+def _decode_tree(payload: bytes, max_items: int = MAX_ITEMS) -> Any:
+    """Decode exactly one strict-CBOR item filling all of ``payload`` (bytes), of at most
+    ``max_items`` items."""
     n = len(payload)
+    budget = [max_items - 1]
     if n == 0:
         raise _DecodeError(0, "empty payload (a frame must hold one CBOR item)")
     try:
         ib = payload[0]
         if 0xA0 <= ib < 0xB8:  # the envelope: a small map
-            value, pos = _decode_map(payload, 0, 1, n, 0, ib - 0xA0)
+            value, pos = _decode_map(payload, 0, 1, n, 0, ib - 0xA0, budget)
         else:
-            value, pos = _decode_item(payload, 0, n, 0)
+            value, pos = _decode_item(payload, 0, n, 0, budget)
     except (IndexError, struct.error):
         raise _DecodeError(None, f"truncated: the payload ends ({n} bytes) inside an item") from None
     except UnicodeDecodeError as exc:
@@ -579,11 +622,12 @@ def _decode_tree(payload: bytes) -> Any:
     return value
 
 
-def decode_message(payload: bytes) -> Message:
+def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
     """Decode and validate one envelope message from one frame's payload.
 
     Args:
         payload: the frame payload (bytes-like): exactly one CBOR item.
+        max_items: the item budget (``MAX_ITEMS``; tests use smaller ones).
 
     Returns:
         The message Struct.
@@ -596,7 +640,7 @@ def decode_message(payload: bytes) -> Message:
     try:
         if type(payload) is not bytes:
             payload = bytes(payload)
-        tree = _decode_tree(payload)
+        tree = _decode_tree(payload, max_items)
     except _DecodeError as exc:
         where = "" if exc.pos is None else f" at byte {exc.pos}"
         raise RemoteProtocolError(INVALID_REQUEST, f"invalid CBOR{where}: {exc.what}") from None

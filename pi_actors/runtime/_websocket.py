@@ -7,17 +7,30 @@ connection is treated as broken. A closed WebSocket reads as end-of-stream.
 
 ``bearer_token_ok`` checks an ``Authorization: Bearer …`` header in constant time; the
 server calls it on the upgrade request, before any frame.
+
+``serve_websocket_admitted(on_request, host, port, admission, ssl_context=…)`` serves
+WebSocket upgrades like trio-websocket's ``serve_websocket`` (``on_request`` gets the
+upgrade request and calls ``accept`` or ``reject``), but through our own accept loop
+(``_accept.serve_admitted``): connection caps, quiet back-off on EMFILE, and one deadline
+(``admission.limits.handshake_timeout``) from the TCP accept through the TLS handshake to
+the accepted upgrade — the request's ``accept()`` admits the connection and lifts the
+deadline, after which the protocol hello has its own limit. With ``ssl_context`` the port
+speaks TLS only; a plain HTTP request reaching it gets ``400`` with a one-line body telling
+the client to use ``wss://``.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Any
+import ssl
+from typing import Any, Awaitable, Callable
 
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
-__all__ = ["WebSocketStream", "bearer_token_ok", "MAX_WS_MESSAGE"]
+from ._accept import Admission, Ticket, serve_admitted
+
+__all__ = ["WebSocketStream", "bearer_token_ok", "serve_websocket_admitted", "MAX_WS_MESSAGE", "PLAIN_HTTP_ON_TLS"]
 
 #: Largest WebSocket message accepted: one maximal frame (16 MiB) plus its header.
 MAX_WS_MESSAGE = 16 * 1024 * 1024 + 4
@@ -76,3 +89,137 @@ def bearer_token_ok(headers: list[tuple[bytes, bytes]], token: str) -> bool:
         if name.lower() == b"authorization" and hmac.compare_digest(value.strip(), expected):
             return True
     return False
+
+
+#: The body of the answer to a plain HTTP request on a TLS port.
+PLAIN_HTTP_ON_TLS = b"this server speaks TLS: use a wss:// URL\n"
+_TLS_HANDSHAKE_RECORD = 0x16
+
+
+class _Watched(trio.abc.Stream):
+    """``stream`` with ``prefix`` (bytes already read from it) handed out first, and an
+    ``ended`` event set when a read finds the end of the stream or a broken stream."""
+
+    def __init__(self, stream: trio.abc.Stream, prefix: bytes = b"") -> None:
+        self._stream = stream
+        self._prefix = prefix
+        self.ended = trio.Event()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._prefix:
+            n = len(self._prefix) if max_bytes is None else max_bytes
+            out, self._prefix = self._prefix[:n], self._prefix[n:]
+            await trio.lowlevel.checkpoint()
+            return out
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.ended.set()
+            raise
+        if not data:
+            self.ended.set()
+        return data
+
+    async def send_all(self, data: Any) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+async def _start_tls(stream: trio.abc.Stream, context: ssl.SSLContext) -> trio.SSLStream[Any] | None:
+    """The server side of TLS over ``stream``; None (after answering 400) if the client
+    spoke plain HTTP, or if the TLS handshake failed."""
+    first = await stream.receive_some(4096)
+    if not first:
+        return None
+    if first[0] != _TLS_HANDSHAKE_RECORD:
+        if first[:1].isalpha():  # "GET /…": a ws:// client on a wss:// port
+            body = PLAIN_HTTP_ON_TLS
+            head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\n"
+            try:
+                await stream.send_all(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        return None
+    tls = trio.SSLStream(_Watched(stream, first), context, server_side=True, https_compatible=True)
+    try:
+        await tls.do_handshake()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return None  # a client that does not trust our certificate, or not TLS after all
+    return tls
+
+
+class _AdmittingRequest:
+    """A trio-websocket upgrade request whose ``accept`` admits the connection; everything
+    else (``headers``, ``path``, ``reject``, …) is the request's own."""
+
+    def __init__(self, request: Any, ticket: Ticket) -> None:
+        self._request = request
+        self._ticket = ticket
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    async def accept(self, **kwargs: Any) -> WebSocketConnection:
+        ws = await self._request.accept(**kwargs)
+        self._ticket.admit()
+        return ws
+
+
+async def serve_websocket_admitted(
+    on_request: Callable[[Any], Awaitable[None]],
+    host: str,
+    port: int,
+    admission: Admission,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    max_message_size: int = MAX_WS_MESSAGE,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve WebSocket upgrades on ``host:port`` until cancelled (see the module docstring).
+
+    ``port`` 0 picks a free port; ``task_status`` gets a ``WebSocketListening`` (``.port``).
+    Raises OSError if the address cannot be bound.
+    """
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = WebSocketListening(listeners[0].socket.getsockname()[1])
+
+    async def handle(stream: trio.abc.Stream, ticket: Ticket) -> None:
+        if ssl_context is not None:
+            tls = await _start_tls(stream, ssl_context)
+            if tls is None:
+                return
+            stream = tls
+        watched = _Watched(stream)
+        async with trio.open_nursery() as nursery:
+
+            async def hang_up_on_eof() -> None:
+                # trio-websocket waits for a request even after the client hung up.
+                await watched.ended.wait()
+                if ticket.state == "pending":
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(hang_up_on_eof)
+            request = await wrap_server_stream(nursery, watched, max_message_size=max_message_size)
+            await on_request(_AdmittingRequest(request, ticket))
+            nursery.cancel_scope.cancel()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                await nursery.start(serve_admitted, listener, handle, admission)
+            task_status.started(bound)
+    finally:
+        for listener in listeners:
+            await trio.aclose_forcefully(listener)
+
+
+class WebSocketListening:
+    """What ``serve_websocket_admitted`` hands to ``task_status``: the bound ``port``."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port

@@ -3,8 +3,10 @@
 Transport: any ``trio.abc.Stream`` (``serve_stream(stream, identity)``); ``serve_websocket``
 authenticates the bearer token of the upgrade against the server's :class:`Credentials`
 (401 before any frame) and hands the connection its :class:`Identity`; ``serve_unix``
-listens on a 0600 socket in a 0700 directory, whose connections are the local owner
-(``LOCAL_ADMIN``). Every connection opens with our hello (``open_peer``, side "server"); a
+listens on a 0600 socket in a 0700 directory, refuses peers of another uid or namespace
+(``runtime._listen``) and treats the rest as the local owner (``LOCAL_ADMIN``). Both accept
+through ``runtime._accept`` with the caps and handshake deadline of ``limits``
+(``self.admission``). Every connection opens with our hello (``open_peer``, side "server"); a
 bad hello gets ``hello_error`` and the connection closes, the server keeps serving.
 
 Roles (the identity's, not the hello's): ``tool-host`` connections may only call
@@ -86,6 +88,7 @@ from ._confine import check_root
 from ._fanout import _Client
 from ._hosting import SessionHosting, _Session
 from ._registry import SessionIndex
+from ..runtime._accept import Admission, ConnectionLimits
 
 __all__ = ["Server", "SESSION_METHODS"]
 
@@ -136,6 +139,7 @@ class Server(SessionHosting):
         agent_dir: str | None = None,
         hidden: tuple[str, ...] | list[str] = (),
         max_sessions: int = 16,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.make_config = make_config
         self.name = name
@@ -167,6 +171,8 @@ class Server(SessionHosting):
         #: Sessions start a few at a time: many at once on a small machine would starve each
         #: other's start-up (each is four Python processes) past the 5 s handshake limit.
         self._start_limiter = trio.CapacityLimiter(2)
+        #: Connection caps and the handshake deadline, shared by every listener (runtime._accept).
+        self.admission = Admission(limits)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -184,11 +190,14 @@ class Server(SessionHosting):
                     session.scope.cancel()
                 nursery.cancel_scope.cancel()
 
-    async def serve_websocket(self, host: str, port: int, token: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one); ``task_status``
-        gets the trio-websocket server (its ``.port``). A request's bearer token is looked up
-        in the server's credentials; ``token`` (if given) is one more token, an admin's."""
-        from trio_websocket import serve_websocket
+    async def serve_websocket(
+        self, host: str, port: int, token: str | None, *, ssl_context: Any = None, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one; TLS with
+        ``ssl_context``); ``task_status`` gets an object with the bound ``.port``. A request's
+        bearer token is looked up in the server's credentials; ``token`` (if given) is one
+        more token, an admin's."""
+        from ..runtime._websocket import serve_websocket_admitted
 
         identify = self._authenticator(token)
 
@@ -200,21 +209,14 @@ class Server(SessionHosting):
             ws = await request.accept()
             await self.serve_stream(WebSocketStream(ws), identity)
 
-        await serve_websocket(
-            on_request, host, port, None, max_message_size=MAX_WS_MESSAGE, disconnect_timeout=2, task_status=task_status
-        )
+        await serve_websocket_admitted(on_request, host, port, self.admission, ssl_context=ssl_context, task_status=task_status)
 
     async def serve_unix(self, path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..runtime._listen import open_unix_listener, remove_own_socket
+        """Serve a 0600 unix socket; peers of another uid or namespace are refused."""
+        from ..runtime._listen import serve_unix_admitted
 
         self.hidden_paths.add(os.path.dirname(os.path.abspath(path)))
-        listener, key = await open_unix_listener(path)
-        try:
-            async with listener:
-                task_status.started(path)
-                await trio.serve_listeners(self.serve_stream, [listener])
-        finally:
-            remove_own_socket(path, key)
+        await serve_unix_admitted(path, self.serve_stream, self.admission, task_status=task_status)
 
     # -- one connection ----------------------------------------------------------------------
 
@@ -251,7 +253,10 @@ class Server(SessionHosting):
 
         try:
             with client.scope:
-                async with open_peer(stream, side="server", role="server", name=self.name, handler=handle) as peer:
+                async with open_peer(
+                    stream, side="server", role="server", name=self.name, handler=handle,
+                    handshake_timeout=self.admission.limits.handshake_timeout,
+                ) as peer:
                     client.peer = peer
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(client.run_writer)

@@ -1,14 +1,18 @@
 """The client side of the server: connect over WebSocket or a unix socket, then speak our
 protocol through a ``Peer``; ``RemoteSession`` wraps the attachment fencing.
 
-Addresses: ``ws://HOST:PORT[/path]`` (bearer token sent on the upgrade) or ``unix:PATH``
-(also a bare path). A refused upgrade raises ``ConnectionRefused`` (``status`` 401 for a bad
-token); a lost connection fails in-flight calls with ``ConnectionLost`` (outcome unknown).
+Addresses: ``ws://HOST:PORT[/path]``, ``wss://…`` (TLS, verified against ``tls_ca`` — a
+PEM file of trusted CAs — or else the system's trust store), both with the bearer token sent
+on the upgrade, or ``unix:PATH`` (also a bare path). A refused upgrade raises
+``ConnectionRefused`` (``status`` 401 for a bad token; the server's one-line reason, if it
+gave one, is in the message); a lost connection fails in-flight calls with
+``ConnectionLost`` (outcome unknown). ``tls_context(ca_file)`` builds the client's SSL
+context and raises ``ValueError`` saying what is wrong with ``ca_file``.
 """
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator
 
 import trio
@@ -16,7 +20,7 @@ import trio
 from ..runtime import ConnectionLost, Handler, Peer, RemoteError, open_peer
 from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
 
-__all__ = ["connect", "parse_address", "ConnectionRefused", "RemoteSession"]
+__all__ = ["connect", "parse_address", "tls_context", "ConnectionRefused", "RemoteSession"]
 
 
 class ConnectionRefused(ConnectionLost):
@@ -46,8 +50,49 @@ def parse_address(address: str) -> tuple[str, str]:
     return "unix", address
 
 
+def tls_context(ca_file: str | None) -> Any:
+    """A client SSL context that verifies the server against ``ca_file`` (PEM), or the
+    system's trust store when it is None."""
+    import ssl
+
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"cannot load the CA file {ca_file}: {exc}") from None
+
+
+def _rejection(exc: Any) -> str:
+    detail = f"server refused the connection (HTTP {exc.status_code})"
+    body = bytes(exc.body or b"").decode("utf-8", "replace").strip()
+    if body and len(body) < 200 and body.isprintable():
+        detail += f": {body}"
+    return detail
+
+
+async def _check_tls(where: str, context: Any) -> None:
+    """Complete one TLS handshake with the server of ``where`` and hang up, so that a
+    certificate the client does not trust (or a server without TLS) is reported at once
+    and by name: inside trio-websocket such a failure only shows as a connect timeout."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(where)
+    try:
+        with trio.fail_after(10):
+            tls = await trio.open_ssl_over_tcp_stream(
+                parts.hostname or "", parts.port or 443, ssl_context=context, https_compatible=True
+            )
+            try:
+                await tls.do_handshake()
+            finally:
+                await trio.aclose_forcefully(tls)
+    except trio.TooSlowError:
+        raise ConnectionRefused(f"cannot connect to {where}: no TLS handshake within 10 s") from None
+    except (OSError, trio.BrokenResourceError) as exc:
+        raise ConnectionRefused(f"cannot connect to {where}: TLS handshake failed: {_reason(exc)}") from None
+
+
 @asynccontextmanager
-async def _open_stream(address: str, token: str | None) -> AsyncIterator[trio.abc.Stream]:
+async def _open_stream(address: str, token: str | None, tls_ca: str | None = None) -> AsyncIterator[trio.abc.Stream]:
     kind, where = parse_address(address)
     if kind == "unix":
         try:
@@ -62,23 +107,34 @@ async def _open_stream(address: str, token: str | None) -> AsyncIterator[trio.ab
     from trio_websocket import ConnectionRejected, HandshakeError, open_websocket_url
 
     headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+    context = tls_context(tls_ca) if where.startswith("wss://") else None
+    if context is not None:
+        await _check_tls(where, context)
     try:
-        async with open_websocket_url(
-            where, extra_headers=headers, max_message_size=MAX_WS_MESSAGE, connect_timeout=10, disconnect_timeout=2
-        ) as ws:
+        async with AsyncExitStack() as stack:
+            try:
+                ws = await stack.enter_async_context(
+                    open_websocket_url(
+                        where, ssl_context=context, extra_headers=headers, max_message_size=MAX_WS_MESSAGE,
+                        connect_timeout=10, disconnect_timeout=2,
+                    )
+                )
+            except trio.BrokenResourceError as exc:  # the TLS handshake failed
+                raise ConnectionRefused(f"cannot connect to {where}: {_reason(exc)}") from None
             yield WebSocketStream(ws)
     except ConnectionRejected as exc:
-        raise ConnectionRefused(f"server refused the connection (HTTP {exc.status_code})", exc.status_code) from None
+        raise ConnectionRefused(_rejection(exc), exc.status_code) from None
     except (HandshakeError, OSError) as exc:
         raise ConnectionRefused(f"cannot connect to {where}: {_reason(exc)}") from None
 
 
 @asynccontextmanager
 async def connect(
-    address: str, *, token: str | None = None, role: str = "client", name: str = "client", handler: Handler | None = None
+    address: str, *, token: str | None = None, role: str = "client", name: str = "client", handler: Handler | None = None,
+    tls_ca: str | None = None,
 ) -> AsyncIterator[Peer]:
     """An open connection to a server (hello done) for the duration of the block."""
-    async with _open_stream(address, token) as stream:
+    async with _open_stream(address, token, tls_ca) as stream:
         async with open_peer(stream, side="client", role=role, name=name, handler=handler) as peer:
             yield peer
 

@@ -45,6 +45,7 @@ async def follow_session(
     bind: Callable[[RemoteSession | None], None] | None = None,
     retry_first: bool = True,
     backoff: tuple[float, float] = (0.2, 5.0),
+    tls_ca: str | None = None,
 ) -> str:
     """Run until ``prompts`` is closed (without ``prompts``: until cancelled); returns the
     session id. Raises RemoteError for a refusal that reconnecting cannot fix (unknown
@@ -57,7 +58,7 @@ async def follow_session(
 
         async def attempt() -> None:
             nonlocal session_id, delay, ever_attached
-            async with connect(address, token=token, role="ui", name="attach") as peer:
+            async with connect(address, token=token, role="ui", name="attach", tls_ca=tls_ca) as peer:
                 session_id = await open_or_create(peer, session_id, create)
                 session = await RemoteSession.attach(peer, session_id)
                 ever_attached = True

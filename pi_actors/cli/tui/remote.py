@@ -113,7 +113,9 @@ class _View:
             self.ui.post(self.ui.show_error, text)
 
 
-async def run_remote_tui(address: str, *, token: str | None, session_id: str | None, create: dict, initial: list[str]) -> int:
+async def run_remote_tui(
+    address: str, *, token: str | None, session_id: str | None, create: dict, initial: list[str], tls_ca: str | None = None
+) -> int:
     """Attach to a session on a server and run the TUI on it until the user quits.
 
     Raises RemoteError (ConnectionLost included) when the first connection fails, the token
@@ -127,7 +129,8 @@ async def run_remote_tui(address: str, *, token: str | None, session_id: str | N
 
     async def follow() -> None:
         await follow_session(
-            address, token=token, session_id=session_id, create=create, view=view, bind=attachment.bind, retry_first=False
+            address, token=token, session_id=session_id, create=create, view=view, bind=attachment.bind, retry_first=False,
+            tls_ca=tls_ca,
         )
 
     # One nursery: the follower runs before and during the UI; if it fails, the UI is

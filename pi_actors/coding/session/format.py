@@ -1,6 +1,6 @@
 """Small pieces of pi's session file format (JSONL v3, pi spec §2.1–§2.2).
 
-- :func:`default_session_dir`: ``<agent_dir>/sessions/--<encoded cwd>--`` (created).
+- :func:`default_session_dir`: ``<agent_dir>/sessions/--<encoded cwd>--`` (created 0700).
 - :func:`iso_timestamp`: ``2026-03-15T22:40:18.123Z`` (UTC, milliseconds), like JS
   ``Date.toISOString``; :func:`timestamp_ms` turns one back into epoch milliseconds.
 - :func:`session_file_name`: ``<timestamp with ':' and '.' as '-'>_<session id>.jsonl``.
@@ -27,8 +27,24 @@ def default_session_dir(agent_dir: str, cwd: str) -> str:
     encoded = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
     encoded = _CWD_SEPARATORS.sub("-", encoded)
     path = os.path.join(agent_dir, "sessions", f"--{encoded}--")
-    os.makedirs(path, exist_ok=True)
+    make_private_dirs(path)
     return path
+
+
+def make_private_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``, but every directory it creates is 0700 (session
+    files are transcripts: other local users must not list or read them). Existing
+    directories are left as they are."""
+    if os.path.lexists(path):
+        return  # a directory, or something else that the caller's next step reports
+    parent = os.path.dirname(os.path.abspath(path))
+    if parent != path:
+        make_private_dirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return  # created meanwhile
+    os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
 
 
 def iso_timestamp(moment: datetime | None = None) -> str:

@@ -28,7 +28,7 @@ import errno
 import os
 import uuid
 
-from .format import CURRENT_VERSION, encode_line, iso_timestamp, new_entry_id, session_file_name
+from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
 
 
@@ -321,7 +321,7 @@ class SessionWriter:
         created = False
         fd: int | None = None
         try:
-            os.makedirs(directory, exist_ok=True)
+            make_private_dirs(directory)
             fd = os.open(
                 self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
             )
