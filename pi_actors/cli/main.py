@@ -144,6 +144,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
     the actors are shut down; the exit still waits for every process."""
     from ..runtime import RemoteError
     from ._client import send_prompt
+    from ._sessions import print_session_warnings
     from ._supervisor import open_local_runtime
 
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
@@ -151,6 +152,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
             session = await coordinator.call("session")
         except RemoteError as exc:
             raise UsageError(exc.message) from None
+        print_session_warnings(session)
         renderer.header((session or {}).get("header") or {})
         for text in prompts:
             try:

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from ...runtime import RemoteError
+from .._sessions import print_session_warnings
 from .._supervisor import open_local_runtime
 
 __all__ = ["run_tui", "run_app"]
@@ -61,6 +62,7 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
     coord_cfg = config["coordinator"]
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         session = await coordinator.call("session") or {}
+        print_session_warnings(session)  # above the TUI, before it starts
         try:
             messages = (await coordinator.call("get_messages")).get("messages") or []
             state = await coordinator.call("get_state") or {}
