@@ -35,7 +35,7 @@ MAX_ENTRY_DEPTH = 56
 _MIN_INT = -(2**64)
 _MAX_INT = 2**64 - 1
 _BIG_NUMBER = re.compile(rb"\d{19}|[eE]\+?\d{3}")
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]", re.ASCII)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]", re.ASCII)
 _LLM_ROLES = ("user", "assistant", "toolResult")
 
 

@@ -106,7 +106,9 @@ def _migrate(records: list[dict]) -> int | None:
 
 
 # pi (and we) write "type", "id", "parentId" first: enough to read them from a broken line.
-_LINKS = re.compile(rb'^\s*\{"type":"[^"\\]{0,64}","id":"([^"\\]{1,64})","parentId":(?:null|"([^"\\]{1,64})")')
+_LINKS = re.compile(
+    rb'^\s*\{\s*"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*"id"\s*:\s*"([^"\\]{1,64})"\s*,\s*"parentId"\s*:\s*(?:null|"([^"\\]{1,64})")'
+)
 
 
 def _links_of(damaged: DamagedLine, parsed: dict | None) -> tuple[str, str | None] | None:
