@@ -191,6 +191,8 @@ def _export(paths: list[str]) -> int:
         raise ConfigError(f"File not found: {os.path.abspath(source)}") from None
     except (SessionLoadError, OSError) as exc:
         raise ConfigError(f"Cannot export {source}: {exc}") from None
+    for warning in loaded.warnings:  # damaged lines are not in the page: say so
+        print(f"Warning: {warning}", file=sys.stderr)
     target = paths[1] if len(paths) == 2 else os.path.splitext(os.path.basename(source))[0] + ".html"
     try:
         written = export_html(loaded.header, loaded.entries, target)

@@ -270,7 +270,13 @@ async def run_rpc(config: dict[str, Any]) -> int:
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         session = RpcSession(coordinator, out, config)
-        print_session_warnings(await coordinator.call("session"))
+        try:
+            described = await coordinator.call("session")
+        except RemoteError as exc:  # the session could not be opened (e.g. it is locked)
+            from ._config import ConfigError
+
+            raise ConfigError(exc.message) from None
+        print_session_warnings(described)
         async with trio.open_nursery() as nursery:
             await nursery.start(session.pump_events)
             async with trio.open_nursery() as commands:
