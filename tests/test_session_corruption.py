@@ -140,6 +140,16 @@ async def test_switching_to_a_damaged_session_over_rpc_answers_with_its_warnings
     assert "line 4 (not valid JSON)" in warning and "line 7 (message entry:" in warning
 
 
+async def test_the_terminal_ui_shows_the_damaged_lines_above_the_session(scripted, env, pane):
+    path = env.work / "damaged.jsonl"
+    path.write_bytes(_damaged_session())
+    await pane.start("--session", str(path), session=True)
+    # (the warning is printed before the TUI starts, so it stays above the transcript)
+    screen = await pane.wait_until(lambda s: "Third." in s and "2 damaged lines left out" in s.replace("\n", ""))
+    unwrapped = screen.replace("\n", "")
+    assert unwrapped.index("line 4 (not valid JSON), line 7") < unwrapped.index("Session with 6 messages")
+
+
 # -- the loader -----------------------------------------------------------------------------
 
 
