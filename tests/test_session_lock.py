@@ -177,6 +177,28 @@ async def test_the_session_store_refuses_a_file_another_writer_holds(scripted, t
         assert open(held.path, "rb").read() == before
 
 
+async def test_a_session_taken_after_the_clis_check_is_still_a_one_line_refusal(scripted, tmp_path):
+    """Between the CLI's check and the store's open another process may take the session:
+    the print mode then ends with the same one line (main prints the UsageError)."""
+    from pi_actors.cli._render import PrintRenderer
+    from pi_actors.cli.main import UsageError, _leaves, run_prompts
+
+    with SessionWriter.create(str(tmp_path), str(tmp_path), lazy=False) as held:
+        held.append_message(_user("mine"))
+        config = actor_config(scripted, tmp_path)
+        config["coordinator"]["session"] = {"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path}
+        try:
+            await run_prompts(config, ["hi"], PrintRenderer())
+        except BaseException as exc:  # noqa: BLE001 - judged below, as main() judges it
+            leaves = _leaves(exc)
+        else:
+            pytest.fail("the run was not refused")
+    assert len(leaves) == 1 and isinstance(leaves[0], UsageError)
+    short = held.session_id[:8]
+    assert str(leaves[0]) == f"session {short} is open in another pi-actors process (pid {os.getpid()}); close it or use --fork {short}"
+    assert scripted.requests == []
+
+
 async def test_switching_to_a_session_open_elsewhere_is_refused_and_the_current_one_goes_on(scripted, env):
     other = await _one_saved_session(scripted, env)
     scripted.script += [Reply(text="Here."), Reply(text="Still here.")]
