@@ -30,6 +30,7 @@ The leaf is the last entry in file order. :class:`SessionLoadError` is the only 
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -144,8 +145,6 @@ def _reattach(
             last = entries[position]["id"]
             position += 1
         before[number] = last
-    import bisect
-
     for index, (entry, number) in enumerate(zip(entries, lines)):
         parent = entry.get("parentId")
         if not isinstance(parent, str) or parent in known:
