@@ -179,7 +179,7 @@ def test_torn_last_line_is_dropped_with_a_warning_and_repaired_on_resume(tmp_pat
 
     loaded = load_session(writer.path)
     assert len(loaded.entries) == 2 and loaded.leaf_id == last["id"]
-    assert len(loaded.warnings) == 1 and "incomplete last line" in loaded.warnings[0]
+    assert len(loaded.warnings) == 1 and "the last line was incomplete (a crash during a write?) and was dropped" in loaded.warnings[0]
 
     resumed = SessionWriter.resume(writer.path)
     follow = resumed.append_message(user("after the crash"))
@@ -205,7 +205,7 @@ def test_resume_adds_a_missing_final_newline_before_appending(tmp_path):
     assert loaded.entries[1]["parentId"] == "aaaaaaaa"
 
 
-def test_unparseable_lines_in_the_middle_are_skipped_with_warnings(tmp_path):
+def test_unparseable_lines_in_the_middle_are_reported_in_one_warning(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(
         '{"type":"session","version":3,"id":"sid","timestamp":"2026-03-15T22:40:18.123Z","cwd":"/p"}\n'
@@ -217,8 +217,10 @@ def test_unparseable_lines_in_the_middle_are_skipped_with_warnings(tmp_path):
     )
     loaded = load_session(str(path))
     assert [e["id"] for e in loaded.entries] == ["aaaaaaaa"]
-    assert len(loaded.warnings) == 2
-    assert "line 3" in loaded.warnings[0] and "line 4" in loaded.warnings[1]
+    assert len(loaded.warnings) == 1
+    assert "2 damaged lines" in loaded.warnings[0]
+    assert "line 3 (not valid JSON)" in loaded.warnings[0] and "line 4 (not a JSON object)" in loaded.warnings[0]
+    assert [(d.number, d.reason) for d in loaded.damaged] == [(3, "not valid JSON"), (4, "not a JSON object")]
 
 
 @pytest.mark.parametrize(

@@ -187,9 +187,13 @@ class SessionCommands:
         await self._stop_run()
         self.c.agent.reset()
         cfg = self.c.config.get("session") or {}
-        self.c.session = await self.c.store.call(
-            "open", {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "resume": path}
-        )
+        try:
+            self.c.session = await self.c.store.call(
+                "open", {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "resume": path}
+            )
+        except RemoteError:  # e.g. session_locked: the store keeps the session it had
+            self.c.load_context(await self.c.store.call("context"))
+            raise
         self.c.agent.session_id = self.c.session_id
         self.c.load_context(self.c.session)
         saved = (self.c.session.get("context") or {}).get("model") or {}
@@ -199,7 +203,7 @@ class SessionCommands:
         level = (self.c.session.get("context") or {}).get("thinkingLevel")
         if level in THINKING_LEVELS:
             self.c.agent.set_thinking_level(_clamp_level(level, self.c.agent.state.model))
-        return {"cancelled": False, "path": self.c.session.get("path")}
+        return {"cancelled": False, "path": self.c.session.get("path"), "warnings": self.c.session.get("warnings") or []}
 
     async def set_queue_mode(self, args: dict) -> dict:
         """``{queue: steering|followUp, mode: all|one-at-a-time}``."""

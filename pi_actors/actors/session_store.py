@@ -7,7 +7,16 @@ Calls served (from the coordinator):
     that every acknowledged entry is on disk),
     resumes the file ``resume`` (repairing a torn last line), or forks ``forkFrom`` into a
     new file. Returns ``{header, path, context: {messages, thinkingLevel, model}, warnings}``
-    (``path`` is None for ``--no-session``, whose tree is kept in memory only).
+    (``path`` is None for ``--no-session``, whose tree is kept in memory only). ``warnings``
+    are one-line texts for the user: damaged lines left out of the context (they stay in the
+    file), a torn last line dropped. The session the store had open before is closed once
+    the new one is open (if the new one fails, the old one stays).
+    One writer per file: the store holds the file's lock (``<file>.lock``) while it has the
+    file open; a file another process (or writer) holds fails the call with code
+    ``session_locked`` and the one-line message "session <id> is open in another pi-actors
+    process (pid N); close it or use --fork <id>". The pid recorded for others is the store
+    configuration's ``ownerPid``, else the process that started the store (the CLI or the
+    server), which is what a user can recognise and close.
 ``append {message}``
     Appends a ``message`` entry as a child of the leaf. Answers only once the line is written
     and fsynced, returning ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
@@ -36,7 +45,8 @@ __all__ = ["run_session_store", "SessionStore"]
 
 
 class SessionStore:
-    def __init__(self) -> None:
+    def __init__(self, owner_pid: int | None = None) -> None:
+        self._owner_pid = owner_pid  # None: this process
         self._writer: Any = None
         self._header: dict | None = None
         self._session_dir: str | None = None
@@ -71,10 +81,12 @@ class SessionStore:
         raise RemoteError("not_found", f"session store: unknown method {method!r}")
 
     async def _guard(self, fn: Any, args: dict) -> Any:
-        from ..coding.session import SessionLoadError, SessionWriteError
+        from ..coding.session import SessionLoadError, SessionLocked, SessionWriteError
 
         try:
             return await fn(args)
+        except SessionLocked as exc:
+            raise RemoteError("session_locked", str(exc)) from None
         except (OSError, SessionWriteError) as exc:
             raise RemoteError("write_failed", f"session: {exc}") from None
         except SessionLoadError as exc:
@@ -98,27 +110,40 @@ class SessionStore:
         }
 
     async def _open(self, args: dict) -> dict:
-        from ..coding.session import SessionWriter, default_session_dir, load_session
+        import os
+
+        from ..coding.session import SessionWriter, default_session_dir
 
         cwd = args.get("cwd") or "."
-        self._warnings = []
+        old = self._writer
+        owner = self._owner_pid
         if args.get("noSession"):
             # The tree lives in memory only (branching and compaction still work).
-            self._writer = SessionWriter.create("", cwd, in_memory=True)
-            self._header = self._writer.header
-            return self._describe()
-        self._session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
-        resume, fork_from = args.get("resume"), args.get("forkFrom")
-        if resume:
-            self._warnings = list(load_session(resume).warnings)
-            self._writer = await trio.to_thread.run_sync(SessionWriter.resume, resume)
-        elif fork_from:
-            self._writer = await trio.to_thread.run_sync(SessionWriter.fork_from, fork_from, self._session_dir, cwd)
+            writer = SessionWriter.create("", cwd, in_memory=True)
+            session_dir = self._session_dir
         else:
-            # Not pi's lazy creation: DESIGN wants every entry durable before it is
-            # acknowledged, the user's prompt included, so the file starts with it.
-            self._writer = SessionWriter.create(self._session_dir, cwd, lazy=False)
-        self._header = self._writer.header
+            session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
+            resume, fork_from = args.get("resume"), args.get("forkFrom")
+            if resume:
+                if old is not None and not old.in_memory and os.path.realpath(old.path) == os.path.realpath(resume):
+                    # Reopening the file we hold: let go of it first, or we would lock ourselves out.
+                    old.close()
+                    self._writer = self._header = old = None
+                writer = await trio.to_thread.run_sync(lambda: SessionWriter.resume(resume, owner_pid=owner))
+            elif fork_from:
+                writer = await trio.to_thread.run_sync(
+                    lambda: SessionWriter.fork_from(fork_from, session_dir, cwd, owner_pid=owner)
+                )
+            else:
+                # Not pi's lazy creation: DESIGN wants every entry durable before it is
+                # acknowledged, the user's prompt included, so the file starts with it.
+                writer = SessionWriter.create(session_dir, cwd, lazy=False, owner_pid=owner)
+        if old is not None:
+            old.close()
+        self._writer = writer
+        self._session_dir = session_dir
+        self._warnings = list(writer.load_warnings)
+        self._header = writer.header
         return self._describe()
 
     def _branch(self, entry_id: Any) -> dict:
@@ -139,11 +164,14 @@ class SessionStore:
             raise RemoteError("not_supported", "forking into a new file needs a saved session (not --no-session)")
         entry_id = args.get("entryId")
         if entry_id is None:  # fork before the first entry: an empty session naming its parent
-            self._writer = SessionWriter.create(self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False)
+            self._writer = SessionWriter.create(
+                self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False, owner_pid=self._owner_pid
+            )
         else:
             self._writer = await trio.to_thread.run_sync(old.create_branched_session, str(entry_id), self._session_dir)
         old.close()
         self._header = self._writer.header
+        self._warnings = []
         return self._describe()
 
     async def _label(self, args: dict) -> dict:
@@ -175,8 +203,12 @@ class SessionStore:
 
 
 async def run_session_store(links: dict[str, trio.SocketStream], config: Any) -> None:
-    """Actor entry: serve the coordinator link until it closes."""
-    store = SessionStore()
+    """Actor entry: serve the coordinator link until it closes. ``config["ownerPid"]``: the
+    pid a refused second writer is told about (default: the process that started this one)."""
+    import os
+
+    owner = (config or {}).get("ownerPid") if isinstance(config, dict) else None
+    store = SessionStore(owner_pid=owner if isinstance(owner, int) and owner > 0 else os.getppid())
     try:
         async with open_peer(links["coordinator"], side="server", role="session-store", name="session-store", handler=store.handle) as peer:
             await peer.closed_event.wait()

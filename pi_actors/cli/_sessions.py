@@ -4,6 +4,17 @@
 configuration plus what to restore), or raises ``ConfigError`` for a user mistake. ``-r``
 shows a numbered list on the terminal; choosing nothing is ``NoSessionSelected`` (exit 0,
 as pi does).
+
+A session that another pi-actors process has open for writing is refused, whichever way it
+was chosen (``-c``, ``-r``, ``--session``): "session <id> is open in another pi-actors process
+(pid N); close it or use --fork <id>". ``-c`` does not quietly pick an older session or fork
+instead — it promises the most recent one, and continuing something else would be the very
+surprise the lock exists to prevent; ``--fork`` (which only reads the file) is the way to go
+on from it in parallel. This check runs before any actor starts, for a clean message in
+every mode; the session store's lock is what actually guarantees one writer.
+
+``print_session_warnings`` shows what opening the session reported (damaged lines left out
+of the context, a torn last line dropped) on stderr, one line each.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ from typing import Any
 
 from ._config import ConfigError
 
-__all__ = ["SessionChoice", "NoSessionSelected", "choose_session"]
+__all__ = ["SessionChoice", "NoSessionSelected", "choose_session", "print_session_warnings"]
 
 
 class NoSessionSelected(Exception):
@@ -31,7 +42,7 @@ class SessionChoice:
     thinking: str | None = None
 
 
-def _saved_state(path: str) -> tuple[dict | None, str | None]:
+def _saved_state(path: str) -> tuple[dict | None, str | None, str]:
     from ..coding.session import SessionLoadError, load_session, session_context
 
     try:
@@ -40,7 +51,21 @@ def _saved_state(path: str) -> tuple[dict | None, str | None]:
         raise ConfigError(f"Cannot open session {path}: {exc}") from None
     ctx = session_context(loaded.entries, loaded.leaf_id)
     has_level = any(e.get("type") == "thinking_level_change" for e in loaded.entries)
-    return ctx.model, (ctx.thinking_level if has_level else None)
+    return ctx.model, (ctx.thinking_level if has_level else None), loaded.header["id"]
+
+
+def _refuse_if_open_elsewhere(path: str, session_id: str) -> None:
+    from ..coding.session import SessionLocked, lock_holder
+
+    pid = lock_holder(path)
+    if pid is not None:
+        raise ConfigError(str(SessionLocked(path, session_id, pid)))
+
+
+def print_session_warnings(session: dict | None, file: Any = None) -> None:
+    """Print the ``warnings`` of a coordinator's ``session`` description, one line each."""
+    for warning in (session or {}).get("warnings") or []:
+        print(f"Warning: {warning}", file=file or sys.stderr)
 
 
 def _pick(session_dir: str) -> str:
@@ -95,7 +120,9 @@ def choose_session(
         raise ConfigError(str(exc)) from None
     if path is None:
         return SessionChoice(config=base)
-    model, thinking = _saved_state(path)
+    model, thinking, session_id = _saved_state(path)
+    if not fork:
+        _refuse_if_open_elsewhere(path, session_id)
     if fork:
         return SessionChoice(config={**base, "forkFrom": path}, model=model, thinking=thinking)
     if session and os.path.dirname(os.path.abspath(path)) != os.path.abspath(directory) and os.sep not in session:

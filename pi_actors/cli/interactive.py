@@ -42,6 +42,13 @@ async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
     print(f"pi-actors — {model['provider']}/{model['id']} in {config['coordinator']['cwd']}  (/quit to exit)")
     pending = list(initial)
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
+        from ._sessions import print_session_warnings
+
+        try:
+            print_session_warnings(await coordinator.call("session"))
+        except RemoteError as exc:  # the session could not be opened (e.g. it is locked)
+            print(f"Error: {exc.message}", file=sys.stderr)
+            return 1
         while True:
             if pending:
                 text = pending.pop(0)

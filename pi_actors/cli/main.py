@@ -144,6 +144,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
     the actors are shut down; the exit still waits for every process."""
     from ..runtime import RemoteError
     from ._client import send_prompt
+    from ._sessions import print_session_warnings
     from ._supervisor import open_local_runtime
 
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
@@ -151,6 +152,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
             session = await coordinator.call("session")
         except RemoteError as exc:
             raise UsageError(exc.message) from None
+        print_session_warnings(session)
         renderer.header((session or {}).get("header") or {})
         for text in prompts:
             try:
@@ -189,6 +191,8 @@ def _export(paths: list[str]) -> int:
         raise ConfigError(f"File not found: {os.path.abspath(source)}") from None
     except (SessionLoadError, OSError) as exc:
         raise ConfigError(f"Cannot export {source}: {exc}") from None
+    for warning in loaded.warnings:  # damaged lines are not in the page: say so
+        print(f"Warning: {warning}", file=sys.stderr)
     target = paths[1] if len(paths) == 2 else os.path.splitext(os.path.basename(source))[0] + ".html"
     try:
         written = export_html(loaded.header, loaded.entries, target)

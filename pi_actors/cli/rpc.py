@@ -27,6 +27,7 @@ import trio
 
 from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import Peer, RemoteError
+from ._sessions import print_session_warnings
 from ._supervisor import open_local_runtime
 
 __all__ = ["run_rpc", "RpcSession"]
@@ -222,8 +223,8 @@ class RpcSession:
         return await self.c.call("export_html", {"outputPath": request.get("outputPath")})
 
     async def cmd_switch_session(self, request: dict, nursery: trio.Nursery) -> dict:
-        await self.c.call("switch_session", {"sessionPath": request["sessionPath"]})
-        return {"cancelled": False}
+        result = await self.c.call("switch_session", {"sessionPath": request["sessionPath"]}) or {}
+        return {"cancelled": False, **({"warnings": result["warnings"]} if result.get("warnings") else {})}
 
     async def cmd_fork(self, request: dict, nursery: trio.Nursery) -> dict:
         result = await self.c.call("fork", {"entryId": request["entryId"]})
@@ -269,6 +270,13 @@ async def run_rpc(config: dict[str, Any]) -> int:
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         session = RpcSession(coordinator, out, config)
+        try:
+            described = await coordinator.call("session")
+        except RemoteError as exc:  # the session could not be opened (e.g. it is locked)
+            from ._config import ConfigError
+
+            raise ConfigError(exc.message) from None
+        print_session_warnings(described)
         async with trio.open_nursery() as nursery:
             await nursery.start(session.pump_events)
             async with trio.open_nursery() as commands:

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from ...runtime import RemoteError
+from .._sessions import print_session_warnings
 from .._supervisor import open_local_runtime
 
 __all__ = ["run_tui", "run_app"]
@@ -60,7 +61,13 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
 
     coord_cfg = config["coordinator"]
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
-        session = await coordinator.call("session") or {}
+        try:
+            session = await coordinator.call("session") or {}
+        except RemoteError as exc:  # the session could not be opened (e.g. it is locked)
+            from .._config import ConfigError
+
+            raise ConfigError(exc.message) from None
+        print_session_warnings(session)  # above the TUI, before it starts
         try:
             messages = (await coordinator.call("get_messages")).get("messages") or []
             state = await coordinator.call("get_state") or {}

@@ -129,6 +129,8 @@ class SlashCommands:
         self.refresh_session_info()
         self.queued.clear()  # a new or switched session starts with empty queues
         self.show_status(f"{what}: {self.session_path or '(not saved)'}")
+        for warning in (result or {}).get("warnings") or []:
+            self.show_error(f"Warning: {warning}")
         self.call("get_state", {}, self._apply_state)
         self._reload_messages(reprint=what != "New session")
 

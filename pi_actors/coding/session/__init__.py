@@ -1,7 +1,10 @@
 """pi-compatible session files (JSONL v3): durable writing, tolerant loading, LLM context.
 
-- :class:`SessionWriter` — one writer per file; pi's lazy creation; every append fsynced.
-- :func:`load_session` — header, entries, leaf, warnings; torn last line recovered.
+- :class:`SessionWriter` — one writer per file (locked: :class:`SessionLocked` names the
+  holder); pi's lazy creation; every append fsynced.
+- :func:`load_session` — header, entries, leaf, warnings; damaged lines reported and kept
+  in the file, a torn last line dropped.
+- :func:`lock_holder` — who has a session file open for writing, without taking the lock.
 - :func:`build_session_context` / :func:`session_context` — messages along a path (§2.4).
 - :func:`list_sessions`, :func:`most_recent_session`, :func:`find_session` — which file to open.
 - :func:`default_session_dir`, :func:`new_entry_id` and the format helpers.
@@ -17,7 +20,8 @@ from .format import (
     session_file_name,
     timestamp_ms,
 )
-from .loader import LoadedSession, SessionLoadError, load_session
+from .loader import DamagedLine, LoadedSession, SessionLoadError, load_session
+from .lock import SessionLocked, lock_holder
 from .writer import SessionWriteError, SessionWriter
 
 __all__ = [
@@ -28,7 +32,9 @@ __all__ = [
     "list_sessions",
     "most_recent_session",
     "session_info",
+    "DamagedLine",
     "LoadedSession",
+    "SessionLocked",
     "SessionContext",
     "SessionLoadError",
     "SessionWriteError",
@@ -37,6 +43,7 @@ __all__ = [
     "default_session_dir",
     "iso_timestamp",
     "load_session",
+    "lock_holder",
     "new_entry_id",
     "session_context",
     "session_file_name",

@@ -1,8 +1,13 @@
-"""Reading pi session files (pi spec §2.6), tolerant of damage.
+"""Reading pi session files (pi spec §2.6): damage is reported, never silently skipped.
 
 :func:`load_session` reads the whole file and splits it on ``\\n``:
 
-- blank lines are skipped; a line that is not a JSON object is skipped with a warning;
+- blank lines are skipped;
+- a line that cannot be used — not UTF-8, not JSON, not an object, or an entry whose known
+  fields have the wrong types (see :mod:`._validate`) — is *damaged*: it is left out of the
+  entries and listed in :attr:`LoadedSession.damaged` (line number and reason), and one
+  warning names them all. The file is not changed: the damaged lines stay in it for the
+  user to repair (a migration rewrite keeps them too, byte for byte, in place);
 - a last line without its terminating newline that does not parse is a write torn by a
   crash: it is dropped with a warning (:attr:`LoadedSession.torn_tail_bytes` says how many
   bytes, so a writer can cut them off before appending);
@@ -13,19 +18,39 @@
   ``hookMessage`` → ``custom``); :attr:`LoadedSession.migrated_from` names the old version.
   The file itself is not touched here.
 
-The leaf is the last entry in file order.
+Keeping the tree whole around a damaged line: an entry whose ``parentId`` names no loaded
+entry, when damaged lines come before it, is re-attached (in memory only) to its nearest
+surviving ancestor — through the damaged line's own ``parentId`` when that can still be read
+from it, else to the entry just before the nearest damaged line — so one bad line costs the
+context that line and nothing after it. An entry that was an orphan already (no damage
+before it) stays one, as in pi.
+
+The leaf is the last entry in file order. :class:`SessionLoadError` is the only exception.
 """
 
 from __future__ import annotations
 
-import json
+import bisect
+import re
 from dataclasses import dataclass, field
 
+from ._validate import entry_problem, header_problem, parse_line
 from .format import CURRENT_VERSION, new_entry_id
+
+__all__ = ["DamagedLine", "LoadedSession", "SessionLoadError", "load_session"]
+
+_LISTED = 10  # damaged lines named in the warning; the rest are counted
 
 
 class SessionLoadError(Exception):
     """The file cannot be read or is not a pi session file."""
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    number: int  # 1-based line number in the file
+    reason: str
+    raw: bytes  # the line as it is in the file (without its newline)
 
 
 @dataclass
@@ -41,14 +66,24 @@ class LoadedSession:
     # Whether the kept part of the file ends with a newline (false for a hand-edited file
     # whose complete last line lacks one).
     ends_with_newline: bool = True
+    # Lines left out because they cannot be used (they are still in the file).
+    damaged: list[DamagedLine] = field(default_factory=list)
+    # The line number of the header and of each entry, in order (for a rewrite that keeps
+    # the damaged lines where they were).
+    record_lines: list[int] = field(default_factory=list)
+    # Entries re-attached around damaged lines: index in ``entries`` -> the parentId in the file.
+    reattached: dict[int, str] = field(default_factory=dict)
+
+
+def _version(header: dict) -> int:
+    version = header.get("version")
+    return version if isinstance(version, int) else 1  # absent (or null) means version 1
 
 
 def _migrate(records: list[dict]) -> int | None:
     """Bring header + entries (file order, header first) to version 3 in place."""
     header = records[0]
-    version = header.get("version")
-    if not isinstance(version, int):
-        version = 1
+    version = _version(header)
     if version >= CURRENT_VERSION:
         return None
     if version < 2:
@@ -59,7 +94,7 @@ def _migrate(records: list[dict]) -> int | None:
             ids.add(record["id"])
             record["parentId"] = previous
             previous = record["id"]
-            if record.get("type") == "compaction" and isinstance(record.get("firstKeptEntryIndex"), int):
+            if record.get("type") == "compaction" and type(record.get("firstKeptEntryIndex")) is int:
                 index = record.pop("firstKeptEntryIndex")
                 if 0 <= index < len(records) and records[index].get("type") != "session":
                     record["firstKeptEntryId"] = records[index].get("id")
@@ -71,6 +106,74 @@ def _migrate(records: list[dict]) -> int | None:
     return version
 
 
+# pi (and we) write "type", "id", "parentId" first: enough to read them from a broken line.
+_LINKS = re.compile(
+    rb'^\s*\{\s*"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*"id"\s*:\s*"([^"\\]{1,64})"\s*,\s*"parentId"\s*:\s*(?:null|"([^"\\]{1,64})")'
+)
+
+
+def _links_of(damaged: DamagedLine, parsed: dict | None) -> tuple[str, str | None] | None:
+    """``(id, parentId)`` of a damaged line when they can still be read from it."""
+    if parsed is not None:
+        entry_id, parent = parsed.get("id"), parsed.get("parentId")
+        if isinstance(entry_id, str) and (parent is None or isinstance(parent, str)):
+            return entry_id, parent
+        return None
+    match = _LINKS.match(damaged.raw)
+    if match is None:
+        return None
+    parent = match.group(2)
+    return match.group(1).decode("utf-8", "replace"), parent.decode("utf-8", "replace") if parent is not None else None
+
+
+def _reattach(
+    entries: list[dict], lines: list[int], damaged: list[DamagedLine], links: dict[str, str | None]
+) -> dict[int, str]:
+    """Re-attach entries orphaned by damaged lines (see the module docstring); returns the
+    ``parentId`` each re-attached entry has in the file, by its index in ``entries``."""
+    original: dict[int, str] = {}
+    if not damaged:
+        return original
+    known = {e["id"] for e in entries}
+    damaged_numbers = sorted(d.number for d in damaged)
+    # For each damaged line: the id of the last surviving entry before it.
+    before: dict[int, str | None] = {}
+    position = 0
+    last: str | None = None
+    for number in damaged_numbers:
+        while position < len(entries) and lines[position] < number:
+            last = entries[position]["id"]
+            position += 1
+        before[number] = last
+    for index, (entry, number) in enumerate(zip(entries, lines)):
+        parent = entry.get("parentId")
+        if not isinstance(parent, str) or parent in known:
+            continue
+        nearest = bisect.bisect_left(damaged_numbers, number) - 1
+        if nearest < 0:
+            continue  # no damage before it: an orphan of its own making, left as pi leaves it
+        original[index] = parent
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in links and parent not in known and parent not in seen:
+            seen.add(parent)
+            parent = links[parent]
+        if parent is None or (isinstance(parent, str) and parent in known):
+            entry["parentId"] = parent
+        else:
+            entry["parentId"] = before[damaged_numbers[nearest]]
+    return original
+
+
+def _damage_warning(path: str, damaged: list[DamagedLine]) -> str:
+    listed = ", ".join(f"line {d.number} ({d.reason})" for d in damaged[:_LISTED])
+    more = f" and {len(damaged) - _LISTED} more" if len(damaged) > _LISTED else ""
+    count = f"{len(damaged)} damaged line{'s' if len(damaged) > 1 else ''}"
+    return (
+        f"{path}: {count} left out of the conversation: {listed}{more}; "
+        f"{'they are' if len(damaged) > 1 else 'it is'} kept in the file for you to repair"
+    )
+
+
 def load_session(path: str) -> LoadedSession:
     try:
         with open(path, "rb") as handle:
@@ -80,45 +183,62 @@ def load_session(path: str) -> LoadedSession:
 
     warnings: list[str] = []
     raw_lines = data.split(b"\n")
-    # After the last "\n" comes an unterminated remainder (empty if the file ends cleanly).
-    unterminated = raw_lines[-1]
     torn_tail_bytes = 0
     ends_with_newline = True
-    parsed: list[tuple[int, dict]] = []
+    header: dict | None = None
+    records: list[dict] = []
+    record_lines: list[int] = []
+    damaged: list[DamagedLine] = []
+    links: dict[str, str | None] = {}
     for number, raw in enumerate(raw_lines, start=1):
-        is_tail = number == len(raw_lines)
+        is_tail = number == len(raw_lines)  # after the last "\n": unterminated (or empty)
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
-            if is_tail:
-                torn_tail_bytes = len(unterminated)
-                warnings.append(
-                    f"{path}: dropped an incomplete last line ({len(unterminated)} bytes, no newline) "
-                    "left by an interrupted write"
-                )
-            else:
-                warnings.append(f"{path}: skipped line {number}: not valid JSON")
+        record, reason = parse_line(raw)
+        if record is None and is_tail:
+            torn_tail_bytes = len(raw)
+            warnings.append(
+                f"{path}: the last line was incomplete (a crash during a write?) and was dropped ({len(raw)} bytes)"
+            )
             continue
-        if not isinstance(record, dict):
-            warnings.append(f"{path}: skipped line {number}: not a JSON object")
+        if record is not None and header is None:
+            problem = header_problem(record, raw)
+            if problem is not None:
+                raise SessionLoadError(f"Not a pi session file ({problem}): {path}")
+            header = record
+            records.append(record)
+            record_lines.append(number)
+            if is_tail:
+                ends_with_newline = False
+            continue
+        if record is not None and record.get("type") == "session":
+            warnings.append(f"{path}: ignored an extra session header on line {number}")
+            continue
+        if record is not None:
+            reason = entry_problem(record, raw, with_ids=header is not None and _version(header) >= 2)
+        if reason is not None:
+            line = DamagedLine(number, reason, raw)
+            damaged.append(line)
+            found = _links_of(line, record)
+            if found is not None:
+                links.setdefault(found[0], found[1])
             continue
         if is_tail:
             ends_with_newline = False
-        parsed.append((number, record))
-
-    if not parsed or parsed[0][1].get("type") != "session" or not isinstance(parsed[0][1].get("id"), str):
-        raise SessionLoadError(f"Not a pi session file (the first record is not a session header): {path}")
-    records = [parsed[0][1]]
-    for number, record in parsed[1:]:
-        if record.get("type") == "session":
-            warnings.append(f"{path}: ignored an extra session header on line {number}")
-            continue
         records.append(record)
+        record_lines.append(number)
+
+    if header is None:
+        raise SessionLoadError(f"Not a pi session file (the first record is not a session header): {path}")
+    # Damaged lines before the header are reported like any other.
+    if damaged:
+        warnings.insert(0, _damage_warning(path, damaged))
 
     migrated_from = _migrate(records)
-    header, entries = records[0], records[1:]
+    entries = records[1:]
+    reattached: dict[int, str] = {}
+    if migrated_from is None or migrated_from >= 2:
+        reattached = _reattach(entries, record_lines[1:], damaged, links)
     leaf_id = entries[-1].get("id") if entries else None
     return LoadedSession(
         path=path,
@@ -129,4 +249,7 @@ def load_session(path: str) -> LoadedSession:
         migrated_from=migrated_from,
         torn_tail_bytes=torn_tail_bytes,
         ends_with_newline=ends_with_newline,
+        damaged=damaged,
+        record_lines=record_lines,
+        reattached=reattached,
     )

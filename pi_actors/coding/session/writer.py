@@ -15,11 +15,20 @@ Contract:
   move), a partly written line is cut off again, and a file whose creation failed is
   removed, so the caller can simply retry the same append. Entries accepted before the file
   existed stay buffered and are written by the next successful flush, exactly once.
+- One writer per file, across processes too: a writer holds the file's lock
+  (:class:`~.lock.SessionLock`, ``flock`` on ``<file>.lock``) from the moment it opens or
+  creates the file until :meth:`SessionWriter.close`; a second writer for the same file —
+  in another process or this one — is refused with :class:`~.lock.SessionLocked`, which
+  names the holder's pid. ``owner_pid`` is the pid recorded for others to see (default: this
+  process). A process that dies drops its lock with it.
 - The methods block (``fsync``); an async caller runs them in a thread.
 
 :meth:`SessionWriter.resume` continues an existing file: it loads it (see
 :func:`load_session`), cuts off a torn last line, and — for a file of an older version —
-first rewrites it in version 3 (new file, fsync, atomic rename, fsync of the directory).
+first rewrites it in version 3 (new file, fsync, atomic rename, fsync of the directory),
+keeping damaged lines byte for byte where they were. It takes the lock before reading, so
+what it loads is what it continues. :attr:`SessionWriter.load_warnings` keeps what loading
+reported (damaged lines, a dropped torn line) for the caller to show.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import uuid
 
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
+from .lock import SessionLock
 
 
 class SessionWriteError(Exception):
@@ -82,6 +92,9 @@ class SessionWriter:
         self._lazy = True  # while pending: wait for an assistant message before writing
         self.in_memory = False  # never write (--no-session)
         self._closed = False
+        self._lock: SessionLock | None = None  # held while the file is ours to write
+        self.owner_pid: int | None = None  # recorded in the lock (None: this process)
+        self.load_warnings: list[str] = []  # what loading the file reported (resume)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -95,6 +108,7 @@ class SessionWriter:
         parent_session: str | None = None,
         lazy: bool = True,
         in_memory: bool = False,
+        owner_pid: int | None = None,
     ) -> "SessionWriter":
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
 
@@ -118,15 +132,29 @@ class SessionWriter:
         writer = cls(path, header, [], fd=None)
         writer._lazy = lazy
         writer.in_memory = in_memory
+        writer.owner_pid = owner_pid
         return writer
 
     @classmethod
-    def resume(cls, path: str) -> "SessionWriter":
+    def resume(cls, path: str, *, owner_pid: int | None = None) -> "SessionWriter":
         """Continue appending to an existing session file (repairing a torn last line).
 
-        Raises :class:`SessionLoadError` if the file is not a session file and
-        :class:`SessionWriteError` if it cannot be repaired or opened for appending.
+        Raises :class:`~.lock.SessionLocked` if another writer has it open,
+        :class:`SessionLoadError` if it is not a session file and :class:`SessionWriteError`
+        if it cannot be locked, repaired or opened for appending.
         """
+        lock = _lock(path, owner_pid)
+        try:
+            writer = cls._resume_locked(path)
+        except BaseException:
+            lock.release()
+            raise
+        writer._lock = lock
+        writer.owner_pid = owner_pid
+        return writer
+
+    @classmethod
+    def _resume_locked(cls, path: str) -> "SessionWriter":
         loaded = load_session(path)
         try:
             if loaded.migrated_from is not None:
@@ -148,7 +176,9 @@ class SessionWriter:
             raise SessionWriteError(f"Cannot repair the end of session file {path}: {_describe(exc)}") from None
         # The file exists, so from now on every append is written at once (pi would buffer
         # again until an assistant message and then write a second header).
-        return cls(path, loaded.header, loaded.entries, fd=fd)
+        writer = cls(path, loaded.header, loaded.entries, fd=fd)
+        writer.load_warnings = list(loaded.warnings)
+        return writer
 
     # -- reading --------------------------------------------------------------------------
 
@@ -265,7 +295,9 @@ class SessionWriter:
         if leaf_id not in self._ids:
             raise KeyError(f"Entry {leaf_id} not found")
         path = [e for e in self.path_to(leaf_id) if e.get("type") != "label"]
-        branched = SessionWriter.create(session_dir, self.header.get("cwd") or "", parent_session=self.path)
+        branched = SessionWriter.create(
+            session_dir, self.header.get("cwd") or "", parent_session=self.path, owner_pid=self.owner_pid
+        )
         on_path = {e["id"] for e in path}
         labels = {t: l for t, l in self.labels().items() if t in on_path}
         records = [dict(e) for e in path]
@@ -282,9 +314,11 @@ class SessionWriter:
         return branched
 
     @classmethod
-    def fork_from(cls, source_path: str, session_dir: str, cwd: str) -> "SessionWriter":
+    def fork_from(cls, source_path: str, session_dir: str, cwd: str, *, owner_pid: int | None = None) -> "SessionWriter":
         """A new session in ``session_dir`` copying every entry (all branches) of
         ``source_path``, with ``cwd`` and ``parentSession`` = the source; written at once.
+        The source is only read (it may be open in another writer); its damaged lines are
+        not copied (the warnings in :attr:`load_warnings` say which).
 
         Raises SessionLoadError (``Cannot fork: source session file is empty or invalid``)
         or SessionWriteError.
@@ -293,7 +327,8 @@ class SessionWriter:
             loaded = load_session(source_path)
         except SessionLoadError:
             raise SessionLoadError(f"Cannot fork: source session file is empty or invalid: {source_path}") from None
-        forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path))
+        forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path), owner_pid=owner_pid)
+        forked.load_warnings = list(loaded.warnings)
         records = [dict(e) for e in loaded.entries]
         forked._entries = records
         forked._ids = {r["id"] for r in records if isinstance(r.get("id"), str)}
@@ -302,11 +337,15 @@ class SessionWriter:
         return forked
 
     def close(self) -> None:
-        """Release the file; entries still buffered (no assistant message yet) are not written."""
+        """Release the file and its lock; entries still buffered (no assistant message yet)
+        are not written."""
         self._closed = True
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.release()
 
     def __enter__(self) -> "SessionWriter":
         return self
@@ -320,8 +359,11 @@ class SessionWriter:
         directory = os.path.dirname(self.path) or "."
         created = False
         fd: int | None = None
+        lock = self._lock
         try:
             make_private_dirs(directory)
+            if lock is None:  # a new file (a fresh id): nobody else can be holding it
+                lock = SessionLock.acquire(self.path, owner_pid=self.owner_pid, session_id=self.session_id)
             fd = os.open(
                 self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
             )
@@ -337,8 +379,11 @@ class SessionWriter:
                     os.unlink(self.path)
                 except OSError:
                     pass
+            if lock is not None and lock is not self._lock:
+                lock.release()
             raise SessionWriteError(f"Cannot create session file {self.path}: {_describe(exc)}") from None
         self._fd = fd
+        self._lock = lock
         self._pending = False
 
     def _append_line(self, line: bytes) -> None:
@@ -358,11 +403,31 @@ class SessionWriter:
             raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
 
 
+def _lock(path: str, owner_pid: int | None) -> SessionLock:
+    try:
+        return SessionLock.acquire(path, owner_pid=owner_pid)
+    except FileNotFoundError:
+        raise SessionLoadError(f"Cannot read session file {path}: No such file or directory") from None
+    except OSError as exc:
+        raise SessionWriteError(f"Cannot lock session file {path}: {_describe(exc)}") from None
+
+
 def _rewrite(loaded: LoadedSession) -> None:
-    """Replace ``loaded.path`` with its migrated content, atomically and durably."""
+    """Replace ``loaded.path`` with its migrated content, atomically and durably. Damaged
+    lines stay, byte for byte, between the records they were between; entries re-attached
+    around them keep the ``parentId`` they have in the file."""
     directory = os.path.dirname(loaded.path) or "."
     temporary = f"{loaded.path}.{uuid.uuid4().hex[:8]}.tmp"
-    data = b"".join(encode_line(record) for record in [loaded.header, *loaded.entries])
+    records = [loaded.header]
+    for index, entry in enumerate(loaded.entries):
+        if index in loaded.reattached:
+            entry = {**entry, "parentId": loaded.reattached[index]}
+        records.append(entry)
+    lines = sorted(
+        [(number, encode_line(record)) for number, record in zip(loaded.record_lines, records)]
+        + [(d.number, d.raw + b"\n") for d in loaded.damaged]
+    )
+    data = b"".join(line for _, line in lines)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         _write_all(fd, data)
