@@ -28,6 +28,7 @@ Differences from pi, deliberately:
 from __future__ import annotations
 
 import base64
+import codecs
 import math
 import os
 import stat
@@ -168,9 +169,9 @@ class _Window:
 
     Splitting the bytes on ``\\n`` and decoding each line alone gives the same text as decoding
     the whole file and splitting it (a newline byte is never part of a UTF-8 sequence, so an
-    invalid sequence never spans one). Lines that are kept are measured decoded, as pi does;
-    lines that are only counted are measured in raw bytes (the same for valid UTF-8; a line
-    holding invalid bytes may count a little less than pi's U+FFFD-expanded size)."""
+    invalid sequence never spans one). Every line of the window is measured decoded, as pi
+    measures it (an invalid byte counts as the 3 bytes of its U+FFFD); ASCII pieces, the
+    common case, are measured without decoding."""
 
     def __init__(self, start: int, end: float) -> None:
         self.start, self.end = start, end
@@ -181,7 +182,9 @@ class _Window:
         self.window_bytes = 0  # including the newlines between the window's lines
         self.first_line_bytes = 0
         self._line: list[bytes] = []  # the current line's bytes, while it may still be kept
-        self._line_len = 0
+        self._line_len = 0  # raw bytes of the current line
+        self._line_size = 0  # its UTF-8 size once decoded
+        self._decoder: Any = None  # for a line with non-ASCII bytes
 
     def _budget(self) -> int:
         return DEFAULT_MAX_BYTES - self.used - (1 if self.kept else 0)
@@ -191,6 +194,14 @@ class _Window:
         if not (self.start <= index < self.end):
             return
         self._line_len += len(data)
+        if self._decoder is None and data.isascii():
+            self._line_size += len(data)
+        else:
+            if self._decoder is None:
+                self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            self._line_size += len(self._decoder.decode(data).encode("utf-8", "surrogatepass"))
+        # Decoding never makes a line smaller, so one whose raw bytes exceed the budget
+        # cannot fit.
         if self.collecting and self._line is not None:
             if self._line_len > self._budget():
                 self._line = None  # does not fit: no need to keep its bytes
@@ -201,7 +212,10 @@ class _Window:
         """Line ``index`` is complete (a newline or the end of the file came)."""
         if not (self.start <= index < self.end):
             return
-        size = self._line_len
+        size = self._line_size
+        if self._decoder is not None:
+            size += len(self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass"))
+            self._decoder = None
         if index == self.start:
             self.first_line_bytes = size
         self.window_bytes += size + (1 if self.window_lines else 0)
@@ -217,7 +231,7 @@ class _Window:
                 else:
                     self.kept.append(text)
                     self.used += cost
-        self._line, self._line_len = ([] if self.collecting else None), 0
+        self._line, self._line_len, self._line_size = ([] if self.collecting else None), 0, 0
 
     def truncation(self) -> TruncationResult:
         """What ``truncate_head`` gives for the window's text."""
