@@ -491,3 +491,17 @@ async def test_a_command_aborted_before_it_starts_says_only_command_aborted(mark
         await run_tool("bash", {"command": f"sleep {marker}"}, cwd="/tmp", abort=abort)
     assert info.value.message == "Command aborted"
     assert marked(marker) == []
+
+
+async def test_output_that_cannot_be_saved_says_so_instead_of_naming_a_file(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    result = await bash("seq 1 3000")
+    text = text_of(result)
+    assert text.startswith("1002\n")
+    notice = text.rsplit("\n\n", 1)[1]
+    assert notice.startswith(f"[Showing lines 1002-3001 of 3001. Full output not saved: cannot write {tmp_path / 'missing'}/pi-bash-")
+    assert notice.endswith(".log: No such file or directory]")
+    assert "fullOutputPath" not in result["details"]
+    assert result["details"]["truncation"]["totalLines"] == 3001

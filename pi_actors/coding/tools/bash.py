@@ -192,6 +192,8 @@ class _Output:
             self._spill_failed(exc)
 
     def _spill_failed(self, exc: OSError) -> None:
+        """Stop writing the file and remove what was written (a full /tmp gets its space
+        back); the notice says why there is no file."""
         self.spill_error = f"cannot write {self.full_output_path}: {exc.strerror or exc}"
         if self._file is not None:
             try:
@@ -199,6 +201,10 @@ class _Output:
             except OSError:
                 pass
             self._file = None
+            try:
+                os.unlink(self.full_output_path)  # type: ignore[arg-type]
+            except OSError:
+                pass
 
     def text(self) -> str:
         return b"".join(self._chunks).decode("utf-8", "replace")
