@@ -505,3 +505,36 @@ async def test_output_that_cannot_be_saved_says_so_instead_of_naming_a_file(monk
     assert notice.endswith(".log: No such file or directory]")
     assert "fullOutputPath" not in result["details"]
     assert result["details"]["truncation"]["totalLines"] == 3001
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", "b", "\n", "é", "€", "😀"]), max_size=200),
+    cuts=st.lists(st.integers(min_value=1, max_value=30), max_size=40),
+)
+def test_output_cut_into_any_chunks_is_truncated_as_the_whole_output_would_be(text, cuts):
+    """The rolling buffer forgets old chunks, yet the result is what truncate_tail gives for
+    the whole output, with the whole output's totals (tiny limits, so everything is
+    exercised on short inputs)."""
+    data = text.encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bash_module, "DEFAULT_MAX_BYTES", 20)
+        patch.setattr(bash_module, "DEFAULT_MAX_LINES", 5)
+        patch.setattr(bash_module, "_ROLLING_MAX_BYTES", 40)
+        patch.setattr(bash_module._Output, "_open_spill", lambda self: None)
+        output = bash_module._Output()
+        pos = 0
+        for cut in [*cuts, len(data)]:
+            if data[pos : pos + cut]:
+                output.add(data[pos : pos + cut])
+            pos += cut
+            assert output._buffered >= min(output.total_bytes, 40)
+        got = bash_module._truncation(output)
+    want = truncate_tail(text, max_lines=5, max_bytes=20)
+    assert (got.content, got.truncated, got.truncated_by, got.output_lines, got.last_line_partial) == (
+        want.content, want.truncated, want.truncated_by, want.output_lines, want.last_line_partial)
+    assert (got.total_bytes, got.total_lines) == (len(data), text.count("\n") + 1)
+    assert output.last_line_bytes == len(text.rsplit("\n", 1)[-1].encode())

@@ -223,7 +223,7 @@ def _truncation(output: _Output) -> TruncationResult:
     When the buffer no longer holds everything it holds at least 100 KiB, more than the 50KB
     kept, so the result is truncated and its kept lines are whole lines of the output (or the
     last line's tail)."""
-    truncation = truncate_tail(output.text())
+    truncation = truncate_tail(output.text(), max_lines=DEFAULT_MAX_LINES, max_bytes=DEFAULT_MAX_BYTES)
     if not truncation.truncated and output.complete:
         return truncation
     return dataclasses.replace(
