@@ -313,3 +313,17 @@ async def test_a_stalled_provider_is_retried_by_the_cli_with_the_settings_timeou
         "Provider stalled: no data for 0.3 s waiting for the response (provider.firstByteTimeoutMs)"]
     assert any(e.get("type") == "auto_retry_end" and e.get("success") for e in events)
     assert len(scripted.requests) == 2
+
+
+def test_the_sdks_do_not_retry_on_their_own():
+    """One retry policy only: the SDK clients are built with max_retries=0, so a 429 or a
+    timeout is never retried inside the SDK before ours sees it (the Retry-After tests also
+    see exactly one request per attempt)."""
+    from pi_actors.ai.providers import anthropic_messages, openai_completions
+
+    model = ai.Model(id="m", api="openai-completions", provider="openai", base_url="http://127.0.0.1:9/v1")
+    client = openai_completions.make_client(model, ai.StreamOptions(), "k")
+    assert client.max_retries == 0
+    model = ai.Model(id="m", api="anthropic-messages", provider="anthropic", base_url="http://127.0.0.1:9")
+    client = anthropic_messages._make_client(model, ai.StreamOptions(), "k", False)
+    assert client.max_retries == 0
