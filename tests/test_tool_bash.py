@@ -364,3 +364,177 @@ def test_truncate_tail_partial_last_line_respects_utf8_boundaries():
 def test_truncate_tail_huge_final_line_then_newline_keeps_only_the_empty_line():
     result = truncate_tail("y" * 100 + "\n", max_bytes=50)
     assert result.content == "" and result.truncated and not result.last_line_partial
+
+
+# -- nothing is cut silently: through the real pool, sandboxed -------------------------------
+#
+# These run the bash tool as a session does: in a sandboxed worker of the real tool pool,
+# whose /tmp is the pool's private directory. The full-output file a notice names is checked
+# from inside the same pool (bash hashes it, read reads it), which is what the model can do.
+
+
+def _pool_modules():
+    from test_sandbox_support import open_pool, sandbox_config, text_of as pool_text
+
+    return open_pool, sandbox_config, pool_text
+
+
+def _notice(text: str) -> tuple[str, str]:
+    """(the text before the notice, the notice) of a bash result with a truncation notice."""
+    kept, _, notice = text.rpartition("\n\n[")
+    return kept, "[" + notice
+
+
+async def _digest_in_pool(pool, path: str) -> tuple[int, str]:
+    """(size, sha256) of ``path`` as a tool in the pool sees it."""
+    result = await pool.bash(f"wc -c < {path}; sha256sum < {path}")
+    size, digest = result["content"][0]["text"].split()[:2]
+    return int(size), digest
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+async def test_a_single_120000_byte_line_is_shown_by_its_last_50kb_with_its_real_size(tmp_path):
+    open_pool, sandbox_config, pool_text = _pool_modules()
+    expected = "".join(str(i) for i in range(1, 30001)).encode()[:120000]
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash("seq 1 30000 | tr -d '\\n' | head -c 120000")
+        assert result["isError"] is False
+        kept, notice = _notice(pool_text(result))
+        path = result["details"]["fullOutputPath"]
+        assert notice == f"[Showing last 50.0KB of line 1 (line is 117.2KB). Full output: {path}]"
+        assert kept.encode() == expected[-51200:]
+        truncation = result["details"]["truncation"]
+        assert truncation["totalBytes"] == 120000 and truncation["lastLinePartial"] is True
+        assert path.startswith("/tmp/pi-bash-")
+        assert await _digest_in_pool(pool, path) == (120000, _sha256(expected))
+
+
+async def test_a_47_7_mb_line_is_reported_as_47_7_mb_and_saved_whole(tmp_path):
+    open_pool, sandbox_config, pool_text = _pool_modules()
+    size = 50_000_000
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash(f"head -c {size} /dev/zero | tr '\\0' a")
+        kept, notice = _notice(pool_text(result))
+        path = result["details"]["fullOutputPath"]
+        assert notice == f"[Showing last 50.0KB of line 1 (line is 47.7MB). Full output: {path}]"
+        assert kept == "a" * 51200
+        assert result["details"]["truncation"]["totalBytes"] == size
+        assert await _digest_in_pool(pool, path) == (size, _sha256(b"a" * size))
+
+
+async def test_millions_of_lines_are_counted_whole_in_the_notice(tmp_path):
+    open_pool, sandbox_config, pool_text = _pool_modules()
+    size = 10_000_000  # 1,000,000 lines of "abcdefghi\n"
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash(f"yes abcdefghi | head -c {size}")
+        kept, notice = _notice(pool_text(result))
+        path = result["details"]["fullOutputPath"]
+        # The trailing newline makes a last, empty line: 1,000,001 lines; 2000 are shown.
+        assert notice == f"[Showing lines 998002-1000001 of 1000001. Full output: {path}]"
+        assert kept == "abcdefghi\n" * 1999
+        truncation = result["details"]["truncation"]
+        assert (truncation["totalLines"], truncation["totalBytes"]) == (1000001, size)
+        assert await _digest_in_pool(pool, path) == (size, _sha256(b"abcdefghi\n" * 1_000_000))
+
+
+_SEQ_THEN_WAIT = "seq 1 100000; echo started; sleep {n}"
+_SEQ_OUTPUT = "".join(f"{i}\n" for i in range(1, 100001)) + "started\n"
+
+
+async def _check_kept_output(pool, text: str, status: str) -> None:
+    """``text`` = the last 2000 lines of _SEQ_OUTPUT, the notice, then ``status``; the file
+    the notice names holds all of it, and the read tool can read it."""
+    body, _, tail = text.rpartition("\n\n")
+    assert tail == status
+    kept, notice = _notice(body)
+    path = notice.rsplit("Full output: ", 1)[1].rstrip("]")
+    assert notice == f"[Showing lines 98003-100002 of 100002. Full output: {path}]"
+    assert kept == "".join(f"{i}\n" for i in range(98003, 100001)) + "started\n"
+    assert await _digest_in_pool(pool, path) == (len(_SEQ_OUTPUT), _sha256(_SEQ_OUTPUT.encode()))
+    read = await pool.run("read", {"path": path, "offset": 99999})
+    assert read["isError"] is False and read["content"][0]["text"] == "99999\n100000\nstarted\n"
+
+
+async def test_an_aborted_command_keeps_its_output_before_the_abort_notice(tmp_path):
+    open_pool, sandbox_config, pool_text = _pool_modules()
+    n = 700000 + secrets.randbelow(100000)
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        args = {"toolCallId": "c", "name": "bash", "args": {"command": _SEQ_THEN_WAIT.format(n=n)}, "cwd": str(tmp_path)}
+        async with pool.peer.open_call("run_tool", args) as call:
+            async for partial in call:
+                if pool_text(partial).endswith("started\n"):
+                    break
+            await call.cancel()
+            result = await call.result()
+        assert result["isError"] is True
+        await _check_kept_output(pool, pool_text(result), "Command aborted")
+
+
+async def test_a_timed_out_command_keeps_its_output_before_the_timeout_notice(tmp_path):
+    open_pool, sandbox_config, pool_text = _pool_modules()
+    n = 800000 + secrets.randbelow(100000)
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        result = await pool.bash(_SEQ_THEN_WAIT.format(n=n), timeout=1)
+        assert result["isError"] is True
+        await _check_kept_output(pool, pool_text(result), "Command timed out after 1 seconds")
+
+
+async def test_a_command_aborted_before_it_starts_says_only_command_aborted(marker):
+    abort = trio.Event()
+    abort.set()
+    with pytest.raises(ToolError) as info:
+        await run_tool("bash", {"command": f"sleep {marker}"}, cwd="/tmp", abort=abort)
+    assert info.value.message == "Command aborted"
+    assert marked(marker) == []
+
+
+async def test_output_that_cannot_be_saved_says_so_instead_of_naming_a_file(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    result = await bash("seq 1 3000")
+    text = text_of(result)
+    assert text.startswith("1002\n")
+    notice = text.rsplit("\n\n", 1)[1]
+    assert notice.startswith(f"[Showing lines 1002-3001 of 3001. Full output not saved: cannot write {tmp_path / 'missing'}/pi-bash-")
+    assert notice.endswith(".log: No such file or directory]")
+    assert "fullOutputPath" not in result["details"]
+    assert result["details"]["truncation"]["totalLines"] == 3001
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", "b", "\n", "é", "€", "😀"]), max_size=200),
+    cuts=st.lists(st.integers(min_value=1, max_value=30), max_size=40),
+)
+def test_output_cut_into_any_chunks_is_truncated_as_the_whole_output_would_be(text, cuts):
+    """The rolling buffer forgets old chunks, yet the result is what truncate_tail gives for
+    the whole output, with the whole output's totals (tiny limits, so everything is
+    exercised on short inputs)."""
+    data = text.encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bash_module, "DEFAULT_MAX_BYTES", 20)
+        patch.setattr(bash_module, "DEFAULT_MAX_LINES", 5)
+        patch.setattr(bash_module, "_ROLLING_MAX_BYTES", 40)
+        patch.setattr(bash_module._Output, "_open_spill", lambda self: None)
+        output = bash_module._Output()
+        pos = 0
+        for cut in [*cuts, len(data)]:
+            if data[pos : pos + cut]:
+                output.add(data[pos : pos + cut])
+            pos += cut
+            assert output._buffered >= min(output.total_bytes, 40)
+        got = bash_module._truncation(output)
+    want = truncate_tail(text, max_lines=5, max_bytes=20)
+    assert (got.content, got.truncated, got.truncated_by, got.output_lines, got.last_line_partial) == (
+        want.content, want.truncated, want.truncated_by, want.output_lines, want.last_line_partial)
+    assert (got.total_bytes, got.total_lines) == (len(data), text.count("\n") + 1)
+    assert output.last_line_bytes == len(text.rsplit("\n", 1)[-1].encode())

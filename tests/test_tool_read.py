@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import os
+
+import trio
 
 import pytest
 
@@ -243,3 +246,187 @@ async def test_a_non_utf8_file_is_read_with_replacement_characters_as_pi_does(tm
     (tmp_path / "latin1.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
     result = await read(tmp_path, path="latin1.txt")
     assert text_of(result) == "caf\ufffd\n"
+
+
+# -- streaming, and what is not a regular file ----------------------------------------------
+#
+# Each read runs in a child process with its address space limited (RLIMIT_AS), so a read
+# that loaded the file whole fails there with MemoryError instead of eating the host's memory,
+# and one that hangs is ended by the bound.
+
+_LIMITED_READ = r"""
+import json, resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import trio
+from pi_actors.coding.tools import ToolError, run_tool
+
+async def main():
+    try:
+        result = await run_tool("read", json.loads(sys.argv[3]), cwd=sys.argv[2])
+    except ToolError as exc:
+        return {"error": exc.message}
+    return {"result": result}
+
+print(json.dumps(trio.run(main)))
+"""
+
+_AS_LIMIT = 400 * 1024 * 1024
+
+
+async def read_limited(cwd, **args) -> dict:
+    """The read tool's outcome (``{"result"}`` or ``{"error"}``), run in a child whose address
+    space is limited to 400 MiB."""
+    import json
+    import subprocess
+    import sys
+
+    with trio.fail_after(60):
+        proc = await trio.run_process(
+            [sys.executable, "-c", _LIMITED_READ, str(_AS_LIMIT), str(cwd), json.dumps(args)],
+            capture_stdout=True, capture_stderr=True, check=False, stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return json.loads(proc.stdout)
+
+
+async def test_a_1_gb_file_is_read_in_bounded_memory(tmp_path):
+    with open(tmp_path / "big.bin", "wb") as f:
+        f.truncate(1 << 30)  # sparse: 1 GiB of NULs on one line, no disk used
+    outcome = await read_limited(tmp_path, path="big.bin")
+    assert outcome["result"]["content"][0]["text"] == (
+        "[Line 1 is 1024.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' big.bin | head -c 51200]"
+    )
+    assert outcome["result"]["details"]["truncation"]["totalBytes"] == 1 << 30
+
+
+async def test_a_window_deep_in_a_large_file_counts_every_line(tmp_path):
+    line = b"0123456789abcdef" * 63 + b"0123456789abcde\n"  # 1 KiB lines
+    (tmp_path / "lines.txt").write_bytes(line * 16384)  # 16 MiB, 16,384 lines + the empty last
+    outcome = await read_limited(tmp_path, path="lines.txt", offset=10000, limit=100)
+    text = outcome["result"]["content"][0]["text"]
+    kept = line.decode().rstrip("\n")
+    # 50 lines of 1 KiB (1023 characters and the newline) fit in 50KB.
+    assert text == "\n".join([kept] * 50) + (
+        "\n\n[Showing lines 10000-10049 of 16385 (50.0KB limit). Use offset=10050 to continue.]"
+    )
+
+
+async def test_dev_zero_is_refused_as_a_character_device(tmp_path):
+    outcome = await read_limited(tmp_path, path="/dev/zero")
+    assert outcome == {"error": "/dev/zero is a character device, not a regular file; read only reads regular files"}
+
+
+async def test_a_fifo_without_a_writer_is_refused_at_once(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    outcome = await read_limited(tmp_path, path="pipe")
+    assert outcome == {"error": "pipe is a FIFO (named pipe), not a regular file; read only reads regular files"}
+
+
+async def test_a_unix_socket_is_refused(tmp_path):
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        outcome = await read_limited(tmp_path, path="sock")
+    assert outcome == {"error": "sock is a socket, not a regular file; read only reads regular files"}
+
+
+async def test_a_directory_is_refused_with_pis_eisdir_text(tmp_path):
+    (tmp_path / "sub").mkdir()
+    outcome = await read_limited(tmp_path, path="sub")
+    assert outcome == {"error": "EISDIR: illegal operation on a directory, read"}
+
+
+async def test_an_image_over_10_mb_is_refused_with_its_size(tmp_path):
+    with open(tmp_path / "huge.png", "wb") as f:
+        f.write(PNG_1X1)
+        f.truncate(12 * 1024 * 1024)
+    with pytest.raises(ToolError) as info:
+        await read(tmp_path, path="huge.png")
+    assert info.value.message == "huge.png is an image of 12.0MB, over the 10.0MB limit for images"
+
+
+@pytest.mark.parametrize("window", [(None, None), (3, None), (None, 4), (2, 3), (1, 0), (7, 1)])
+async def test_the_streamed_window_matches_reading_the_whole_file(tmp_path, window):
+    """Invalid UTF-8, CRLF, empty lines and a long line, read as a stream, give what
+    decoding the whole file and cutting it with truncate_head gives."""
+    data = b"caf\xc3\xa9\r\n\xff\xfe bad\n\n" + b"x" * 30000 + b"\nshort\n" + b"y" * 30000 + b"\nend"
+    (tmp_path / "mixed.txt").write_bytes(data)
+    offset, limit = window
+    args = {k: v for k, v in (("offset", offset), ("limit", limit)) if v is not None}
+    result = await read(tmp_path, path="mixed.txt", **args)
+    lines = data.decode("utf-8", "replace").split("\n")
+    start = (offset or 1) - 1
+    selected = "\n".join(lines[start : start + limit] if limit is not None else lines[start:])
+    truncation = truncate_head(selected)
+    assert text_of(result).startswith(truncation.content)
+    if truncation.truncated:
+        assert result["details"]["truncation"] == truncation.to_json()
+
+
+def _reference(data: bytes, path: str, offset, limit):
+    """pi's read of a whole file in memory (spec §1.4), for comparison with the stream."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    start = max(0, offset - 1) if offset else 0
+    if start >= len(lines):
+        return ("error", f"Offset {offset} is beyond end of file ({len(lines)} lines total)")
+    chosen = lines[start : start + limit] if limit is not None else lines[start:]
+    truncation = truncate_head("\n".join(chosen))
+    return ("ok", truncation.to_json() if truncation.truncated else truncation.content)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.one_of(st.binary(max_size=40), st.sampled_from([b"\n", b"\xe2\x82", b"\xac", b"\xff", b"\r\n"])),
+        max_size=60,
+    ).map(b"".join),
+    cuts=st.lists(st.integers(min_value=1, max_value=7), max_size=30),
+    offset=st.one_of(st.none(), st.integers(min_value=0, max_value=12)),
+    limit=st.one_of(st.none(), st.integers(min_value=0, max_value=12)),
+    small=st.booleans(),
+)
+def test_hostile_bytes_cut_anywhere_read_as_the_whole_file_would(data, cuts, offset, limit, small):
+    with pytest.MonkeyPatch.context() as patch:
+        if small:  # tiny limits, so truncation happens on tiny inputs
+            from pi_actors.coding.tools import read as read_module
+
+            patch.setattr(read_module, "DEFAULT_MAX_BYTES", 16)
+            patch.setattr(read_module, "DEFAULT_MAX_LINES", 3)
+        _check_stream_against_reference(data, cuts, offset, limit, small)
+
+
+def _check_stream_against_reference(data, cuts, offset, limit, small):
+    from pi_actors.coding.tools import read as read_module
+
+    pieces, pos = [], 0
+    for cut in cuts:
+        pieces.append(data[pos : pos + cut])
+        pos += cut
+    pieces.append(data[pos:])
+    expected = _reference_small(data, offset, limit) if small else _reference(data, "f", offset, limit)
+    try:
+        result = read_module._text_result(iter([p for p in pieces if p]), "f", offset, limit)
+    except ToolError as exc:
+        assert expected == ("error", exc.message)
+        return
+    assert expected[0] == "ok"
+    if isinstance(expected[1], dict):
+        assert result["details"]["truncation"] == expected[1]
+    else:
+        assert result["content"][0]["text"].startswith(expected[1])
+        assert result["details"] is None
+
+
+def _reference_small(data: bytes, offset, limit):
+    lines = data.decode("utf-8", "replace").split("\n")
+    start = max(0, offset - 1) if offset else 0
+    if start >= len(lines):
+        return ("error", f"Offset {offset} is beyond end of file ({len(lines)} lines total)")
+    chosen = lines[start : start + limit] if limit is not None else lines[start:]
+    truncation = truncate_head("\n".join(chosen), max_lines=3, max_bytes=16)
+    return ("ok", truncation.to_json() if truncation.truncated else truncation.content)

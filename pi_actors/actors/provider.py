@@ -19,6 +19,11 @@ Calls served (from the coordinator):
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
 ``!command``), resolved here on first use.
+
+The configuration's ``limits`` (``firstByteTimeoutMs``, ``idleTimeoutMs``, ``maxRetryDelayMs``,
+from settings.json) apply to every stream whose options do not set them: a stream that gets no
+data for that long ends as ``Provider stalled``, and a server asking for a longer retry delay
+than the maximum fails the request (see ``ai.providers._common``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ class ProviderActor:
         self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
         self._resolved: dict[str, str | None] = {}
         self.log = JsonLog(config.get("logFile"), "provider")
+        limits = config.get("limits") or {}
+        #: The stream options every call gets unless it sets them (snake_case ``extra`` keys).
+        self._limits: dict[str, Any] = {
+            name: limits[key]
+            for key, name in (("firstByteTimeoutMs", "first_byte_timeout_ms"), ("idleTimeoutMs", "idle_timeout_ms"),
+                              ("maxRetryDelayMs", "max_retry_delay_ms"))
+            if key in limits
+        }
         #: Set once the start-up warm-up of the expected SDK is over (see ``warm_up``); streams
         #: wait for it so two threads never import the same provider module at once.
         self.warmed = trio.Event()
@@ -100,6 +113,8 @@ class ProviderActor:
         options.signal = signal
         options.api_key = self.api_key_for(provider)
         options.live_partial = False  # deltas are forwarded without their partial message
+        if self._limits:
+            options.extra = {**self._limits, **options.extra}
         call.cooperative = True
         sender = CoalescingSender(call.send_chunk)
 

@@ -5,7 +5,8 @@ Calls served (from the coordinator):
 - ``run_tool {toolCallId, name, args, cwd[, callIndex]}`` → chunks are partial results, the
   result is ``{content, details, isError}``. Tool failures, a sandbox that cannot be set up
   and a worker that crashed are all results with ``isError: true`` and a clear text; a
-  ``cancel`` ends the call with ``Command aborted`` (bash) / ``Operation aborted``.
+  ``cancel`` ends the call with ``Command aborted`` (bash: after the output so far) /
+  ``Operation aborted``.
 - ``warm {}`` starts the warm workers if they are not started yet.
 
 Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without

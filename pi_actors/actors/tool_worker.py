@@ -3,7 +3,9 @@
 Calls served (from the pool): ``run {name, args, cwd, toolCallId}`` → chunks are the tool's
 partial results (bash output so far), the result is ``{content, details, isError}``. A tool
 failure is a normal result with ``isError: true`` (the text the model sees). A ``cancel``
-cancels the tool, which kills its whole process group before the call answers ``cancelled``.
+cancels the tool, which kills its whole process group before the call answers ``cancelled``;
+for ``bash`` the cancel is an abort instead: the command's group is killed the same way and
+the call answers with an error result holding the output so far and ``Command aborted``.
 
 Configuration: ``{"sandboxed": bool, "limits": {...}}``.
 
@@ -68,8 +70,12 @@ class _Worker:
         async def on_update(partial: dict) -> None:
             await call.send_chunk(partial)
 
+        abort = None
+        if name == "bash":  # an abort keeps the output produced so far (pi does)
+            call.cooperative = True
+            abort = call.cancel_requested
         try:
-            result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update)
+            result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update, abort=abort)
         except ToolError as exc:
             return _error(str(exc))
         finally:

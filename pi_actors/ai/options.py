@@ -8,7 +8,10 @@
 - openai-completions: ``tool_choice``, ``reasoning_effort``;
 - openai-responses: ``reasoning_effort``, ``reasoning_summary``, ``service_tier``, ``tool_choice``;
 - all: ``on_payload`` (``(payload, model) -> payload | None``, may be async; a non-None result
-  replaces the request body).
+  replaces the request body); ``first_byte_timeout_ms`` / ``idle_timeout_ms`` (how long the
+  response headers, then each read of the body, may take before the call ends as ``Provider
+  stalled``; default 120000, 0 = none); ``max_retry_delay_ms`` (the longest ``Retry-After``
+  a failed call reports as a delay to wait; default 60000, 0 = none — see ``ai.retry_after``).
 
 ``reasoning``/``thinking_budgets`` are read only by ``stream_simple``. ``cache_retention``
 (``none``/``short``/``long``; default short, ``PI_CACHE_RETENTION=long`` upgrades it) is read by

@@ -108,6 +108,7 @@ def runtime_config(
     """
     from ..ai import types as T
     from ..coding.sandbox import SandboxPolicy, default_mode
+    from ._settings import stream_limits
 
     session_dirs = [session_dir, *((session or {}).get(k) for k in ("sessionDir", "resume", "forkFrom"))]
     policy = SandboxPolicy(
@@ -117,7 +118,8 @@ def runtime_config(
         hidden=tuple(p for p in [agent_dir, *session_dirs] if isinstance(p, str) and p),
     )
     return {
-        "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file},
+        "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file,
+                     "limits": stream_limits(settings or {})},
         # Workers warm up when the first prompt starts, overlapping the model's first reply
         # instead of competing with start-up for the CPU.
         "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True, "sandbox": policy.to_config(), "logFile": log_file},

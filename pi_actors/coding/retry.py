@@ -7,12 +7,19 @@ list (overloaded, rate limits / 429, 500/502/503/504, service unavailable, serve
 connection errors, refused connections, closed sockets, fetch failures, retry delays) with
 the entries later pi added (network errors, lost connections, WebSocket closes, socket hang
 ups, streams ended without data, HTTP/2 no-response, ``timed out`` / ``timeout``).
-Our providers report transport failures as ``Connection error: …`` and timeouts as
-``Request timed out``, both covered.
+Our providers report transport failures as ``Connection error: …``, timeouts as
+``Request timed out`` and a provider that stopped sending (first-byte or idle timeout) as
+``Provider stalled: no data for N s …``, all covered.
 
 Attempt n (1-based) waits :func:`delay_for_attempt` = ``base_delay_ms × 2^(n-1)`` (2 s, 4 s,
 8 s with the defaults); as in pi it is not capped by ``max_delay_ms``, which is the limit on a
-*server-requested* delay that the provider layer honours (pi's ``maxRetryDelayMs``).
+*server-requested* delay (pi's ``maxRetryDelayMs``). When the server asked for a delay
+(``Retry-After`` / ``retry-after-ms``, carried in the error message by the provider layer, see
+:mod:`pi_actors.ai.retry_after`), the retry waits exactly that long instead. A request whose
+server asked for more than ``max_delay_ms`` (0: no maximum) is not retried: the provider
+reports it as ``Server requested a N s retry delay, above the maximum …`` and that error
+ends the run (pi fails such a request rather than wait; pi would still retry it on its own
+back-off, which only asks again too early).
 
 Driving :class:`AutoRetry` from a coordinator (the order pi uses):
 
@@ -50,6 +57,7 @@ from typing import Any, Awaitable, Callable, Literal
 import trio
 
 from ..ai.abort import AbortSignal
+from ..ai.retry_after import delay_exceeds_maximum, requested_delay_ms
 from ..ai.types import AssistantMessage
 from .compaction.auto import OverflowDetector, is_overflow_error
 from .compaction.messages import as_plain
@@ -72,7 +80,7 @@ RETRYABLE_ERROR_PATTERN = re.compile(
     r"|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error"
     r"|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed"
     r"|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without"
-    r"|http2 request did not get a response|timed? out|timeout|terminated|retry delay",
+    r"|http2 request did not get a response|timed? out|timeout|terminated|retry delay|stalled",
     re.IGNORECASE,
 )
 RETRY_CANCELLED = "Retry cancelled"
@@ -124,7 +132,7 @@ def is_retryable_error(message: Any, context_window: int = 0, *, is_overflow: Ov
     error = _error_message(message)
     if not isinstance(error, str) or not error:
         return False
-    if not RETRYABLE_ERROR_PATTERN.search(error):
+    if not RETRYABLE_ERROR_PATTERN.search(error) or delay_exceeds_maximum(error):
         return False
     return not is_overflow_error(message, context_window, is_overflow)
 
@@ -217,6 +225,14 @@ class AutoRetry:
             self._reset()
             return RetryStep("stop", event)
         delay = delay_for_attempt(self.attempt, self.settings)
+        asked = requested_delay_ms(error)
+        if asked is not None:
+            if 0 < self.settings.max_delay_ms < asked:  # (the provider's maximum was larger)
+                attempt = self.attempt - 1
+                self._reset()
+                final = f"Server requested a retry delay above retry.maxDelayMs ({self.settings.max_delay_ms} ms): {error}"
+                return RetryStep("stop", retry_end_event(False, attempt, final) if attempt else None)
+            delay = asked
         return RetryStep("retry", retry_start_event(self.attempt, self.settings.max_retries, delay, error), delay)
 
     async def wait(self, delay_ms: int, signal: AbortSignal | None = None) -> dict | None:

@@ -14,7 +14,10 @@ Contract:
   replies after the server started. A callable computes the Reply from the request's JSON body
   (an exception in it is answered with HTTP 500 naming it).
 - ``requests`` holds every request received, as ``{"path", "headers", "body"}`` (header names
-  lower-case, body the parsed JSON or None), appended before the reply is computed.
+  lower-case, body the parsed JSON or None), appended before the reply is computed;
+  ``await wait_requests(n)`` returns once ``n`` requests have arrived.
+- A reply's ``headers`` go out with its response (an error's, or a stream's), e.g.
+  ``retry-after: 5`` on a 429.
 - ``await nursery.start(server.serve)`` binds the port (0 → ephemeral) and returns once it
   listens; ``port``, ``base_url_openai`` and ``base_url_anthropic`` are valid from then on.
 - ``hang_after_start`` / ``hang_before_headers`` replies wait until the client disconnects;
@@ -67,6 +70,7 @@ class ScriptedLLM:
         self.requests: list[dict[str, Any]] = []
         self.hung_up = 0
         self._hung_up_changed = trio.Event()
+        self._request_seen = trio.Event()
         self._frames_cache: dict[tuple[int, str, str], tuple[Reply, Frames]] = {}
 
     @property
@@ -76,6 +80,11 @@ class ScriptedLLM:
     @property
     def base_url_anthropic(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    async def wait_requests(self, n: int = 1) -> None:
+        """Return once ``n`` requests have been received (their reply may still be going)."""
+        while len(self.requests) < n:
+            await self._request_seen.wait()
 
     async def wait_hung_up(self, n: int = 1) -> None:
         """Return once ``n`` hanging replies have seen their client disconnect."""
@@ -126,6 +135,8 @@ class ScriptedLLM:
         except ValueError:
             body = None
         self.requests.append({"path": path, "headers": headers, "body": body})
+        self._request_seen.set()
+        self._request_seen = trio.Event()
 
         api = _API_BY_PATH.get(path)
         if request.method != b"POST" or api is None:
@@ -143,7 +154,7 @@ class ScriptedLLM:
             await self._hang(stream, [])
             return False
         if reply.status != 200:
-            await _send_simple(conn, stream, reply.status, error_body(reply, api))
+            await _send_simple(conn, stream, reply.status, error_body(reply, api), reply.headers)
             return True
 
         model = str(reply.model or (body or {}).get("model") or "scripted-model")
@@ -168,7 +179,7 @@ class ScriptedLLM:
                            reply: Reply, frames: Frames, api: str) -> bool:
         await _send(conn, stream, h11.Response(status_code=200, headers=[
             ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
-            ("transfer-encoding", "chunked"),
+            ("transfer-encoding", "chunked"), *reply.headers.items(),
         ]))
         content = list(frames.content)
         if reply.malformed:
@@ -261,10 +272,11 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, event: Any) -> 
         await stream.send_all(data)
 
 
-async def _send_simple(conn: h11.Connection, stream: trio.SocketStream, status: int, body: bytes) -> None:
+async def _send_simple(conn: h11.Connection, stream: trio.SocketStream, status: int, body: bytes,
+                       extra_headers: dict[str, str] | None = None) -> None:
     ctype = "application/json" if body[:1] in (b"{", b"[") else "text/plain"
     await _send(conn, stream, h11.Response(status_code=status, headers=[
-        ("content-type", ctype), ("content-length", str(len(body))),
+        ("content-type", ctype), ("content-length", str(len(body))), *(extra_headers or {}).items(),
     ]))
     if body:
         await _send(conn, stream, h11.Data(data=body))

@@ -71,6 +71,8 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
       ``failed`` sends ``response.failed`` (with ``stream_error`` as its message).
     - ``status`` + ``error_body``: an HTTP error reply; a str body is sent verbatim (may be
       non-JSON or empty), a dict as JSON, None as the provider's usual error JSON.
+    - ``headers``: extra response headers (``retry-after``, ``retry-after-ms`` …), sent with
+      an error reply and with a stream's headers alike.
     - ``truncate``: send about half of the stream then stop. ``truncate_style`` "abrupt" drops the
       connection mid-body; "clean" ends the body properly but without the closing events.
     - ``hang_after_start``: send the start and all content, then wait until the client goes away.
@@ -90,6 +92,7 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     chunks: int = 3
     status: int = 200
     error_body: str | dict[str, Any] | None = None
+    headers: dict[str, str] = {}
     truncate: bool = False
     truncate_style: Literal["abrupt", "clean"] = "abrupt"
     hang_after_start: bool = False

@@ -16,6 +16,19 @@ Contract of ``run_stream(model, options, emit, body)``:
   in progress; the body must close its HTTP response in a ``finally`` (``close_quietly``);
 - returns the final AssistantMessage (the one carried by the terminal event).
 
+Stalls: the body opens its response with ``run.open_response`` (the request up to the
+response headers, under the *first-byte timeout*) and reads the body with ``run.read_chunk``
+(each read under the *idle timeout*), so a server that accepts and never answers, or goes
+silent mid-stream, ends the call with ``Provider stalled: no data for N s …`` — a transient
+error the caller's retry policy retries (``coding.retry``). Both default to 120 s and come
+from the options' ``extra`` (``first_byte_timeout_ms``, ``idle_timeout_ms``; 0 turns one
+off); the provider actor fills them in from settings.json's ``provider`` block.
+
+Retry-After: an HTTP error whose response carries ``retry-after-ms`` / ``retry-after`` gets
+the delay the server asked for added to its message, or, above the maximum
+(``extra["max_retry_delay_ms"]``, pi's ``retry.maxDelayMs``, default 60 s, 0 = none), is
+reported as a request the server wants delayed too long (see :mod:`..retry_after`).
+
 Block helpers keep the tool-call JSON buffers beside the message (never inside the blocks), so
 nothing internal ever leaks into a message. With ``options.live_partial`` False they also keep
 the text of a run of deltas beside the message and apply it (``sync``) before any other event,
@@ -40,6 +53,7 @@ from ..abort import AbortSignal
 from ..catalog import calculate_cost
 from ..options import Emit, StreamOptions, extra_option
 from ..partial_json import parse_tool_arguments
+from ..retry_after import DEFAULT_MAX_RETRY_DELAY_MS, describe_retry_after, parse_retry_after
 from ..types import (
     AssistantMessage,
     DoneEvent,
@@ -82,6 +96,8 @@ _log = logging.getLogger(__name__)
 
 ABORTED_MESSAGE = "Request was aborted"
 _CLOSE_TIMEOUT = 2.0
+DEFAULT_FIRST_BYTE_TIMEOUT_MS = 120_000
+DEFAULT_IDLE_TIMEOUT_MS = 120_000
 
 
 class ProviderError(Exception):
@@ -90,6 +106,19 @@ class ProviderError(Exception):
 
 class _Aborted(Exception):
     pass
+
+
+def _milliseconds(options: StreamOptions, name: str, default: int) -> int:
+    value = extra_option(options, name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ProviderError(f"Bad option {name}: {value!r} (expected a number of milliseconds, 0 or more)")
+    return int(value) if value != float("inf") else 0
+
+
+def _seconds_text(ms: int) -> str:
+    return f"{ms // 1000} s" if ms % 1000 == 0 else f"{ms / 1000:g} s"
 
 
 class StreamRun:
@@ -107,6 +136,18 @@ class StreamRun:
         self._json: dict[int, list[str]] = {}  # tool-call argument fragments, by block index
         self._lag: dict[int, list[str]] = {}
         self._stale: set[int] = set()
+        self._limits: tuple[int, int, int] | None = None
+
+    def limits(self) -> tuple[int, int, int]:
+        """(first-byte timeout, idle timeout, maximum retry delay), in ms; raises ProviderError
+        for a bad value (read when first needed, so the error is the call's error event)."""
+        if self._limits is None:
+            self._limits = (
+                _milliseconds(self.options, "first_byte_timeout_ms", DEFAULT_FIRST_BYTE_TIMEOUT_MS),
+                _milliseconds(self.options, "idle_timeout_ms", DEFAULT_IDLE_TIMEOUT_MS),
+                _milliseconds(self.options, "max_retry_delay_ms", DEFAULT_MAX_RETRY_DELAY_MS),
+            )
+        return self._limits
 
     @property
     def aborted(self) -> bool:
@@ -125,6 +166,31 @@ class StreamRun:
             finally:
                 self._io_scope = None
         raise _Aborted()
+
+    async def open_response(self, enter: Callable[[], Awaitable[Any]]) -> Any:
+        """``await enter()`` — the SDK call that sends the request and returns the response
+        once its headers are in — through ``io``, under the first-byte timeout."""
+        limit = self.limits()[0]
+        if not limit:
+            return await self.io(enter)
+        with trio.move_on_after(limit / 1000):
+            return await self.io(enter)
+        raise ProviderError(
+            f"Provider stalled: no data for {_seconds_text(limit)} waiting for the response "
+            "(provider.firstByteTimeoutMs)"
+        )
+
+    async def read_chunk(self, next_chunk: Callable[[], Awaitable[Any]]) -> Any:
+        """``await next_chunk()`` (the next piece of the response body) through ``io``, under the
+        idle timeout."""
+        limit = self.limits()[1]
+        if not limit:
+            return await self.io(next_chunk)
+        with trio.move_on_after(limit / 1000):
+            return await self.io(next_chunk)
+        raise ProviderError(
+            f"Provider stalled: no data for {_seconds_text(limit)} mid-stream (provider.idleTimeoutMs)"
+        )
 
     async def _watch_abort(self, signal: AbortSignal) -> None:
         await signal.wait()
@@ -274,6 +340,21 @@ class StreamRun:
 
     # -- terminal -----------------------------------------------------------------------------
 
+    def _with_retry_after(self, exc: BaseException, message: str) -> str:
+        """``message`` with the delay an HTTP error's response asks for (module docstring)."""
+        status = getattr(exc, "status_code", None)
+        response = getattr(exc, "response", None)
+        if not isinstance(status, int) or status < 400 or response is None:
+            return message
+        delay = parse_retry_after(getattr(response, "headers", None))
+        if delay is None:
+            return message
+        try:
+            maximum = self.limits()[2]
+        except ProviderError:
+            maximum = DEFAULT_MAX_RETRY_DELAY_MS
+        return describe_retry_after(message, delay, maximum)
+
     async def _finish(self) -> AssistantMessage:
         self.sync()
         reason = self.output.stop_reason
@@ -289,6 +370,8 @@ class StreamRun:
         self._json.clear()
         self.output.stop_reason = "aborted" if self.aborted or isinstance(exc, _Aborted) else "error"
         self.output.error_message = error_message_for(exc, describe)
+        if self.output.stop_reason == "error":
+            self.output.error_message = self._with_retry_after(exc, self.output.error_message)
         try:
             await self._emit(ErrorEvent(reason=self.output.stop_reason, error=self.output))
         except Exception:
@@ -407,6 +490,7 @@ async def run_stream(
             if run.signal is not None:
                 nursery.start_soon(run._watch_abort, run.signal)
             try:
+                run.limits()  # a bad timeout option fails the call before any request is built
                 await body(run)
                 if run.aborted:
                     raise _Aborted()

@@ -14,7 +14,8 @@ Contract:
   line (some servers end that way); anything else left over is a truncation the provider
   notices by its missing closing events.
 - ``read_sse(run, chunks, handle)`` drives a decoder over a response body, calling
-  ``handle(event_name, data)`` per event, checking for an abort after each one.
+  ``handle(event_name, data)`` per event, checking for an abort after each one; every read
+  is under the call's idle timeout (``StreamRun.read_chunk``).
 - ``decode_json(data)`` parses one event's data; malformed data raises ``ProviderError`` with
   ``Malformed stream data (not JSON): ...``.
 """
@@ -110,7 +111,8 @@ async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
                    handle: Callable[[str | None, bytes], Awaitable[None]]) -> None:
     """Feed ``chunks`` (a response body) through a decoder into ``handle(event, data)``.
 
-    Every read goes through ``run.io`` (an abort interrupts it) and the abort flag is checked
+    Every read goes through ``run.read_chunk`` (an abort interrupts it; a read that gets
+    nothing for the idle timeout ends the call as stalled) and the abort flag is checked
     after every event, so an abort stops the mapping at once even inside one network read.
     """
     decoder = SSEDecoder()
@@ -118,7 +120,7 @@ async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
     next_chunk = chunks.__anext__
     while True:
         try:
-            chunk = await run.io(next_chunk)
+            chunk = await run.read_chunk(next_chunk)
         except StopAsyncIteration:
             break
         for name, data in feed(chunk):

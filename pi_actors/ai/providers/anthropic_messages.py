@@ -363,7 +363,7 @@ async def _body(run: StreamRun, context: Context) -> None:
             # which avoids building a typed event object per delta.
             manager = client.messages.with_streaming_response.create(
                 **sdk_request_args(params, "messages", required=("model", "max_tokens")))
-            response = await run.io(manager.__aenter__)
+            response = await run.open_response(manager.__aenter__)
             mapper = _Mapper(run, context, oauth)
             await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
             run.check_aborted()

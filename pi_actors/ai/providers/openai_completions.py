@@ -405,7 +405,7 @@ async def _body(run: StreamRun, context: Context) -> None:
             # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
             # to parse, which avoids building a typed chunk object per delta.
             manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
-            response = await run.io(manager.__aenter__)
+            response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run)
             await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)

@@ -379,7 +379,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     async with openai_client(model, options, api_key) as client:
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
-            response = await run.io(manager.__aenter__)
+            response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run, params.get("service_tier"))
             await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)

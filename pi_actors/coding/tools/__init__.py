@@ -4,7 +4,7 @@
 ``{"content": [text/image blocks], "details": json or None}``; every failure the model should
 see is raised as :class:`ToolError` with pi's exact text. Cancelling the caller's trio scope
 cancels the call (child processes are terminated and waited for) and ``trio.Cancelled``
-propagates. :func:`kill_all_process_groups` is for a worker's signal handler / exit path.
+propagates; ``abort`` (bash only) ends a command but keeps its output in the error result. :func:`kill_all_process_groups` is for a worker's signal handler / exit path.
 
 The seven tools of pi: ``read``, ``write``, ``edit``, ``bash``, ``grep``, ``find``, ``ls``
 (:data:`TOOL_SPECS` in that order); :data:`DEFAULT_TOOLS` is pi's default active set.
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import trio
 
 from .base import ToolError, ToolSpec
 from .bash import BASH_SPEC, run_bash
@@ -58,13 +60,19 @@ _RUNNERS: dict[str, Callable[..., Awaitable[dict]]] = {
 }
 
 
-async def run_tool(name: str, args: dict[str, Any], *, cwd: str, on_update: OnUpdate | None = None) -> dict:
-    """Run tool ``name`` with ``args`` in ``cwd``; see the module docstring."""
+async def run_tool(
+    name: str, args: dict[str, Any], *, cwd: str, on_update: OnUpdate | None = None, abort: trio.Event | None = None
+) -> dict:
+    """Run tool ``name`` with ``args`` in ``cwd``; see the module docstring. ``abort`` is for
+    ``bash`` (ignored by the other tools): once set, the command is ended and the call fails
+    with its output so far followed by ``Command aborted``."""
     runner = _RUNNERS.get(name)
     if runner is None:
         raise ToolError(f"Tool {name} not found")
     if not isinstance(args, dict):
         raise ToolError(f'Validation failed for tool "{name}":\n  - root: must be object')
+    if name == "bash":
+        return await run_bash(args, cwd=cwd, on_update=on_update, abort=abort)
     return await runner(args, cwd=cwd, on_update=on_update)
 
 

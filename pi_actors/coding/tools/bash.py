@@ -2,10 +2,21 @@
 
 Runs ``/bin/bash -c <command>`` (else the first ``bash`` on PATH, else ``sh``) in ``cwd``, in
 its own process group (see :mod:`.process`), stdin from /dev/null, stdout and stderr merged
-in arrival order. Output is kept in a rolling buffer of recent chunks (trimmed from the front
-while over 100 KiB and more than one chunk remains); once more than 50KB has been seen,
-everything is also written to ``<tmp>/pi-bash-<16 hex>.log``. Every chunk produces an
-``on_update`` with the accumulated, tail-truncated text (not a delta).
+in arrival order. Output is kept in a rolling buffer of recent chunks (old chunks dropped
+from the front only while the rest still holds at least 100 KiB, so the buffer always holds
+the last 100 KiB, or everything); once more than 50KB has been seen, everything is also
+written to ``<tmp>/pi-bash-<16 hex>.log``. Every chunk produces an ``on_update`` with the
+accumulated, tail-truncated text (not a delta). Memory stays bounded whatever the command
+writes; the size of the whole output (bytes, lines, the last line's length) is counted as it
+passes.
+
+Output is never cut silently: whenever the text returned is less than the command wrote, a
+notice in pi's words follows it, with the real totals and the file that holds every byte —
+``[Showing lines S-E of N. Full output: P]``, ``[Showing lines S-E of N (50.0KB limit). Full
+output: P]``, or, when the last line alone is over 50KB, ``[Showing last 50.0KB of line N
+(line is SIZE). Full output: P]``. N and SIZE count the whole output (pi counts only its
+rolling buffer), and ``details.truncation.totalBytes``/``totalLines`` are the whole output's.
+If the file cannot be written (a full /tmp), the notice says so instead of naming it.
 
 Outcome:
 
@@ -13,9 +24,12 @@ Outcome:
 - exit N ≠ 0 → ``ToolError(text + "\\n\\nCommand exited with code N")``;
 - ``timeout`` seconds elapsed → the group is terminated (SIGTERM, 2 s grace, SIGKILL) and
   ``ToolError(text + "\\n\\nCommand timed out after T seconds")``;
+- ``abort`` (a ``trio.Event``) set → the group is terminated the same way and
+  ``ToolError(text + "\\n\\nCommand aborted")``: the output produced before the abort is kept,
+  as in pi (just ``Command aborted`` if there was none);
 - cancellation of the caller's trio scope → the group is terminated the same way, the leader
-  is waited for, and ``trio.Cancelled`` propagates (there is no "Command aborted" result: a
-  cancelled call has no result in trio);
+  is waited for, and ``trio.Cancelled`` propagates (a cancelled call has no result in trio;
+  a caller that wants the output of an aborted command sets ``abort`` instead);
 - the working directory missing → ``ToolError("Working directory does not exist: ...")``.
 
 A call's background children die with the call: when the shell exits, whatever is left of
@@ -35,6 +49,7 @@ Differences from pi, deliberately:
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import math
 import os
@@ -100,63 +115,120 @@ def _js_number(value: float) -> str:
 
 
 class _Output:
-    """Rolling buffer of raw chunks plus the full-output spill file."""
+    """Rolling buffer of raw chunks, the full-output spill file, and the whole output's size.
+
+    The buffer drops chunks from the front only while what remains still holds
+    ``_ROLLING_MAX_BYTES``: it always holds the last 100 KiB of the output, or all of it
+    (:attr:`complete`). A failure to write the spill file is kept (:attr:`spill_error`) and
+    reported in the notice; the command goes on.
+    """
 
     def __init__(self) -> None:
         self._chunks: deque[bytes] = deque()
         self._buffered = 0
         self.total_bytes = 0
+        self.newlines = 0
+        #: Bytes after the last newline so far: the length of the last line.
+        self.last_line_bytes = 0
         self.full_output_path: str | None = None
+        self.spill_error: str | None = None
         self._file: BinaryIO | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the buffer still holds every byte of the output."""
+        return self._buffered == self.total_bytes
+
+    @property
+    def total_lines(self) -> int:
+        return self.newlines + 1
 
     def add(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
-        if self.total_bytes > DEFAULT_MAX_BYTES and self._file is None:
+        count = chunk.count(b"\n")
+        if count:
+            self.newlines += count
+            self.last_line_bytes = len(chunk) - chunk.rindex(b"\n") - 1
+        else:
+            self.last_line_bytes += len(chunk)
+        if self.total_bytes > DEFAULT_MAX_BYTES and self._file is None and self.spill_error is None:
             self._open_spill()
         if self._file is not None:
             self._write(chunk)
         self._chunks.append(chunk)
         self._buffered += len(chunk)
-        while self._buffered > _ROLLING_MAX_BYTES and len(self._chunks) > 1:
+        while len(self._chunks) > 1 and self._buffered - len(self._chunks[0]) >= _ROLLING_MAX_BYTES:
             self._buffered -= len(self._chunks.popleft())
 
-    def ensure_spill(self) -> str:
-        """The full-output file, created from the buffer if it does not exist yet.
+    def ensure_spill(self) -> str | None:
+        """The full-output file, created from the buffer if it does not exist yet; None if it
+        could not be written (:attr:`spill_error` says why).
 
         Called only when the output is truncated; if no file exists then at most 50KB were
         seen, so the buffer still holds every byte.
         """
-        if self._file is None:
+        if self._file is None and self.spill_error is None:
             self._open_spill()
-        assert self.full_output_path is not None
-        return self.full_output_path
+        return self.full_output_path if self.spill_error is None else None
 
     def _open_spill(self) -> None:
         path = os.path.join(tempfile.gettempdir(), f"pi-bash-{secrets.token_hex(8)}.log")
+        self.full_output_path = path
         try:
             self._file = open(path, "wb")
         except OSError as exc:
-            raise ToolError(f"Cannot save full bash output to {path}: {exc.strerror or exc}") from None
-        self.full_output_path = path
+            self._spill_failed(exc)
+            return
         for chunk in self._chunks:
             self._write(chunk)
 
     def _write(self, chunk: bytes) -> None:
-        assert self._file is not None
+        if self._file is None:
+            return
         try:
             self._file.write(chunk)
             self._file.flush()
         except OSError as exc:
-            raise ToolError(
-                f"Cannot save full bash output to {self.full_output_path}: {exc.strerror or exc}"
-            ) from None
+            self._spill_failed(exc)
+
+    def _spill_failed(self, exc: OSError) -> None:
+        """Stop writing the file and remove what was written (a full /tmp gets its space
+        back); the notice says why there is no file."""
+        self.spill_error = f"cannot write {self.full_output_path}: {exc.strerror or exc}"
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+            try:
+                os.unlink(self.full_output_path)  # type: ignore[arg-type]
+            except OSError:
+                pass
 
     def text(self) -> str:
         return b"".join(self._chunks).decode("utf-8", "replace")
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._spill_failed(exc)
+
+
+def _truncation(output: _Output) -> TruncationResult:
+    """``truncate_tail`` of the buffer, with the whole output's totals.
+
+    When the buffer no longer holds everything it holds at least 100 KiB, more than the 50KB
+    kept, so the result is truncated and its kept lines are whole lines of the output (or the
+    last line's tail)."""
+    truncation = truncate_tail(output.text(), max_lines=DEFAULT_MAX_LINES, max_bytes=DEFAULT_MAX_BYTES)
+    if not truncation.truncated and output.complete:
+        return truncation
+    return dataclasses.replace(
+        truncation, truncated=True, total_bytes=output.total_bytes, total_lines=output.total_lines
+    )
 
 
 def _details(truncation: TruncationResult, path: str | None) -> dict:
@@ -169,7 +241,7 @@ def _details(truncation: TruncationResult, path: str | None) -> dict:
 
 
 def _partial_result(output: _Output) -> dict:
-    truncation = truncate_tail(output.text())
+    truncation = _truncation(output)
     path = output.ensure_spill() if truncation.truncated else output.full_output_path
     return {
         "content": [{"type": "text", "text": truncation.content}],
@@ -178,26 +250,25 @@ def _partial_result(output: _Output) -> dict:
 
 
 def _final_text(output: _Output, empty_text: str) -> tuple[str, dict | None]:
-    full = output.text()
-    truncation = truncate_tail(full)
+    truncation = _truncation(output)
     text = truncation.content or empty_text
     if not truncation.truncated:
         return text, None
     path = output.ensure_spill()
+    where = f"Full output: {path}" if path is not None else f"Full output not saved: {output.spill_error}"
     first = truncation.total_lines - truncation.output_lines + 1
     last = truncation.total_lines
     if truncation.last_line_partial:
-        line_bytes = len(full.rsplit("\n", 1)[-1].encode("utf-8", "surrogatepass"))
         notice = (
             f"[Showing last {format_size(truncation.output_bytes)} of line {last} "
-            f"(line is {format_size(line_bytes)}). Full output: {path}]"
+            f"(line is {format_size(output.last_line_bytes)}). {where}]"
         )
     elif truncation.truncated_by == "lines":
-        notice = f"[Showing lines {first}-{last} of {truncation.total_lines}. Full output: {path}]"
+        notice = f"[Showing lines {first}-{last} of {truncation.total_lines}. {where}]"
     else:
         notice = (
             f"[Showing lines {first}-{last} of {truncation.total_lines} "
-            f"({format_size(DEFAULT_MAX_BYTES)} limit). Full output: {path}]"
+            f"({format_size(DEFAULT_MAX_BYTES)} limit). {where}]"
         )
     return text + "\n\n" + notice, _details(truncation, path)
 
@@ -252,6 +323,7 @@ async def run_bash(
     *,
     cwd: str,
     on_update: Callable[[dict], Awaitable[None]] | None = None,
+    abort: trio.Event | None = None,
 ) -> dict:
     command, timeout = _parse_args(args)
     await trio.lowlevel.checkpoint_if_cancelled()
@@ -268,10 +340,14 @@ async def run_bash(
 
     output = _Output()
     try:
-        timed_out = await _supervise(proc, output, timeout, on_update)
-        if timed_out:
+        ending = await _supervise(proc, output, timeout, on_update, abort)
+        output.close()
+        if ending == "timeout":
             text, _ = _final_text(output, "")
             raise ToolError(_with_status(text, f"Command timed out after {_js_number(timeout)} seconds"))
+        if ending == "abort":
+            text, _ = _final_text(output, "")
+            raise ToolError(_with_status(text, "Command aborted"))
         text, details = _final_text(output, "(no output)")
     finally:
         output.close()
@@ -292,21 +368,35 @@ async def _supervise(
     output: _Output,
     timeout: float | None,
     on_update: Callable[[dict], Awaitable[None]] | None,
-) -> bool:
-    """Collect output until the shell exits or times out; always leaves the group dead and
-    the shell reaped, also when cancelled. Returns True if the timeout fired."""
-    timed_out = False
+    abort: trio.Event | None = None,
+) -> str:
+    """Collect output until the shell exits, times out or ``abort`` is set; always leaves the
+    group dead and the shell reaped, also when cancelled. Returns ``"exit"``, ``"timeout"``
+    or ``"abort"``. After a timeout or an abort the output the group still had in the pipe
+    is read too (up to ``_DRAIN_LIMIT``), so nothing it wrote before it died is lost."""
+    ending = "exit"
     pump = _Pump(output, on_update)
+    deadline = math.inf
+    if timeout is not None and timeout > 0:
+        deadline = trio.current_time() + timeout
+    timer = trio.CancelScope(deadline=deadline)
+    aborted = False
+
+    async def watch_abort(event: trio.Event) -> None:
+        nonlocal aborted
+        await event.wait()
+        aborted = True
+        timer.cancel()
+
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump.run, proc, nursery.cancel_scope)
-            deadline = math.inf
-            if timeout is not None and timeout > 0:
-                deadline = trio.current_time() + timeout
-            with trio.CancelScope(deadline=deadline) as timer:
+            if abort is not None:
+                nursery.start_soon(watch_abort, abort)
+            with timer:
                 await proc.wait_exited()
             if timer.cancelled_caught:
-                timed_out = True
+                ending = "abort" if aborted else "timeout"
                 await proc.terminate(_TERM_GRACE)
             # Background children die with the call.
             proc.signal_group(signal.SIGKILL)
@@ -324,4 +414,4 @@ async def _supervise(
             await proc.shutdown(_TERM_GRACE)
     if pump.failure is not None:
         raise pump.failure
-    return timed_out
+    return ending

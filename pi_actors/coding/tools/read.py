@@ -1,10 +1,19 @@
 """The ``read`` tool (pi spec §1.4).
 
 Reads a text file (optionally a window of it: 1-based ``offset``, ``limit`` lines) or an
-image. Text is decoded as UTF-8 with U+FFFD for invalid bytes, cut by :func:`truncate_head`
-to 2000 lines / 50KB, and followed by pi's continuation notices. Images are recognised by
-their magic bytes only (JPEG, PNG, GIF, WebP — the extension does not matter) and returned
-as a base64 attachment.
+image. Text is decoded as UTF-8 with U+FFFD for invalid bytes, cut as :func:`truncate_head`
+cuts it to 2000 lines / 50KB, and followed by pi's continuation notices. Images are
+recognised by their magic bytes only (JPEG, PNG, GIF, WebP — the extension does not matter)
+and returned as a base64 attachment.
+
+The file is streamed: it is read once, in 1 MiB chunks, keeping only the lines it returns
+(at most 50KB of them) and counting the others (pi's "of N lines" needs the total), so a
+file of any size costs a bounded amount of memory; a cancelled call stops the reading
+thread at its next chunk. Only regular files are read: a directory gets pi's ``EISDIR``
+text, and a character or block device (``/dev/zero``), a FIFO (never opened, so a FIFO
+without a writer cannot hang the call) or a socket gets ``<path> is a character device,
+not a regular file; ...``. An image over :data:`IMAGE_MAX_BYTES` (10 MiB) is refused with
+its size.
 
 Differences from pi, deliberately:
 
@@ -19,14 +28,18 @@ Differences from pi, deliberately:
 from __future__ import annotations
 
 import base64
+import codecs
+import math
 import os
-from typing import Any
+import stat
+import threading
+from typing import Any, Iterator
 
 import trio
 
 from .base import ToolError, ToolSpec, node_style_os_error
 from .paths import resolve_read_path
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size
 
 READ_SPEC = ToolSpec(
     name="read",
@@ -77,8 +90,38 @@ def _optional_int(args: dict, key: str) -> int | None:
     return int(value)
 
 
-def _read_file(absolute: str) -> bytes:
-    # pi checks readability with access(R_OK) first and reports that call's error.
+_CHUNK = 1 << 20
+#: The largest image returned (its base64 must fit in one 16 MiB frame with room to spare;
+#: providers refuse far smaller images anyway).
+IMAGE_MAX_BYTES = 10 * 1024 * 1024
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class _Stopped(Exception):
+    """The caller went away: the reading thread stops between two chunks."""
+
+
+def _not_regular(mode: int, path_arg: str) -> ToolError:
+    if stat.S_ISDIR(mode):  # pi's text for a directory
+        return ToolError("EISDIR: illegal operation on a directory, read")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return ToolError(f"{path_arg} is {kind}, not a regular file; read only reads regular files")
+
+
+def _open_regular(absolute: str, path_arg: str) -> int:
+    """An fd open for reading on ``absolute``, which must be a regular file.
+
+    pi checks readability with access(R_OK) first and reports that call's error. The type is
+    checked before opening (opening a FIFO would wait for a writer; a socket cannot be
+    opened) and again on the fd (the path may have changed in between); the open never
+    blocks (O_NONBLOCK), and never makes a terminal ours (O_NOCTTY)."""
     if not os.access(absolute, os.R_OK):
         try:
             os.stat(absolute)
@@ -86,36 +129,175 @@ def _read_file(absolute: str) -> bytes:
             raise ToolError(node_style_os_error(exc, "access", absolute)) from None
         raise ToolError(node_style_os_error(PermissionError(13, "Permission denied"), "access", absolute))
     try:
-        with open(absolute, "rb") as handle:
-            return handle.read()
+        mode = os.stat(absolute).st_mode
+    except OSError as exc:
+        raise ToolError(node_style_os_error(exc, "stat", absolute)) from None
+    if not stat.S_ISREG(mode):
+        raise _not_regular(mode, path_arg)
+    try:
+        fd = os.open(absolute, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except IsADirectoryError:
         raise ToolError("EISDIR: illegal operation on a directory, read") from None
     except OSError as exc:
         raise ToolError(node_style_os_error(exc, "open", absolute)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(mode, path_arg)
+    return fd
 
 
-def _text_result(data: bytes, path_arg: str, offset: int | None, limit: int | None) -> dict:
-    all_lines = data.decode("utf-8", "replace").split("\n")
-    total = len(all_lines)
+def _chunks(fd: int, first: bytes, stop: threading.Event | None) -> Iterator[bytes]:
+    """``first``, then the rest of the file in chunks of ``_CHUNK`` bytes."""
+    if first:
+        yield first
+    while True:
+        if stop is not None and stop.is_set():
+            raise _Stopped()
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError as exc:
+            raise ToolError(node_style_os_error(exc, "read")) from None
+        if not chunk:
+            return
+        yield chunk
 
+
+class _Window:
+    """The lines ``[start, end)`` of a file, read as a stream: keeps what ``truncate_head``
+    would keep of them (2000 lines / 50KB, whole lines) and counts the rest.
+
+    Splitting the bytes on ``\\n`` and decoding each line alone gives the same text as decoding
+    the whole file and splitting it (a newline byte is never part of a UTF-8 sequence, so an
+    invalid sequence never spans one). Every line of the window is measured decoded, as pi
+    measures it (an invalid byte counts as the 3 bytes of its U+FFFD); ASCII pieces, the
+    common case, are measured without decoding."""
+
+    def __init__(self, start: int, end: float) -> None:
+        self.start, self.end = start, end
+        self.kept: list[str] = []
+        self.used = 0  # UTF-8 bytes of "\\n".join(kept)
+        self.collecting = True
+        self.window_lines = 0
+        self.window_bytes = 0  # including the newlines between the window's lines
+        self.first_line_bytes = 0
+        self._line: list[bytes] = []  # the current line's bytes, while it may still be kept
+        self._line_len = 0  # raw bytes of the current line
+        self._line_size = 0  # its UTF-8 size once decoded
+        self._decoder: Any = None  # for a line with non-ASCII bytes
+
+    def _budget(self) -> int:
+        return DEFAULT_MAX_BYTES - self.used - (1 if self.kept else 0)
+
+    def piece(self, index: int, data: bytes) -> None:
+        """Bytes of line ``index`` (more may follow)."""
+        if not (self.start <= index < self.end):
+            return
+        self._line_len += len(data)
+        if self._decoder is None and data.isascii():
+            self._line_size += len(data)
+        else:
+            if self._decoder is None:
+                self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            self._line_size += len(self._decoder.decode(data).encode("utf-8", "surrogatepass"))
+        # Decoding never makes a line smaller, so one whose raw bytes exceed the budget
+        # cannot fit.
+        if self.collecting and self._line is not None:
+            if self._line_len > self._budget():
+                self._line = None  # does not fit: no need to keep its bytes
+            else:
+                self._line.append(data)
+
+    def line_end(self, index: int) -> None:
+        """Line ``index`` is complete (a newline or the end of the file came)."""
+        if not (self.start <= index < self.end):
+            return
+        size = self._line_size
+        if self._decoder is not None:
+            size += len(self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass"))
+            self._decoder = None
+        if index == self.start:
+            self.first_line_bytes = size
+        self.window_bytes += size + (1 if self.window_lines else 0)
+        self.window_lines += 1
+        if self.collecting:
+            if self._line is None or len(self.kept) >= DEFAULT_MAX_LINES:
+                self.collecting = False
+            else:
+                text = b"".join(self._line).decode("utf-8", "replace")
+                cost = len(text.encode("utf-8", "surrogatepass")) + (1 if self.kept else 0)
+                if self.used + cost > DEFAULT_MAX_BYTES:
+                    self.collecting = False
+                else:
+                    self.kept.append(text)
+                    self.used += cost
+        self._line, self._line_len, self._line_size = ([] if self.collecting else None), 0, 0
+
+    def truncation(self) -> TruncationResult:
+        """What ``truncate_head`` gives for the window's text."""
+        content = "\n".join(self.kept)
+        untouched = self.collecting
+        if untouched:
+            by = None
+        elif not self.kept:
+            by = "bytes"
+        else:
+            by = "lines" if len(self.kept) >= DEFAULT_MAX_LINES else "bytes"
+        return TruncationResult(
+            content=content,
+            truncated=not untouched,
+            truncated_by=by,
+            total_lines=self.window_lines,
+            total_bytes=self.used if untouched else self.window_bytes,
+            output_lines=len(self.kept),
+            output_bytes=self.used,
+            last_line_partial=False,
+            first_line_exceeds_limit=not untouched and not self.kept,
+            max_lines=DEFAULT_MAX_LINES,
+            max_bytes=DEFAULT_MAX_BYTES,
+        )
+
+
+def _scan(chunks: Iterator[bytes], window: _Window) -> int:
+    """Feed every line of the stream to ``window``; returns the number of lines (pi's
+    ``split("\\n")`` count: the newlines plus one)."""
+    index = 0
+    for chunk in chunks:
+        pos = 0
+        while True:
+            newline = chunk.find(b"\n", pos)
+            if newline < 0:
+                if pos < len(chunk):
+                    window.piece(index, chunk[pos:] if pos else chunk)
+                break
+            if newline > pos:
+                window.piece(index, chunk[pos:newline])
+            window.line_end(index)
+            index += 1
+            pos = newline + 1
+            if index >= window.end:  # past the window: only count the newlines left
+                index += chunk.count(b"\n", pos)
+                for rest in chunks:
+                    index += rest.count(b"\n")
+                return index + 1
+    window.line_end(index)
+    return index + 1
+
+
+def _text_result(chunks: Iterator[bytes], path_arg: str, offset: int | None, limit: int | None) -> dict:
     start = max(0, offset - 1) if offset else 0
+    window = _Window(start, start + limit if limit is not None else math.inf)
+    total = _scan(chunks, window)
     if start >= total:
         raise ToolError(f"Offset {offset} is beyond end of file ({total} lines total)")
+    limited_count = min(start + limit, total) - start if limit is not None else None
 
-    if limit is not None:
-        end = min(start + limit, total)
-        selected = "\n".join(all_lines[start:end])
-        limited_count: int | None = end - start
-    else:
-        selected = "\n".join(all_lines[start:])
-        limited_count = None
-
-    truncation = truncate_head(selected)
+    truncation = window.truncation()
     first_display = start + 1
     details: dict | None = None
 
     if truncation.first_line_exceeds_limit:
-        line_size = format_size(len(all_lines[start].encode("utf-8", "surrogatepass")))
+        line_size = format_size(window.first_line_bytes)
         text = (
             f"[Line {first_display} is {line_size}, exceeds {format_size(DEFAULT_MAX_BYTES)} limit. "
             f"Use bash: sed -n '{first_display}p' {path_arg} | head -c {DEFAULT_MAX_BYTES}]"
@@ -145,11 +327,39 @@ def _text_result(data: bytes, path_arg: str, offset: int | None, limit: int | No
     return {"content": [{"type": "text", "text": text}], "details": details}
 
 
-def _read_sync(path_arg: str, cwd: str, offset: int | None, limit: int | None) -> dict:
+def _read_head(fd: int, size: int) -> bytes:
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        try:
+            chunk = os.read(fd, size - got)
+        except OSError as exc:
+            raise ToolError(node_style_os_error(exc, "read")) from None
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _read_sync(path_arg: str, cwd: str, offset: int | None, limit: int | None,
+               stop: threading.Event | None = None) -> dict:
     absolute = resolve_read_path(path_arg, cwd)
-    data = _read_file(absolute)
-    mime = detect_image_mime(data[:_SNIFF_BYTES])
-    if mime is not None:
+    fd = _open_regular(absolute, path_arg)
+    try:
+        head = _read_head(fd, _SNIFF_BYTES)
+        mime = detect_image_mime(head)
+        if mime is None:
+            return _text_result(_chunks(fd, head, stop), path_arg, offset, limit)
+        size = os.fstat(fd).st_size
+        if size > IMAGE_MAX_BYTES:
+            raise ToolError(
+                f"{path_arg} is an image of {format_size(size)}, over the "
+                f"{format_size(IMAGE_MAX_BYTES)} limit for images"
+            )
+        data = head + _read_head(fd, IMAGE_MAX_BYTES + 1 - len(head))
+        if len(data) > IMAGE_MAX_BYTES:  # it grew since fstat
+            raise ToolError(f"{path_arg} is an image over the {format_size(IMAGE_MAX_BYTES)} limit for images")
         return {
             "content": [
                 {"type": "text", "text": f"Read image file [{mime}]"},
@@ -157,7 +367,8 @@ def _read_sync(path_arg: str, cwd: str, offset: int | None, limit: int | None) -
             ],
             "details": None,
         }
-    return _text_result(data, path_arg, offset, limit)
+    finally:
+        os.close(fd)
 
 
 async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> dict:
@@ -171,6 +382,10 @@ async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> 
     if limit is not None and limit < 0:
         raise ToolError(f"Limit must be a number of lines of 0 or more, got {limit}")
     await trio.lowlevel.checkpoint_if_cancelled()
-    # File I/O runs in a thread so a slow disk (or a FIFO) does not stall the worker's loop;
-    # on cancellation the thread is abandoned and the call ends at once.
-    return await trio.to_thread.run_sync(_read_sync, path_arg, cwd, offset, limit, abandon_on_cancel=True)
+    # File I/O runs in a thread so a slow disk does not stall the worker's loop; on
+    # cancellation the call ends at once and the thread stops at its next chunk.
+    stop = threading.Event()
+    try:
+        return await trio.to_thread.run_sync(_read_sync, path_arg, cwd, offset, limit, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
