@@ -162,3 +162,20 @@ async def test_a_corrupt_session_file_is_a_one_line_error(env):
     assert done.returncode == 1
     err = done.stderr.decode().strip()
     assert err.startswith(f"Error: Cannot open session {bad}") and len(err.splitlines()) == 1
+    assert bad.read_text() == "this is not a session\n{}\n"  # refused, never overwritten
+
+
+async def test_an_empty_session_file_starts_a_session_in_that_file_and_reopens_with_its_id(scripted, env):
+    scripted.script += [Reply(text="Started here."), Reply(text="Still here.")]
+    empty = env.work / "mine.jsonl"
+    empty.write_bytes(b"")
+    first = await env.run(*MODEL, "--session", str(empty), "-p", "one")
+    assert first.returncode == 0, first.stderr.decode()
+    header, *entries = _lines(empty)
+    assert header["type"] == "session" and header["cwd"] == str(env.work)
+    assert [e["message"]["role"] for e in entries if e["type"] == "message"] == ["user", "assistant"]
+    assert not _session_files(env)  # the given path was kept, nothing written elsewhere
+    second = await env.run("--session", str(empty), "-p", "two")
+    assert second.returncode == 0, second.stderr.decode()
+    assert _lines(empty)[0]["id"] == header["id"]
+    assert _sent(scripted, 1)[1:] == [("user", "one"), ("assistant", "Started here."), ("user", "two")]

@@ -403,3 +403,24 @@ def test_closed_writer_refuses_appends(tmp_path):
     writer.close()
     with pytest.raises(SessionWriteError, match="closed"):
         writer.append_message(user("late"))
+
+
+def test_resuming_an_empty_file_starts_a_session_there_and_a_reopen_finds_the_same_id(tmp_path):
+    path = tmp_path / "given.jsonl"
+    path.write_bytes(b"")
+    writer = SessionWriter.resume(str(path), cwd="/work/project")
+    writer.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    writer.close()
+    loaded = load_session(str(path))
+    assert loaded.header["id"] == writer.session_id and loaded.header["cwd"] == "/work/project"
+    again = SessionWriter.resume(str(path))
+    assert again.session_id == writer.session_id and len(again.entries) == 1
+    again.close()
+
+
+def test_resuming_a_file_that_is_not_a_session_is_refused_and_leaves_it_untouched(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text("my notes\n")
+    with pytest.raises(SessionLoadError, match="Not a pi session file"):
+        SessionWriter.resume(str(path))
+    assert path.read_text() == "my notes\n"

@@ -129,7 +129,7 @@ class SessionStore:
                     # Reopening the file we hold: let go of it first, or we would lock ourselves out.
                     old.close()
                     self._writer = self._header = old = None
-                writer = await trio.to_thread.run_sync(lambda: SessionWriter.resume(resume, owner_pid=owner))
+                writer = await trio.to_thread.run_sync(lambda: SessionWriter.resume(resume, owner_pid=owner, cwd=cwd))
             elif fork_from:
                 writer = await trio.to_thread.run_sync(
                     lambda: SessionWriter.fork_from(fork_from, session_dir, cwd, owner_pid=owner)

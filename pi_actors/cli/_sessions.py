@@ -45,6 +45,10 @@ class SessionChoice:
 def _saved_state(path: str) -> tuple[dict | None, str | None, str]:
     from ..coding.session import SessionLoadError, load_session, session_context
 
+    if _is_empty(path):
+        # pi's rule: an empty file becomes a new session in that file (the store writes its
+        # header); nothing is saved in it yet.
+        return None, None, os.path.basename(path)
     try:
         loaded = load_session(path)
     except SessionLoadError as exc:
@@ -52,6 +56,13 @@ def _saved_state(path: str) -> tuple[dict | None, str | None, str]:
     ctx = session_context(loaded.entries, loaded.leaf_id)
     has_level = any(e.get("type") == "thinking_level_change" for e in loaded.entries)
     return ctx.model, (ctx.thinking_level if has_level else None), loaded.header["id"]
+
+
+def _is_empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 def _refuse_if_open_elsewhere(path: str, session_id: str) -> None:

@@ -136,8 +136,13 @@ class SessionWriter:
         return writer
 
     @classmethod
-    def resume(cls, path: str, *, owner_pid: int | None = None) -> "SessionWriter":
+    def resume(cls, path: str, *, owner_pid: int | None = None, cwd: str | None = None) -> "SessionWriter":
         """Continue appending to an existing session file (repairing a torn last line).
+
+        An empty file (zero bytes) becomes a new session in that file, as in pi: a fresh
+        header (working directory ``cwd``, default the current one) is written and synced at
+        once, so reopening it finds the same session id. A file that holds anything else
+        than a session is refused and left untouched (pi would overwrite it).
 
         Raises :class:`~.lock.SessionLocked` if another writer has it open,
         :class:`SessionLoadError` if it is not a session file and :class:`SessionWriteError`
@@ -145,13 +150,37 @@ class SessionWriter:
         """
         lock = _lock(path, owner_pid)
         try:
-            writer = cls._resume_locked(path)
+            if os.path.getsize(path) == 0:
+                writer = cls._start_in_empty_file(path, cwd or os.getcwd())
+            else:
+                writer = cls._resume_locked(path)
         except BaseException:
             lock.release()
             raise
         writer._lock = lock
         writer.owner_pid = owner_pid
         return writer
+
+    @classmethod
+    def _start_in_empty_file(cls, path: str, cwd: str) -> "SessionWriter":
+        header: dict = {"type": "session", "version": CURRENT_VERSION, "id": str(uuid.uuid4()),
+                        "timestamp": iso_timestamp(), "cwd": cwd}
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SessionWriteError(f"Cannot open session file {path} for appending: {_describe(exc)}") from None
+        try:
+            if os.fstat(fd).st_size != 0:  # filled since we looked: never write over it
+                raise SessionLoadError(f"Not a pi session file (it changed while being opened): {path}")
+            _write_all(fd, encode_line(header))
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise SessionWriteError(f"Cannot write the header of session file {path}: {_describe(exc)}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, header, [], fd=fd)
 
     @classmethod
     def _resume_locked(cls, path: str) -> "SessionWriter":
