@@ -81,6 +81,12 @@ def _tool_names(args: argparse.Namespace) -> list[str]:
     return [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
 
 
+def _absolute_paths(doc: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    if doc is None:
+        return None
+    return {k: (os.path.abspath(v) if k in keys and isinstance(v, str) and v else v) for k, v in doc.items()}
+
+
 def runtime_config(
     *,
     model: Any,
@@ -104,18 +110,30 @@ def runtime_config(
 
     ``sandbox``: the tool sandbox policy (``off``, ``read-only``, ``workspace-write``; None
     is the platform default, ``workspace-write`` on Linux), with ``cwd`` as the workspace;
-    the agent directory and the session directory are hidden from tools.
+    the agent directory, the session directory and the log file are hidden from tools;
+    ``settings["sandbox"]`` sets the limits and the home allow-list (SandboxPolicy.from_settings).
     """
     from ..ai import types as T
     from ..coding.sandbox import SandboxPolicy, default_mode
 
+    # Actor processes start in "/" (runtime._spawn): every path they get must be absolute.
+    cwd, agent_dir = os.path.abspath(cwd), os.path.abspath(agent_dir)
+    session_dir = os.path.abspath(session_dir) if session_dir else session_dir
+    log_file = os.path.abspath(log_file) if log_file else log_file
+    session = _absolute_paths(session, ("sessionDir", "resume", "forkFrom", "agentDir"))
     session_dirs = [session_dir, *((session or {}).get(k) for k in ("sessionDir", "resume", "forkFrom"))]
-    policy = SandboxPolicy(
-        mode=sandbox or default_mode(),
-        workspace=cwd,
-        allow_network=allow_network,
-        hidden=tuple(p for p in [agent_dir, *session_dirs] if isinstance(p, str) and p),
-    )
+    try:
+        policy = SandboxPolicy.from_settings(
+            (settings or {}).get("sandbox"),
+            mode=sandbox or default_mode(),
+            workspace=cwd,
+            allow_network=allow_network,
+            hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if isinstance(p, str) and p),
+        )
+    except ValueError as exc:
+        from ._config import ConfigError
+
+        raise ConfigError(str(exc)) from None
     return {
         "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file},
         # Workers warm up when the first prompt starts, overlapping the model's first reply
