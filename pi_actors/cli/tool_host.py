@@ -48,7 +48,13 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     if not os.path.isdir(workspace):
         print(f"Error: --workspace {workspace} is not a directory", file=sys.stderr)
         return 1
-    policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network)
+    from ._config import agent_dir
+
+    # The agent directory (configuration, sessions) is hidden from the tools here too.
+    policy = SandboxPolicy(
+        mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network,
+        hidden=(os.path.abspath(agent_dir()),),
+    )
     config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}
     async with trio.open_nursery() as nursery:
         ours, theirs = link_pair()
