@@ -373,7 +373,7 @@ def _preload() -> None:
     bash._shell()  # found once, in the sandbox the workers run in
     rg.rg_path()
     try:
-        seccomp._library()  # loads libseccomp once; a failure is each worker's to report
+        seccomp.prepare()  # built once, loaded by each worker; a failure is each worker's to report
     except Exception:
         pass
 

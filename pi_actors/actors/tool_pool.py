@@ -21,6 +21,11 @@ with no capability. A worker that dies mid-call gives that call an error result 
 signal or exit status, and is replaced; so does a zygote that dies (with all its workers): the
 next worker needed starts a new one.
 
+Sandbox notes: a sandboxed call's result says when a process of it was killed by the
+sandbox's memory limit (the zygote's cgroup counted an OOM kill during the call), and the
+first ``bash`` result of the pool (the session) whose command wrote to the private ``/tmp``
+says that ``/tmp`` is discarded (see :mod:`pi_actors.coding.sandbox.notes`).
+
 Ordering: calls of ``write``/``edit`` on the same file (same real path) run one after
 another, in call order — ``callIndex`` when the caller sends it, else the order in which the
 calls were sent; every other call runs at once. (Calls started by one trio nursery may be

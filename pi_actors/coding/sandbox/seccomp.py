@@ -37,7 +37,7 @@ from typing import Any
 
 from . import SandboxUnavailable
 
-__all__ = ["DENIED", "CLONE_NAMESPACE_FLAGS", "build_filter", "load_filter", "check_available"]
+__all__ = ["DENIED", "CLONE_NAMESPACE_FLAGS", "build_filter", "prepare", "load_filter", "check_available"]
 
 DENIED = (
     "ptrace",
@@ -140,10 +140,20 @@ def _known(seccomp: Any, name: str) -> bool:
         return False
 
 
+_prepared: Any = None
+
+
+def prepare() -> None:
+    """Build the filter ahead (the zygote does, so that each worker it forks only loads it).
+    Raises SandboxUnavailable."""
+    global _prepared
+    _prepared = build_filter()
+
+
 def load_filter() -> None:
-    """Build the filter and load it into this process (no-new-privileges must be set, or
-    CAP_SYS_ADMIN held). Irrevocable. Raises SandboxUnavailable."""
-    rules = build_filter()
+    """Load the filter (built by :func:`prepare`, else now) into this process (no-new-
+    privileges must be set, or CAP_SYS_ADMIN held). Irrevocable. Raises SandboxUnavailable."""
+    rules = _prepared if _prepared is not None else build_filter()
     try:
         rules.load()
     except Exception as exc:
