@@ -195,8 +195,11 @@ async def test_filling_tmp_or_shm_stops_at_the_size_limit_with_a_clear_error_and
         host = tempfile.gettempdir()
         assert not [name for name in os.listdir(host) if name.startswith(f"pi-actors-tmp-{os.getpid()}-")]
         assert not any(os.path.exists(os.path.join(root, "fill")) for root in (host, "/dev/shm"))
+        written = await pool.run("write", {"path": "/tmp/more.txt", "content": "x" * MiB})
+        assert written["isError"] is True and text_of(written).startswith("ENOSPC: no space left on device")
+        assert "(settings.json sandbox.tmpSize)" in text_of(written)
         # The space is the sandbox's to free again.
-        assert text_of(await pool.bash("rm /tmp/fill /dev/shm/fill; echo freed")).startswith("freed")
+        assert text_of(await pool.bash("rm -f /tmp/fill /tmp/more.txt /dev/shm/fill; echo freed")).startswith("freed")
         await pool.assert_healthy()
 
 
@@ -349,3 +352,16 @@ def test_a_project_settings_file_in_the_workspace_cannot_loosen_the_sandbox(tmp_
         f"Warning (settings): the sandbox settings in {ws}/.pi-actors/settings.json are ignored; "
         f"set them in {agent}/settings.json"
     ]
+
+
+async def test_without_libseccomp_no_tool_runs_and_the_result_says_why(ws, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # as if it could not be loaded
+    (ws / "data.txt").write_text("content\n")
+    async with open_pool(str(ws), **sandbox_config(str(ws))) as pool:
+        for name, args in (("bash", {"command": "echo ran > ran.txt"}), ("read", {"path": "data.txt"})):
+            result = await pool.run(name, args)
+            assert result["isError"] is True, result
+            assert text_of(result).startswith(
+                f"Tool {name} was not run: the sandbox could not be set up: the sandbox needs libseccomp"
+            ), result
+    assert not (ws / "ran.txt").exists()

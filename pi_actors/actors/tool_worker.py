@@ -31,6 +31,7 @@ runs :func:`run_tool_worker`.
 from __future__ import annotations
 
 import os
+import re
 import signal
 from typing import Any
 
@@ -99,8 +100,9 @@ class _Worker:
                 from ..coding.sandbox.notes import tmp_changed
 
                 after = await trio.to_thread.run_sync(tmp_snapshot)
-                details = out.get("details") if isinstance(out.get("details"), dict) else {}
-                spilled = {details["fullOutputPath"]} if isinstance(details.get("fullOutputPath"), str) else set()
+                # bash's own full-output file is no write of the command's.
+                text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
+                spilled = set(re.findall(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)", text))
                 out["tmpWritten"] = tmp_changed(before, after, spilled)
         return out
 
@@ -109,8 +111,12 @@ class _Worker:
         from ..coding.sandbox.notes import append_note, limit_notes, write_refused_note
 
         text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
-        notes = limit_notes(text, self.limits) if self.limits is not None else []
-        if out.get("isError") and name in ("write", "edit") and "EROFS" in text:
+        notes: list[str] = []
+        refused = out.get("isError") and name in ("write", "edit")
+        # Only where the text is the tools' own: read, grep and friends return file contents.
+        if self.limits is not None and (name == "bash" or (refused and "ENOSPC" in text)):
+            notes += limit_notes(text.replace("ENOSPC: no space left on device", "No space left on device"), self.limits)
+        if refused and "EROFS" in text:
             notes.append(write_refused_note(self.mode, self.workspace))
         for note in notes:
             out = append_note(out, note)
