@@ -365,3 +365,23 @@ async def test_without_libseccomp_no_tool_runs_and_the_result_says_why(ws, monke
                 f"Tool {name} was not run: the sandbox could not be set up: the sandbox needs libseccomp"
             ), result
     assert not (ws / "ran.txt").exists()
+
+
+async def test_a_served_sessions_processes_start_isolated_and_import_nothing_from_its_cwd(server, tmp_path):
+    from pi_actors.server.client import connect
+
+    from _procs import cmdline
+
+    ws, markers = tmp_path / "served", tmp_path / "served-markers"
+    ws.mkdir()
+    markers.mkdir()
+    _plant(ws, markers)
+    async with connect(server.url, token="tok") as peer:
+        sid = (await peer.call("create", {"cwd": str(ws)}))["sessionId"]
+        processes = server.sessions[sid].processes
+        assert processes
+        for name, process in processes.items():
+            assert os.readlink(f"/proc/{process.pid}/cwd") == "/", name
+            assert cmdline(process.pid).split()[1:4] == ["-I", "-m", "pi_actors.runtime.child"], name
+        await peer.call("remove", {"sessionId": sid})
+    assert os.listdir(markers) == []
