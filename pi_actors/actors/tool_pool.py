@@ -15,9 +15,9 @@ free worker. A worker serves one call at a time. Workers are forked by a *zygote
 call's ``cwd``). The zygote of the pool's own workspace starts with the pool (its imports at
 idle priority until a call needs it, :meth:`ToolPool.prepare`), others on first need. A
 zygote runs inside bubblewrap (see
-:mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's pids cgroup
-when running as root; each worker it forks is the init of PID and mount namespaces of its own,
-with no capability. A worker that dies mid-call gives that call an error result naming the
+:mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's cgroup
+(memory where possible, pids when running as root); each worker it forks is the init of PID and
+mount namespaces of its own, non-dumpable, with no capability and under a seccomp filter. A worker that dies mid-call gives that call an error result naming the
 signal or exit status, and is replaced; so does a zygote that dies (with all its workers): the
 next worker needed starts a new one.
 

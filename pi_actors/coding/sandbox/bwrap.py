@@ -4,17 +4,26 @@
 own command into ``bwrap <options> -- <command>``. Mounts are applied in this order (later
 ones cover earlier ones):
 
-1. ``--ro-bind / /``: everything readable, nothing writable; ``--dev /dev`` (a minimal /dev
-   with a private /dev/shm), ``--proc /proc`` (the sandbox's own PID namespace);
-2. ``/tmp``: a private directory of the pool (shared by the pool's workers, so a file one
-   call writes there — bash's full-output file — can be read by the next), or a tmpfs;
-3. ``--tmpfs /run`` (service sockets: docker, dbus, ...);
-4. hidden paths (:func:`hidden_paths`): directories covered by an empty tmpfs, files by
-   ``/dev/null``;
+1. ``--ro-bind / /``: everything readable, nothing writable; ``--dev /dev`` (a minimal
+   /dev, read-only at the end), ``--proc /proc`` (the sandbox's own PID namespace);
+2. size-limited tmpfs (:class:`~pi_actors.coding.sandbox.Limits`): ``/dev/shm``
+   (``shm_size``) and ``/tmp`` (``tmp_size``) — mounted in the zygote's namespace, so all
+   the workers of a sandbox share them (a file one call writes there, such as bash's
+   full-output file, can be read by the next), and they vanish with the sandbox; ``/run``
+   (service sockets: docker, dbus, ...) an empty read-only tmpfs;
+3. ``$HOME`` (``policy.home``): an empty tmpfs, read-only at the end, with the allow-listed
+   paths (:func:`home_allowed`) bound read-only into it — unless ``$HOME`` is the workspace
+   (then shown, its credential stores masked) or lies inside it (then hidden after step 6);
+4. hidden paths (:func:`hidden_paths`: credential stores, ``policy.hidden``) not already
+   hidden with ``$HOME``: directories covered by a small tmpfs (read-only at the end), files
+   by ``/dev/null``;
 5. read-only re-binds of what the worker needs to start (the interpreter, the virtualenv,
    the package — :func:`essential_paths`) where 2–4 covered them;
 6. the workspace: read-write for ``workspace-write``, read-only for ``read-only``;
-7. hidden paths inside the workspace (a session directory kept there).
+7. hidden paths inside the workspace (a session directory kept there) or inside an
+   allow-listed path; then ``--remount-ro`` of every tmpfs but ``/tmp`` and ``/dev/shm``.
+
+The zygote starts in ``/`` (``--chdir /``): the workspace is never its working directory.
 
 Namespaces and process options: ``--unshare-pid --as-pid-1`` (the command, the tool-worker
 zygote, is the init of the sandbox; each worker it forks is in turn the init of a PID
