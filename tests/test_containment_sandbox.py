@@ -385,3 +385,16 @@ async def test_a_served_sessions_processes_start_isolated_and_import_nothing_fro
             assert cmdline(process.pid).split()[1:4] == ["-I", "-m", "pi_actors.runtime.child"], name
         await peer.call("remove", {"sessionId": sid})
     assert os.listdir(markers) == []
+
+
+async def test_the_log_file_is_hidden_from_tools_even_when_the_run_creates_it(scripted, env, tmp_path):
+    log = tmp_path / "logs" / "pi.log"
+    log.parent.mkdir()
+    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"cat {log}; echo done"})]))
+    scripted.script.append(Reply(text="Done."))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "--mode", "json", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    (result,) = [line for line in done.stdout.decode().splitlines() if '"tool_execution_end"' in line]
+    assert result.endswith('done\\n"}]},"isError":false}'), result
+    logged = log.read_text()
+    assert logged and logged.splitlines()[0][:40] not in result  # the actors did log there; the tool saw none of it

@@ -81,6 +81,22 @@ def _tool_names(args: argparse.Namespace) -> list[str]:
     return [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
 
 
+def _create_hidden_paths(log_file: str | None, session_dir: str | None) -> None:
+    """Create the log file and the session directory now, if missing: the sandbox hides
+    only paths that exist when it starts, and the actors would create them later. Best
+    effort: a path that cannot be made is reported by whoever writes it."""
+    try:
+        if session_dir:
+            os.makedirs(session_dir, exist_ok=True)
+    except OSError:
+        pass
+    try:
+        if log_file:
+            os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    except OSError:
+        pass
+
+
 def _absolute_paths(doc: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
     if doc is None:
         return None
@@ -290,6 +306,7 @@ def _run(argv: Sequence[str]) -> int:
     if not choice.model.reasoning:
         thinking = "off"
     tools = _tool_names(args)
+    _create_hidden_paths(os.path.abspath(args.log_file) if args.log_file else None, args.session_dir)
     config = runtime_config(
         model=choice.model,
         thinking=thinking,
