@@ -7,6 +7,7 @@ the attack and checks that it fails with a clear error while normal tools keep w
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -387,14 +388,15 @@ async def test_a_served_sessions_processes_start_isolated_and_import_nothing_fro
     assert os.listdir(markers) == []
 
 
-async def test_the_log_file_is_hidden_from_tools_even_when_the_run_creates_it(scripted, env, tmp_path):
-    log = tmp_path / "logs" / "pi.log"
+async def test_the_log_file_is_hidden_from_tools(scripted, env, ws):
+    log = ws / "logs" / "pi.log"  # outside the workspace, outside /tmp; the first run creates it
     log.parent.mkdir()
-    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"cat {log}; echo done"})]))
-    scripted.script.append(Reply(text="Done."))
-    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "--mode", "json", "go")
-    assert done.returncode == 0, done.stderr.decode()
-    (result,) = [line for line in done.stdout.decode().splitlines() if '"tool_execution_end"' in line]
-    assert result.endswith('done\\n"}]},"isError":false}'), result
-    logged = log.read_text()
-    assert logged and logged.splitlines()[0][:40] not in result  # the actors did log there; the tool saw none of it
+    for command in ("echo first", f"cat {log}; echo done"):
+        scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": command})]))
+        scripted.script.append(Reply(text="Done."))
+        done = await env.run("--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "--mode", "json", "go")
+        assert done.returncode == 0, done.stderr.decode()
+    (end,) = [json.loads(line) for line in done.stdout.decode().splitlines() if '"tool_execution_end"' in line]
+    text = end["result"]["content"][0]["text"]
+    assert text.endswith("done\n") and '"actor"' not in text, text
+    assert '"actor": "coordinator"' in log.read_text()  # the actors do log there; no tool sees it
