@@ -31,8 +31,8 @@ capability (bounding, ambient, permitted, effective, inheritable), stays non-dum
 zygote is) and loads the seccomp filter (:mod:`pi_actors.coding.sandbox.seccomp`: no ptrace,
 ``process_vm_*``, ``pidfd_getfd``, keyring, bpf, mount or namespace calls for it and every
 command it starts) before it reads a byte from the pool; a worker whose filter could not be
-loaded refuses every call with the reason. A zygote that is not PID 1 of a sandbox refuses to spawn sandboxed workers.
-Unsandboxed, workers are plain children with a parent-death signal (SIGTERM, on which they
+loaded refuses every call with the reason. A zygote that is not PID 1 of a sandbox refuses to
+spawn sandboxed workers. Unsandboxed, workers are plain children with a parent-death signal (SIGTERM, on which they
 kill their tool process groups), and the zygote dies with the pool (SIGKILL).
 
 Pool side: :class:`Zygote` (messages over the control socket, one :class:`ForkedProcess`

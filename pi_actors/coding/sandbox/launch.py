@@ -1,8 +1,8 @@
 """Starting a tool-worker zygote, inside its sandbox, and owning it until it exits.
 
-:func:`launch_zygote` starts ``python -I -m pi_actors.actors._zygote`` in ``/`` — wrapped in ``bwrap``
-(see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and its end of
-the control socket, and starts an owner task in the given nursery. The owner waits for the
+:func:`launch_zygote` starts ``python -I -m pi_actors.actors._zygote`` in ``/`` — wrapped in
+``bwrap`` (see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and
+its end of the control socket, and starts an owner task in the given nursery. The owner waits for the
 exit; when cancelled it *hangs up* the control socket (the zygote kills its workers and exits
 at end-of-file) and gives it a grace period before killing it.
 
@@ -83,7 +83,6 @@ async def launch_zygote(
     if policy.sandboxed:
         from .bwrap import build_argv, check_bwrap
         from .limits import SandboxCgroup, needs_pids_cgroup
-
         from .seccomp import check_available
 
         bwrap = await trio.to_thread.run_sync(check_bwrap, policy)
