@@ -93,7 +93,8 @@ async def test_the_sandbox_has_its_own_tmp(jail):
     try:
         async with open_pool(str(jail.ws), **jail.config()) as pool:
             result = await pool.bash(f"echo inside > /tmp/{name}; cat /tmp/{name}; cat {host_file} || echo not-visible")
-            assert text_of(result).startswith("inside\n") and text_of(result).endswith("not-visible\n")
+            output, _, notice = text_of(result).partition("\n[Sandbox: /tmp and /dev/shm are private")
+            assert output.startswith("inside\n") and output.endswith("not-visible\n") and notice
             assert not (Path("/tmp") / name).exists()
             await pool.assert_healthy()
     finally:
@@ -220,7 +221,9 @@ async def test_the_provider_key_is_neither_in_the_environment_nor_in_any_visible
 async def test_the_memory_limit_stops_a_runaway_allocation(jail):
     async with open_pool(str(jail.ws), **jail.config()) as pool:
         result = await pool.bash(f"{sys.executable} -c 'bytearray(1024 ** 3)' 2>&1 | tail -1")
-        assert text_of(result) == "MemoryError\n"
+        assert text_of(result) == (
+            "MemoryError\n\n[Sandbox limit: a process may use at most 512 MiB of memory (settings.json sandbox.memory).]"
+        )
         await pool.assert_healthy()
 
 
@@ -229,7 +232,7 @@ async def test_read_only_policy_allows_no_writes_in_the_workspace_but_a_private_
         result = await pool.run("write", {"path": "new.txt", "content": "x"})
         assert result["isError"] is True and "EROFS" in text_of(result)
         result = await pool.bash("touch new.txt; echo scratch > /tmp/s; cat /tmp/s")
-        assert "Read-only file system" in text_of(result) and text_of(result).endswith("scratch\n")
+        assert "Read-only file system" in text_of(result) and "scratch\n\n[Sandbox: /tmp and /dev/shm are private" in text_of(result)
         assert list(jail.ws.iterdir()) == []
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pi_actors.ai import types as T
 from pi_actors.cli.main import runtime_config
-from pi_actors.coding.sandbox import Limits, SandboxPolicy, SandboxUnavailable, default_mode
+from pi_actors.coding.sandbox import Limits, SandboxPolicy, SandboxUnavailable, default_mode, parse_size
 from pi_actors.coding.sandbox.bwrap import build_argv, check_bwrap
 from pi_actors.coding.sandbox.env import sandbox_environment, unsandboxed_environment
 
@@ -69,13 +71,19 @@ def _pairs(argv: list[str], option: str) -> list[str]:
 def test_the_bwrap_command_line_binds_in_the_right_order(tmp_path):
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".gitconfig").write_text("[user]")
     (home / ".netrc").write_text("machine x password y")
     ws = tmp_path / "ws"
     (ws / ".sessions").mkdir(parents=True)
+    (ws / ".netrc").write_text("machine x password y")
     agent = tmp_path / "agent"
     agent.mkdir()
-    policy = SandboxPolicy(workspace=str(ws), home=str(home), hidden=(str(agent), str(ws / ".sessions"), str(tmp_path)))
-    argv = build_argv(policy, ["python", "-m", "x"], bwrap="/usr/bin/bwrap", tmp_dir="/tmp/private", status_fd=7)
+    policy = SandboxPolicy(
+        workspace=str(ws), home=str(home), hidden=(str(agent), str(ws / ".sessions"), str(tmp_path), str(ws / ".netrc")),
+        limits=Limits(tmp_size=1000, shm_size=2000),
+    )
+    argv = build_argv(policy, ["python", "-m", "x"], bwrap="/usr/bin/bwrap", status_fd=7)
     assert argv[:1] == ["/usr/bin/bwrap"] and argv[-4:] == ["--", "python", "-m", "x"]
     for option in ("--unshare-pid", "--as-pid-1", "--unshare-net", "--new-session"):
         assert option in argv
@@ -86,16 +94,67 @@ def test_the_bwrap_command_line_binds_in_the_right_order(tmp_path):
     # All the zygote keeps, to give each worker namespaces of its own (workers drop them).
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"] == ["CAP_SYS_ADMIN", "CAP_SETPCAP"]
     joined = " ".join(argv)
-    assert "--ro-bind / / --dev /dev --proc /proc --bind /tmp/private /tmp --tmpfs /run" in joined
+    assert (
+        "--ro-bind / / --dev /dev --proc /proc --perms 1777 --size 2000 --tmpfs /dev/shm "
+        "--perms 1777 --size 1000 --tmpfs /tmp --perms 0755 --size 1048576 --tmpfs /run "
+        f"--perms 0755 --size 1048576 --tmpfs {home} --ro-bind {home}/.gitconfig {home}/.gitconfig "
+        f"--ro-bind {home}/.config/git {home}/.config/git --perms 0755 --size 1048576 --tmpfs {agent}"
+    ) in joined
     tmpfs = _pairs(argv, "--tmpfs")
-    assert str(home / ".ssh") in tmpfs and str(agent) in tmpfs
+    assert str(home / ".ssh") not in tmpfs  # hidden with the rest of $HOME
     assert str(tmp_path) not in tmpfs  # it contains the workspace: never hidden
-    assert ["--ro-bind", "/dev/null", str(home / ".netrc")] == argv[argv.index(str(home / ".netrc")) - 2 : argv.index(str(home / ".netrc")) + 1]
-    workspace_bind = argv.index("--bind", argv.index("/tmp") + 1)
+    workspace_bind = argv.index("--bind")
     assert argv[workspace_bind : workspace_bind + 3] == ["--bind", str(ws), str(ws)]
-    # Masks outside the workspace come before its bind, the one inside it after.
-    assert argv.index(str(home / ".ssh")) < workspace_bind < argv.index(str(ws / ".sessions"))
-    assert argv[argv.index("--chdir") + 1] == str(ws)
+    # Masks inside the workspace come after its bind, then every tmpfs mask is made read-only.
+    later = f"--perms 0755 --size 1048576 --tmpfs {ws}/.sessions --ro-bind /dev/null {ws}/.netrc"
+    assert joined.index(later) > joined.index(f"--bind {ws} {ws}")
+    assert joined.endswith(
+        f"--remount-ro /dev --remount-ro /run --remount-ro {home} --remount-ro {agent} --remount-ro {ws}/.sessions "
+        "--chdir / -- python -m x"
+    )
+
+
+def test_a_workspace_in_home_stays_writable_and_a_home_in_the_workspace_is_still_hidden(tmp_path):
+    home = tmp_path / "home"
+    (home / "proj").mkdir(parents=True)
+    (home / ".bashrc").write_text("export KEY=x")
+    argv = " ".join(build_argv(SandboxPolicy(workspace=str(home / "proj"), home=str(home)), ["true"]))
+    assert argv.index(f"--tmpfs {home} ") < argv.index(f"--bind {home}/proj {home}/proj")
+    argv = " ".join(build_argv(SandboxPolicy(workspace=str(tmp_path), home=str(home)), ["true"]))
+    assert argv.index(f"--bind {tmp_path} {tmp_path}") < argv.index(f"--tmpfs {home} ")
+    # The workspace is $HOME itself: it is shown; credential stores are still masked.
+    (home / ".ssh").mkdir()
+    argv = " ".join(build_argv(SandboxPolicy(workspace=str(home), home=str(home)), ["true"]))
+    assert f"--tmpfs {home} " not in argv and f"--tmpfs {home}/.ssh" in argv
+
+
+def test_sandbox_settings_set_the_limits_and_the_home_allow_list():
+    policy = SandboxPolicy.from_settings(
+        {"memory": "2GiB", "tmpSize": "256M", "processes": 100, "homeAllow": ["~/.gitconfig", ".npmrc"]}, workspace="/w"
+    )
+    assert policy.limits.memory == 2 * 1024**3 and policy.limits.tmp_size == 256 * 1024**2
+    assert policy.limits.processes == 100 and policy.home_allow == (".gitconfig", ".npmrc")
+    assert SandboxPolicy.from_settings({"memory": "256M"}).limits.tmp_size == 64 * 1024**2  # a quarter of it
+    for bad, message in (
+        ({"memory": "lots"}, "sandbox.memory: expected a positive size"),
+        ({"memory": "1M"}, "sandbox.memory: 1048576 is below the minimum"),
+        ({"homeAllow": ["../etc"]}, "is not a path inside ~"),
+        ({"homeAllow": "~/.gitconfig"}, "expected a list of paths"),
+        ({"memroy": "1G"}, "unknown sandbox setting 'memroy'"),
+        ("2G", "sandbox must be an object"),
+    ):
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+            SandboxPolicy.from_settings(bad)
+
+
+@given(st.one_of(st.text(max_size=50), st.integers(), st.floats(), st.none(), st.booleans(), st.lists(st.integers())))
+def test_a_size_setting_is_a_positive_size_or_a_one_line_error(value):
+    try:
+        size = parse_size(value, "sandbox.tmpSize")
+    except ValueError as exc:
+        assert str(exc).startswith("sandbox.tmpSize: expected a positive size") and "\n" not in str(exc)
+    else:
+        assert isinstance(size, int) and 0 < size < 2**62
 
 
 def test_read_only_binds_the_workspace_read_only_and_allow_network_keeps_the_network(tmp_path):
@@ -118,6 +177,8 @@ def test_the_cli_configuration_carries_the_policy_and_hides_the_agent_and_sessio
     policy = SandboxPolicy.from_config(config["tools"]["sandbox"])
     assert policy.mode == "workspace-write" and policy.workspace == str(tmp_path) and not policy.allow_network
     assert set(policy.hidden) == {"/agent", "/sessions"}
+    config = runtime_config(**common, session_dir="/sessions", log_file="/var/log/pi.log", runtime_keys={}, key_sources={})
+    assert set(SandboxPolicy.from_config(config["tools"]["sandbox"]).hidden) == {"/agent", "/sessions", "/var/log/pi.log"}
     config = runtime_config(**common, runtime_keys={}, key_sources={}, sandbox="off", allow_network=True)
     assert config["tools"]["sandbox"]["mode"] == "off" and config["tools"]["sandbox"]["allowNetwork"] is True
     assert os.path.isabs(config["tools"]["sandbox"]["workspace"])

@@ -261,8 +261,9 @@ async def test_writes_to_one_path_run_one_after_another_in_call_order_other_call
             with trio.fail_after(10):
                 await other_done.wait()
             # ...while the second write to "shared" waits for the first without taking a
-            # worker: one worker is blocked in the first write, one served "other".
-            assert len(worker_pids()) == 2
+            # worker: one worker is (or is being started to be) blocked in the first write,
+            # one served "other" — never a third.
+            assert len(worker_pids()) <= 2
             data = await drain_fifo(tmp_path / "shared")
             if data == b"first":  # the reader may also catch the second write in one go
                 data += await drain_fifo(tmp_path / "shared")

@@ -27,9 +27,12 @@ purpose: every worker gets a PID namespace and a mount namespace of its own, wit
 ``/proc``, and is the init of that namespace — exactly what a worker had as the PID 1 of a
 ``bwrap`` of its own (a tool can see and signal only its own call's processes, cannot kill
 the worker, and ``end_strays`` can kill everything a call left). The worker then drops every
-capability (bounding, ambient, permitted, effective, inheritable) before it reads a byte
-from the pool. A zygote that is not PID 1 of a sandbox refuses to spawn sandboxed workers.
-Unsandboxed, workers are plain children with a parent-death signal (SIGTERM, on which they
+capability (bounding, ambient, permitted, effective, inheritable), stays non-dumpable (as the
+zygote is) and loads the seccomp filter (:mod:`pi_actors.coding.sandbox.seccomp`: no ptrace,
+``process_vm_*``, ``pidfd_getfd``, keyring, bpf, mount or namespace calls for it and every
+command it starts) before it reads a byte from the pool; a worker whose filter could not be
+loaded refuses every call with the reason. A zygote that is not PID 1 of a sandbox refuses to
+spawn sandboxed workers. Unsandboxed, workers are plain children with a parent-death signal (SIGTERM, on which they
 kill their tool process groups), and the zygote dies with the pool (SIGKILL).
 
 Pool side: :class:`Zygote` (messages over the control socket, one :class:`ForkedProcess`
@@ -58,7 +61,7 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_SLAVE = 32, 4096, 16384, 1 << 19
-_PR_SET_PDEATHSIG, _PR_SET_NAME, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 15, 24, 38
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NAME, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 4, 15, 24, 38
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # What bubblewrap's --proc covers read-only (root may write there without any capability).
@@ -112,8 +115,17 @@ def _become_worker(libc: _Libc, link: int, message: dict, close: list[int], sand
             os.close(fd)
         name = str(message.get("name") or "tool-worker")
         libc.call("set the name", "prctl", _PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+        config = dict(message.get("config") or {})
         if sandboxed:
             _confine(libc, last_cap)
+            libc.call("not dumpable", "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+            from ..coding.sandbox import SandboxUnavailable
+            from ..coding.sandbox.seccomp import load_filter
+
+            try:
+                load_filter()
+            except SandboxUnavailable as exc:
+                config["refusal"] = f"Tool worker refused the call: the sandbox could not be set up: {exc}"
         else:
             libc.call("parent-death signal", "prctl", _PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != zygote:
@@ -124,7 +136,7 @@ def _become_worker(libc: _Libc, link: int, message: dict, close: list[int], sand
 
         async def main() -> None:
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=link)))
-            await run_tool_worker({"pool": stream}, message.get("config") or {})
+            await run_tool_worker({"pool": stream}, config)
 
         trio.run(main)
         code = 0
@@ -354,12 +366,16 @@ def _preload() -> None:
     import trio  # noqa: F401
 
     from ..coding import tools  # noqa: F401
-    from ..coding.sandbox import init, limits  # noqa: F401
+    from ..coding.sandbox import init, limits, seccomp  # noqa: F401
     from ..coding.tools import bash, process, rg
     from . import tool_worker  # noqa: F401
 
     bash._shell()  # found once, in the sandbox the workers run in
     rg.rg_path()
+    try:
+        seccomp.prepare()  # built once, loaded by each worker; a failure is each worker's to report
+    except Exception:
+        pass
 
 
 def _preload_at_idle_priority(control: socket.socket) -> None:
@@ -410,6 +426,9 @@ def main() -> None:
         if os.getppid() != boot.get("parent_pid"):
             os._exit(1)  # the pool died before the death signal was armed
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the root's to handle
+    # Non-dumpable (inherited by every worker it forks): no process without CAP_SYS_PTRACE
+    # may ptrace it or open its /proc/<pid>/mem, fd or environ.
+    _Libc().call("not dumpable", "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     control = socket.socket(fileno=boot["control"])
     if boot.get("idle"):
         _preload_at_idle_priority(control)
@@ -467,6 +486,8 @@ class Zygote:
         self.ready = ready if ready is not None else trio.Event()  # set by its "ready" message
         self.ended = trio.Event()
         self.end_reason = "the zygote exited"
+        #: The sandbox's cgroup (:class:`pi_actors.coding.sandbox.limits.SandboxCgroup`), if any.
+        self.cgroup: Any = None
 
     @property
     def live_workers(self) -> int:

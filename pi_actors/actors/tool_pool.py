@@ -16,11 +16,16 @@ free worker. A worker serves one call at a time. Workers are forked by a *zygote
 call's ``cwd``). The zygote of the pool's own workspace starts with the pool (its imports at
 idle priority until a call needs it, :meth:`ToolPool.prepare`), others on first need. A
 zygote runs inside bubblewrap (see
-:mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's pids cgroup
-when running as root; each worker it forks is the init of PID and mount namespaces of its own,
-with no capability. A worker that dies mid-call gives that call an error result naming the
+:mod:`pi_actors.coding.sandbox`) as the init of the sandbox, joining the sandbox's cgroup
+(memory where possible, pids when running as root); each worker it forks is the init of PID and
+mount namespaces of its own, non-dumpable, with no capability and under a seccomp filter. A worker that dies mid-call gives that call an error result naming the
 signal or exit status, and is replaced; so does a zygote that dies (with all its workers): the
 next worker needed starts a new one.
+
+Sandbox notes: a sandboxed call's result says when a process of it was killed by the
+sandbox's memory limit (the zygote's cgroup counted an OOM kill during the call), and the
+first ``bash`` result of the pool (the session) whose command wrote to the private ``/tmp``
+says that ``/tmp`` is discarded (see :mod:`pi_actors.coding.sandbox.notes`).
 
 Ordering: calls of ``write``/``edit`` on the same file (same real path) run one after
 another, in call order — ``callIndex`` when the caller sends it, else the order in which the
@@ -57,11 +62,12 @@ from ._zygote import ForkedProcess, Zygote
 __all__ = ["run_tool_pool", "ToolPool"]
 
 _STOP_GRACE = 2.0  # seconds a worker gets to leave after its link closed
-_TMP_PREFIX = "pi-actors-tmp-"  # + the pool's pid: the sandboxes' shared /tmp
+_TMP_PREFIX = "pi-actors-tmp-"  # + a pool's pid: the host directories older versions used as /tmp
 
 
 def sweep_stale_private_tmps() -> None:
-    """Delete our private /tmp directories whose pool process is gone (killed pools)."""
+    """Delete host directories that older versions used as the sandboxes' /tmp (today /tmp
+    is a tmpfs inside the sandbox) whose pool process is gone."""
     base = tempfile.gettempdir()
     try:
         names = os.listdir(base)
@@ -89,6 +95,7 @@ class _Worker:
         self.key = key  # the workspace it is sandboxed to (None: unsandboxed)
         self.peer: Peer | None = None
         self.process: ForkedProcess | None = None
+        self.zygote: Zygote | None = None
         self.exited = trio.Event()
 
 
@@ -156,7 +163,7 @@ class ToolPool:
         self._warming = 0  # warm workers starting; they will land in _idle
         self._waiting = 0  # calls inside acquire()
         self._order = _PathOrder()
-        self._tmp_dir: str | None = None
+        self._tmp_notice_given = False  # see _sandbox_notes
         self._closing = False
         self._zygotes: dict[str | None, Zygote] = {}
         self._zygote_starts: dict[str | None, _ZygoteStart] = {}
@@ -173,7 +180,11 @@ class ToolPool:
     def _key(self, cwd: str | None) -> str | None:
         if not self.policy.sandboxed:
             return None
-        return os.path.realpath(cwd or self.policy.workspace or os.getcwd())
+        # Never this process's own working directory ("/"): a call always names its cwd.
+        where = cwd or self.policy.workspace
+        if not where:
+            raise SandboxUnavailable("no workspace was given for the sandbox")
+        return os.path.realpath(where)
 
     async def start_warm(self) -> None:
         key = self._key(self.policy.workspace or None)
@@ -192,11 +203,6 @@ class ToolPool:
             self._warming -= 1
         self._idle.append(worker)
         self._notify()
-
-    def _private_tmp(self) -> str:
-        if self._tmp_dir is None:
-            self._tmp_dir = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
-        return self._tmp_dir
 
     def _policy_for(self, key: str | None) -> SandboxPolicy:
         return self.policy.for_workspace(key) if key else self.policy
@@ -257,11 +263,11 @@ class ToolPool:
                     policy=self._policy_for(key),
                     control=theirs,
                     ours=ours,
-                    private_tmp=self._private_tmp() if sandboxed else None,
                     idle=idle,
                     ready=ready,
                 )
                 zygote = Zygote(name, ours, ready=ready)
+                zygote.cgroup = getattr(process, "cgroup", None)
                 n.start_soon(zygote.serve)
                 if idle:
                     n.start_soon(zygote.hurry_when, needed)
@@ -298,9 +304,10 @@ class ToolPool:
         try:
             zygote = await self._zygote_for(key)
             ours, theirs = link_pair()
+            worker.zygote = zygote
             config: dict[str, Any] = {"sandboxed": key is not None}
             if key is not None:
-                config["limits"] = self.policy.limits.to_config()
+                config.update(limits=self.policy.limits.to_config(), mode=self.policy.mode, workspace=key)
             try:
                 process = worker.process = await zygote.spawn(name, theirs, config)
             except BaseException:
@@ -395,12 +402,6 @@ class ToolPool:
         """The pool is ending: workers that go away now did not crash."""
         self._closing = True
 
-    def remove_private_tmp(self) -> None:
-        """Delete the sandboxes' /tmp; call once every worker is gone."""
-        if self._tmp_dir is not None:
-            shutil.rmtree(self._tmp_dir, ignore_errors=True)
-            self._tmp_dir = None
-
     # -- calls -------------------------------------------------------------------------------
 
     def _ordering(self, call: IncomingCall, args: dict) -> tuple[str, Any] | None:
@@ -454,12 +455,17 @@ class ToolPool:
 
     async def _run_on(self, worker: _Worker, call: IncomingCall, args: dict) -> Any:
         assert worker.peer is not None
+        cgroup = getattr(worker.zygote, "cgroup", None)
+        kills = cgroup.oom_kills() if cgroup is not None else 0
+        if worker.key is not None and args.get("name") == "bash" and not self._tmp_notice_given:
+            args = {**args, "watchTmp": True}
         try:
             async with worker.peer.open_call("run", args) as out:
                 async with out.cancel_when(call.cancel_requested.wait):
                     async for partial_result in out:
                         await call.send_chunk(partial_result)
-                return await out.result()
+                result = await out.result()
+            return self._sandbox_notes(result, worker, cgroup, kills)
         except ConnectionLost:
             await worker.exited.wait()
             status = describe_exit(worker.process, sandboxed=False)
@@ -468,6 +474,22 @@ class ToolPool:
             if exc.code == "cancelled":
                 return _error_result("Command aborted" if args.get("name") == "bash" else "Operation aborted")
             raise
+
+
+    def _sandbox_notes(self, result: Any, worker: _Worker, cgroup: Any, kills: int) -> Any:
+        """Add the pool's notes to a sandboxed worker's result: a process killed by the
+        sandbox's memory limit during the call, and (once per pool, i.e. per session) where
+        writes to ``/tmp`` go, the first time a command writes there."""
+        if not isinstance(result, dict) or worker.key is None:
+            return result
+        from ..coding.sandbox.notes import append_note, oom_note, tmp_notice
+
+        if result.pop("tmpWritten", False) and not self._tmp_notice_given:
+            self._tmp_notice_given = True
+            result = append_note(result, tmp_notice(worker.key, self.policy.mode))
+        if cgroup is not None and cgroup.memory_limit and cgroup.oom_kills() > kills:
+            result = append_note(result, oom_note(cgroup.memory_limit))
+        return result
 
 
 @asynccontextmanager
@@ -524,20 +546,15 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
         sweep_stale_cgroups()
     if policy.sandboxed:
         sweep_stale_private_tmps()
-    pool: ToolPool | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)), policy=policy)
-            try:
-                if not config.get("warm_on_request"):
-                    pool.request_warm()
-                elif policy.workspace or not policy.sandboxed:
-                    nursery.start_soon(pool.prepare)
-                async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
-                    await peer.closed_event.wait()
-            finally:
-                pool.close()
-                nursery.cancel_scope.cancel()
-    finally:
-        if pool is not None:
-            pool.remove_private_tmp()
+    async with trio.open_nursery() as nursery:
+        pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)), policy=policy)
+        try:
+            if not config.get("warm_on_request"):
+                pool.request_warm()
+            elif policy.workspace or not policy.sandboxed:
+                nursery.start_soon(pool.prepare)
+            async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
+                await peer.closed_event.wait()
+        finally:
+            pool.close()
+            nursery.cancel_scope.cancel()

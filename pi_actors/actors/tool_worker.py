@@ -7,7 +7,13 @@ cancels the tool, which kills its whole process group before the call answers ``
 for ``bash`` the cancel is an abort instead: the command's group is killed the same way and
 the call answers with an error result holding the output so far and ``Command aborted``.
 
-Configuration: ``{"sandboxed": bool, "limits": {...}}``.
+Configuration: ``{"sandboxed": bool, "limits": {...}, "mode", "workspace", "refusal"?}``
+(``refusal``: the zygote could not confine it — every call is refused with that text).
+
+Sandboxed, a result is annotated (:mod:`pi_actors.coding.sandbox.notes`) when it ran into a
+sandbox limit (no space in ``/tmp``, memory) or a ``write``/``edit`` was refused outside the
+workspace; a ``bash`` call with ``watchTmp`` also reports ``tmpWritten`` (whether the command
+changed the private ``/tmp`` or ``/dev/shm``), which the pool turns into a one-time notice.
 
 The worker is forked by the pool's zygote (:mod:`._zygote`), which has set it up before it
 runs :func:`run_tool_worker`.
@@ -27,6 +33,7 @@ runs :func:`run_tool_worker`.
 from __future__ import annotations
 
 import os
+import re
 import signal
 from typing import Any
 
@@ -48,9 +55,12 @@ def _install_termination_handler() -> None:
 
 
 class _Worker:
-    def __init__(self, sandboxed: bool) -> None:
+    def __init__(self, sandboxed: bool, config: dict) -> None:
         self.sandboxed = sandboxed
         self.refusal: str | None = None
+        self.mode = str(config.get("mode") or "workspace-write")
+        self.workspace = str(config.get("workspace") or "")
+        self.limits: Any = None
 
     async def handle(self, call: IncomingCall) -> Any:
         from ..coding.tools import ToolError, run_tool
@@ -74,17 +84,49 @@ class _Worker:
         if name == "bash":  # an abort keeps the output produced so far (pi does)
             call.cooperative = True
             abort = call.cancel_requested
+        watch_tmp = self.sandboxed and name == "bash" and args.get("watchTmp") is True
+        if watch_tmp:
+            from ..coding.sandbox.notes import tmp_snapshot
+
+            before = await trio.to_thread.run_sync(tmp_snapshot)
         try:
             result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update, abort=abort)
+            out = {"content": result.get("content", []), "details": result.get("details"), "isError": False}
         except ToolError as exc:
-            return _error(str(exc))
+            out = _error(str(exc))
         finally:
             if self.sandboxed:
                 from ..coding.sandbox.init import end_strays
 
                 with trio.CancelScope(shield=True):
                     await end_strays()
-        return {"content": result.get("content", []), "details": result.get("details"), "isError": False}
+        if self.sandboxed:
+            out = self._annotate(name, out)
+            if watch_tmp:
+                from ..coding.sandbox.notes import tmp_changed
+
+                after = await trio.to_thread.run_sync(tmp_snapshot)
+                # bash's own full-output file is no write of the command's.
+                text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
+                spilled = set(re.findall(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)", text))
+                out["tmpWritten"] = tmp_changed(before, after, spilled)
+        return out
+
+    def _annotate(self, name: str, out: dict) -> dict:
+        """Say which sandbox limit or rule a failure ran into (:mod:`pi_actors.coding.sandbox.notes`)."""
+        from ..coding.sandbox.notes import append_note, limit_notes, write_refused_note
+
+        text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
+        notes: list[str] = []
+        refused = out.get("isError") and name in ("write", "edit")
+        # Only where the text is the tools' own: read, grep and friends return file contents.
+        if self.limits is not None and (name == "bash" or (refused and "ENOSPC" in text)):
+            notes += limit_notes(text.replace("ENOSPC: no space left on device", "No space left on device"), self.limits)
+        if refused and "EROFS" in text:
+            notes.append(write_refused_note(self.mode, self.workspace))
+        for note in notes:
+            out = append_note(out, note)
+        return out
 
 
 def _error(text: str) -> dict:
@@ -96,9 +138,11 @@ async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> N
     from ..coding.tools import kill_all_process_groups
 
     config = config or {}
-    worker = _Worker(bool(config.get("sandboxed")))
+    worker = _Worker(bool(config.get("sandboxed")), config)
     async with trio.open_nursery() as nursery:
-        if worker.sandboxed:
+        if config.get("refusal"):
+            worker.refusal = str(config["refusal"])
+        elif worker.sandboxed:
             from ..coding.sandbox import Limits
             from ..coding.sandbox.init import is_namespace_init, serve_reaper
             from ..coding.sandbox.limits import apply_rlimits
@@ -108,7 +152,8 @@ async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> N
             else:
                 from ..coding.tools.process import spawn_as_namespace_init
 
-                apply_rlimits(Limits.from_config(config.get("limits")))
+                worker.limits = Limits.from_config(config.get("limits"))
+                apply_rlimits(worker.limits)
                 spawn_as_namespace_init()
                 nursery.start_soon(serve_reaper)
         else:

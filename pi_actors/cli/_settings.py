@@ -6,7 +6,10 @@ rewritten. Keys used so far: ``defaultProvider``, ``defaultModel``, ``defaultThi
 ``steeringMode``, ``followUpMode``, ``toolExecution`` (``parallel``, the default, or
 ``sequential``: the agent's tool execution mode, pi's ``toolExecution``),
 ``compaction.{enabled,reserveTokens,keepRecentTokens}``,
-``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, and ours (not pi's)
+``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, ``sandbox.{memory,tmpSize,shmSize,
+fileSize,processes,homeAllow}`` — the last only from the global file: the project file lies in
+the workspace, where tools write, so its ``sandbox`` object is ignored with a warning —, and
+ours (not pi's)
 ``provider.{firstByteTimeoutMs,idleTimeoutMs}``: how long a provider stream may go without
 data — before its response headers, and between two reads of its body — before it is
 ended as stalled and retried (default 120000 each; 0 = no limit).
@@ -55,7 +58,15 @@ def load_settings(agent_dir: str, cwd: str) -> tuple[dict[str, Any], list[str]]:
     """The effective settings and the warnings to show."""
     warnings: list[str] = []
     merged = _read(os.path.join(agent_dir, "settings.json"), warnings)
-    project = _read(os.path.join(cwd, ".pi-actors", "settings.json"), warnings)
+    project_path = os.path.join(cwd, ".pi-actors", "settings.json")
+    project = _read(project_path, warnings)
+    if "sandbox" in project:
+        # Tools may write in the workspace: a file there must not loosen their own sandbox.
+        del project["sandbox"]
+        warnings.append(
+            f"Warning (settings): the sandbox settings in {project_path} are ignored; "
+            f"set them in {os.path.join(agent_dir, 'settings.json')}"
+        )
     for key, value in project.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}

@@ -81,6 +81,28 @@ def _tool_names(args: argparse.Namespace) -> list[str]:
     return [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
 
 
+def _create_hidden_paths(log_file: str | None, session_dir: str | None) -> None:
+    """Create the log file and the session directory now, if missing: the sandbox hides
+    only paths that exist when it starts, and the actors would create them later. Best
+    effort: a path that cannot be made is reported by whoever writes it."""
+    try:
+        if session_dir:
+            os.makedirs(session_dir, exist_ok=True)
+    except OSError:
+        pass
+    try:
+        if log_file:
+            os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    except OSError:
+        pass
+
+
+def _absolute_paths(doc: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    if doc is None:
+        return None
+    return {k: (os.path.abspath(v) if k in keys and isinstance(v, str) and v else v) for k, v in doc.items()}
+
+
 def runtime_config(
     *,
     model: Any,
@@ -104,19 +126,31 @@ def runtime_config(
 
     ``sandbox``: the tool sandbox policy (``off``, ``read-only``, ``workspace-write``; None
     is the platform default, ``workspace-write`` on Linux), with ``cwd`` as the workspace;
-    the agent directory and the session directory are hidden from tools.
+    the agent directory, the session directory and the log file are hidden from tools;
+    ``settings["sandbox"]`` sets the limits and the home allow-list (SandboxPolicy.from_settings).
     """
     from ..ai import types as T
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ._settings import stream_limits
 
+    # Actor processes start in "/" (runtime._spawn): every path they get must be absolute.
+    cwd, agent_dir = os.path.abspath(cwd), os.path.abspath(agent_dir)
+    session_dir = os.path.abspath(session_dir) if session_dir else session_dir
+    log_file = os.path.abspath(log_file) if log_file else log_file
+    session = _absolute_paths(session, ("sessionDir", "resume", "forkFrom", "agentDir"))
     session_dirs = [session_dir, *((session or {}).get(k) for k in ("sessionDir", "resume", "forkFrom"))]
-    policy = SandboxPolicy(
-        mode=sandbox or default_mode(),
-        workspace=cwd,
-        allow_network=allow_network,
-        hidden=tuple(p for p in [agent_dir, *session_dirs] if isinstance(p, str) and p),
-    )
+    try:
+        policy = SandboxPolicy.from_settings(
+            (settings or {}).get("sandbox"),
+            mode=sandbox or default_mode(),
+            workspace=cwd,
+            allow_network=allow_network,
+            hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if isinstance(p, str) and p),
+        )
+    except ValueError as exc:
+        from ._config import ConfigError
+
+        raise ConfigError(str(exc)) from None
     return {
         "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file,
                      "limits": stream_limits(settings or {})},
@@ -278,6 +312,7 @@ def _run(argv: Sequence[str]) -> int:
     if not choice.model.reasoning:
         thinking = "off"
     tools = _tool_names(args)
+    _create_hidden_paths(os.path.abspath(args.log_file) if args.log_file else None, args.session_dir)
     config = runtime_config(
         model=choice.model,
         thinking=thinking,

@@ -59,6 +59,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
         return 1
     from ._config import agent_dir
 
+    # The agent directory (configuration, sessions) and the token file are hidden from the tools.
     hidden = tuple(os.path.abspath(p) for p in (args.token_file, agent_dir()) if p)
     policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network, hidden=hidden)
     config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}

@@ -39,9 +39,10 @@ class ChildProcess:
         pass_fds: Sequence[int] = (),
         env: Mapping[str, str] | None = None,
         stdin: int | None = subprocess.PIPE,
+        cwd: str | None = None,
     ) -> "ChildProcess":
-        """Start ``argv``; raises OSError if it cannot be started."""
-        popen = subprocess.Popen(list(argv), pass_fds=tuple(pass_fds), env=env, stdin=stdin, close_fds=True)
+        """Start ``argv`` (in ``cwd``, default ours); raises OSError if it cannot be started."""
+        popen = subprocess.Popen(list(argv), pass_fds=tuple(pass_fds), env=env, stdin=stdin, close_fds=True, cwd=cwd)
         return cls(popen)
 
     @property

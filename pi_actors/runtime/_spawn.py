@@ -11,6 +11,13 @@ for it (see ``_process`` for why we fork from the trio thread rather than using
 period) and waits for its exit. A child also dies with its parent: it sets a parent-death
 signal at start (Linux prctl) and exits at EOF on its links.
 
+Isolation: the child interpreter starts as ``python -I`` (no script or working directory on
+``sys.path``, no user site, no ``PYTHON*`` variables) in ``/``. The actors are unsandboxed and
+hold secrets (the provider an API key), while tools write files in the session's working
+directory: with the working directory on ``sys.path``, a ``json.py`` or ``sitecustomize.py``
+written there by a tool would be imported by the next actor started. An actor that needs the
+session's directory gets it in its configuration (``cwd``), never as its working directory.
+
 The configuration travels over a pipe, not the command line or the environment, so secrets in
 it (an API key for the provider actor) are not visible in ``/proc/<pid>/cmdline``.
 """
@@ -28,7 +35,12 @@ import trio
 
 from ._process import ChildProcess
 
-__all__ = ["link_pair", "start_actor", "child_environment"]
+__all__ = ["link_pair", "start_actor", "child_environment", "ISOLATED", "NEUTRAL_CWD"]
+
+#: Interpreter options of every child interpreter: isolated mode (see the module docstring).
+ISOLATED = ("-I",)
+#: The working directory of every child interpreter: nothing there can be imported.
+NEUTRAL_CWD = "/"
 
 
 def link_pair() -> tuple[socket.socket, socket.socket]:
@@ -77,9 +89,9 @@ async def start_actor(
             "death_signal": int(death_signal),
         }
     ).encode()
-    argv = [sys.executable, "-m", "pi_actors.runtime.child", name]
+    argv = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]
     try:
-        process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env)
+        process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
     finally:
         for sock in links.values():
             sock.close()

@@ -4,17 +4,26 @@
 own command into ``bwrap <options> -- <command>``. Mounts are applied in this order (later
 ones cover earlier ones):
 
-1. ``--ro-bind / /``: everything readable, nothing writable; ``--dev /dev`` (a minimal /dev
-   with a private /dev/shm), ``--proc /proc`` (the sandbox's own PID namespace);
-2. ``/tmp``: a private directory of the pool (shared by the pool's workers, so a file one
-   call writes there — bash's full-output file — can be read by the next), or a tmpfs;
-3. ``--tmpfs /run`` (service sockets: docker, dbus, ...);
-4. hidden paths (:func:`hidden_paths`): directories covered by an empty tmpfs, files by
-   ``/dev/null``;
+1. ``--ro-bind / /``: everything readable, nothing writable; ``--dev /dev`` (a minimal
+   /dev, read-only at the end), ``--proc /proc`` (the sandbox's own PID namespace);
+2. size-limited tmpfs (:class:`~pi_actors.coding.sandbox.Limits`): ``/dev/shm``
+   (``shm_size``) and ``/tmp`` (``tmp_size``) — mounted in the zygote's namespace, so all
+   the workers of a sandbox share them (a file one call writes there, such as bash's
+   full-output file, can be read by the next), and they vanish with the sandbox; ``/run``
+   (service sockets: docker, dbus, ...) an empty read-only tmpfs;
+3. ``$HOME`` (``policy.home``): an empty tmpfs, read-only at the end, with the allow-listed
+   paths (:func:`home_allowed`) bound read-only into it — unless ``$HOME`` is the workspace
+   (then shown, its credential stores masked) or lies inside it (then hidden after step 6);
+4. hidden paths (:func:`hidden_paths`: credential stores, ``policy.hidden``) not already
+   hidden with ``$HOME``: directories covered by a small tmpfs (read-only at the end), files
+   by ``/dev/null``;
 5. read-only re-binds of what the worker needs to start (the interpreter, the virtualenv,
    the package — :func:`essential_paths`) where 2–4 covered them;
 6. the workspace: read-write for ``workspace-write``, read-only for ``read-only``;
-7. hidden paths inside the workspace (a session directory kept there).
+7. hidden paths inside the workspace (a session directory kept there) or inside an
+   allow-listed path; then ``--remount-ro`` of every tmpfs but ``/tmp`` and ``/dev/shm``.
+
+The zygote starts in ``/`` (``--chdir /``): the workspace is never its working directory.
 
 Namespaces and process options: ``--unshare-pid --as-pid-1`` (the command, the tool-worker
 zygote, is the init of the sandbox; each worker it forks is in turn the init of a PID
@@ -41,7 +50,7 @@ from functools import lru_cache
 
 from . import SandboxPolicy, SandboxUnavailable
 
-__all__ = ["build_argv", "check_bwrap", "essential_paths", "hidden_paths", "CREDENTIAL_PATHS"]
+__all__ = ["build_argv", "check_bwrap", "essential_paths", "hidden_paths", "home_allowed", "CREDENTIAL_PATHS", "MASK_SIZE"]
 
 # Relative to $HOME: credential stores and other agents' state, never visible to tools.
 CREDENTIAL_PATHS = (
@@ -127,9 +136,10 @@ def _inside(path: str, root: str) -> bool:
 
 def hidden_paths(policy: SandboxPolicy) -> list[str]:
     """Existing paths to hide: credential stores under ``policy.home`` (default ``$HOME``)
-    and ``policy.hidden`` (agent and session directories), symlinks resolved, never ``/``."""
-    home = policy.home or os.path.expanduser("~")
-    candidates = [os.path.join(home, rel) for rel in CREDENTIAL_PATHS] if home and home != "/" else []
+    and ``policy.hidden`` (agent and session directories, log file, server sockets and
+    tokens), symlinks resolved, never ``/``."""
+    home = _home(policy)
+    candidates = [os.path.join(home, rel) for rel in CREDENTIAL_PATHS] if home else []
     candidates += list(policy.hidden)
     out: list[str] = []
     for path in candidates:
@@ -137,6 +147,30 @@ def hidden_paths(policy: SandboxPolicy) -> list[str]:
         path = os.path.realpath(path)
         if path != "/" and os.path.exists(path) and path not in out:
             out.append(path)
+    return out
+
+
+def _home(policy: SandboxPolicy) -> str | None:
+    home = policy.home or os.path.expanduser("~")
+    if not home or not os.path.isabs(home):
+        return None
+    home = os.path.realpath(home)
+    return home if home != "/" and os.path.isdir(home) else None
+
+
+def home_allowed(policy: SandboxPolicy, home: str, workspace: str) -> list[str]:
+    """The allow-listed paths of ``home`` that exist, minus any inside a ``hidden`` path (one
+    that does not contain the workspace: that one cannot be hidden)."""
+    hidden = [h for h in (os.path.realpath(p) for p in policy.hidden) if not _inside(workspace, h)]
+    out: list[str] = []
+    for rel in policy.home_allow:
+        path = os.path.normpath(os.path.join(home, rel))
+        if not _inside(path, home) or path == home or not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if any(_inside(path, h) or _inside(real, h) for h in hidden) or path in out:
+            continue
+        out.append(path)
     return out
 
 
@@ -157,10 +191,37 @@ def essential_paths() -> list[str]:
     return sorted(p for p in (os.path.abspath(p) for p in paths) if os.path.exists(p))
 
 
+#: Size of the tmpfs that only hide something (they are read-only once set up).
+MASK_SIZE = 1024 * 1024
+
+
 def _mask(path: str) -> list[str]:
     if os.path.isdir(path):
-        return ["--tmpfs", path]
+        return ["--perms", "0755", "--size", str(MASK_SIZE), "--tmpfs", path]
     return ["--ro-bind", "/dev/null", path]
+
+
+class _Plan:
+    """The bwrap mount options in order, and which tmpfs to make read-only at the end."""
+
+    def __init__(self) -> None:
+        self.argv: list[str] = []
+        self.read_only: list[str] = []
+        self.covered: list[str] = []  # paths that a mount replaced
+
+    def mask(self, path: str) -> None:
+        self.argv += _mask(path)
+        self.covered.append(path)
+        if os.path.isdir(path):
+            self.read_only.append(path)
+
+    def rebind(self, paths: Sequence[str], *, unless_inside: str | None = None, roots: Sequence[str] | None = None) -> None:
+        """Re-expose (read-only) each of ``paths`` that lies strictly below a covered path."""
+        for path in paths:
+            if unless_inside is not None and _inside(path, unless_inside):
+                continue
+            if any(_inside(path, root) and path != root for root in (roots if roots is not None else self.covered)):
+                self.argv += ["--ro-bind", path, path]
 
 
 def build_argv(
@@ -168,7 +229,6 @@ def build_argv(
     command: Sequence[str],
     *,
     bwrap: str = "bwrap",
-    tmp_dir: str | None = None,
     status_fd: int | None = None,
 ) -> list[str]:
     """``bwrap ... -- command`` for ``policy`` (sandboxed modes only); see the module docstring.
@@ -178,34 +238,61 @@ def build_argv(
     """
     if not policy.sandboxed:
         raise ValueError("policy 'off' has no sandbox")
-    workspace = os.path.abspath(policy.workspace or os.getcwd())
+    if not policy.workspace:
+        raise ValueError("a sandbox needs its workspace")
+    workspace = os.path.realpath(policy.workspace)
+    limits = policy.limits
     argv = [bwrap, *_namespace_options(policy)]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--bind", tmp_dir, "/tmp"] if tmp_dir else ["--tmpfs", "/tmp"]
-    covered = ["/tmp", "/run"]
-    argv += ["--tmpfs", "/run"]
+    plan = _Plan()
+    plan.argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    plan.argv += ["--perms", "1777", "--size", str(limits.shm_size), "--tmpfs", "/dev/shm"]
+    plan.argv += ["--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp"]
+    plan.argv += ["--perms", "0755", "--size", str(MASK_SIZE), "--tmpfs", "/run"]
+    plan.covered += ["/dev", "/tmp", "/run"]
+    plan.read_only += ["/dev", "/run"]
     if policy.allow_network and os.path.isdir("/run/systemd/resolve"):
-        argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]  # DNS
+        plan.argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]  # DNS
 
-    hidden = hidden_paths(policy)
+    # $HOME: an empty read-only tmpfs showing only the allow-list — unless it is the
+    # workspace itself (then only the credential stores and hidden paths are masked). When it
+    # lies inside the workspace it is hidden after the workspace's bind.
+    home = _home(policy)
+    if home == workspace:
+        home = None
+    allowed = home_allowed(policy, home, workspace) if home else []
+    home_inner = home is not None and _inside(home, workspace)
+    exposed = allowed + ([workspace] if home and _inside(workspace, home) else [])
+
+    def hide_home() -> None:
+        assert home is not None
+        plan.mask(home)
+        for path in allowed:
+            plan.argv += ["--ro-bind", path, path]
+
+    if home and not home_inner:
+        hide_home()
+
     later: list[str] = []
-    for path in hidden:
+    for path in hidden_paths(policy):
         if _inside(workspace, path):
             continue  # never hide the workspace itself
-        if _inside(path, workspace):
-            later += _mask(path)
+        if home and _inside(path, home) and not any(_inside(path, e) for e in exposed):
+            continue  # already hidden with $HOME
+        if _inside(path, workspace) or any(_inside(path, a) for a in allowed):
+            later.append(path)
         else:
-            argv += _mask(path)
-            covered.append(path)
+            plan.mask(path)
 
-    for path in essential_paths():
-        # Only what lies strictly below a covered path: never re-expose /tmp itself.
-        if any(_inside(path, root) and path != root for root in covered) and not _inside(path, workspace):
-            argv += ["--ro-bind", path, path]
-
-    argv += ["--bind" if policy.mode == "workspace-write" else "--ro-bind", workspace, workspace]
-    argv += later
-    argv += ["--chdir", workspace, "--", *command]
-    return argv
+    essentials = essential_paths()
+    plan.rebind(essentials, unless_inside=workspace)
+    plan.argv += ["--bind" if policy.mode == "workspace-write" else "--ro-bind", workspace, workspace]
+    if home_inner:
+        hide_home()
+        plan.rebind(essentials, roots=[home])
+    for path in later:
+        plan.mask(path)
+    for path in plan.read_only:
+        plan.argv += ["--remount-ro", path]
+    return argv + plan.argv + ["--chdir", "/", "--", *command]

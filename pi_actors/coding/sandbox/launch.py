@@ -1,8 +1,8 @@
 """Starting a tool-worker zygote, inside its sandbox, and owning it until it exits.
 
-:func:`launch_zygote` starts ``python -m pi_actors.actors._zygote`` — wrapped in ``bwrap``
-(see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and its end of
-the control socket, and starts an owner task in the given nursery. The owner waits for the
+:func:`launch_zygote` starts ``python -I -m pi_actors.actors._zygote`` in ``/`` — wrapped in
+``bwrap`` (see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and
+its end of the control socket, and starts an owner task in the given nursery. The owner waits for the
 exit; when cancelled it *hangs up* the control socket (the zygote kills its workers and exits
 at end-of-file) and gives it a grace period before killing it.
 
@@ -21,8 +21,10 @@ stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment)
 every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
 ``bwrap`` lives), then SIGKILLs ``bwrap`` and reaps it.
 
-When running as root the launcher joins the sandbox's pids cgroup between fork and exec
-(:mod:`.limits`); the owner removes the cgroup once its last process has exited.
+The launcher joins the sandbox's cgroup (:mod:`.limits`: memory where a writable hierarchy
+has that controller, pids when running as root) between fork and exec; the returned process's
+``cgroup`` attribute is that :class:`~.limits.SandboxCgroup` (None without one), which the
+owner removes once its last process has exited.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any
 import trio
 
 from ...runtime import ChildProcess
+from ...runtime._spawn import ISOLATED, NEUTRAL_CWD
 from ...runtime.child import PR_SET_PDEATHSIG
 from . import SandboxPolicy
 
@@ -63,7 +66,6 @@ async def launch_zygote(
     policy: SandboxPolicy,
     control: socket.socket,
     ours: socket.socket,
-    private_tmp: str | None = None,
     idle: bool = False,
     ready: trio.Event | None = None,
 ) -> ChildProcess:
@@ -74,16 +76,19 @@ async def launch_zygote(
     kills it at once (it could not hear the hang-up). Raises SandboxUnavailable or OSError."""
     from .env import sandbox_environment, unsandboxed_environment
 
-    command = [sys.executable, "-m", ZYGOTE_MODULE, name]
+    # Isolated, in a neutral directory: nothing in the workspace is ever imported by the
+    # zygote (which keeps capabilities inside the sandbox) or by a worker.
+    command = [sys.executable, *ISOLATED, "-m", ZYGOTE_MODULE, name]
     cgroup = None
     if policy.sandboxed:
         from .bwrap import build_argv, check_bwrap
-        from .limits import PidsCgroup, needs_pids_cgroup
+        from .limits import SandboxCgroup, needs_pids_cgroup
+        from .seccomp import check_available
 
         bwrap = await trio.to_thread.run_sync(check_bwrap, policy)
-        argv = build_argv(policy, command, bwrap=bwrap, tmp_dir=private_tmp)
-        if needs_pids_cgroup():
-            cgroup = PidsCgroup.create(policy.limits.processes)
+        await trio.to_thread.run_sync(check_available)
+        argv = build_argv(policy, command, bwrap=bwrap)
+        cgroup = SandboxCgroup.create(policy.limits, need_pids=needs_pids_cgroup())
         env = sandbox_environment(os.environ)
         launcher_death = None
     else:
@@ -98,6 +103,7 @@ async def launch_zygote(
             env=env,
             stdin=subprocess.PIPE,
             close_fds=True,
+            cwd=NEUTRAL_CWD,
             preexec_fn=partial(_launcher_setup, os.getpid(), cgroup.join if cgroup else None, launcher_death),
         )
     except BaseException:
@@ -115,6 +121,7 @@ async def launch_zygote(
         pass  # it died at once; its exit status tells why
     popen.stdin.close()
     process = ChildProcess(popen)
+    process.cgroup = cgroup  # type: ignore[attr-defined]
     await nursery.start(_own_process, process, cgroup, policy.sandboxed, partial(_hang_up, ours), ready)
     return process
 

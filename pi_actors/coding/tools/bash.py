@@ -75,7 +75,12 @@ BASH_SPEC = ToolSpec(
         "Execute a bash command in the current working directory. Returns stdout and stderr. "
         f"Output is truncated to last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB "
         "(whichever is hit first). If truncated, full output is saved to a temp file. "
-        "Optionally provide a timeout in seconds."
+        "Optionally provide a timeout in seconds. "
+        # Where writes go (issue 12): said up front, and again in the first result of a
+        # session whose command wrote to /tmp (see pi_actors.coding.sandbox.notes).
+        "When tools run sandboxed (the default), only the working directory is writable and kept; "
+        "/tmp is private to the session and discarded when it ends; everything else, $HOME included, "
+        "is read-only, and most of $HOME is hidden."
     ),
     parameters={
         "type": "object",

@@ -63,6 +63,17 @@ _RESET_SIGNALS = tuple(
 )
 
 
+_COMMAND_OOM_SCORE_ADJ = 1000
+
+
+def _set_oom_score_adj(value: int) -> None:
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(value))
+    except OSError:
+        pass  # no /proc (or not allowed): the kernel's own choice stands
+
+
 def kill_all_process_groups(sig: int = signal.SIGKILL) -> None:
     """Send ``sig`` to every live tool process group. Synchronous, signal-handler-safe."""
     for pgid in tuple(_live_groups):
@@ -138,6 +149,11 @@ class GroupProcess:
         stderr has its own pipe (:attr:`errors`) instead of being merged into :attr:`output`."""
         read_fd, write_fd = os.pipe()
         err_read, err_write = os.pipe() if separate_stderr else (None, write_fd)
+        if _namespace_init:
+            # A sandboxed worker's commands are the OOM killer's first choice, not the worker
+            # (which would take the whole call with it): they inherit the worker's score,
+            # raised for the fork only (an unprivileged process may lower it back to 0).
+            _set_oom_score_adj(_COMMAND_OOM_SCORE_ADJ)
         try:
             popen = subprocess.Popen(
                 list(argv),
@@ -154,6 +170,9 @@ class GroupProcess:
             for fd in {read_fd, write_fd, err_read, err_write} - {None}:
                 os.close(fd)  # type: ignore[arg-type]
             raise
+        finally:
+            if _namespace_init:
+                _set_oom_score_adj(0)
         os.close(write_fd)
         if separate_stderr:
             os.close(err_write)  # type: ignore[arg-type]
