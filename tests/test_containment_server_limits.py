@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import socket
 import stat
 import subprocess
 import sys

@@ -367,7 +367,7 @@ def _preload() -> None:
 
     from ..coding import tools  # noqa: F401
     from ..coding.sandbox import init, limits, seccomp  # noqa: F401
-    from ..coding.tools import bash, process, rg
+    from ..coding.tools import bash, process, rg  # noqa: F401 (process: preloaded for the workers)
     from . import tool_worker  # noqa: F401
 
     bash._shell()  # found once, in the sandbox the workers run in

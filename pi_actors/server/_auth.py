@@ -38,6 +38,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ._files import write_json_private
+
 __all__ = [
     "Identity", "Credentials", "CredentialsError", "LOCAL_ADMIN", "ROLES", "bearer_token", "write_token_file",
     "new_token",
@@ -157,20 +159,7 @@ class Credentials:
             return
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        tmp = f"{self.path}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"version": 1, "tokens": self._entries}, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_json_private(self.path, {"version": 1, "tokens": self._entries}, indent=1)
         self._mtime = os.stat(self.path).st_mtime_ns
 
     # -- use ---------------------------------------------------------------------------------

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import time
 from dataclasses import asdict, dataclass
+
+from ._files import write_json_private
 
 __all__ = ["SessionRecord", "SessionIndex"]
 
@@ -43,23 +44,6 @@ class SessionRecord:
 
     def directory(self, root: str) -> str:
         return os.path.join(root, self.id)
-
-
-def _write_json(path: str, data: dict) -> None:
-    tmp = f"{path}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class SessionIndex:
@@ -113,7 +97,7 @@ class SessionIndex:
         finally:
             os.close(fd)
         record = SessionRecord(session_id, owner, cwd, tool_host, name, time.time())
-        _write_json(os.path.join(directory, SIDECAR), asdict(record))
+        write_json_private(os.path.join(directory, SIDECAR), asdict(record))
         self.records[session_id] = record
         return record
 
@@ -122,7 +106,7 @@ class SessionIndex:
         if os.path.dirname(os.path.abspath(path)) != self.directory(record):
             return
         record.file = os.path.basename(path)
-        _write_json(os.path.join(self.directory(record), SIDECAR), asdict(record))
+        write_json_private(os.path.join(self.directory(record), SIDECAR), asdict(record))
 
     def delete(self, record: SessionRecord) -> None:
         self.records.pop(record.id, None)

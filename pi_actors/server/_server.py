@@ -82,7 +82,7 @@ from typing import Any, AsyncIterator, Callable
 import trio
 
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
-from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
+from ..runtime._websocket import WebSocketStream
 from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
 from ._confine import check_root
 from ._fanout import _Client
