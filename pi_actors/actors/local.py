@@ -1,0 +1,479 @@
+"""The local multi-process placement, supervised: the calling process (the CLI, or the server
+for a hosted session) holds the UI and supervises the actors of one session.
+
+``open_local_runtime(config)`` spawns the children — provider streamer, tool pool (which
+spawns its own workers), coordinator, and session store (a separate process, or with
+``store_with_coordinator`` a task of the coordinator's process) — links them with socketpairs
+(the coordinator to each of the others, the UI to the coordinator) and yields a
+:class:`CoordinatorLink`: the UI's connection to the coordinator, with ``call`` /
+``open_call`` / ``closed_event`` like a ``Peer``.
+
+Supervision (DESIGN "Second stage"; OTP's one_for_one for provider and pool, rest_for_one
+for the coordinator):
+
+* every child is a watched actor (``runtime.start_watched_actor``): its exit is seen at once
+  (pidfd), and one that stops answering liveness checks (SIGSTOP, a blocked event loop) is
+  killed. Settings ``supervision`` (see ``RestartPolicy.from_json``) tune both.
+* A dead provider or tool pool is restarted and re-linked to the running coordinator: this
+  process creates the new socketpair (API keys never leave it and the provider) and passes
+  the coordinator's end over a control channel (``FdChannel``, SCM_RIGHTS), after telling it
+  how the old one died. The call in flight fails ("... was killed by SIGKILL; the outcome of
+  the request is unknown"); the next one reaches the new actor.
+* A dead coordinator (or store) takes the provider and pool with it; with
+  ``restart_coordinator`` the whole set is started again, the coordinator reopening the
+  session file it last reported. The UI's calls in flight fail with :class:`ActorDied`; its
+  next call waits for the new coordinator. Without ``restart_coordinator`` (print mode, the
+  server) the link closes for good (``closed_event``), as a plain Peer would.
+* At most ``max_restarts`` restarts (all kinds together) in ``window`` seconds, with
+  back-off; beyond that the session fails: every call fails ``session_failed`` with one
+  clear message (``CoordinatorLink.failure``) and ``closed_event`` is set.
+
+Leaving the block closes the UI link; every child then sees end-of-stream and exits; any
+child still running after ``shutdown_grace`` is terminated, then killed. Each child also
+dies with this process (parent-death signal), so a SIGKILLed CLI leaves nothing behind.
+Tool processes and the coordinator get an environment without credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import trio
+
+from ..runtime import (
+    ActorDied,
+    ConnectionLost,
+    FdChannel,
+    OutgoingCall,
+    Peer,
+    RemoteError,
+    RestartIntensity,
+    RestartPolicy,
+    TooManyRestarts,
+    WatchedActor,
+    child_environment,
+    link_pair,
+    open_peer,
+    start_watched_actor,
+)
+
+__all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
+
+_SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
+
+#: How long a failed UI call waits for the report of how its coordinator died.
+_REASON_WAIT = 2.0
+
+
+def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """Names of environment variables that may hold credentials (never given to tools)."""
+    env = os.environ if env is None else env
+    return tuple(name for name in env if _SECRET.search(name))
+
+
+class CoordinatorLink:
+    """The UI's connection to the session's coordinator, across coordinator restarts.
+
+    ``call`` / ``open_call`` go to the current coordinator (waiting while one restarts).
+    A call in flight when the coordinator died fails with :class:`ActorDied` ("the coordinator
+    process was killed by SIGKILL; the outcome of the prompt is unknown"). ``closed_event`` is
+    set when the session has ended for good; ``failure`` then says why if it failed.
+    ``generation`` counts coordinator starts; ``restarted`` is set (and replaced) at each
+    restart, for UIs that hold a subscription and must subscribe again."""
+
+    name = "coordinator"
+
+    def __init__(self, *, restartable: bool) -> None:
+        self.restartable = restartable
+        self.closed_event = trio.Event()
+        self.failure: str | None = None
+        self.generation = 0
+        self.restarted = trio.Event()
+        self._peer: Peer | None = None
+        self._changed = trio.Event()
+        self._down: dict[int, trio.Event] = {}
+        self._reasons: dict[int, str] = {}
+        self._ended: str | None = None
+
+    # -- what the placement drives ------------------------------------------------------------
+
+    def _attach(self, peer: Peer) -> None:
+        self.generation += 1
+        self._peer = peer
+        self._down[self.generation] = trio.Event()
+        if self.generation > 1:
+            self.restarted.set()
+            self.restarted = trio.Event()
+        self._wake()
+
+    def _report_down(self, reason: str) -> None:
+        self._reasons[self.generation] = reason
+        event = self._down.get(self.generation)
+        if event is not None:
+            event.set()
+
+    def _end(self, reason: str, *, failed: bool) -> None:
+        if self.closed_event.is_set():
+            return
+        self._ended = reason
+        if failed:
+            self.failure = reason
+        self.closed_event.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # -- the Peer-like surface ----------------------------------------------------------------
+
+    @property
+    def peer_role(self) -> str:
+        return self._peer.peer_role if self._peer else ""
+
+    @property
+    def peer_name(self) -> str:
+        return self._peer.peer_name if self._peer else ""
+
+    async def current(self) -> Peer:
+        """The live coordinator's Peer, waiting while it restarts. Raises RemoteError
+        (``session_failed`` or ``session_ended``) once the session has ended."""
+        while True:
+            if self.failure is not None:
+                raise RemoteError("session_failed", self.failure)
+            if self._ended is not None:
+                raise RemoteError("session_ended", self._ended)
+            peer = self._peer
+            if peer is not None and not peer.closed_event.is_set():
+                return peer
+            await self._changed.wait()
+
+    @asynccontextmanager
+    async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[OutgoingCall]:
+        peer = await self.current()
+        generation = self.generation
+        try:
+            async with peer.open_call(method, args, target) as call:
+                yield call
+        except ConnectionLost as exc:
+            if isinstance(exc, ActorDied):
+                raise
+            down = self._down.get(generation)
+            if down is not None:
+                with trio.move_on_after(_REASON_WAIT):
+                    await down.wait()
+            how = self._reasons.get(generation, "closed its connection")
+            what = "prompt" if method in ("prompt", "continue") else f"{method!r} call"
+            after = ""
+            if self.restartable and self.failure is None:
+                after = " (it is restarting and reloads the session from its file)"
+            raise ActorDied(f"the coordinator process {how}; the outcome of the {what} is unknown{after}") from None
+
+    async def call(self, method: str, args: Any = None, target: str = "") -> Any:
+        async with self.open_call(method, args, target) as call:
+            return await call.result()
+
+    async def aclose(self) -> None:
+        peer = self._peer
+        if peer is not None:
+            await peer.aclose()
+
+
+class _Supervisor:
+    """Starts the actor set, watches it, restarts what dies (module docstring)."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        link: CoordinatorLink,
+        *,
+        policy: RestartPolicy,
+        tools_link: Any,
+        processes: dict[str, Any] | None,
+        handshake_timeout: float | None,
+        store_with_coordinator: bool,
+    ) -> None:
+        self.config = config
+        self.link = link
+        self.policy = policy
+        self.intensity = RestartIntensity(policy)
+        self.tools_link = tools_link
+        self.processes = processes
+        self.handshake_timeout = handshake_timeout
+        self.store_with_coordinator = store_with_coordinator
+        self.closing = False
+        self.session_path: str | None = None
+        self.scrubbed = child_environment(scrub=secret_env_names())
+        self.part = {key: config.get(key) or {} for key in ("provider", "tools", "store", "coordinator")}
+        self._generation_scope: trio.CancelScope | None = None
+
+    # -- the whole set ----------------------------------------------------------------------
+
+    async def run(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Run generations of the actor set until closing, a failure, or (without coordinator
+        restarts) the coordinator's end. The first generation's start-up errors propagate."""
+        first = True
+        while True:
+            if first:
+                reason = await self._generation(task_status)
+            else:
+                try:
+                    reason = await self._generation(None)
+                except (ConnectionLost, OSError) as exc:
+                    # The restarted coordinator did not come up (its handshake failed).
+                    reason = f"did not start ({exc})"
+            first = False
+            if self.closing or self.link.closed_event.is_set():
+                return
+            if not self.link.restartable:
+                self.link._end(f"the coordinator process {reason}", failed=False)
+                return
+            try:
+                delay = self.intensity.next_delay("the coordinator")
+            except TooManyRestarts as exc:
+                self._fail(str(exc), last=f"the coordinator process {reason}")
+                return
+            _note(f"the coordinator process {reason}; restarting it with the session from its file")
+            await trio.sleep(delay)
+
+    def _fail(self, message: str, *, last: str) -> None:
+        text = f"session failed: {last}, and {message}"
+        _note(text)
+        self.link._end(text, failed=True)
+        if self._generation_scope is not None:
+            self._generation_scope.cancel()
+
+    def _coordinator_config(self) -> dict[str, Any]:
+        cfg = dict(self.part["coordinator"])
+        if self.session_path is not None:
+            session = dict(cfg.get("session") or {})
+            for key in ("forkFrom", "noSession"):
+                session.pop(key, None)
+            session["resume"] = self.session_path
+            cfg["session"] = session
+        cfg["relink"] = ["provider"] + (["tools"] if self.tools_link is None else [])
+        return cfg
+
+    async def _generation(self, task_status: Any) -> str:
+        """One start of the whole set; returns how its coordinator (or store) ended."""
+        restart_tools = self.tools_link is None
+        if self.link.generation > 0 and not restart_tools:
+            # The remote tool host's link was given to the first coordinator and is gone.
+            self.link._end("the coordinator process died, and its tool host link cannot be restored", failed=True)
+            return "died"
+        async with trio.open_nursery() as nursery:
+            self._generation_scope = nursery.cancel_scope
+            ui_end, coord_ui = link_pair()
+            control_ours, control_theirs = link_pair()
+            coord_prov, prov = link_pair()
+            if restart_tools:
+                coord_tools, tools = link_pair()
+            else:
+                coord_tools, tools = self.tools_link, None
+            coordinator_links = {"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "control": control_theirs}
+            watched: dict[str, WatchedActor] = {}
+            owned = [ui_end, control_ours, coord_ui, coord_prov, prov, control_theirs, coord_tools] + ([tools] if tools else [])
+            try:
+                watched["provider"] = await self._start("provider", nursery, prov)
+                if tools is not None:
+                    watched["tool-pool"] = await self._start("tool-pool", nursery, tools)
+                if self.store_with_coordinator:
+                    entry = "pi_actors.actors.local:run_coordinator_with_store"
+                    config: Any = {"coordinator": self._coordinator_config(), "store": self.part["store"]}
+                else:
+                    coord_store, store = link_pair()
+                    owned += [coord_store, store]
+                    watched["session-store"] = await self._spawn(
+                        nursery, "session-store", "pi_actors.actors.session_store:run_session_store",
+                        {"coordinator": store}, self.part["store"], self.scrubbed,
+                    )  # fmt: skip
+                    coordinator_links["store"] = coord_store
+                    entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+                watched["coordinator"] = await self._spawn(nursery, "coordinator", entry, coordinator_links, config, self.scrubbed)
+            except BaseException:
+                for sock in owned:
+                    sock.close()
+                raise
+            control = FdChannel(trio.socket.from_stdlib_socket(control_ours))
+            nursery.start_soon(self._read_control, control)
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
+            # The coordinator is our own child: give it the start-up time of a supervised actor
+            # (the protocol's 5 s guards servers against strangers, not a parent on a busy host).
+            extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
+            ended = trio.Event()
+            await nursery.start(self._hold_ui, stream, extra, ended, task_status)
+            for name in ("provider", "tool-pool"):
+                if name in watched:
+                    nursery.start_soon(self._keep, name, watched[name], nursery, control, ended)
+            principal = [watched[n] for n in ("coordinator", "session-store") if n in watched]
+            reason = await _first_down(principal)
+            self.link._report_down(reason)
+            ended.set()
+            # rest_for_one: the provider and the pool were linked to the dead coordinator.
+            for actor in watched.values():
+                if not actor.down.is_set() and not self.closing:
+                    actor.kill()
+            nursery.cancel_scope.deadline = trio.current_time() + 5.0
+        self._generation_scope = None
+        return reason
+
+    async def _hold_ui(self, stream: trio.SocketStream, extra: dict, ended: trio.Event, first_status: Any,
+                       task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
+        async with open_peer(stream, side="client", role="ui", name="coordinator", **extra) as peer:
+            self.link._attach(peer)
+            task_status.started()
+            if first_status is not None:
+                first_status.started()
+            await ended.wait()
+
+    async def _read_control(self, control: FdChannel) -> None:
+        try:
+            while True:
+                message, sock = await control.receive()
+                if sock is not None:
+                    sock.close()
+                if "session" in message:
+                    path = message["session"]
+                    self.session_path = path if isinstance(path, str) and path else None
+        except (EOFError, ValueError, trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            control.close()
+
+    # -- one actor ----------------------------------------------------------------------------
+
+    async def _spawn(self, nursery: trio.Nursery, name: str, entry: str, links: dict, config: Any, env: Any) -> WatchedActor:
+        actor = await start_watched_actor(nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy)
+        if self.processes is not None:
+            self.processes[name] = actor.process
+        return actor
+
+    async def _start(self, name: str, nursery: trio.Nursery, link: socket.socket) -> WatchedActor:
+        if name == "provider":
+            return await self._spawn(nursery, name, "pi_actors.actors.provider:run_provider", {"coordinator": link}, self.part["provider"], None)
+        return await self._spawn(nursery, name, "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": link}, self.part["tools"], self.scrubbed)
+
+    async def _keep(self, name: str, actor: WatchedActor, nursery: trio.Nursery, control: FdChannel, over: trio.Event) -> None:
+        """one_for_one: restart ``name`` each time it dies and hand the coordinator the new
+        link; ``over`` is set when the generation ends (then nothing is restarted)."""
+        link_name = "provider" if name == "provider" else "tools"
+        label = "provider" if name == "provider" else "tool pool"
+        while True:
+            await actor.down.wait()
+            if self.closing or over.is_set():
+                return
+            reason = actor.reason or "stopped"
+            try:
+                await control.send({"down": link_name, "reason": reason})
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return  # the coordinator is gone too; its own restart takes care of all
+            try:
+                delay = self.intensity.next_delay(f"the {label}")
+            except TooManyRestarts as exc:
+                self._fail(str(exc), last=f"the {label} process {reason}")
+                return
+            _note(f"the {label} process {reason}; restarting it")
+            await trio.sleep(delay)
+            ours, theirs = link_pair()
+            try:
+                actor = await self._start(name, nursery, theirs)
+                await control.send({"link": link_name}, ours)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            finally:
+                ours.close()
+
+
+async def _first_down(actors: list[WatchedActor]) -> str:
+    """Wait until one of ``actors`` is down; returns its reason."""
+    result: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def wait_one(actor: WatchedActor) -> None:
+            await actor.down.wait()
+            if not result:
+                result.append(actor.reason or "stopped" if actor.name == "coordinator" else f"lost its session store ({actor.reason})")
+            nursery.cancel_scope.cancel()
+
+        for actor in actors:
+            nursery.start_soon(wait_one, actor)
+    return result[0]
+
+
+def _note(text: str) -> None:
+    """A supervision event, for the person at the terminal (stderr, one line)."""
+    try:
+        print(f"pi-actors: {text}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+@asynccontextmanager
+async def open_local_runtime(
+    config: dict[str, Any],
+    *,
+    shutdown_grace: float = 3.0,
+    tools_link: Any = None,
+    processes: dict[str, Any] | None = None,
+    handshake_timeout: float | None = None,
+    store_with_coordinator: bool = False,
+    restart_coordinator: bool = False,
+    policy: RestartPolicy | None = None,
+) -> AsyncIterator[CoordinatorLink]:
+    """Spawn and supervise the actors for ``config`` (keys provider, tools, store,
+    coordinator) and yield the UI's :class:`CoordinatorLink`; see the module docstring.
+
+    ``tools_link``: a socket to use as the coordinator's "tools" link instead of spawning a
+    tool pool (the caller serves ``run_tool`` on the other end, e.g. a remote tool host).
+    ``processes``: if given, kept filled with each actor's current ``ChildProcess`` by name.
+    ``handshake_timeout``: how long the coordinator may take to answer the UI's hello
+    (default: the policy's ``start_timeout``; it is our own child, starting on a busy host).
+    ``store_with_coordinator``: place the session store in the coordinator's process (one
+    process and interpreter start-up fewer; see :func:`run_coordinator_with_store`).
+    ``restart_coordinator``: restart a dead coordinator (and the set) instead of ending.
+    ``policy``: restart and liveness settings; default from the coordinator's settings
+    (``supervision``)."""
+    if policy is None:
+        settings = (config.get("coordinator") or {}).get("settings") or {}
+        policy = RestartPolicy.from_json(settings.get("supervision"))
+    link = CoordinatorLink(restartable=restart_coordinator)
+    supervisor = _Supervisor(
+        config, link, policy=policy, tools_link=tools_link, processes=processes,
+        handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator,
+    )  # fmt: skip
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        try:
+            yield link
+        finally:
+            # Children exit on end-of-stream; give them a moment, then terminate what is left.
+            supervisor.closing = True
+            link._end("closed", failed=False)
+            await link.aclose()
+            nursery.cancel_scope.deadline = trio.current_time() + shutdown_grace
+
+
+async def run_coordinator_with_store(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+    """Actor entry for the placement ``store_with_coordinator``: the coordinator and the session
+    store as two tasks of one process, linked by an in-process socketpair (the same protocol,
+    hello included, as across processes). ``config``: ``{"coordinator": ..., "store": ...}``.
+    The coordinator's return closes its end of the store link, which ends the store. A store
+    write error is still the failed call it always is; a crash of either task (a bug) ends the
+    process, so the UI sees the coordinator's link break, as for a crashed coordinator."""
+    from .coordinator import run_coordinator
+    from .session_store import run_session_store
+
+    ours, theirs = link_pair()
+    coordinator_end = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+    store_end = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_session_store, {"coordinator": store_end}, config["store"])
+        try:
+            await run_coordinator({**links, "store": coordinator_end}, config["coordinator"])
+        finally:
+            await coordinator_end.aclose()
