@@ -90,23 +90,37 @@ class PeerSlot:
             life.reason = reason
             life.down.set()
 
+    def _live(self, life: _Life) -> bool:
+        return life.peer is not None and not life.peer.closed_event.is_set() and not life.down.is_set()
+
     async def _current(self) -> tuple[Peer, _Life]:
         life = self._life
-        if not self.supervised or (life.peer is not None and not life.peer.closed_event.is_set()):
+        if not self.supervised or self._live(life):
             assert life.peer is not None, f"{self.name} link used before it was opened"
             return life.peer, life
         with trio.move_on_after(self.wait):
-            while self._life.peer is None or self._life.peer.closed_event.is_set():
+            while not self._live(self._life):
                 await self._changed.wait()
-            return self._life.peer, self._life
+            return self._life.peer, self._life  # type: ignore[return-value]
         raise RemoteError("unavailable", f"the {self.label} did not come back within {self.wait:g} s after it stopped")
 
     @asynccontextmanager
     async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[OutgoingCall]:
         peer, life = await self._current()
+        started = False
         try:
-            async with peer.open_call(method, args, target) as call:
-                yield call
+            try:
+                async with peer.open_call(method, args, target) as call:
+                    started = True
+                    yield call
+            except ConnectionLost:
+                if started or not self.supervised:
+                    raise
+                # The call never left (the link was already broken, its death not yet
+                # noticed): it is not a replay to make it on the restarted actor.
+                peer, life = await self._current()
+                async with peer.open_call(method, args, target) as call:
+                    yield call
         except ConnectionLost as exc:
             if not self.supervised or isinstance(exc, ActorDied):
                 raise

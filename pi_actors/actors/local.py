@@ -99,6 +99,26 @@ class CoordinatorLink:
         self._down: dict[int, trio.Event] = {}
         self._reasons: dict[int, str] = {}
         self._ended: str | None = None
+        #: What supervision did, in order ("the provider process was killed by SIGKILL;
+        #: restarting it", "provider restarted", ...); ``noted`` is set (and replaced) at each.
+        self.notes: list[str] = []
+        self.noted = trio.Event()
+
+    async def wait_note(self, text: str, count: int = 1) -> None:
+        """Wait until ``count`` notes contain ``text``."""
+        while sum(text in note for note in self.notes) < count:
+            await self.noted.wait()
+
+    def _note(self, text: str, *, tell: bool = True) -> None:
+        """Record a supervision event; ``tell``: also one line on stderr for the person."""
+        self.notes.append(text)
+        self.noted.set()
+        self.noted = trio.Event()
+        if tell:
+            try:
+                print(f"pi-actors: {text}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                pass
 
     # -- what the placement drives ------------------------------------------------------------
 
@@ -116,6 +136,7 @@ class CoordinatorLink:
         event = self._down.get(self.generation)
         if event is not None:
             event.set()
+        self._wake()
 
     def _end(self, reason: str, *, failed: bool) -> None:
         if self.closed_event.is_set():
@@ -140,6 +161,10 @@ class CoordinatorLink:
     def peer_name(self) -> str:
         return self._peer.peer_name if self._peer else ""
 
+    def _live(self) -> bool:
+        peer, down = self._peer, self._down.get(self.generation)
+        return peer is not None and not peer.closed_event.is_set() and not (down is not None and down.is_set())
+
     async def current(self) -> Peer:
         """The live coordinator's Peer, waiting while it restarts. Raises RemoteError
         (``session_failed`` or ``session_ended``) once the session has ended."""
@@ -148,18 +173,29 @@ class CoordinatorLink:
                 raise RemoteError("session_failed", self.failure)
             if self._ended is not None:
                 raise RemoteError("session_ended", self._ended)
-            peer = self._peer
-            if peer is not None and not peer.closed_event.is_set():
-                return peer
+            if self._live():
+                assert self._peer is not None
+                return self._peer
             await self._changed.wait()
 
     @asynccontextmanager
     async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[OutgoingCall]:
         peer = await self.current()
         generation = self.generation
+        started = False
         try:
-            async with peer.open_call(method, args, target) as call:
-                yield call
+            try:
+                async with peer.open_call(method, args, target) as call:
+                    started = True
+                    yield call
+            except ConnectionLost:
+                if started or not self.restartable:
+                    raise
+                # Never sent (the coordinator was already gone): make it on the new one.
+                peer = await self.current()
+                generation = self.generation
+                async with peer.open_call(method, args, target) as call:
+                    yield call
         except ConnectionLost as exc:
             if isinstance(exc, ActorDied):
                 raise
@@ -238,12 +274,12 @@ class _Supervisor:
             except TooManyRestarts as exc:
                 self._fail(str(exc), last=f"the coordinator process {reason}")
                 return
-            _note(f"the coordinator process {reason}; restarting it with the session from its file")
+            self.link._note(f"the coordinator process {reason}; restarting it with the session from its file")
             await trio.sleep(delay)
 
     def _fail(self, message: str, *, last: str) -> None:
         text = f"session failed: {last}, and {message}"
-        _note(text)
+        self.link._note(text)
         self.link._end(text, failed=True)
         if self._generation_scope is not None:
             self._generation_scope.cancel()
@@ -266,6 +302,7 @@ class _Supervisor:
             # The remote tool host's link was given to the first coordinator and is gone.
             self.link._end("the coordinator process died, and its tool host link cannot be restored", failed=True)
             return "died"
+        reason = "was stopped by its supervisor"
         async with trio.open_nursery() as nursery:
             self._generation_scope = nursery.cancel_scope
             ui_end, coord_ui = link_pair()
@@ -326,6 +363,8 @@ class _Supervisor:
                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
         async with open_peer(stream, side="client", role="ui", name="coordinator", **extra) as peer:
             self.link._attach(peer)
+            if self.link.generation > 1:
+                self.link._note("coordinator restarted", tell=False)
             task_status.started()
             if first_status is not None:
                 first_status.started()
@@ -377,7 +416,7 @@ class _Supervisor:
             except TooManyRestarts as exc:
                 self._fail(str(exc), last=f"the {label} process {reason}")
                 return
-            _note(f"the {label} process {reason}; restarting it")
+            self.link._note(f"the {label} process {reason}; restarting it")
             await trio.sleep(delay)
             ours, theirs = link_pair()
             try:
@@ -387,6 +426,7 @@ class _Supervisor:
                 return
             finally:
                 ours.close()
+            self.link._note(f"{name} restarted", tell=False)
 
 
 async def _first_down(actors: list[WatchedActor]) -> str:
@@ -403,14 +443,6 @@ async def _first_down(actors: list[WatchedActor]) -> str:
         for actor in actors:
             nursery.start_soon(wait_one, actor)
     return result[0]
-
-
-def _note(text: str) -> None:
-    """A supervision event, for the person at the terminal (stderr, one line)."""
-    try:
-        print(f"pi-actors: {text}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 @asynccontextmanager
