@@ -237,7 +237,7 @@ async def test_a_message_larger_than_a_frame_is_refused_with_one_clear_error():
             with pytest.raises(MessageTooLarge) as info:
                 await client.call("prompt", {"text": "x" * 5000})
             assert info.value.code == "too_large"
-            assert info.value.message.startswith("the 'prompt' call to server is 5,0")
+            assert info.value.message.startswith("the 'prompt' call is 5,0")
             assert "more than the limit of one message (1,024 bytes" in info.value.message
             await client.call("prompt", {"text": "small"})  # the connection is still usable
         nursery.cancel_scope.cancel()

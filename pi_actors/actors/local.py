@@ -88,8 +88,9 @@ class CoordinatorLink:
 
     name = "coordinator"
 
-    def __init__(self, *, restartable: bool) -> None:
+    def __init__(self, *, restartable: bool, announce: bool = True) -> None:
         self.restartable = restartable
+        self.announce = announce
         self.closed_event = trio.Event()
         self.failure: str | None = None
         self.generation = 0
@@ -114,7 +115,7 @@ class CoordinatorLink:
         self.notes.append(text)
         self.noted.set()
         self.noted = trio.Event()
-        if tell:
+        if tell and self.announce:
             try:
                 print(f"pi-actors: {text}", file=sys.stderr, flush=True)
             except (OSError, ValueError):
@@ -456,6 +457,7 @@ async def open_local_runtime(
     store_with_coordinator: bool = False,
     restart_coordinator: bool = False,
     policy: RestartPolicy | None = None,
+    announce: bool = True,
 ) -> AsyncIterator[CoordinatorLink]:
     """Spawn and supervise the actors for ``config`` (keys provider, tools, store,
     coordinator) and yield the UI's :class:`CoordinatorLink`; see the module docstring.
@@ -469,11 +471,12 @@ async def open_local_runtime(
     process and interpreter start-up fewer; see :func:`run_coordinator_with_store`).
     ``restart_coordinator``: restart a dead coordinator (and the set) instead of ending.
     ``policy``: restart and liveness settings; default from the coordinator's settings
-    (``supervision``)."""
+    (``supervision``). ``announce``: print each supervision event as one line on stderr
+    (a full-screen UI turns it off; ``CoordinatorLink.notes`` has them either way)."""
     if policy is None:
         settings = (config.get("coordinator") or {}).get("settings") or {}
         policy = RestartPolicy.from_json(settings.get("supervision"))
-    link = CoordinatorLink(restartable=restart_coordinator)
+    link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
         handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator,

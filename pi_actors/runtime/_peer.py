@@ -225,7 +225,7 @@ class Peer:
                 raise
             what = f"the {msg.method!r} call" if isinstance(msg, P.Call) else f"a {type(msg).__name__.lower()} message"
             raise MessageTooLarge(
-                f"{what} to {self._them()} is {size:,} bytes, more than the limit of one message"
+                f"{what} is {size:,} bytes, more than the limit of one message"
                 f" ({self._conn.max_frame:,} bytes, {self._conn.max_frame / 2**20:g} MiB); nothing was sent"
             ) from None
         async with self._send_lock:
