@@ -36,6 +36,7 @@ Tool processes and the coordinator get an environment without credentials.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import socket
@@ -104,6 +105,10 @@ class CoordinatorLink:
         #: restarting it", "provider restarted", ...); ``noted`` is set (and replaced) at each.
         self.notes: list[str] = []
         self.noted = trio.Event()
+        #: Set when a first prompt has ended (any outcome): the moment to start warm spares.
+        self.first_run_done = trio.Event()
+        #: Set (and replaced) whenever a prompt ends: the moment to replace a used spare.
+        self.run_ended = trio.Event()
 
     async def wait_note(self, text: str, count: int = 1) -> None:
         """Wait until ``count`` notes contain ``text``."""
@@ -210,6 +215,11 @@ class CoordinatorLink:
             if self.restartable and self.failure is None:
                 after = " (it is restarting and reloads the session from its file)"
             raise ActorDied(f"the coordinator process {how}; the outcome of the {what} is unknown{after}") from None
+        finally:
+            if method in ("prompt", "continue"):
+                self.first_run_done.set()
+                self.run_ended.set()
+                self.run_ended = trio.Event()
 
     async def call(self, method: str, args: Any = None, target: str = "") -> Any:
         async with self.open_call(method, args, target) as call:
@@ -222,7 +232,10 @@ class CoordinatorLink:
 
 
 class _Supervisor:
-    """Starts the actor set, watches it, restarts what dies (module docstring)."""
+    """Starts the actor set, watches it, restarts what dies (module docstring).
+
+    Every actor process is a task of the supervisor's own nursery (``self.nursery``), not of
+    one generation's, so that a warm spare can outlive the generation that started it."""
 
     def __init__(
         self,
@@ -234,6 +247,7 @@ class _Supervisor:
         processes: dict[str, Any] | None,
         handshake_timeout: float | None,
         store_with_coordinator: bool,
+        spares: bool,
     ) -> None:
         self.config = config
         self.link = link
@@ -247,13 +261,27 @@ class _Supervisor:
         self.session_path: str | None = None
         self.scrubbed = child_environment(scrub=secret_env_names())
         self.part = {key: config.get(key) or {} for key in ("provider", "tools", "store", "coordinator")}
+        self.nursery: trio.Nursery | None = None
         self._generation_scope: trio.CancelScope | None = None
+        #: Warm standbys by actor name: started, warmed up, waiting for their coordinator.
+        self.spares: dict[str, tuple[WatchedActor, socket.socket]] = {}
+        self._spares_wanted = spares
+        self._spares_changed = trio.Event()
 
     # -- the whole set ----------------------------------------------------------------------
 
     async def run(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Run generations of the actor set until closing, a failure, or (without coordinator
         restarts) the coordinator's end. The first generation's start-up errors propagate."""
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            try:
+                await self._run_generations(task_status)
+            finally:
+                self._drop_spares()
+                nursery.cancel_scope.deadline = trio.current_time() + 5.0
+
+    async def _run_generations(self, task_status: Any) -> None:
         first = True
         while True:
             if first:
@@ -297,67 +325,75 @@ class _Supervisor:
         return cfg
 
     async def _generation(self, task_status: Any) -> str:
-        """One start of the whole set; returns how its coordinator (or store) ended."""
-        restart_tools = self.tools_link is None
-        if self.link.generation > 0 and not restart_tools:
+        """One start of the whole set; returns how its coordinator (or store) ended. The
+        actors it started are all gone (reaped) when it returns."""
+        own_tools = self.tools_link is None
+        if self.link.generation > 0 and not own_tools:
             # The remote tool host's link was given to the first coordinator and is gone.
             self.link._end("the coordinator process died, and its tool host link cannot be restored", failed=True)
             return "died"
         reason = "was stopped by its supervisor"
-        async with trio.open_nursery() as nursery:
-            self._generation_scope = nursery.cancel_scope
-            ui_end, coord_ui = link_pair()
-            control_ours, control_theirs = link_pair()
-            coord_prov, prov = link_pair()
-            if restart_tools:
-                coord_tools, tools = link_pair()
-            else:
-                coord_tools, tools = self.tools_link, None
-            coordinator_links = {"ui": coord_ui, "provider": coord_prov, "tools": coord_tools, "control": control_theirs}
-            watched: dict[str, WatchedActor] = {}
-            owned = [ui_end, control_ours, coord_ui, coord_prov, prov, control_theirs, coord_tools] + ([tools] if tools else [])
-            try:
-                watched["provider"] = await self._start("provider", nursery, prov)
-                if tools is not None:
-                    watched["tool-pool"] = await self._start("tool-pool", nursery, tools)
-                if self.store_with_coordinator:
-                    entry = "pi_actors.actors.local:run_coordinator_with_store"
-                    config: Any = {"coordinator": self._coordinator_config(), "store": self.part["store"]}
-                else:
-                    coord_store, store = link_pair()
-                    owned += [coord_store, store]
-                    watched["session-store"] = await self._spawn(
-                        nursery, "session-store", "pi_actors.actors.session_store:run_session_store",
-                        {"coordinator": store}, self.part["store"], self.scrubbed,
-                    )  # fmt: skip
-                    coordinator_links["store"] = coord_store
-                    entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
-                watched["coordinator"] = await self._spawn(nursery, "coordinator", entry, coordinator_links, config, self.scrubbed)
-            except BaseException:
-                for sock in owned:
-                    sock.close()
-                raise
-            control = FdChannel(trio.socket.from_stdlib_socket(control_ours))
-            nursery.start_soon(self._read_control, control)
-            stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
-            # The coordinator is our own child: give it the start-up time of a supervised actor
-            # (the protocol's 5 s guards servers against strangers, not a parent on a busy host).
-            extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
-            ended = trio.Event()
-            await nursery.start(self._hold_ui, stream, extra, ended, task_status)
-            for name in ("provider", "tool-pool"):
-                if name in watched:
-                    nursery.start_soon(self._keep, name, watched[name], nursery, control, ended)
-            principal = [watched[n] for n in ("coordinator", "session-store") if n in watched]
-            reason = await _first_down(principal)
-            self.link._report_down(reason)
-            ended.set()
+        watched: dict[str, WatchedActor] = {}
+        try:
+            async with trio.open_nursery() as nursery:
+                self._generation_scope = nursery.cancel_scope
+                ui_end, coord_ui = link_pair()
+                control_ours, control_theirs = link_pair()
+                coordinator_links: dict[str, Any] = {"ui": coord_ui, "control": control_theirs}
+                owned = [ui_end, control_ours, coord_ui, control_theirs]
+                try:
+                    watched["provider"], coordinator_links["provider"] = await self._take("provider")
+                    owned.append(coordinator_links["provider"])
+                    if own_tools:
+                        watched["tool-pool"], coordinator_links["tools"] = await self._take("tool-pool")
+                        owned.append(coordinator_links["tools"])
+                    else:
+                        coordinator_links["tools"] = self.tools_link
+                    if self.store_with_coordinator:
+                        entry = "pi_actors.actors.local:run_coordinator_with_store"
+                        config: Any = {"coordinator": self._coordinator_config(), "store": self.part["store"]}
+                    else:
+                        coord_store, store = link_pair()
+                        owned += [coord_store, store]
+                        watched["session-store"] = await self._spawn(
+                            "session-store", "pi_actors.actors.session_store:run_session_store",
+                            {"coordinator": store}, self.part["store"], self.scrubbed,
+                        )  # fmt: skip
+                        coordinator_links["store"] = coord_store
+                        entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+                    watched["coordinator"] = await self._spawn("coordinator", entry, coordinator_links, config, self.scrubbed)
+                except BaseException:
+                    for sock in owned:
+                        sock.close()
+                    raise
+                control = FdChannel(trio.socket.from_stdlib_socket(control_ours))
+                nursery.start_soon(self._read_control, control)
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
+                # The coordinator is our own child: give it the start-up time of a supervised
+                # actor (the protocol's 5 s guards servers against strangers, not a parent).
+                extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
+                ended = trio.Event()
+                await nursery.start(self._hold_ui, stream, extra, ended, task_status)
+                for name in ("provider", "tool-pool"):
+                    if name in watched:
+                        nursery.start_soon(self._keep, name, watched, control, ended)
+                principal = [watched[n] for n in ("coordinator", "session-store") if n in watched]
+                reason = await _first_down(principal)
+                self.link._report_down(reason)
+                ended.set()
+                nursery.cancel_scope.deadline = trio.current_time() + 5.0
+        finally:
+            self._generation_scope = None
             # rest_for_one: the provider and the pool were linked to the dead coordinator.
-            for actor in watched.values():
-                if not actor.down.is_set() and not self.closing:
-                    actor.kill()
-            nursery.cancel_scope.deadline = trio.current_time() + 5.0
-        self._generation_scope = None
+            # (On a normal close they see end-of-stream and exit by themselves, and the
+            # supervisor's nursery waits for them.)
+            if not self.closing:
+                for actor in watched.values():
+                    if not actor.down.is_set():
+                        actor.kill()
+                with trio.move_on_after(10):
+                    for actor in watched.values():
+                        await actor.down.wait()
         return reason
 
     async def _hold_ui(self, stream: trio.SocketStream, extra: dict, ended: trio.Event, first_status: Any,
@@ -369,6 +405,9 @@ class _Supervisor:
             task_status.started()
             if first_status is not None:
                 first_status.started()
+                if self._spares_wanted:
+                    assert self.nursery is not None
+                    self.nursery.start_soon(self._keep_spares)
             await ended.wait()
 
     async def _read_control(self, control: FdChannel) -> None:
@@ -387,23 +426,81 @@ class _Supervisor:
 
     # -- one actor ----------------------------------------------------------------------------
 
-    async def _spawn(self, nursery: trio.Nursery, name: str, entry: str, links: dict, config: Any, env: Any) -> WatchedActor:
-        actor = await start_watched_actor(nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy)
-        if self.processes is not None:
+    async def _spawn(self, name: str, entry: str, links: dict, config: Any, env: Any, *, record: bool = True) -> WatchedActor:
+        assert self.nursery is not None
+        actor = await start_watched_actor(self.nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy)
+        if record and self.processes is not None:
             self.processes[name] = actor.process
         return actor
 
-    async def _start(self, name: str, nursery: trio.Nursery, link: socket.socket) -> WatchedActor:
-        if name == "provider":
-            return await self._spawn(nursery, name, "pi_actors.actors.provider:run_provider", {"coordinator": link}, self.part["provider"], None)
-        return await self._spawn(nursery, name, "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": link}, self.part["tools"], self.scrubbed)
+    async def _start(self, name: str, *, standby: bool = False) -> tuple[WatchedActor, socket.socket]:
+        """Start a provider or tool pool; returns it and the coordinator's end of its link."""
+        ours, theirs = link_pair()
+        try:
+            if name == "provider":
+                config = {**self.part["provider"], "standby": standby}
+                actor = await self._spawn(
+                    name, "pi_actors.actors.provider:run_provider", {"coordinator": theirs}, config, None, record=not standby
+                )
+            else:
+                config = {**self.part["tools"], "standby": standby}
+                actor = await self._spawn(
+                    name, "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": theirs}, config, self.scrubbed,
+                    record=not standby,
+                )  # fmt: skip
+        except BaseException:
+            ours.close()
+            raise
+        return actor, ours
 
-    async def _keep(self, name: str, actor: WatchedActor, nursery: trio.Nursery, control: FdChannel, over: trio.Event) -> None:
+    async def _take(self, name: str) -> tuple[WatchedActor, socket.socket]:
+        """A warm spare of ``name`` if there is one, else a new process."""
+        spare = self.spares.pop(name, None)
+        self._spares_changed.set()
+        if spare is not None and not spare[0].down.is_set():
+            if self.processes is not None:
+                self.processes[name] = spare[0].process
+            return spare
+        if spare is not None:
+            spare[1].close()
+        return await self._start(name)
+
+    async def _keep_spares(self) -> None:
+        """Keep one warm standby of the provider and of the tool pool (``spares=True``), so
+        that a restart hands over a process that has already started and warmed up. The
+        first ones start once the session's first run is over, and a used one is replaced
+        once the next run is over: never competing for the CPU with a start or a recovery."""
+        await self.link.first_run_done.wait()
+        names = ["provider"] + (["tool-pool"] if self.tools_link is None else [])
+        first = True
+        while not self.closing and not self.link.closed_event.is_set():
+            self._spares_changed = trio.Event()
+            for name in names:
+                spare = self.spares.get(name)
+                if spare is not None and spare[0].down.is_set():
+                    spare[1].close()
+                    del self.spares[name]
+            missing = [name for name in names if name not in self.spares]
+            if missing and not first:
+                await self.link.run_ended.wait()
+            first = False
+            for name in missing:
+                if name not in self.spares:
+                    self.spares[name] = await self._start(name, standby=True)
+            await self._spares_changed.wait()
+
+    def _drop_spares(self) -> None:
+        for actor, sock in self.spares.values():
+            sock.close()  # the standby sees end-of-stream before its hello and exits
+        self.spares.clear()
+
+    async def _keep(self, name: str, watched: dict[str, WatchedActor], control: FdChannel, over: trio.Event) -> None:
         """one_for_one: restart ``name`` each time it dies and hand the coordinator the new
         link; ``over`` is set when the generation ends (then nothing is restarted)."""
         link_name = "provider" if name == "provider" else "tools"
         label = "provider" if name == "provider" else "tool pool"
         while True:
+            actor = watched[name]
             await actor.down.wait()
             if self.closing or over.is_set():
                 return
@@ -419,9 +516,11 @@ class _Supervisor:
                 return
             self.link._note(f"the {label} process {reason}; restarting it")
             await trio.sleep(delay)
-            ours, theirs = link_pair()
             try:
-                actor = await self._start(name, nursery, theirs)
+                watched[name], ours = await self._take(name)
+            except OSError:
+                return
+            try:
                 await control.send({"link": link_name}, ours)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
@@ -458,6 +557,7 @@ async def open_local_runtime(
     restart_coordinator: bool = False,
     policy: RestartPolicy | None = None,
     announce: bool = True,
+    spares: bool = False,
 ) -> AsyncIterator[CoordinatorLink]:
     """Spawn and supervise the actors for ``config`` (keys provider, tools, store,
     coordinator) and yield the UI's :class:`CoordinatorLink`; see the module docstring.
@@ -472,14 +572,17 @@ async def open_local_runtime(
     ``restart_coordinator``: restart a dead coordinator (and the set) instead of ending.
     ``policy``: restart and liveness settings; default from the coordinator's settings
     (``supervision``). ``announce``: print each supervision event as one line on stderr
-    (a full-screen UI turns it off; ``CoordinatorLink.notes`` has them either way)."""
+    (a full-screen UI turns it off; ``CoordinatorLink.notes`` has them either way).
+    ``spares``: once the session is up, keep a warm standby provider and tool pool, so that
+    a restart does not wait for an interpreter, the SDK import and the sandbox's start-up
+    (one idle process each; for long sessions, not one-shot runs)."""
     if policy is None:
         settings = (config.get("coordinator") or {}).get("settings") or {}
         policy = RestartPolicy.from_json(settings.get("supervision"))
     link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
-        handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator,
+        handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator, spares=spares,
     )  # fmt: skip
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)

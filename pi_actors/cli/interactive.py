@@ -41,7 +41,7 @@ async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
     model = config["coordinator"]["model"]
     print(f"pi-actors — {model['provider']}/{model['id']} in {config['coordinator']['cwd']}  (/quit to exit)")
     pending = list(initial)
-    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
         while True:
             if pending:
                 text = pending.pop(0)

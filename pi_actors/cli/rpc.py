@@ -282,7 +282,7 @@ async def run_rpc(config: dict[str, Any]) -> int:
     out = sys.stdout.buffer
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     code = 0
-    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
         session = RpcSession(coordinator, out, config)
         async with trio.open_nursery() as nursery:
 

@@ -60,7 +60,7 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
 
     coord_cfg = config["coordinator"]
     async with open_local_runtime(
-        config, store_with_coordinator=True, restart_coordinator=True, announce=False
+        config, store_with_coordinator=True, restart_coordinator=True, announce=False, spares=True
     ) as coordinator:
         session = await coordinator.call("session") or {}
         try:
