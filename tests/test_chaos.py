@@ -1,9 +1,10 @@
 """Chaos: the real CLI (``--mode rpc`` and print mode), its actors killed (SIGKILL) and stopped
 (SIGSTOP) at chosen moments of a run, against the scripted model.
 
-For each actor kind (provider, tool pool, coordinator with its store) one rpc session goes
-through six faults — SIGKILL then SIGSTOP, each mid-stream (the model's reply held open),
-mid-tool (a bash call blocked reading a FIFO) and idle (between prompts) — and after each:
+For each actor kind (provider, tool pool, coordinator with its store), one rpc session goes
+through four faults — SIGKILL mid-stream (the model's reply held open), mid-tool (a bash call
+blocked reading a FIFO) and idle (between prompts), then SIGSTOP where the actor is busy —
+and after each:
 
 * the run ends (or recovers) — ``trio.fail_after`` is only the safety net;
 * the next prompt succeeds;
@@ -32,11 +33,19 @@ from pi_actors.testing.wire_formats import ScriptToolCall
 from _procs import cmdline, environ_has, live_pids, wait_exited
 from conftest import CLI
 
-SUPERVISION = {"heartbeatInterval": 0.2, "heartbeatTimeout": 1.5, "maxRestarts": 50}
+SUPERVISION = {"heartbeatInterval": 0.2, "heartbeatTimeout": 1.5, "maxRestarts": 50, "backoffFirst": 0.01, "backoffMax": 0.01}
+# (one session for all kinds: the start-up is shared; faults come one after another)
 #: The process name of each actor kind, and how the root's stderr names it.
 KINDS = {"provider": "provider", "tool-pool": "tool pool", "coordinator": "coordinator"}
-PHASES = [(signal.SIGKILL, "mid-stream"), (signal.SIGKILL, "mid-tool"), (signal.SIGKILL, "idle"),
-          (signal.SIGSTOP, "mid-stream"), (signal.SIGSTOP, "mid-tool"), (signal.SIGSTOP, "idle")]  # fmt: skip
+#: SIGKILL at every phase; SIGSTOP (caught by the liveness check, the same for every phase)
+#: where the actor is busy: the provider streaming, the pool running a tool, the coordinator
+#: in the middle of a run. Fewer faults keep the module within the CI budget.
+KILLS = [(signal.SIGKILL, "mid-stream"), (signal.SIGKILL, "mid-tool"), (signal.SIGKILL, "idle")]
+STOPS = {"provider": "mid-stream", "tool-pool": "mid-tool", "coordinator": "mid-tool"}
+
+
+def phases(kind: str) -> list[tuple[int, str]]:
+    return [*KILLS, (signal.SIGSTOP, STOPS[kind])]
 
 
 class Rpc:
@@ -93,11 +102,20 @@ class Rpc:
         return final
 
 
+def _started(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        data = f.read()
+    return int(data[data.rindex(b")") + 2 :].split()[19])  # field 22: start time in ticks
+
+
 def _actor_pid(marker: str, name: str) -> int:
+    """The pid of the session's ``name`` actor. A warm spare of the provider or the pool may
+    run beside it; spares are started after a run ends and adopted at a restart, so the
+    actor in use is always the older of the two."""
     pids = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}")
                      and cmdline(pid).endswith(f"pi_actors.runtime.child {name}"))  # fmt: skip
-    assert len(pids) == 1, (name, pids)
-    return pids[0]
+    assert 1 <= len(pids) <= (1 if name == "coordinator" else 2), (name, pids)
+    return min(pids, key=_started)
 
 
 def _marked(marker: str) -> list[int]:
@@ -169,23 +187,25 @@ async def _fault(rpc: Rpc, scripted: Any, env: Any, kind: str, sig: int, phase: 
     await rpc.wait(lambda l: l.get("id") == request and l.get("type") == "response", start)
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-async def test_a_killed_or_stopped_actor_is_restarted_and_the_next_prompt_works(scripted, env, kind):
+async def test_killed_or_stopped_actors_are_restarted_and_the_next_prompt_works(scripted, env):
+    """One rpc session (start-up shared) takes every fault of every kind in turn."""
     (env.home / "settings.json").write_text(json.dumps({"supervision": SUPERVISION, "retry": {"enabled": False}}))
     proc = await trio.lowlevel.open_process(
         [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", "--session-dir", str(env.sessions)],
         env=env.env, cwd=env.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     rpc = Rpc(proc)
+    faults = [(kind, sig, phase) for kind in KINDS for sig, phase in phases(kind)]
     try:
-        with trio.fail_after(120):
+        with trio.fail_after(180):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(rpc.pump, proc.stdout, rpc.lines, json.loads)
                 nursery.start_soon(rpc.pump, proc.stderr, rpc.stderr, lambda b: b.decode(errors="replace"))
                 scripted.script.append(Reply(text="ready"))
                 await rpc.prompt_ok("hello")
-                for n, (sig, phase) in enumerate(PHASES):
+                for n, (kind, sig, phase) in enumerate(faults):
                     await _fault(rpc, scripted, env, kind, sig, phase, n)
+                    # The next prompt uses the restarted actor (the pool: through a tool call).
                     if kind == "tool-pool":
                         scripted.script += [
                             Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo works {n}"})]),
@@ -194,7 +214,7 @@ async def test_a_killed_or_stopped_actor_is_restarted_and_the_next_prompt_works(
                     else:
                         scripted.script.append(Reply(text=f"next {n}"))
                     final = await rpc.prompt_ok(f"next {n}")
-                    assert final["content"][0]["text"] == f"next {n}"
+                    assert final["content"][0]["text"] == f"next {n}", (kind, sig, phase)
                 state_id = await rpc.send({"type": "get_state"})
                 state = await rpc.wait(lambda l: l.get("id") == state_id)
                 pids = _marked(env.marker)
@@ -211,8 +231,8 @@ async def test_a_killed_or_stopped_actor_is_restarted_and_the_next_prompt_works(
     stamps = {(e["message"]["role"], e["message"]["timestamp"]) for e in saved if e.get("type") == "message"}
     seen = [l["message"] for l in rpc.lines if l.get("type") == "message_end"]
     assert seen and all((m["role"], m["timestamp"]) in stamps for m in seen)
-    # Each fault was reported once, in one line.
-    assert sum("restarting" in line for line in rpc.stderr) == len(PHASES), rpc.stderr
+    # Each fault was reported once, in one line; no traceback anywhere.
+    assert sum("restarting" in line for line in rpc.stderr) == len(faults), rpc.stderr
     assert not any("Traceback" in line for line in rpc.stderr), rpc.stderr
 
 

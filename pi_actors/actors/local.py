@@ -575,14 +575,15 @@ async def open_local_runtime(
     (a full-screen UI turns it off; ``CoordinatorLink.notes`` has them either way).
     ``spares``: once the session is up, keep a warm standby provider and tool pool, so that
     a restart does not wait for an interpreter, the SDK import and the sandbox's start-up
-    (one idle process each; for long sessions, not one-shot runs)."""
+    (one idle process each; for long sessions, not one-shot runs; settings can turn it off:
+    ``supervision.spares``)."""
     if policy is None:
         settings = (config.get("coordinator") or {}).get("settings") or {}
         policy = RestartPolicy.from_json(settings.get("supervision"))
     link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
-        handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator, spares=spares,
+        handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator, spares=spares and policy.spares,
     )  # fmt: skip
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)

@@ -220,8 +220,8 @@ class Peer:
         try:
             data = self._conn.send(msg)
         except P.LocalProtocolError as exc:
-            size = _message_size(msg)
-            if size is None or size <= self._conn.max_frame:
+            size = getattr(exc, "size", None)
+            if size is None:
                 raise
             what = f"the {msg.method!r} call" if isinstance(msg, P.Call) else f"a {type(msg).__name__.lower()} message"
             raise MessageTooLarge(
@@ -414,14 +414,6 @@ class Peer:
     async def aclose(self) -> None:
         self._mark_closed("closed locally")
         await trio.aclose_forcefully(self._stream)
-
-
-def _message_size(msg: Any) -> int | None:
-    """The encoded size of ``msg`` (for the too-large error), or None if it does not encode."""
-    try:
-        return len(P.encode_message(msg))
-    except Exception:  # noqa: BLE001 - only for an error message
-        return None
 
 
 def _only_remote_errors(group: BaseExceptionGroup) -> RemoteError | None:

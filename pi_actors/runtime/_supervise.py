@@ -58,6 +58,7 @@ class RestartPolicy:
       heartbeat_timeout: an actor that has not answered a check for this long is killed.
       start_timeout: how long a starting actor may take to answer on its supervision link
         (interpreter start-up and imports on a busy machine).
+      spares: whether a placement that can keep warm standby actors may do so.
     """
 
     max_restarts: int = 5
@@ -67,11 +68,13 @@ class RestartPolicy:
     heartbeat_interval: float = 1.0
     heartbeat_timeout: float = 5.0
     start_timeout: float = 60.0
+    spares: bool = True
 
     @classmethod
     def from_json(cls, data: Any) -> "RestartPolicy":
-        """From settings (``supervision``: maxRestarts, restartWindow, heartbeatInterval,
-        heartbeatTimeout, startTimeout); a missing or invalid field keeps its default."""
+        """From settings (``supervision``: maxRestarts, restartWindow, backoffFirst, backoffMax,
+        heartbeatInterval, heartbeatTimeout, startTimeout, spares); a missing or invalid field
+        keeps its default."""
         data = data if isinstance(data, dict) else {}
         base = cls()
 
@@ -85,9 +88,12 @@ class RestartPolicy:
         return cls(
             max_restarts=number("maxRestarts", base.max_restarts, integer=True),
             window=float(number("restartWindow", base.window)),
+            backoff_first=float(number("backoffFirst", base.backoff_first)),
+            backoff_max=float(number("backoffMax", base.backoff_max)),
             heartbeat_interval=float(number("heartbeatInterval", base.heartbeat_interval)),
             heartbeat_timeout=float(number("heartbeatTimeout", base.heartbeat_timeout)),
             start_timeout=float(number("startTimeout", base.start_timeout)),
+            spares=data["spares"] if isinstance(data.get("spares"), bool) else base.spares,
         )
 
 
