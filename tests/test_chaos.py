@@ -271,3 +271,32 @@ async def test_a_prompt_larger_than_one_message_is_refused_in_one_line(scripted,
     assert len(err) == 1, err
     assert err[0].startswith("Error: the 'prompt' call is 20,000,0") and "16 MiB" in err[0]
     assert scripted.requests == []
+
+
+async def test_ctrl_c_while_the_actors_start_is_one_line_and_exit_status_130(scripted, env):
+    # The actors open the log file as they start: a FIFO there tells us start-up is under way.
+    log = env.work / "log.fifo"
+    os.mkfifo(log)
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "-p", "hello"],
+        env=env.env, cwd=env.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    reader = None
+    try:
+        with trio.fail_after(60):
+            reader = await trio.to_thread.run_sync(os.open, str(log), os.O_RDONLY)  # returns once an actor opened it
+            os.set_blocking(reader, False)
+            pids = _marked(env.marker)
+            proc.send_signal(signal.SIGINT)
+            err = b""
+            async for data in proc.stderr:
+                err += data
+            assert await proc.wait() == 130
+            await wait_exited(pids, timeout=20)
+    finally:
+        if reader is not None:
+            os.close(reader)
+        for pid in _marked(env.marker):
+            os.kill(pid, signal.SIGKILL)
+    assert err.decode().splitlines() == ["Interrupted."]
+    assert scripted.requests == []
