@@ -19,6 +19,7 @@ FIFO the tool blocks on), never by sleeping. The liveness check is shortened thr
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -300,3 +301,18 @@ async def test_ctrl_c_while_the_actors_start_is_one_line_and_exit_status_130(scr
             os.kill(pid, signal.SIGKILL)
     assert err.decode().splitlines() == ["Interrupted."]
     assert scripted.requests == []
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_the_tui_shows_a_dead_coordinator_in_one_line_and_the_next_prompt_works(scripted, env, pane):
+    scripted.script += [Reply(text="held open", hang_after_start=True), Reply(text="answered after the restart")]
+    await pane.start(session=True)
+    await pane.type("first")
+    await pane.keys("Enter")
+    await pane.wait_for("held open")
+    os.kill(_actor_pid(env.marker, "coordinator"), signal.SIGKILL)
+    await pane.wait_for("the coordinator process was killed by SIGKILL; the outcome of the prompt is unknown")
+    await pane.type("second")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("answered after the restart")
+    assert "Traceback" not in screen

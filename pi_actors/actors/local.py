@@ -267,6 +267,7 @@ class _Supervisor:
         self.spares: dict[str, tuple[WatchedActor, socket.socket]] = {}
         self._spares_wanted = spares
         self._spares_changed = trio.Event()
+        self._spares_scope: trio.CancelScope | None = None
 
     # -- the whole set ----------------------------------------------------------------------
 
@@ -407,7 +408,7 @@ class _Supervisor:
                 first_status.started()
                 if self._spares_wanted:
                     assert self.nursery is not None
-                    self.nursery.start_soon(self._keep_spares)
+                    self.nursery.start_soon(self._keep_spares_until_closed)
             await ended.wait()
 
     async def _read_control(self, control: FdChannel) -> None:
@@ -465,6 +466,11 @@ class _Supervisor:
             spare[1].close()
         return await self._start(name)
 
+    async def _keep_spares_until_closed(self) -> None:
+        with trio.CancelScope() as scope:
+            self._spares_scope = scope
+            await self._keep_spares()
+
     async def _keep_spares(self) -> None:
         """Keep one warm standby of the provider and of the tool pool (``spares=True``), so
         that a restart hands over a process that has already started and warmed up. The
@@ -490,6 +496,8 @@ class _Supervisor:
             await self._spares_changed.wait()
 
     def _drop_spares(self) -> None:
+        if self._spares_scope is not None:
+            self._spares_scope.cancel()
         for actor, sock in self.spares.values():
             sock.close()  # the standby sees end-of-stream before its hello and exits
         self.spares.clear()
