@@ -16,6 +16,9 @@ or started its sandbox zygote; a new standby is started behind it. Rounds are 3 
 that the new standby is warm before the next kill, as it would be in a session where
 crashes are rare; a kill right after a restart costs a cold start (about 1-2 s here).
 
+A second pass measures the same without spares (``spares=False``: print mode, the server, or
+``supervision.spares: false``): every restart is a cold start.
+
 Back-off is off here (``backoff_first=0``) so that every round measures the restart itself:
 with the default policy the first restart in a window is immediate too, and later ones wait
 0.25 s, 0.5 s, 1 s, then 2 s (see ``RestartPolicy``).
@@ -67,6 +70,11 @@ def _ms(values: list[float]) -> str:
 
 
 async def main(rounds: int) -> None:
+    for spares in (True, False):
+        await measure(rounds, spares)
+
+
+async def measure(rounds: int, spares: bool) -> None:
     replies: list[Reply] = []
 
     def script(body: dict) -> Reply:
@@ -83,7 +91,7 @@ async def main(rounds: int) -> None:
             processes: dict = {}
             async with open_local_runtime(
                 _config(server, cwd), processes=processes, store_with_coordinator=True, restart_coordinator=True,
-                announce=False, spares=True, policy=RestartPolicy(max_restarts=1000, backoff_first=0.0),
+                announce=False, spares=spares, policy=RestartPolicy(max_restarts=1000, backoff_first=0.0),
             ) as coordinator:  # fmt: skip
                 await _prompt(coordinator, "warm")
                 await _prompt(coordinator, "tool")
@@ -118,7 +126,8 @@ async def main(rounds: int) -> None:
             nursery.cancel_scope.cancel()
     base = statistics.median(results["baseline (no kill)"])
     tool_base = statistics.median(results["baseline, one tool call"])
-    print(f"recovery after SIGKILL, {rounds} rounds (local placement, store with coordinator)")
+    print(f"recovery after SIGKILL, {rounds} rounds (local placement, store with coordinator), "
+          f"{'with warm spares (interactive, TUI, rpc)' if spares else 'without spares (cold restarts)'}")
     for label, values in results.items():
         ref = tool_base if "tool" in label else base
         print(f"  {label:<34} {_ms(values)}  ({statistics.median(values) / ref:5.1f}x its baseline)")
