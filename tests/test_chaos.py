@@ -11,6 +11,10 @@ and after each:
 * at the end, every message whose ``message_end`` the UI saw is in the session file, and no
   process of the session is left once the CLI has exited.
 
+"Between turns" is covered by the kinds' phases: a provider killed mid-tool dies between
+two requests of one run (the run goes on with the restarted provider), a pool killed
+mid-stream dies between two tool batches.
+
 Moments are chosen by waiting for events (the CLI's own event lines, its stderr notes, a
 FIFO the tool blocks on), never by sleeping. The liveness check is shortened through
 ``settings.json`` (``supervision``) so that a stopped actor is caught in about a second.

@@ -12,6 +12,7 @@ import os
 import signal
 
 import pytest
+from hypothesis import given, settings, strategies as st
 import trio
 import trio.testing
 
@@ -241,3 +242,49 @@ async def test_a_message_larger_than_a_frame_is_refused_with_one_clear_error():
             assert "more than the limit of one message (1,024 bytes" in info.value.message
             await client.call("prompt", {"text": "small"})  # the connection is still usable
         nursery.cancel_scope.cancel()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=300) | st.sampled_from([b"[" * 5000, b"{}\n", b'{"fd": true}\n', b"\n"]), max_size=6))
+def test_the_control_channel_reads_hostile_bytes_as_messages_or_one_value_error(chunks):
+    import socket
+
+    from pi_actors.runtime import FdChannel
+
+    async def main() -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            for chunk in chunks:
+                theirs.sendall(chunk)
+            theirs.close()
+            channel = FdChannel(trio.socket.from_stdlib_socket(ours))
+            while True:
+                try:
+                    message, sock = await channel.receive()
+                except (EOFError, ValueError):
+                    return
+                assert isinstance(message, dict) and sock is None
+        finally:
+            ours.close()
+
+    trio.run(main)
+
+
+async def test_the_control_channel_carries_a_working_socket():
+    import socket
+
+    from pi_actors.runtime import FdChannel
+
+    a, b = socket.socketpair()
+    left, right = socket.socketpair()
+    sender, receiver = FdChannel(trio.socket.from_stdlib_socket(a)), FdChannel(trio.socket.from_stdlib_socket(b))
+    await sender.send({"session": "/x"})
+    await sender.send({"link": "provider"}, left)
+    left.close()
+    assert await receiver.receive() == ({"session": "/x"}, None)
+    message, sock = await receiver.receive()
+    assert message == {"link": "provider"}
+    sock.sendall(b"ping")
+    assert right.recv(4) == b"ping"
+    for s in (sock, right, a, b):
+        s.close()

@@ -9,8 +9,9 @@ first byte; the receiver hands out descriptors in the order their lines complete
 Contract: ``send(message, sock=None)`` writes one line (``sock`` is duplicated into the
 peer; the caller still owns and closes its own); ``receive()`` returns the next
 ``(message, socket or None)`` and raises ``EOFError`` at end of stream. One sender task and
-one receiver task at a time. Malformed lines raise ``ValueError`` (the channel is between
-two processes of one program: a bad line is a bug, not input).
+one receiver task at a time. Malformed lines (not JSON, not an object, nested too deeply,
+longer than 64 KiB, announcing a descriptor that did not come) raise ``ValueError`` and
+nothing else, so a reader can stop cleanly on any input.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import trio
 __all__ = ["FdChannel"]
 
 _MAX_FDS = 8
+#: Control messages are small (a name, a path): a longer line is refused.
+_MAX_LINE = 65536
 
 
 class FdChannel:
@@ -58,7 +61,11 @@ class FdChannel:
             if self._eof:
                 raise EOFError("control channel closed")
             await self._fill()
-        message = json.loads(self._lines.popleft())
+        line = self._lines.popleft()
+        try:
+            message = json.loads(line)
+        except RecursionError:
+            raise ValueError("control message nested too deeply") from None
         if not isinstance(message, dict):
             raise ValueError("control message is not an object")
         sock = None
@@ -82,6 +89,8 @@ class FdChannel:
         self._buffer += data
         *complete, self._buffer = self._buffer.split(b"\n")
         self._lines.extend(line for line in complete if line.strip())
+        if len(self._buffer) > _MAX_LINE or any(len(line) > _MAX_LINE for line in complete):
+            raise ValueError(f"control message longer than {_MAX_LINE} bytes")
 
     def close(self) -> None:
         while self._fds:
