@@ -117,12 +117,13 @@ class CoordinatorLink:
 
     async def current(self) -> Peer:
         """The live coordinator's Peer, waiting while it restarts. Raises RemoteError
-        (``session_failed`` or ``session_ended``) once the session has ended."""
+        ``session_failed`` once the session has failed, ConnectionLost once it has ended."""
         while True:
             if self.failure is not None:
                 raise RemoteError("session_failed", self.failure)
             if self._ended is not None:
-                raise RemoteError("session_ended", self._ended)
+                # As a closed Peer would: the session's connection is gone.
+                raise ConnectionLost(self._ended)
             if self._live():
                 assert self._peer is not None
                 return self._peer

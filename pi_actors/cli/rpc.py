@@ -81,7 +81,7 @@ class RpcSession:
                 if not started or self.c.closed_event.is_set():
                     raise
             except RemoteError as exc:
-                if not started or exc.code in ("session_failed", "session_ended"):
+                if not started or exc.code == "session_failed":
                     raise
 
     # -- commands ------------------------------------------------------------------------
