@@ -320,3 +320,37 @@ async def test_the_tui_shows_a_dead_coordinator_in_one_line_and_the_next_prompt_
     await pane.keys("Enter")
     screen = await pane.wait_for("answered after the restart")
     assert "Traceback" not in screen
+
+
+async def test_too_many_restarts_end_an_rpc_session_with_one_line_and_exit_status_1(scripted, env):
+    settings = {"supervision": {**SUPERVISION, "maxRestarts": 1, "spares": False}, "retry": {"enabled": False}}
+    (env.home / "settings.json").write_text(json.dumps(settings))
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", "--no-session"],
+        env=env.env, cwd=env.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    rpc = Rpc(proc)
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(rpc.pump, proc.stdout, rpc.lines, json.loads)
+                nursery.start_soon(rpc.pump, proc.stderr, rpc.stderr, lambda b: b.decode(errors="replace"))
+                scripted.script.append(Reply(text="ready"))
+                await rpc.prompt_ok("hello")
+                pids = _marked(env.marker)
+                os.kill(_actor_pid(env.marker, "provider"), signal.SIGKILL)
+                await rpc.wait_stderr("the provider process was killed by SIGKILL; restarting it", 1)
+                scripted.script.append(Reply(text="still fine"))
+                await rpc.prompt_ok("again")  # the one restart allowed worked
+                os.kill(_actor_pid(env.marker, "provider"), signal.SIGKILL)
+                assert await proc.wait() == 1  # without waiting for stdin to close
+                await wait_exited(pids, timeout=20)
+    finally:
+        for pid in _marked(env.marker):
+            os.kill(pid, signal.SIGKILL)
+    errors = [line for line in rpc.stderr if line.startswith("Error:")]
+    assert errors == [
+        "Error: session failed: the provider process was killed by SIGKILL, and the provider failed again"
+        " after 1 restart within 60 s; giving up"
+    ], rpc.stderr
+    assert not any("Traceback" in line for line in rpc.stderr)

@@ -119,7 +119,8 @@ class RestartIntensity:
             self._times.popleft()
         if len(self._times) >= policy.max_restarts:
             raise TooManyRestarts(
-                f"{what} failed again after {len(self._times)} restarts within {policy.window:g} s; giving up"
+                f"{what} failed again after {len(self._times)} restart{'' if len(self._times) == 1 else 's'}"
+                f" within {policy.window:g} s; giving up"
             )
         earlier = len(self._times)
         self._times.append(now)
