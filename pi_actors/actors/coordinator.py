@@ -42,6 +42,13 @@ Calls served (from a UI):
 
 The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
 steering and follow-up queues, one run at a time.
+
+Supervision (``pi_actors.actors.local``): with a ``control`` link, the provider and tool-pool
+links are :class:`~._relink.PeerSlot`\ s that the supervisor re-links after restarting the
+actor behind them; a call in flight when one died fails with "the provider process was killed
+by SIGKILL; the outcome of the request is unknown" (not retried: nothing is replayed), and
+the next call goes to the restarted actor. The path of the session file is reported on the
+control link whenever it changes, so that a restarted coordinator reopens it.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ from ..coding.tools import MUTATING_TOOLS
 from ..coding.tools.paths import resolve_to_cwd
 from ..ai import types as T
 from ..ai.abort import AbortSignal
-from ..runtime import ConnectionLost, IncomingCall, JsonLog, Peer, RemoteError, open_peer
+from ..runtime import ActorDied, ConnectionLost, FdChannel, IncomingCall, JsonLog, Peer, RemoteError, open_peer
+from ._relink import PeerSlot, serve_control
 from ._event_wire import StreamRebuilder, strip_agent_event
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
@@ -85,7 +93,7 @@ def _error_message(model: T.Model, text: str) -> T.AssistantMessage:
 
 
 class Coordinator:
-    def __init__(self, config: dict[str, Any], provider: Peer, tools: Peer, store: Peer) -> None:
+    def __init__(self, config: dict[str, Any], provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer) -> None:
         from ..coding.tools import TOOL_SPECS
 
         self.config = config
@@ -93,7 +101,9 @@ class Coordinator:
         self.tools_peer = tools
         self.store = store
         self.cwd: str = config.get("cwd") or os.getcwd()
-        self.session: dict | None = None
+        #: Called with the session file's path (None: not saved) whenever it changes.
+        self.on_session_path: Any = None
+        self._session: dict | None = None
         tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.get("tools") or [] if n in TOOL_SPECS]
         self.agent = Agent(
             initial_state={
@@ -131,6 +141,18 @@ class Coordinator:
         )
 
     @property
+    def session(self) -> dict | None:
+        return self._session
+
+    @session.setter
+    def session(self, value: dict | None) -> None:
+        old = (self._session or {}).get("path")
+        self._session = value
+        new = (value or {}).get("path")
+        if self.on_session_path is not None and new != old:
+            self.on_session_path(new)
+
+    @property
     def session_id(self) -> str | None:
         return ((self.session or {}).get("header") or {}).get("id")
 
@@ -165,7 +187,9 @@ class Coordinator:
                         await emit(rebuild.apply(data))
                 return msgspec.convert(await call.result(), T.AssistantMessage)
         except (RemoteError, msgspec.ValidationError, ValueError) as exc:
-            final = _error_message(model, f"provider actor: {exc}")
+            # A dead provider is said plainly (and is not a transient error to retry: the
+            # request may have reached the model; nothing is replayed behind the user's back).
+            final = _error_message(model, exc.message if isinstance(exc, ActorDied) else f"provider actor: {exc}")
             if signal is not None and signal.aborted:
                 final.stop_reason = "aborted"
             await emit(T.ErrorEvent(reason=final.stop_reason, error=final))  # type: ignore[arg-type]
@@ -200,6 +224,8 @@ class Coordinator:
                             if on_update is not None:
                                 await on_update(AgentToolResult(content=_blocks(partial.get("content")), details=partial.get("details")))
                     result = await call.result()
+            except ActorDied as exc:
+                raise ToolFailure(exc.message) from None
             except ConnectionLost as exc:
                 raise ToolFailure(f"tool pool unavailable: {exc.message}") from None
             except RemoteError as exc:
@@ -502,7 +528,10 @@ def _blocks(content: Any) -> list[Any]:
 
 async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
     """Actor entry: answer the UI's hello at once, connect to provider, tool pool and store,
-    then serve the UI until it disconnects. A start-up failure is reported to every UI call."""
+    then serve the UI until it disconnects. A start-up failure is reported to every UI call.
+
+    ``links["control"]`` (optional): the supervisor's control channel (module docstring);
+    ``config["relink"]`` names the links it re-links after a restart."""
     ready = trio.Event()
     state: dict[str, Any] = {}
 
@@ -512,16 +541,35 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
             raise RemoteError("startup_failed", state["error"])
         return await state["coord"].handle(call)
 
+    control = links.get("control")
+    relink = set(config.get("relink") or ()) if control is not None else set()
+    slots = {
+        "provider": PeerSlot("provider", "provider", "request", supervised="provider" in relink),
+        "tools": PeerSlot("tools", "tool pool", "tool call", supervised="tools" in relink),
+    }
+    outbox_send, outbox = trio.open_memory_channel[dict](64)
     async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle) as ui:
-        async with AsyncExitStack() as stack:
+        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+            log = JsonLog(config.get("logFile"), "coordinator")
+            if control is not None:
+                nursery.start_soon(serve_control, FdChannel.from_stream(control), slots, nursery, outbox, log.event)
             try:
-                peers: dict[str, Peer] = {}
                 # The three children start in parallel; each answers its hello once running.
-                for name in ("store", "provider", "tools"):
-                    peers[name] = await stack.enter_async_context(
-                        open_peer(links[name], side="client", role="coordinator", name=name)
-                    )
-                coord = Coordinator(config, peers["provider"], peers["tools"], peers["store"])
+                store = await stack.enter_async_context(
+                    open_peer(links["store"], side="client", role="coordinator", name="store", handshake_timeout=60.0)
+                )
+                for name in ("provider", "tools"):
+                    await slots[name].hold(nursery, links[name])
+                coord = Coordinator(config, slots["provider"], slots["tools"], store)
+                if control is not None:
+
+                    def report(path: str | None) -> None:
+                        try:
+                            outbox_send.send_nowait({"session": path})
+                        except (trio.WouldBlock, trio.ClosedResourceError):
+                            pass
+
+                    coord.on_session_path = report
                 session_cfg = config.get("session") or {}
                 await coord.open_session(
                     {
@@ -539,3 +587,4 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
             finally:
                 ready.set()
             await ui.closed_event.wait()
+            nursery.cancel_scope.cancel()

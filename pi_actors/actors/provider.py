@@ -29,6 +29,7 @@ than the maximum fails the request (see ``ai.providers._common``).
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any
 
 import msgspec
@@ -155,9 +156,21 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     open connections) are kept across calls for the actor's lifetime (``reuse_clients``)."""
     from ..ai.providers._common import reuse_clients
 
+    from ..runtime import ConnectionLost
+
     actor = ProviderActor(config or {})
+    # A standby (a supervisor's spare, warmed up before it is needed) waits for its
+    # coordinator's hello as long as it takes; closed unused, it just ends.
+    standby = bool((config or {}).get("standby"))
     async with reuse_clients(), trio.open_nursery() as nursery:
         nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
-        async with open_peer(links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle) as peer:
-            await peer.closed_event.wait()
+        try:
+            async with open_peer(
+                links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle,
+                **({"handshake_timeout": math.inf} if standby else {}),
+            ) as peer:  # fmt: skip
+                await peer.closed_event.wait()
+        except ConnectionLost:
+            if not standby:
+                raise
         nursery.cancel_scope.cancel()

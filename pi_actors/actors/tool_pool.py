@@ -43,6 +43,7 @@ the control sockets all the same: the zygotes and their workers follow it.
 from __future__ import annotations
 
 import bisect
+import math
 import os
 import shutil
 import signal
@@ -553,8 +554,18 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
                 pool.request_warm()
             elif policy.workspace or not policy.sandboxed:
                 nursery.start_soon(pool.prepare)
-            async with open_peer(links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle) as peer:
-                await peer.closed_event.wait()
+            # A standby (a supervisor's spare) waits for its coordinator's hello as long as
+            # it takes; closed unused, it just ends.
+            standby = bool(config.get("standby"))
+            try:
+                async with open_peer(
+                    links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle,
+                    **({"handshake_timeout": math.inf} if standby else {}),
+                ) as peer:  # fmt: skip
+                    await peer.closed_event.wait()
+            except ConnectionLost:
+                if not standby:
+                    raise
         finally:
             pool.close()
             nursery.cancel_scope.cancel()

@@ -41,7 +41,7 @@ async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
     model = config["coordinator"]["model"]
     print(f"pi-actors — {model['provider']}/{model['id']} in {config['coordinator']['cwd']}  (/quit to exit)")
     pending = list(initial)
-    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
+    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
         from ._sessions import print_session_warnings
 
         try:
@@ -68,3 +68,5 @@ async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
                 await send_prompt(coordinator, text, renderer)
             except RemoteError as exc:
                 print(f"Error: {exc.message}", file=sys.stderr)
+                if coordinator.failure is not None:
+                    return 1  # the session failed for good (too many restarts)

@@ -183,6 +183,8 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
     from ._sessions import print_session_warnings
     from ._supervisor import open_local_runtime
 
+    # One run per invocation: a coordinator that dies ends it (one line, exit 1) rather than
+    # restarting; a dead provider or tool pool is restarted and the run goes on or fails clearly.
     async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
         try:
             session = await coordinator.call("session")
@@ -365,11 +367,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - sorted below; anything else is re-raised
         # Failures raised inside trio arrive wrapped in exception groups: judge the leaves.
         leaves = _leaves(exc)
+        from ..runtime import RemoteError
+
         if all(isinstance(e, (ConfigError, UsageError)) for e in leaves) and not verbose:
             print(f"Error: {leaves[0]}", file=sys.stderr)
             code = 1
-        elif all(isinstance(e, KeyboardInterrupt) for e in leaves):
+        elif any(isinstance(e, KeyboardInterrupt) for e in leaves) and not verbose:
+            # Ctrl-C, also while the actors start (other leaves are their cancellation).
+            print("Interrupted.", file=sys.stderr)
             code = 130
+        elif all(isinstance(e, (RemoteError, OSError)) for e in leaves) and not verbose and not all(
+            isinstance(e, BrokenPipeError) for e in leaves
+        ):
+            # A runtime fault (an actor that died or refused, a lost connection): one line.
+            first = leaves[0]
+            print(f"Error: {first.message if isinstance(first, RemoteError) else first}", file=sys.stderr)
+            code = 1
         elif all(isinstance(e, BrokenPipeError) for e in leaves):
             # The reader of our output went away (``pi-actors --mode json ... | head``).
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

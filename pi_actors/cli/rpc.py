@@ -26,7 +26,7 @@ import msgspec
 import trio
 
 from ..actors._event_wire import AgentEventRebuilder
-from ..runtime import Peer, RemoteError
+from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
 from ._supervisor import open_local_runtime
 
@@ -62,18 +62,28 @@ class RpcSession:
     # -- events --------------------------------------------------------------------------
 
     async def pump_events(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Write every session event, in order, for as long as the session lives."""
-        rebuild = AgentEventRebuilder()
-        async with self.c.open_call("subscribe", {"maxQueue": 1_000_000}) as call:
-            started = False
-            async for chunk in call:
-                if "snapshot" in chunk:
-                    rebuild.seed(chunk["snapshot"].get("streamMessage"))
-                    if not started:
-                        started = True
-                        task_status.started()
-                    continue
-                self.write(rebuild.apply(chunk["event"]))
+        """Write every session event, in order, for as long as the session lives; after a
+        coordinator restart, subscribe again to the new one (its snapshot is not written)."""
+        started = False
+        while True:
+            rebuild = AgentEventRebuilder()
+            try:
+                async with self.c.open_call("subscribe", {"maxQueue": 1_000_000}) as call:
+                    async for chunk in call:
+                        if "snapshot" in chunk:
+                            rebuild.seed(chunk["snapshot"].get("streamMessage"))
+                            if not started:
+                                started = True
+                                task_status.started()
+                            continue
+                        self.write(rebuild.apply(chunk["event"]))
+                    await call.result()
+            except ConnectionLost:
+                if not started or self.c.closed_event.is_set():
+                    raise
+            except RemoteError as exc:
+                if not started or exc.code == "session_failed":
+                    raise
 
     # -- commands ------------------------------------------------------------------------
 
@@ -265,10 +275,15 @@ async def _lines(stream: trio.abc.ReceiveStream):
 
 
 async def run_rpc(config: dict[str, Any]) -> int:
-    """Serve pi's RPC protocol on this process's stdin/stdout until end of input."""
+    """Serve pi's RPC protocol on this process's stdin/stdout until end of input.
+
+    A coordinator that dies is restarted with the session reloaded from its file: the
+    commands in flight get error responses, later ones go to the new coordinator. If the
+    session fails for good (too many restarts), one line on stderr and exit status 1."""
     out = sys.stdout.buffer
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
+    code = 0
+    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
         session = RpcSession(coordinator, out, config)
         try:
             described = await coordinator.call("session")
@@ -278,6 +293,16 @@ async def run_rpc(config: dict[str, Any]) -> int:
             raise ConfigError(exc.message) from None
         print_session_warnings(described)
         async with trio.open_nursery() as nursery:
+
+            async def watch_failure() -> None:
+                nonlocal code
+                await coordinator.closed_event.wait()
+                if coordinator.failure is not None:
+                    print(f"Error: {coordinator.failure}", file=sys.stderr, flush=True)
+                    code = 1
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_failure)
             await nursery.start(session.pump_events)
             async with trio.open_nursery() as commands:
                 async for line in _lines(stdin):
@@ -286,4 +311,4 @@ async def run_rpc(config: dict[str, Any]) -> int:
             await session.wait_idle()
             nursery.cancel_scope.cancel()
     await stdin.aclose()
-    return 0
+    return code

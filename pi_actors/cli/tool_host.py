@@ -115,6 +115,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
                 await trio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         nursery.cancel_scope.cancel()
+    print("Error: the tool host's pool process exited", file=sys.stderr)
     return 1
 
 

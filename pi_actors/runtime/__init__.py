@@ -7,17 +7,52 @@ Public surface:
   by trio over any ``trio.abc.Stream``.
 - ``RemoteError`` / ``ConnectionLost`` — how a call fails.
 - ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs.
+- ``start_watched_actor`` / ``RestartPolicy`` / ``RestartIntensity`` — supervision: liveness
+  checks, restart intensity and back-off (``_supervise``); ``FdChannel`` passes a new link
+  to a running actor (``_fdpass``).
 """
 
 from . import protocol
-from ._peer import ConnectionLost, Handler, IncomingCall, OutgoingCall, Peer, RemoteError, open_peer
+from ._peer import (
+    PING_METHOD,
+    ActorDied,
+    ConnectionLost,
+    Handler,
+    IncomingCall,
+    MessageTooLarge,
+    OutgoingCall,
+    Peer,
+    RemoteError,
+    open_peer,
+)
+from ._fdpass import FdChannel
 from ._log import JsonLog
 from ._process import ChildProcess
 from ._spawn import child_environment, link_pair, start_actor
+from ._supervise import (
+    RestartIntensity,
+    RestartPolicy,
+    TooManyRestarts,
+    WatchedActor,
+    describe_exit,
+    start_watched_actor,
+    watch_heartbeat,
+)
 
 __all__ = [
     "protocol",
+    "ActorDied",
     "ConnectionLost",
+    "FdChannel",
+    "MessageTooLarge",
+    "PING_METHOD",
+    "RestartIntensity",
+    "RestartPolicy",
+    "TooManyRestarts",
+    "WatchedActor",
+    "describe_exit",
+    "start_watched_actor",
+    "watch_heartbeat",
     "Handler",
     "IncomingCall",
     "OutgoingCall",

@@ -217,11 +217,13 @@ class Connection:
         encode_message_into(msg, out)
         size = len(out) - 4
         if size > self.max_frame:
-            raise LocalProtocolError(
+            error = LocalProtocolError(
                 INVALID_REQUEST,
                 f"{_name(msg)} message of {size} bytes exceeds the frame limit"
                 f" of {self.max_frame} bytes",
             )
+            error.size = size  # type: ignore[attr-defined]  # for the caller's own wording
+            raise error
         out[0:4] = size.to_bytes(4, "big")
         return bytes(out)
 

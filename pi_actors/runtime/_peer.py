@@ -14,6 +14,9 @@ that feeds received bytes into the ``Connection`` and routes each event:
   said it handles cancellation itself (``call.cooperative = True``), cancels its task; the
   call then answers ``Result{ok: false, code: "cancelled"}``.
 * ``Chunk``/``Result`` -> the waiting outgoing call.
+* ``Call`` of the reserved method ``$ping`` -> answered by the peer itself (``Result{ok:
+  true}``), whatever the handler: a liveness check of the process's event loop, not of any
+  call it is serving (``Peer.ping``; see ``_supervise`` for the heartbeat built on it).
 
 A protocol violation by the peer gets one final ``hello_error`` and the stream is closed. When
 the stream ends, every outgoing call still waiting fails with ``ConnectionLost`` ("outcome
@@ -42,7 +45,13 @@ __all__ = [
     "Peer",
     "open_peer",
     "Handler",
+    "ActorDied",
+    "MessageTooLarge",
+    "PING_METHOD",
 ]
+
+#: The reserved method of a liveness check, answered by the runtime on every connection.
+PING_METHOD = "$ping"
 
 
 class RemoteError(Exception):
@@ -59,6 +68,21 @@ class ConnectionLost(RemoteError):
 
     def __init__(self, detail: str = "connection lost") -> None:
         super().__init__("connection_lost", f"{detail}; the outcome of the call is unknown")
+
+
+class ActorDied(ConnectionLost):
+    """The process at the other end of a link died (or was killed as unresponsive) while a
+    call was in flight: its outcome is unknown. ``message`` says which process and how."""
+
+    def __init__(self, message: str) -> None:
+        RemoteError.__init__(self, "actor_died", message)
+
+
+class MessageTooLarge(RemoteError):
+    """A message to send is larger than the connection's frame limit; nothing was sent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("too_large", message)
 
 
 class IncomingCall:
@@ -193,7 +217,17 @@ class Peer:
     async def _send(self, msg: Any) -> None:
         if self._closed:
             raise ConnectionLost(self._close_reason)
-        data = self._conn.send(msg)
+        try:
+            data = self._conn.send(msg)
+        except P.LocalProtocolError as exc:
+            size = getattr(exc, "size", None)
+            if size is None:
+                raise
+            what = f"the {msg.method!r} call" if isinstance(msg, P.Call) else f"a {type(msg).__name__.lower()} message"
+            raise MessageTooLarge(
+                f"{what} is {size:,} bytes, more than the limit of one message"
+                f" ({self._conn.max_frame:,} bytes, {self._conn.max_frame / 2**20:g} MiB); nothing was sent"
+            ) from None
         async with self._send_lock:
             # A cancellation already pending ends the send here, before any byte is written.
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -242,6 +276,18 @@ class Peer:
         """A call without chunks (any chunks are ignored); returns the value or raises RemoteError."""
         async with self.open_call(method, args, target) as c:
             return await c.result()
+
+    async def ping(self) -> None:
+        """One liveness check: returns once the peer's event loop has answered a ``$ping``
+        call (any answer counts, so a peer that predates ``$ping`` and answers ``not_found``
+        is alive too). Raises ConnectionLost if the connection is gone. Unbounded: the caller
+        chooses how long to wait (see ``_supervise.watch_heartbeat``)."""
+        try:
+            await self.call(PING_METHOD)
+        except ConnectionLost:
+            raise
+        except RemoteError:
+            pass
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -292,6 +338,10 @@ class Peer:
 
     def _dispatch(self, msg: Any) -> None:
         if isinstance(msg, P.Call):
+            assert self._handler_nursery is not None
+            if msg.method == PING_METHOD:
+                self._handler_nursery.start_soon(self._answer_ping, msg.id)
+                return
             call = IncomingCall(self, msg)
             self._incoming[msg.id] = call
             assert self._handler_nursery is not None
@@ -312,6 +362,12 @@ class Peer:
                     inc._scope.cancel()
         elif isinstance(msg, P.HelloError):
             self._mark_closed(f"{self._them()} ended the connection: {msg.message} ({msg.code})")
+
+    async def _answer_ping(self, call_id: int) -> None:
+        try:
+            await self._send(P.Result(id=call_id, ok=True))
+        except ConnectionLost:
+            pass
 
     async def _run_handler(self, call: IncomingCall) -> None:
         result: P.Result
@@ -346,6 +402,12 @@ class Peer:
             self._incoming.pop(call.id, None)
         try:
             await self._send(result)
+        except MessageTooLarge as exc:
+            # The answer itself does not fit in a frame: the caller gets that as its error.
+            try:
+                await self._send(P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=exc.code, message=exc.message)))
+            except ConnectionLost:
+                pass
         except ConnectionLost:
             pass
 

@@ -3,6 +3,10 @@
 Reads the boot document from stdin (see ``_spawn.py``), arranges to die with the parent,
 wraps the inherited link fds as trio streams and runs the actor's entry function.
 
+A link named ``supervisor`` (see ``_supervise.start_watched_actor``) is not given to the
+actor: the runtime serves it here, answering its owner's liveness checks (``$ping``) from
+this process's event loop for as long as the actor runs.
+
 Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
 function has returned (its links are closed, every frame it wrote is in the kernel's socket
 buffers, every child it owned has been waited for), the ``atexit`` handlers run, stdout and
@@ -53,10 +57,29 @@ def main() -> None:
             name: trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
             for name, fd in boot["links"].items()
         }
-        await entry(links, boot["config"])
+        supervisor = links.pop("supervisor", None)
+        if supervisor is None:
+            await entry(links, boot["config"])
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_serve_supervisor, supervisor, boot["name"])
+            await entry(links, boot["config"])
+            nursery.cancel_scope.cancel()
 
     trio.run(run)
     exit_now()
+
+
+async def _serve_supervisor(stream: object, name: str) -> None:
+    """Answer the owner's liveness checks until it closes the link (``$ping`` is answered by
+    the peer itself; nothing else is served)."""
+    from ._peer import ConnectionLost, open_peer
+
+    try:
+        async with open_peer(stream, side="server", role=name, name="supervisor", handshake_timeout=60.0) as peer:  # type: ignore[arg-type]
+            await peer.closed_event.wait()
+    except ConnectionLost:
+        pass  # the owner went away before the handshake; the parent-death signal handles the rest
 
 
 def exit_now(status: int = 0) -> None:

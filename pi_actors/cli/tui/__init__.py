@@ -60,7 +60,9 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
     from .controller import Controller
 
     coord_cfg = config["coordinator"]
-    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
+    async with open_local_runtime(
+        config, store_with_coordinator=True, restart_coordinator=True, announce=False, spares=True
+    ) as coordinator:
         try:
             session = await coordinator.call("session") or {}
         except RemoteError as exc:  # the session could not be opened (e.g. it is locked)
@@ -88,5 +90,21 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
         }
         controller = Controller(coordinator, coord_cfg["cwd"])
         ui = TuiApp(controller, info)
-        await run_app(controller, ui, initial)
+        async with trio.open_nursery() as nursery:
+
+            async def watch_failure() -> None:
+                # A coordinator that dies is restarted (the prompt in flight shows the error,
+                # the next one works); only a session that failed for good ends the TUI.
+                await coordinator.closed_event.wait()
+                if coordinator.failure is not None:
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_failure)
+            await run_app(controller, ui, initial)
+            nursery.cancel_scope.cancel()
+    if coordinator.failure is not None:
+        import sys
+
+        print(f"Error: {coordinator.failure}", file=sys.stderr)
+        return 1
     return 0
