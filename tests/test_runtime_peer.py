@@ -26,6 +26,8 @@ async def _echo_handler(call: IncomingCall):
     if call.method == "big":
         await call.send_chunk("x" * call.args["size"])
         return "sent"
+    if call.method == "unencodable":
+        return {"text": "half a pair: \ud800", "big": 2**70}[call.args]
     if call.method == "cooperative":
         call.cooperative = True
         await call.cancel_requested.wait()
@@ -97,6 +99,18 @@ async def test_failed_call_raises_remote_error_with_code_and_connection_stays_us
             with pytest.raises(RemoteError) as info:
                 await peer.call("fail")
             assert info.value.code == "nope"
+            assert await peer.call("echo", 7) == 7
+
+
+@pytest.mark.parametrize("which", ["text", "big"])
+async def test_a_result_the_wire_cannot_carry_fails_that_call_and_the_connection_stays_usable(stream_pair, which):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            with pytest.raises(RemoteError) as info:
+                await peer.call("unencodable", which)
+            assert info.value.code == "internal" and "could not be encoded" in info.value.message
             assert await peer.call("echo", 7) == 7
 
 

@@ -404,10 +404,17 @@ class Peer:
             await self._send(result)
         except MessageTooLarge as exc:
             # The answer itself does not fit in a frame: the caller gets that as its error.
-            try:
-                await self._send(P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=exc.code, message=exc.message)))
-            except ConnectionLost:
-                pass
+            await self._send_failure(call.id, exc.code, exc.message)
+        except P.LocalProtocolError as exc:
+            # The answer holds a value the wire cannot carry (a lone surrogate, an integer past
+            # 64 bits, too many items): that call fails, the connection goes on.
+            await self._send_failure(call.id, "internal", f"the result could not be encoded: {exc.message}")
+        except ConnectionLost:
+            pass
+
+    async def _send_failure(self, call_id: int, code: str, message: str) -> None:
+        try:
+            await self._send(P.Result(id=call_id, ok=False, error=P.ErrorInfo(code=code, message=message)))
         except ConnectionLost:
             pass
 
