@@ -28,6 +28,12 @@ async def _echo_handler(call: IncomingCall):
         return "sent"
     if call.method == "unencodable":
         return {"text": "half a pair: \ud800", "big": 2**70}[call.args]
+    if call.method == "bad_chunk_then_good":
+        try:
+            await call.send_chunk("half a pair: \ud800")
+        except RemoteError as exc:
+            await call.send_chunk(f"refused: {exc.code}")
+        return "went on"
     if call.method == "cooperative":
         call.cooperative = True
         await call.cancel_requested.wait()
@@ -111,6 +117,18 @@ async def test_a_result_the_wire_cannot_carry_fails_that_call_and_the_connection
             with pytest.raises(RemoteError) as info:
                 await peer.call("unencodable", which)
             assert info.value.code == "internal" and "could not be encoded" in info.value.message
+            assert await peer.call("echo", 7) == 7
+
+
+async def test_a_chunk_the_wire_cannot_carry_is_refused_to_the_handler_and_the_stream_goes_on(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("bad_chunk_then_good") as call:
+                items = [x async for x in call]
+                assert await call.result() == "went on"
+            assert items == ["refused: internal"]
             assert await peer.call("echo", 7) == 7
 
 

@@ -102,10 +102,22 @@ class IncomingCall:
         self._scope: trio.CancelScope | None = None
 
     async def send_chunk(self, data: Any) -> None:
-        """Send one item of this call's stream to the caller."""
+        """Send one item of this call's stream to the caller.
+
+        Raises ``RemoteError("internal")`` for an item the wire cannot carry (nothing is sent,
+        the stream's numbering is unchanged, the connection goes on), ``MessageTooLarge`` for
+        one past the frame limit, ``ConnectionLost`` when the connection is gone."""
         seq = self._seq
         self._seq += 1
-        await self._peer._send(P.Chunk(id=self.id, seq=seq, data=data))
+        try:
+            await self._peer._send(P.Chunk(id=self.id, seq=seq, data=data))
+        except P.LocalProtocolError as exc:
+            # Raised while encoding, before any await: no other chunk can have taken a number.
+            self._seq = seq
+            raise RemoteError("internal", f"a chunk could not be encoded: {exc.message}") from None
+        except MessageTooLarge:
+            self._seq = seq
+            raise
 
 
 Handler = Callable[[IncomingCall], Awaitable[Any]]
