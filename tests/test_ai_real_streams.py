@@ -1,0 +1,90 @@
+"""Streams shaped like real providers' (tests/real_stream_shapes.py), through the real SDKs and
+the scripted server over real HTTP, each delivered three ways: the whole body in one write, one
+SSE event per write, and 13-byte writes that split lines and UTF-8 characters.
+
+The 12-event contract is checked generically on every run: ``start`` first; every block's
+``*_start`` has its ``*_end``; a block's deltas concatenate to its final content; exactly one
+``done`` or ``error``, last; the blocks, usage and stop reason are what the provider sent;
+nothing is raised to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pi_actors import ai
+from pi_actors.testing import Reply
+from real_stream_shapes import Shape, all_shapes
+from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
+
+DELIVERIES = ["batched", "event", "slices"]
+SHAPES = all_shapes()
+# Shapes whose fix is still to come: they must fail (strict), so the mark goes when it passes.
+PENDING: set[str] = {"1", "2", "3", "4"}
+
+
+def _params():
+    for shape in SHAPES:
+        marks = [pytest.mark.xfail(strict=True, reason=f"issue 21 item {shape.fixed_by}")] \
+            if shape.fixed_by in PENDING else []
+        for delivery in DELIVERIES:
+            yield pytest.param(shape, delivery, id=f"{shape.name}-{delivery}", marks=marks)
+
+
+def _block_content(block) -> str:
+    if isinstance(block, ai.TextContent):
+        return block.text
+    if isinstance(block, ai.ThinkingContent):
+        return block.thinking
+    return block.name
+
+
+def check_contract(shape: Shape, events: list, result: ai.AssistantMessage) -> None:
+    types = [tag(e) for e in events]
+    assert types[0] == "start", types
+    assert types[-1] in ("done", "error") and types.count("done") + types.count("error") == 1, types
+    final = events[-1]
+    message = final.message if types[-1] == "done" else final.error
+    assert message is result
+
+    deltas: dict[int, list[str]] = {}
+    ended: dict[int, object] = {}
+    started: list[int] = []
+    for e, kind in zip(events, types):
+        if kind in ("text_start", "thinking_start", "toolcall_start"):
+            assert e.content_index not in started, f"{kind} twice for block {e.content_index}"
+            started.append(e.content_index)
+            deltas[e.content_index] = []
+        elif kind.endswith("_delta"):
+            assert e.content_index in started and e.content_index not in ended, f"{kind} outside its block"
+            deltas[e.content_index].append(e.delta)
+        elif kind in ("text_end", "thinking_end", "toolcall_end"):
+            assert e.content_index in started and e.content_index not in ended, f"{kind} without its start"
+            ended[e.content_index] = e
+    if types[-1] == "done":
+        assert sorted(ended) == sorted(started), "a block was started but never ended"
+    for i, e in ended.items():
+        block = result.content[i]
+        joined = "".join(deltas[i])
+        if tag(e) == "toolcall_end":
+            assert json.loads(joined or "{}") == block.arguments == e.tool_call.arguments
+        else:
+            assert joined == e.content == _block_content(block), f"block {i}: deltas do not add up"
+
+    assert result.stop_reason == shape.stop_reason, result.error_message
+    if shape.error is not None:
+        assert shape.error in (result.error_message or ""), result.error_message
+        assert "\n" not in result.error_message.strip() or "Traceback" not in result.error_message
+    else:
+        assert [(b.type, _block_content(b)) for b in result.content] == shape.blocks
+    for field, value in shape.usage.items():
+        assert getattr(result.usage, field) == value, f"usage.{field}: {result.usage}"
+
+
+@pytest.mark.parametrize("shape,delivery", list(_params()))
+async def test_a_real_providers_stream_keeps_the_event_contract(start_llm, shape: Shape, delivery: str):
+    server = await start_llm([Reply(raw_sse=shape.body, delivery=delivery)])
+    result, rec = await run(shape.api, server)
+    check_contract(shape, rec.events, result)
