@@ -16,13 +16,14 @@ import pytest
 
 from pi_actors import ai
 from pi_actors.testing import Reply
+import real_stream_shapes as shapes
 from real_stream_shapes import Shape, all_shapes
 from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 
 DELIVERIES = ["batched", "event", "slices"]
 SHAPES = all_shapes()
 # Shapes whose fix is still to come: they must fail (strict), so the mark goes when it passes.
-PENDING: set[str] = {"1", "2", "3", "4"}
+PENDING: set[str] = {"2", "3"}
 
 
 def _params():
@@ -88,3 +89,32 @@ async def test_a_real_providers_stream_keeps_the_event_contract(start_llm, shape
     server = await start_llm([Reply(raw_sse=shape.body, delivery=delivery)])
     result, rec = await run(shape.api, server)
     check_contract(shape, rec.events, result)
+
+
+# --- one behaviour per test (the same shapes, delivered in 13-byte slices) ----------------------
+
+
+async def run_shape(start_llm, shape: Shape) -> ai.AssistantMessage:
+    server = await start_llm([Reply(raw_sse=shape.body, delivery="slices")])
+    result, rec = await run(shape.api, server)
+    check_contract(shape, rec.events, result)
+    return result
+
+
+async def test_mistral_thinking_and_text_parts_become_thinking_and_text_blocks(start_llm):
+    result = await run_shape(start_llm, shapes.chat_content_parts())
+    assert [b.type for b in result.content] == ["thinking", "text"] and result.usage.output == 40
+
+
+async def test_reasoning_counted_inside_completion_tokens_is_not_billed_twice(start_llm):
+    result = await run_shape(start_llm, shapes.chat_reasoning_inside_completion())
+    assert result.usage.output == 219 and result.usage.total_tokens == 237
+    assert result.usage.cost.output == pytest.approx(15 * 219 / 1e6)
+    result = await run_shape(start_llm, shapes.chat_groq_reasoning_field())
+    assert result.usage.output == 50
+
+
+async def test_reasoning_counted_beside_completion_tokens_is_added(start_llm):
+    result = await run_shape(start_llm, shapes.chat_reasoning_outside_completion())
+    assert result.usage.output == 292 and result.usage.total_tokens == 304
+    assert result.usage.cost.output == pytest.approx(15 * 292 / 1e6)

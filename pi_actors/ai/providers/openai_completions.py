@@ -262,9 +262,13 @@ class _Mapper:
         details = usage.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens") or 0
         reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        # Most providers count reasoning inside completion_tokens (total = prompt + completion);
+        # some (xAI) beside it (total = prompt + completion + reasoning). The totals sent say which.
+        outside = bool(reasoning) and usage.get("total_tokens") == prompt + completion + reasoning
         u = self.run.output.usage
-        u.input = (usage.get("prompt_tokens") or 0) - cached
-        u.output = (usage.get("completion_tokens") or 0) + reasoning
+        u.input = prompt - cached
+        u.output = completion + (reasoning if outside else 0)
         u.cache_read = cached
         u.cache_write = 0
         u.total_tokens = u.input + u.output + u.cache_read
@@ -284,6 +288,36 @@ class _Mapper:
         if error is not None:
             raise ProviderError(_stream_error_text(error))
         await self.chunk(chunk)
+
+    async def _text(self, text: str) -> None:
+        if self.open_kind != "text":
+            await self.close_open()
+            self.open, self.open_kind = await self.run.text_start(), "text"
+        await self.run.text_delta(self.open, text)
+
+    async def _thinking(self, thought: str, signature: str | None) -> None:
+        if self.open_kind != "thinking":
+            await self.close_open()
+            self.open, self.open_kind = await self.run.thinking_start(signature=signature), "thinking"
+        await self.run.thinking_delta(self.open, thought)
+
+    async def _content_parts(self, parts: list[Any]) -> None:
+        """``delta.content`` as a list of typed parts (Mistral's reasoning models): ``text``
+        parts are text, ``thinking`` parts (whose ``thinking`` is a string or a list of text
+        parts) are thinking. Parts of other types carry nothing we can show and are skipped."""
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+                await self._text(part["text"])
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                if isinstance(inner, list):
+                    inner = "".join(p.get("text") or "" for p in inner
+                                    if isinstance(p, dict) and isinstance(p.get("text"), str))
+                if isinstance(inner, str) and inner:
+                    await self._thinking(inner, None)
 
     async def chunk(self, chunk: dict[str, Any]) -> None:
         run = self.run
@@ -307,20 +341,16 @@ class _Mapper:
         if not delta:
             return
         text = delta.get("content")
-        if text:
-            if self.open_kind != "text":
-                await self.close_open()
-                self.open, self.open_kind = await run.text_start(), "text"
-            await run.text_delta(self.open, text)
+        if isinstance(text, list):
+            await self._content_parts(text)
+        elif text:
+            await self._text(text)
             if len(delta) == 1 or (len(delta) == 2 and "role" in delta):
                 return  # the common case: nothing but content
         for field in _REASONING_FIELDS:
             thought = delta.get(field)
             if isinstance(thought, str) and thought:
-                if self.open_kind != "thinking":
-                    await self.close_open()
-                    self.open, self.open_kind = await run.thinking_start(signature=field), "thinking"
-                await run.thinking_delta(self.open, thought)
+                await self._thinking(thought, field)
                 break
         for call in delta.get("tool_calls") or ():
             call_id, index = call.get("id"), call.get("index")
