@@ -23,7 +23,7 @@ from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 DELIVERIES = ["batched", "event", "slices"]
 SHAPES = all_shapes()
 # Shapes whose fix is still to come: they must fail (strict), so the mark goes when it passes.
-PENDING: set[str] = {"2", "3"}
+PENDING: set[str] = {"2"}
 
 
 def _params():
@@ -118,3 +118,13 @@ async def test_reasoning_counted_beside_completion_tokens_is_added(start_llm):
     result = await run_shape(start_llm, shapes.chat_reasoning_outside_completion())
     assert result.usage.output == 292 and result.usage.total_tokens == 304
     assert result.usage.cost.output == pytest.approx(15 * 292 / 1e6)
+
+
+async def test_a_done_line_after_a_complete_responses_reply_is_not_an_error(start_llm):
+    result = await run_shape(start_llm, shapes.responses_plain(done_trailer=True))
+    assert result.stop_reason == "stop" and result.error_message is None
+
+
+async def test_a_responses_error_nested_under_error_shows_the_providers_message(start_llm):
+    result = await run_shape(start_llm, shapes.responses_error_nested())
+    assert result.error_message == "Error Code insufficient_quota: You exceeded your current quota — check your plan."

@@ -227,6 +227,17 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
 # Response
 
 
+def _error_text(ev: dict[str, Any]) -> str:
+    """The message of an in-stream ``error`` event: its code and message sit on the event
+    itself or (as OpenAI sends them) nested under ``error``."""
+    nested = ev.get("error") if isinstance(ev.get("error"), dict) else {}
+    code = ev.get("code") or nested.get("code") or nested.get("type")
+    message = ev.get("message") or nested.get("message")
+    if not message:
+        return f"Error Code {code}: no message" if code else f"Provider error: {json.dumps(ev)[:300]}"
+    return f"Error Code {code}: {message}" if code else str(message)
+
+
 class _Mapper:
     """Maps Responses SSE events (decoded JSON) onto the run's blocks; one item open at a time."""
 
@@ -239,6 +250,8 @@ class _Mapper:
         self.requested_tier = requested_tier
 
     async def sse(self, name: str | None, data: bytes) -> None:
+        if data == b"[DONE]":
+            return  # some servers end the stream the chat-completions way; completion is checked apart
         ev = decode_json(data)
         if not isinstance(ev, dict):
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
@@ -279,7 +292,7 @@ class _Mapper:
                 raise ProviderError(f"incomplete: {details['reason']}")
             raise ProviderError("Unknown error (no error details in response)")
         elif kind == "error":
-            raise ProviderError(f"Error Code {ev.get('code')}: {ev.get('message')}")
+            raise ProviderError(_error_text(ev))
 
     async def _item_added(self, item: dict[str, Any]) -> None:
         run, kind = self.run, item.get("type")
