@@ -267,11 +267,6 @@ def responses_raw_reasoning_interleaved() -> Shape:
     body += ev({"type": "response.output_item.added", "output_index": 1, "item": item})
     body += ev({"type": "response.content_part.added", "item_id": mid, "output_index": 1, "content_index": 0,
                 "part": {"type": "output_text", "annotations": [], "text": ""}})
-    body += ev({"type": "response.reasoning_text.done", "item_id": "rs_or3", "output_index": 0,
-                "content_index": 0, "text": thought})
-    rs_done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}],
-               "encrypted_content": "opaque-or3"}
-    body += ev({"type": "response.output_item.done", "output_index": 0, "item": rs_done})
     for p in _pieces(text, 2):
         body += ev({"type": "response.output_text.delta", "item_id": mid, "output_index": 1, "content_index": 0,
                     "delta": p})
@@ -279,6 +274,12 @@ def responses_raw_reasoning_interleaved() -> Shape:
                 "text": text})
     done = {**item, "status": "completed", "content": [{"type": "output_text", "annotations": [], "text": text}]}
     body += ev({"type": "response.output_item.done", "output_index": 1, "item": done})
+    # the reasoning item is only done after the message (as OpenRouter sends it)
+    body += ev({"type": "response.reasoning_text.done", "item_id": "rs_or3", "output_index": 0,
+                "content_index": 0, "text": thought})
+    rs_done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}],
+               "encrypted_content": "opaque-or3"}
+    body += ev({"type": "response.output_item.done", "output_index": 0, "item": rs_done})
     body += ev({"type": "response.completed",
                 "response": _resp(rid, model, "completed", _resp_usage(15, 30, reasoning=20), [rs_done, done])})
     return Shape("responses-raw-reasoning-interleaved", RESPONSES, body, [("thinking", thought), ("text", text)],

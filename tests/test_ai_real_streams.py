@@ -17,13 +17,13 @@ import pytest
 from pi_actors import ai
 from pi_actors.testing import Reply
 import real_stream_shapes as shapes
-from real_stream_shapes import Shape, all_shapes
+from real_stream_shapes import RESPONSES, Shape, all_shapes
 from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 
 DELIVERIES = ["batched", "event", "slices"]
 SHAPES = all_shapes()
 # Shapes whose fix is still to come: they must fail (strict), so the mark goes when it passes.
-PENDING: set[str] = {"2"}
+PENDING: set[str] = set()
 
 
 def _params():
@@ -128,3 +128,19 @@ async def test_a_done_line_after_a_complete_responses_reply_is_not_an_error(star
 async def test_a_responses_error_nested_under_error_shows_the_providers_message(start_llm):
     result = await run_shape(start_llm, shapes.responses_error_nested())
     assert result.error_message == "Error Code insufficient_quota: You exceeded your current quota — check your plan."
+
+
+async def test_responses_thinking_deltas_add_up_to_the_final_thinking_across_summary_parts(start_llm):
+    result = await run_shape(start_llm, shapes.responses_reasoning_summary())
+    assert result.content[0].thinking.count("\n\n") == 1
+    assert json.loads(result.content[0].thinking_signature)["encrypted_content"] == "gAAAAenc=="
+
+
+async def test_raw_reasoning_text_is_kept_as_thinking_and_ended_before_the_answer_starts(start_llm):
+    server = await start_llm([Reply(raw_sse=shapes.responses_raw_reasoning_interleaved().body, delivery="event")])
+    result, rec = await run(RESPONSES, server)
+    check_contract(shapes.responses_raw_reasoning_interleaved(), rec.events, result)
+    types = [tag(e) for e in rec.events]
+    assert types.index("thinking_end") < types.index("text_start")
+    signature = json.loads(result.content[0].thinking_signature)  # the late item done, kept for hand-off
+    assert signature["id"] == "rs_or3" and signature["encrypted_content"] == "opaque-or3"

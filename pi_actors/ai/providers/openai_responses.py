@@ -227,6 +227,13 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
 # Response
 
 
+def _texts(parts: Any) -> list[str]:
+    """The ``text`` of each part of a reasoning item's ``summary`` or ``content`` list."""
+    if not isinstance(parts, list):
+        return []
+    return [p.get("text") or "" for p in parts if isinstance(p, dict)]
+
+
 def _error_text(ev: dict[str, Any]) -> str:
     """The message of an in-stream ``error`` event: its code and message sit on the event
     itself or (as OpenAI sends them) nested under ``error``."""
@@ -246,7 +253,10 @@ class _Mapper:
         self.open: int | None = None
         self.open_type: str | None = None  # the open item's type: reasoning, message, function_call
         self.summary: list[str] = []  # summary parts of the open reasoning item
+        self.raw_part: Any = None  # content_index of the last raw reasoning_text delta
+        self.closed_reasoning: dict[str, int] = {}  # reasoning item id -> block, ended early
         self.finished = False
+        self.open_item_id: str | None = None
         self.requested_tier = requested_tier
 
     async def sse(self, name: str | None, data: bytes) -> None:
@@ -266,14 +276,22 @@ class _Mapper:
         elif kind == "response.reasoning_summary_text.delta":
             if i is not None and self.open_type == "reasoning":
                 await run.thinking_delta(i, ev.get("delta") or "")
+        elif kind == "response.reasoning_text.delta":  # raw reasoning (OpenRouter, LM Studio, gpt-oss)
+            if i is not None and self.open_type == "reasoning":
+                part = ev.get("content_index")
+                if self.raw_part is not None and part != self.raw_part:
+                    await run.thinking_delta(i, "\n\n")  # parts are joined as the final text is
+                self.raw_part = part
+                await run.thinking_delta(i, ev.get("delta") or "")
         elif kind == "response.reasoning_summary_part.added":
+            # Parts are joined by a blank line, in the deltas exactly as in the final text.
+            if self.summary and i is not None and self.open_type == "reasoning":
+                await run.thinking_delta(i, "\n\n")
             self.summary.append("")
         elif kind == "response.reasoning_summary_part.done":
             part = ev.get("part") or {}
             if self.summary:
                 self.summary[-1] = part.get("text") or ""
-            if i is not None and self.open_type == "reasoning":
-                await run.thinking_delta(i, "\n\n")
         elif kind == "response.function_call_arguments.done":
             if i is not None and self.open_type == "function_call":
                 run.set_tool_json(i, ev.get("arguments") or "")
@@ -294,10 +312,28 @@ class _Mapper:
         elif kind == "error":
             raise ProviderError(_error_text(ev))
 
+    async def _end_open_early(self) -> None:
+        """A new item starts while one is still open (OpenRouter starts the message before its
+        reasoning item is done): end the open block now, with what was streamed. A reasoning
+        item's later ``output_item.done`` still brings its id and encrypted content."""
+        i, kind = self.open, self.open_type
+        if i is None:
+            return
+        self.open = self.open_type = None
+        if kind == "reasoning":
+            self.closed_reasoning[self.open_item_id or ""] = i
+            await self.run.thinking_end(i)
+        else:
+            await self.run.end_block(i)
+
     async def _item_added(self, item: dict[str, Any]) -> None:
         run, kind = self.run, item.get("type")
+        if kind in ("reasoning", "message", "function_call"):
+            await self._end_open_early()
+            self.open_item_id = item.get("id")
         if kind == "reasoning":
             self.summary = []
+            self.raw_part = None
             self.open = await run.thinking_start(signature=None)
         elif kind == "message":
             self.open = await run.text_start()
@@ -310,15 +346,20 @@ class _Mapper:
 
     async def _item_done(self, item: dict[str, Any]) -> None:
         run, i, kind = self.run, self.open, item.get("type")
+        if kind == "reasoning" and item.get("id") in self.closed_reasoning:
+            block = run.output.content[self.closed_reasoning.pop(item["id"])]
+            if isinstance(block, ThinkingContent):  # ended early: keep its id/encrypted content
+                block.thinking_signature = json.dumps(item, ensure_ascii=False)
+            return
         if i is None or kind != self.open_type:
             return
         run.sync()
         block = run.output.content[i]
         self.open = self.open_type = None
         if kind == "reasoning" and isinstance(block, ThinkingContent):
-            parts = item.get("summary")
-            texts = [p.get("text") or "" for p in parts] if isinstance(parts, list) else self.summary
-            block.thinking = "\n\n".join(texts)
+            texts = _texts(item.get("summary")) or _texts(item.get("content"))
+            if texts:
+                block.thinking = "\n\n".join(texts)
             block.thinking_signature = json.dumps(item, ensure_ascii=False)
             await run.thinking_end(i)
         elif kind == "message" and isinstance(block, TextContent):
