@@ -10,7 +10,13 @@ nothing is raised to the caller.
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
+
+import msgspec
+import trio
+import trio.testing
 
 import pytest
 
@@ -144,3 +150,75 @@ async def test_raw_reasoning_text_is_kept_as_thinking_and_ended_before_the_answe
     assert types.index("thinking_end") < types.index("text_start")
     signature = json.loads(result.content[0].thinking_signature)  # the late item done, kept for hand-off
     assert signature["id"] == "rs_or3" and signature["encrypted_content"] == "opaque-or3"
+
+
+# --- a failure mid-stream leaves nothing behind ---------------------------------------------------
+
+FAILURES = {
+    "malformed": dict(malformed=True),
+    "dropped": dict(truncate=True),
+    "in-stream-error": dict(stream_error="Overloaded right now"),
+    "emit-raises": dict(),
+    "abort-while-reading": dict(hang_after_start=True),
+}
+
+
+@pytest.fixture
+def unraisable(monkeypatch):
+    """Whatever Python reports as 'Exception ignored in ...' (e.g. an SDK stream left open and
+    finalized by the garbage collector), collected instead of printed."""
+    seen: list = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(f"{u.err_msg}: {u.object!r}: {u.exc_value!r}"))
+    return seen
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+@pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages"])
+async def test_a_failure_mid_stream_leaves_no_open_stream_for_the_garbage_collector(start_llm, unraisable, api, failure):
+    server = await start_llm([Reply(text="alpha beta gamma delta epsilon", chunks=5, **FAILURES[failure])] * 2)
+    for _ in range(2):
+        signal = ai.AbortSignal()
+
+        async def on_event(event):
+            if tag(event) == "text_delta" and failure == "emit-raises":
+                raise RuntimeError("the listener broke")
+            if tag(event) == "text_delta" and failure == "abort-while-reading":
+                signal.abort()
+
+        options = ai.StreamOptions(api_key="k", signal=signal)
+        result, _rec = await run(api, server, options, on_event=on_event)
+        assert result.stop_reason in ("error", "aborted")
+    await trio.lowlevel.checkpoint()
+    gc.collect()
+    await trio.testing.wait_all_tasks_blocked()
+    gc.collect()
+    assert unraisable == []
+
+
+# --- what the provider says about the response ------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s.response_id], ids=lambda s: s.name)
+async def test_the_assistant_message_carries_the_providers_response_id_and_answering_model(start_llm, shape):
+    server = await start_llm([Reply(raw_sse=shape.body)])
+    result, _rec = await run(shape.api, server)
+    assert (result.response_id, result.response_model) == (shape.response_id, shape.response_model)
+    wire = json.loads(msgspec.json.encode(result))
+    assert wire["responseId"] == shape.response_id  # the name pi 0.73.1 writes in sessions
+    assert msgspec.json.decode(msgspec.json.encode(result), type=ai.AssistantMessage) == result
+
+
+async def test_a_message_without_a_response_id_encodes_as_before(start_llm):
+    server = await start_llm([Reply(text="hi")])
+    result, _rec = await run("anthropic-messages", server, model=model_for("anthropic-messages", server,
+                                                                            id="scripted-model"))
+    assert "responseModel" not in json.loads(msgspec.json.encode(result))
+    old = {k: v for k, v in json.loads(msgspec.json.encode(result)).items() if k not in ("responseId",)}
+    assert msgspec.json.decode(json.dumps(old), type=ai.AssistantMessage).response_id is None
+
+
+async def test_responses_signatures_are_written_as_compact_json(start_llm):
+    result = await run_shape(start_llm, shapes.responses_reasoning_summary())
+    for signature in (result.content[0].thinking_signature, result.content[1].text_signature):
+        assert ", " not in signature and '": ' not in signature
+        assert json.dumps(json.loads(signature), ensure_ascii=False, separators=(",", ":")) == signature

@@ -82,6 +82,7 @@ __all__ = [
     "run_stream",
     "describe_error",
     "close_quietly",
+    "note_response",
     "error_message_for",
     "apply_on_payload",
     "reuse_clients",
@@ -456,6 +457,14 @@ def shared_ssl_context() -> Any:
 
             _ssl_context = httpx2.create_ssl_context()
         return _ssl_context
+
+
+def note_response(run: StreamRun, response_id: str, model: Any) -> None:
+    """Record the provider's id for the response, and the model it says answered when that
+    is not the model asked for, on the run's message."""
+    run.output.response_id = response_id
+    if isinstance(model, str) and model and model != run.output.model:
+        run.output.response_model = model
 
 
 async def close_quietly(resource: Any) -> None:

@@ -47,6 +47,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     run_stream,
     sdk_client,
     sdk_request_args,
@@ -285,7 +286,10 @@ class _Mapper:
                 if isinstance(block, ThinkingContent):
                     block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
         elif kind == "message_start":
-            usage = (ev.get("message") or {}).get("usage")
+            message = ev.get("message") or {}
+            if isinstance(message.get("id"), str) and message["id"]:
+                note_response(run, message["id"], message.get("model"))
+            usage = message.get("usage")
             if usage:
                 self._usage(usage, overwrite_only_present=False)
         elif kind == "content_block_start":

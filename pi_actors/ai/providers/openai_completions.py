@@ -49,6 +49,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     describe_error,
     run_stream,
     sdk_client,
@@ -321,6 +322,8 @@ class _Mapper:
 
     async def chunk(self, chunk: dict[str, Any]) -> None:
         run = self.run
+        if run.output.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
+            note_response(run, chunk["id"], chunk.get("model"))
         usage = chunk.get("usage")
         if usage:
             self._usage(usage)
@@ -373,7 +376,7 @@ class _Mapper:
                     and detail.get("id") and detail.get("data"):
                 for b in run.output.content:
                     if isinstance(b, ToolCall) and b.id == detail["id"]:
-                        b.thought_signature = json.dumps(detail)
+                        b.thought_signature = json.dumps(detail, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------------------------

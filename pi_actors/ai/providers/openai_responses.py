@@ -54,6 +54,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     describe_error,
     run_stream,
     sdk_request_args,
@@ -299,6 +300,10 @@ class _Mapper:
             await self._item_added(ev.get("item") or {})
         elif kind == "response.output_item.done":
             await self._item_done(ev.get("item") or {})
+        elif kind in ("response.created", "response.in_progress"):
+            response = ev.get("response") or {}
+            if isinstance(response.get("id"), str) and response["id"]:
+                note_response(run, response["id"], response.get("model"))
         elif kind in ("response.completed", "response.incomplete"):
             self._completed(ev.get("response") or {})
         elif kind == "response.failed":
@@ -349,7 +354,7 @@ class _Mapper:
         if kind == "reasoning" and item.get("id") in self.closed_reasoning:
             block = run.output.content[self.closed_reasoning.pop(item["id"])]
             if isinstance(block, ThinkingContent):  # ended early: keep its id/encrypted content
-                block.thinking_signature = json.dumps(item, ensure_ascii=False)
+                block.thinking_signature = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
             return
         if i is None or kind != self.open_type:
             return
@@ -360,7 +365,7 @@ class _Mapper:
             texts = _texts(item.get("summary")) or _texts(item.get("content"))
             if texts:
                 block.thinking = "\n\n".join(texts)
-            block.thinking_signature = json.dumps(item, ensure_ascii=False)
+            block.thinking_signature = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
             await run.thinking_end(i)
         elif kind == "message" and isinstance(block, TextContent):
             parts = item.get("content")
@@ -369,7 +374,7 @@ class _Mapper:
             signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
             if item.get("phase"):
                 signature["phase"] = item["phase"]
-            block.text_signature = json.dumps(signature)
+            block.text_signature = json.dumps(signature, separators=(",", ":"))
             await run.text_end(i)
         elif kind == "function_call" and isinstance(block, ToolCall):
             if isinstance(item.get("arguments"), str):
@@ -380,6 +385,8 @@ class _Mapper:
 
     def _completed(self, response: dict[str, Any]) -> None:
         run = self.run
+        if isinstance(response.get("id"), str) and response["id"]:
+            note_response(run, response["id"], response.get("model"))
         self.finished = True
         usage = response.get("usage")
         if usage:
