@@ -358,7 +358,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     oauth = _is_oauth(api_key)
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
-    response = None
+    response = chunks = None
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
         try:
@@ -369,11 +369,13 @@ async def _body(run: StreamRun, context: Context) -> None:
                 **sdk_request_args(params, "messages", required=("model", "max_tokens")))
             response = await run.open_response(manager.__aenter__)
             mapper = _Mapper(run, context, oauth)
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.stop_seen:
                 raise ProviderError("Stream ended without a stop reason (the response was cut short)")
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 

@@ -432,7 +432,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
-    response = None
+    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         try:
             # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
@@ -441,12 +441,14 @@ async def _body(run: StreamRun, context: Context) -> None:
             response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run)
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.saw_finish:
                 raise ProviderError("Stream ended without a finish reason (the response was cut short)")
             await mapper.close_open()
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 

@@ -436,18 +436,20 @@ async def _body(run: StreamRun, context: Context) -> None:
     if not api_key:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    response = None
+    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
             response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run, params.get("service_tier"))
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.finished:
                 raise ProviderError("Stream ended without response.completed (the response was cut short)")
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 
