@@ -17,14 +17,16 @@ import types
 
 import msgspec
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import trio.testing
 
 import pytest
 
 from pi_actors import ai
-from pi_actors.testing import Reply
+from pi_actors.testing import Reply, ScriptedLLM
 import real_stream_shapes as shapes
-from real_stream_shapes import RESPONSES, Shape, all_shapes
+from real_stream_shapes import COMPLETIONS, RESPONSES, Shape, all_shapes
 from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 
 DELIVERIES = ["batched", "event", "slices"]
@@ -240,3 +242,40 @@ async def test_responses_signatures_are_written_as_compact_json(start_llm):
     for signature in (result.content[0].thinking_signature, result.content[1].text_signature):
         assert ", " not in signature and '": ' not in signature
         assert json.dumps(json.loads(signature), ensure_ascii=False, separators=(",", ":")) == signature
+
+
+# --- hostile stream content ---------------------------------------------------------------------
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                     max_leaves=8)
+_part = st.fixed_dictionaries({"type": st.sampled_from(["text", "thinking", "image_url", "reference", 7])},
+                              optional={"text": _json, "thinking": _json | st.lists(
+                                  st.fixed_dictionaries({"type": st.just("text"), "text": _json}), max_size=3)})
+_content = st.none() | st.text(max_size=10) | st.lists(_part | _json, max_size=4) | _json
+_usage = st.fixed_dictionaries({}, optional={k: st.integers(0, 10**6) | _json for k in
+                                             ("prompt_tokens", "completion_tokens", "total_tokens")})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contents=st.lists(_content, min_size=1, max_size=5), usage=_usage)
+def test_hostile_chat_content_ends_in_done_or_one_clear_error_never_a_raise(contents, usage):
+    body = "".join(f"data: {json.dumps({'id': 'h', 'model': 'm', 'choices': [{'index': 0, 'delta': {'content': c}}]})}\n\n"
+                   for c in contents)
+    body += f"data: {json.dumps({'id': 'h', 'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}], 'usage': usage})}\n\n"
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            server = ScriptedLLM([Reply(raw_sse=body, delivery="slices")])
+            await nursery.start(server.serve)
+            result, rec = await run(COMPLETIONS, server)
+            nursery.cancel_scope.cancel()
+        types = [tag(e) for e in rec.events]
+        assert types[-1] in ("done", "error") and types.count("done") + types.count("error") == 1
+        if result.stop_reason == "error":
+            assert result.error_message and "\n" not in result.error_message.strip()
+            assert result.error_message.startswith("Malformed stream data:"), result.error_message
+        else:
+            assert all(isinstance(getattr(result.usage, f), int) for f in ("input", "output", "total_tokens"))
+
+    trio.run(main)

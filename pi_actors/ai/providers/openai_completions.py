@@ -243,6 +243,25 @@ def build_params(model: Model, context: Context, options: StreamOptions,
 # Response
 
 
+def _count(usage: dict[str, Any], section: str | None, name: str) -> int:
+    """A token count of ``usage`` (or of its ``section`` object): absent or null is 0; anything
+    but a whole number is malformed data."""
+    where = usage.get(section) if section else usage
+    if where is None:
+        return 0
+    if not isinstance(where, dict):
+        raise ProviderError(f"Malformed stream data: usage.{section} is {json.dumps(where)[:100]} (expected an object)")
+    value = where.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = f"{section}.{name}" if section else name
+        raise ProviderError(f"Malformed stream data: usage.{shown} is {json.dumps(value)[:100]} (expected a token count)")
+    return value
+
+
 class _Mapper:
     """Maps chat-completion chunks (decoded JSON) onto the run's blocks, one open block at a time."""
 
@@ -260,10 +279,11 @@ class _Mapper:
             await self.run.end_block(i)
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        details = usage.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        if not isinstance(usage, dict):
+            raise ProviderError(f"Malformed stream data: usage is {json.dumps(usage)[:100]} (expected an object)")
+        cached = _count(usage, "prompt_tokens_details", "cached_tokens")
+        reasoning = _count(usage, "completion_tokens_details", "reasoning_tokens")
+        prompt, completion = _count(usage, None, "prompt_tokens"), _count(usage, None, "completion_tokens")
         # Most providers count reasoning inside completion_tokens (total = prompt + completion);
         # some (xAI) beside it (total = prompt + completion + reasoning). The totals sent say which.
         outside = bool(reasoning) and usage.get("total_tokens") == prompt + completion + reasoning
@@ -346,6 +366,9 @@ class _Mapper:
         text = delta.get("content")
         if isinstance(text, list):
             await self._content_parts(text)
+        elif text is not None and not isinstance(text, str):
+            raise ProviderError(f"Malformed stream data: delta.content is {json.dumps(text)[:100]} "
+                                "(expected text or a list of parts)")
         elif text:
             await self._text(text)
             if len(delta) == 1 or (len(delta) == 2 and "role" in delta):
