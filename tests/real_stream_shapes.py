@@ -159,6 +159,19 @@ def chat_error_event() -> Shape:
                  error="Tool call validation failed: missing 'name'")
 
 
+def chat_error_with_usage() -> Shape:
+    """OpenRouter: an ``error`` on a chunk that also has choices and the usage so far, then [DONE]."""
+    cid, model = "gen-or-err", "vendor/small:free"
+    body = _chunk(cid, model, {"role": "assistant", "content": "Teil"})
+    body += _chunk(cid, model, {"role": "assistant", "content": ""}, None, provider="Upstream",
+                   error={"code": 400, "message": "Token limit reached"},
+                   usage={"prompt_tokens": 43, "completion_tokens": 10, "total_tokens": 53, "cost": 0,
+                          "prompt_tokens_details": {"cached_tokens": 0}})
+    body += "data: [DONE]\n\n"
+    return Shape("chat-error-with-usage", COMPLETIONS, body, [("text", "Teil")], "error",
+                 {"input": 43, "output": 10}, error="Token limit reached", fixed_by="usage-on-error")
+
+
 # ---------------------------------------------------------------------------------------------
 # Responses
 
@@ -389,6 +402,7 @@ def anthropic_midstream_overloaded() -> Shape:
 def all_shapes() -> list[Shape]:
     return [chat_plain(), chat_reasoning_inside_completion(), chat_groq_reasoning_field(),
             chat_reasoning_outside_completion(), chat_content_parts(), chat_tool_fragments(), chat_error_event(),
+            chat_error_with_usage(),
             responses_plain(), responses_plain(done_trailer=True), responses_reasoning_summary(),
             responses_raw_reasoning_interleaved(), responses_tool(), responses_error_nested(),
             anthropic_thinking_text(), anthropic_tool(), anthropic_midstream_overloaded()]

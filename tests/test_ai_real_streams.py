@@ -177,7 +177,8 @@ def unraisable(monkeypatch):
 
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages"])
-async def test_a_failure_mid_stream_leaves_no_open_stream_for_the_garbage_collector(start_llm, unraisable, api, failure):
+async def test_a_failure_mid_stream_leaves_no_open_stream_for_the_garbage_collector(start_llm, unraisable, no_cyclic_gc,
+                                                                                      api, failure):
     server = await start_llm([Reply(text="alpha beta gamma delta epsilon", chunks=5, **FAILURES[failure])] * 2)
     for _ in range(2):
         signal = ai.AbortSignal()
@@ -206,8 +207,8 @@ def _open_http_body_streams() -> list:
             and ("httpx" in g.ag_code.co_filename or "httpcore" in g.ag_code.co_filename)]
 
 
-@pytest.fixture(autouse=True)
-def _no_cyclic_gc():
+@pytest.fixture
+def no_cyclic_gc():
     """Cycles are collected only when a test says so (as in a long-lived process, later)."""
     gc.collect()
     gc.disable()

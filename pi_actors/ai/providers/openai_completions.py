@@ -307,6 +307,8 @@ class _Mapper:
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
         error = chunk.get("error")
         if error is not None:
+            if chunk.get("usage"):
+                self._usage(chunk["usage"])  # OpenRouter sends the usage so far with the error
             raise ProviderError(_stream_error_text(error))
         await self.chunk(chunk)
 
