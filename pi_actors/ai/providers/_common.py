@@ -13,7 +13,9 @@ Contract of ``run_stream(model, options, emit, body)``:
   finishes, the reason is ``aborted`` (the abort flag wins, as in pi) and the content so far is
   kept; an already-aborted signal gives ``error``/aborted with no ``start``;
 - an abort interrupts whatever SDK await is in progress (``run.io``) at once, never an ``emit``
-  in progress; the body must close its HTTP response in a ``finally`` (``close_quietly``);
+  in progress; the body must close its body stream (the ``aiter_bytes`` generator) and then
+  its HTTP response in a ``finally`` (``close_quietly``), so that a failure never leaves an
+  open async generator to be finalized at some later garbage collection;
 - returns the final AssistantMessage (the one carried by the terminal event).
 
 Stalls: the body opens its response with ``run.open_response`` (the request up to the

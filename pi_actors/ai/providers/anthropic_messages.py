@@ -11,6 +11,8 @@ raise, exactly one terminal event). Specific to this API:
   an event; ``redacted_thinking`` becomes a redacted thinking block;
 - usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
   by field by ``message_delta`` when present; ``totalTokens`` is the sum of the four counts;
+- ``message_start``'s message id is the message's ``responseId`` (its model, when it differs
+  from the model asked for, ``responseModel``);
 - a stream that ends without a stop reason is treated as truncated (error);
 - requests: consecutive tool results are merged into one user message; ``cache_control`` on the
   system blocks and on the last block of a trailing user message (unless retention ``none``);

@@ -11,8 +11,16 @@ raise, exactly one terminal event). Specific to this API:
   tool-call delta with a new ``id``, or with an ``index`` other than the open call's, starts a
   new tool call (pi ignores the index, so servers that send parallel calls without ids would
   have them merged into one);
-- usage: ``input = prompt - cached``, ``output = completion + reasoning``, ``cacheRead =
-  cached``, ``totalTokens = input + output + cacheRead``; usage comes only at the end;
+- ``delta.content`` is text, or a list of typed parts (Mistral): ``text`` parts → text,
+  ``thinking`` parts → thinking; reasoning fields (``reasoning_content``, ``reasoning``...) →
+  thinking; any other content value ends the call as malformed data;
+- usage: ``input = prompt - cached``, ``cacheRead = cached``, ``output = completion``, plus
+  the reasoning tokens only when the totals sent say they are outside completion
+  (``total == prompt + completion + reasoning``, xAI; inside on DeepSeek, Groq, OpenRouter...),
+  ``totalTokens = input + output + cacheRead``; usage comes at the end, or with an in-stream
+  error; a count that is not a whole number is malformed data;
+- the chunks' ``id`` is the message's ``responseId``; their ``model``, when it differs from the
+  model asked for, its ``responseModel``;
 - a stream that ends without any ``finish_reason`` is treated as truncated (error), which pi
   would report as a success;
 - ``stream_simple`` requires a key and maps ``reasoning`` to ``reasoning_effort`` (xhigh is

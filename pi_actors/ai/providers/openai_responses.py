@@ -7,17 +7,22 @@ raise, exactly one terminal event). Specific to this API:
   here, without a typed object per event;
 - ``start`` is emitted once the HTTP request has been accepted, so an HTTP error, a refused
   connection or a missing key gives ``error`` with no ``start``;
-- output items map to blocks: ``reasoning`` → thinking (summary deltas; each finished summary
-  part adds ``"\\n\\n"``; at the item's end the text is the summaries joined by ``"\\n\\n"`` and
-  ``thinkingSignature`` the item's JSON, encrypted content included), ``message`` → text
-  (``textSignature`` ``{"v":1,"id":..,"phase"?:..}``), ``function_call`` → a tool call with id
-  ``"<call_id>|<item id>"``; its ``toolcall_end`` carries a fresh ToolCall;
+- output items map to blocks: ``reasoning`` → thinking (summary deltas, or raw
+  ``reasoning_text`` deltas; parts are separated by ``"\\n\\n"`` in the deltas exactly as in the
+  final text, which is the item's summaries (else its reasoning texts) joined by ``"\\n\\n"``;
+  ``thinkingSignature`` is the item's compact JSON, encrypted content included), ``message`` →
+  text (``textSignature`` ``{"v":1,"id":..,"phase"?:..}``), ``function_call`` → a tool call with
+  id ``"<call_id>|<item id>"``; its ``toolcall_end`` carries a fresh ToolCall. An item still
+  open when the next starts (OpenRouter starts the message before its reasoning is done) is
+  ended first; a reasoning item's later ``output_item.done`` still sets its signature;
+- the response's id (``responseId``) and, when it differs from the model asked for, its
+  model (``responseModel``) are put on the message; a ``data: [DONE]`` line is ignored;
 - ``response.completed`` / ``response.incomplete`` give usage (``input`` excludes cached
   tokens, ``totalTokens`` is the provider's own total; flex tier costs half, priority double)
   and the stop reason (completed → stop, or toolUse when the message has tool calls;
   incomplete → length; failed/cancelled → error; anything else raises ``Unhandled stop
   reason``); ``response.failed`` and ``error`` events become errors with the provider's
-  message; a stream that ends without ``response.completed``/``incomplete`` is an error (cut
+  message (an ``error`` event's code and message may be nested under ``error``); a stream that ends without ``response.completed``/``incomplete`` is an error (cut
   short), where pi would report success;
 - ``stream_simple`` maps ``reasoning`` to ``reasoning_effort`` (xhigh clamped to high unless
   the model supports it); reasoning options are ignored for models without reasoning, and a
