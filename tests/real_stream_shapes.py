@@ -11,6 +11,7 @@ multi-byte characters so that small byte slices split them.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,6 +263,15 @@ def responses_reasoning_summary() -> Shape:
                  response_id=rid, response_model=model, fixed_by="2")
 
 
+def responses_rotating_ids() -> Shape:
+    """GitHub Copilot: every event names its item with a fresh id (added, deltas and done differ)."""
+    shape = responses_reasoning_summary()
+    counter = iter(range(1000))
+    body = re.sub(r'"(rs_02|msg_02)"', lambda _m: f'"cap-id-{next(counter)}"', shape.body)
+    return Shape("responses-rotating-ids", RESPONSES, body, shape.blocks, shape.stop_reason, shape.usage,
+                 response_id=shape.response_id, response_model=shape.response_model)
+
+
 def responses_raw_reasoning_interleaved() -> Shape:
     """OpenRouter/LM Studio: ``response.reasoning_text.delta`` (raw reasoning), and the message
     item added while the reasoning item is still open (its done comes after)."""
@@ -404,5 +414,5 @@ def all_shapes() -> list[Shape]:
             chat_reasoning_outside_completion(), chat_content_parts(), chat_tool_fragments(), chat_error_event(),
             chat_error_with_usage(),
             responses_plain(), responses_plain(done_trailer=True), responses_reasoning_summary(),
-            responses_raw_reasoning_interleaved(), responses_tool(), responses_error_nested(),
+            responses_raw_reasoning_interleaved(), responses_rotating_ids(), responses_tool(), responses_error_nested(),
             anthropic_thinking_text(), anthropic_tool(), anthropic_midstream_overloaded()]

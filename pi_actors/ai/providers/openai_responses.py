@@ -260,9 +260,9 @@ class _Mapper:
         self.open_type: str | None = None  # the open item's type: reasoning, message, function_call
         self.summary: list[str] = []  # summary parts of the open reasoning item
         self.raw_part: Any = None  # content_index of the last raw reasoning_text delta
-        self.closed_reasoning: dict[str, int] = {}  # reasoning item id -> block, ended early
+        self.closed_reasoning: dict[Any, int] = {}  # output_index -> block, ended early
         self.finished = False
-        self.open_item_id: str | None = None
+        self.open_index: Any = None  # output_index of the open item (ids may rotate: Copilot)
         self.requested_tier = requested_tier
 
     async def sse(self, name: str | None, data: bytes) -> None:
@@ -302,9 +302,9 @@ class _Mapper:
             if i is not None and self.open_type == "function_call":
                 run.set_tool_json(i, ev.get("arguments") or "")
         elif kind == "response.output_item.added":
-            await self._item_added(ev.get("item") or {})
+            await self._item_added(ev.get("item") or {}, ev.get("output_index"))
         elif kind == "response.output_item.done":
-            await self._item_done(ev.get("item") or {})
+            await self._item_done(ev.get("item") or {}, ev.get("output_index"))
         elif kind in ("response.created", "response.in_progress"):
             response = ev.get("response") or {}
             if isinstance(response.get("id"), str) and response["id"]:
@@ -331,16 +331,16 @@ class _Mapper:
             return
         self.open = self.open_type = None
         if kind == "reasoning":
-            self.closed_reasoning[self.open_item_id or ""] = i
+            self.closed_reasoning[self.open_index] = i
             await self.run.thinking_end(i)
         else:
             await self.run.end_block(i)
 
-    async def _item_added(self, item: dict[str, Any]) -> None:
+    async def _item_added(self, item: dict[str, Any], index: Any) -> None:
         run, kind = self.run, item.get("type")
         if kind in ("reasoning", "message", "function_call"):
             await self._end_open_early()
-            self.open_item_id = item.get("id")
+            self.open_index = index
         if kind == "reasoning":
             self.summary = []
             self.raw_part = None
@@ -354,10 +354,10 @@ class _Mapper:
             return  # other item kinds (web search calls...) have no block
         self.open_type = kind
 
-    async def _item_done(self, item: dict[str, Any]) -> None:
+    async def _item_done(self, item: dict[str, Any], index: Any) -> None:
         run, i, kind = self.run, self.open, item.get("type")
-        if kind == "reasoning" and item.get("id") in self.closed_reasoning:
-            block = run.output.content[self.closed_reasoning.pop(item["id"])]
+        if kind == "reasoning" and index is not None and index in self.closed_reasoning:
+            block = run.output.content[self.closed_reasoning.pop(index)]
             if isinstance(block, ThinkingContent):  # ended early: keep its id/encrypted content
                 block.thinking_signature = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
             return
