@@ -409,10 +409,59 @@ def anthropic_midstream_overloaded() -> Shape:
     return Shape("anthropic-midstream-overloaded", ANTHROPIC, body, [("text", "Voilà")], "error", error="Overloaded")
 
 
+def anthropic_server_tool() -> Shape:
+    """Web search run by the provider: ``server_tool_use`` and ``web_search_tool_result`` blocks
+    between text blocks, and ``citations_delta`` inside the text (no block of ours for them)."""
+    mid, model = "msg_01Search", "claude-test-4"
+    body = _a_start(mid, model, 2000)
+    body += _named({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    body += _named({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Je cherche."}})
+    body += _named({"type": "content_block_stop", "index": 0})
+    body += _named({"type": "content_block_start", "index": 1, "content_block": {
+        "type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}}})
+    for p in _pieces('{"query": "météo Lyon"}', 3):
+        body += _named({"type": "content_block_delta", "index": 1,
+                        "delta": {"type": "input_json_delta", "partial_json": p}})
+    body += _named({"type": "content_block_stop", "index": 1})
+    body += _named({"type": "content_block_start", "index": 2, "content_block": {
+        "type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
+            {"type": "web_search_result", "title": "Météo", "url": "https://example.org/lyon",
+             "encrypted_content": "EnC0ded", "page_age": None}]}})
+    body += _named({"type": "content_block_stop", "index": 2})
+    body += _named({"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": "",
+                                                                                   "citations": []}})
+    body += _named({"type": "content_block_delta", "index": 3, "delta": {"type": "citations_delta", "citation": {
+        "type": "web_search_result_location", "cited_text": "soleil", "url": "https://example.org/lyon",
+        "title": "Météo", "encrypted_index": "Eo8"}}})
+    body += _named({"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "Du soleil ☀"}})
+    body += _named({"type": "content_block_stop", "index": 3})
+    body += _named({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"input_tokens": 2000, "output_tokens": 80,
+                              "server_tool_use": {"web_search_requests": 1}}})
+    body += _named({"type": "message_stop"})
+    return Shape("anthropic-server-tool", ANTHROPIC, body, [("text", "Je cherche."), ("text", "Du soleil ☀")],
+                 "stop", {"input": 2000, "output": 80}, response_id=mid, response_model=model)
+
+
+def chat_parallel_tools() -> Shape:
+    cid, model = "chatcmpl-par", "gpt-test-mini-0601"
+    body = _chunk(cid, model, {"role": "assistant", "content": None, "tool_calls": [
+        {"index": 0, "id": "call_a", "type": "function", "function": {"name": "read", "arguments": ""}}]})
+    body += _chunk(cid, model, {"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "a.txt"}'}}]})
+    body += _chunk(cid, model, {"tool_calls": [
+        {"index": 1, "id": "call_b", "type": "function", "function": {"name": "ls", "arguments": ""}}]})
+    body += _chunk(cid, model, {"tool_calls": [{"index": 1, "function": {"arguments": '{"dir": "ü"}'}}]})
+    body += _chunk(cid, model, {}, "tool_calls", usage={"prompt_tokens": 60, "completion_tokens": 30,
+                                                        "total_tokens": 90})
+    body += "data: [DONE]\n\n"
+    return Shape("chat-parallel-tools", COMPLETIONS, body, [("toolCall", "read"), ("toolCall", "ls")], "toolUse",
+                 {"input": 60, "output": 30}, response_id=cid, response_model=model)
+
+
 def all_shapes() -> list[Shape]:
     return [chat_plain(), chat_reasoning_inside_completion(), chat_groq_reasoning_field(),
             chat_reasoning_outside_completion(), chat_content_parts(), chat_tool_fragments(), chat_error_event(),
-            chat_error_with_usage(),
+            chat_error_with_usage(), chat_parallel_tools(),
             responses_plain(), responses_plain(done_trailer=True), responses_reasoning_summary(),
             responses_raw_reasoning_interleaved(), responses_rotating_ids(), responses_tool(), responses_error_nested(),
-            anthropic_thinking_text(), anthropic_tool(), anthropic_midstream_overloaded()]
+            anthropic_thinking_text(), anthropic_tool(), anthropic_midstream_overloaded(), anthropic_server_tool()]
