@@ -80,9 +80,9 @@ async def test_responses_summary_parts_are_separated_and_the_item_becomes_the_si
     server = await start_llm([Reply(thinking="Think hard.", thinking_signature="ENC", text="ok", chunks=2)])
     result, rec = await run("openai-responses", server)
     deltas = [e.delta for e in rec.events if tag(e) == "thinking_delta"]
-    assert deltas == ["Think ", "hard.", "\n\n"]  # a finished summary part adds a separator ...
+    assert deltas == ["Think ", "hard."]  # a separator goes only between parts (issue 21) ...
     end = next(e for e in rec.events if tag(e) == "thinking_end")
-    assert end.content == "Think hard." == result.content[0].thinking  # ... the finished item drops it
+    assert end.content == "Think hard." == result.content[0].thinking == "".join(deltas)  # ... as in the final
     item = json.loads(result.content[0].thinking_signature)
     assert item == {"id": "rs_scripted_0", "type": "reasoning", "encrypted_content": "ENC",
                     "summary": [{"type": "summary_text", "text": "Think hard."}]}

@@ -161,6 +161,10 @@ class AssistantMessage(_Message, tag="assistant"):
     stop_reason: StopReason
     timestamp: int
     error_message: str | None = None
+    # The provider's id for this response (``responseId``, as pi 0.73.1 writes it), and the model
+    # the provider says answered when that differs from ``model`` (routers, aliases).
+    response_id: str | None = None
+    response_model: str | None = None
 
 
 class ToolResultMessage(_Message, tag="toolResult"):

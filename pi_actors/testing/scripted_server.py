@@ -24,7 +24,8 @@ Contract:
   ``hung_up`` counts those disconnects and ``await wait_hung_up(n)`` waits for the n-th.
 - Keep-alive is supported; each connection is served by its own task.
 - A whole reply goes out in writes of up to 64 KiB (many SSE events per write, as a fast real
-  server's would arrive), and the frames of a reply object are generated once and reused for
+  server's would arrive) unless its ``delivery`` says one event per write or small byte slices;
+  and the frames of a reply object are generated once and reused for
   later requests answered with the same object (a cycling script, a benchmark).
 
 Command line: ``python -m pi_actors.testing.scripted_server --script FILE.json [--port N]``
@@ -159,7 +160,7 @@ class ScriptedLLM:
 
         model = str(reply.model or (body or {}).get("model") or "scripted-model")
         if reply.raw_sse is not None:
-            frames = Frames([reply.raw_sse.encode()], [])
+            frames = Frames(_raw_events(reply.raw_sse.encode()), [])
         else:
             frames = self._frames(reply, api, model)
         return await self._send_stream(conn, stream, reply, frames, api)
@@ -204,7 +205,7 @@ class ScriptedLLM:
             await self._hang(stream, [conn.send(h11.Data(data=frame)) for frame in content])
             return False
 
-        for data in _batched(everything):
+        for data in _writes(everything, reply):
             await _send(conn, stream, h11.Data(data=data))
         await _send(conn, stream, h11.EndOfMessage())
         return True
@@ -225,6 +226,23 @@ class ScriptedLLM:
 
 # ---------------------------------------------------------------------------------------------
 # h11 plumbing
+
+
+def _raw_events(body: bytes) -> list[bytes]:
+    """A verbatim event-stream body cut after each blank line (one SSE event per piece)."""
+    pieces = [p + b"\n\n" for p in body.split(b"\n\n")]
+    pieces[-1] = pieces[-1][:-2]
+    return [p for p in pieces if p]
+
+
+def _writes(frames: list[bytes], reply: Reply) -> list[bytes]:
+    """The socket writes for ``frames`` as ``reply.delivery`` asks."""
+    if reply.delivery == "event":
+        return list(frames)
+    if reply.delivery == "slices":
+        body, size = b"".join(frames), max(1, reply.slice_bytes)
+        return [body[i:i + size] for i in range(0, len(body), size)]
+    return _batched(frames)
 
 
 def _batched(frames: list[bytes]) -> list[bytes]:

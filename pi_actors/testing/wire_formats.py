@@ -80,6 +80,9 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     - ``malformed``: put an unparseable ``data:`` line in the middle of the stream.
     - ``stream_error``: after the content, send the provider's in-stream error with this message.
     - ``raw_sse``: send this text verbatim as the event-stream body instead of generated frames.
+    - ``delivery``: how the body is cut into socket writes: ``batched`` (up to 64 KiB of whole
+      events per write, the default), ``event`` (one SSE event per write) or ``slices`` (writes of
+      ``slice_bytes`` bytes, which split lines and UTF-8 characters anywhere).
     """
 
     text: str | None = None
@@ -101,6 +104,8 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     stream_error: str | None = None
     raw_sse: str | None = None
     model: str | None = None
+    delivery: Literal["batched", "event", "slices"] = "batched"
+    slice_bytes: int = 13
 
 
 class Frames(msgspec.Struct):

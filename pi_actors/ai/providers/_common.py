@@ -13,7 +13,9 @@ Contract of ``run_stream(model, options, emit, body)``:
   finishes, the reason is ``aborted`` (the abort flag wins, as in pi) and the content so far is
   kept; an already-aborted signal gives ``error``/aborted with no ``start``;
 - an abort interrupts whatever SDK await is in progress (``run.io``) at once, never an ``emit``
-  in progress; the body must close its HTTP response in a ``finally`` (``close_quietly``);
+  in progress; the body must close its body stream (the ``aiter_bytes`` generator) and then
+  its HTTP response in a ``finally`` (``close_quietly``), so that a failure never leaves an
+  open async generator to be finalized at some later garbage collection;
 - returns the final AssistantMessage (the one carried by the terminal event).
 
 Stalls: the body opens its response with ``run.open_response`` (the request up to the
@@ -82,6 +84,7 @@ __all__ = [
     "run_stream",
     "describe_error",
     "close_quietly",
+    "note_response",
     "error_message_for",
     "apply_on_payload",
     "reuse_clients",
@@ -456,6 +459,14 @@ def shared_ssl_context() -> Any:
 
             _ssl_context = httpx2.create_ssl_context()
         return _ssl_context
+
+
+def note_response(run: StreamRun, response_id: str, model: Any) -> None:
+    """Record the provider's id for the response, and the model it says answered when that
+    is not the model asked for, on the run's message."""
+    run.output.response_id = response_id
+    if isinstance(model, str) and model and model != run.output.model:
+        run.output.response_model = model
 
 
 async def close_quietly(resource: Any) -> None:

@@ -11,6 +11,8 @@ raise, exactly one terminal event). Specific to this API:
   an event; ``redacted_thinking`` becomes a redacted thinking block;
 - usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
   by field by ``message_delta`` when present; ``totalTokens`` is the sum of the four counts;
+- ``message_start``'s message id is the message's ``responseId`` (its model, when it differs
+  from the model asked for, ``responseModel``);
 - a stream that ends without a stop reason is treated as truncated (error);
 - requests: consecutive tool results are merged into one user message; ``cache_control`` on the
   system blocks and on the last block of a trailing user message (unless retention ``none``);
@@ -47,6 +49,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     run_stream,
     sdk_client,
     sdk_request_args,
@@ -285,7 +288,10 @@ class _Mapper:
                 if isinstance(block, ThinkingContent):
                     block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
         elif kind == "message_start":
-            usage = (ev.get("message") or {}).get("usage")
+            message = ev.get("message") or {}
+            if isinstance(message.get("id"), str) and message["id"]:
+                note_response(run, message["id"], message.get("model"))
+            usage = message.get("usage")
             if usage:
                 self._usage(usage, overwrite_only_present=False)
         elif kind == "content_block_start":
@@ -354,7 +360,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     oauth = _is_oauth(api_key)
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
-    response = None
+    response = chunks = None
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
         try:
@@ -365,11 +371,13 @@ async def _body(run: StreamRun, context: Context) -> None:
                 **sdk_request_args(params, "messages", required=("model", "max_tokens")))
             response = await run.open_response(manager.__aenter__)
             mapper = _Mapper(run, context, oauth)
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.stop_seen:
                 raise ProviderError("Stream ended without a stop reason (the response was cut short)")
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 

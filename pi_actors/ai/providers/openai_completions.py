@@ -11,8 +11,16 @@ raise, exactly one terminal event). Specific to this API:
   tool-call delta with a new ``id``, or with an ``index`` other than the open call's, starts a
   new tool call (pi ignores the index, so servers that send parallel calls without ids would
   have them merged into one);
-- usage: ``input = prompt - cached``, ``output = completion + reasoning``, ``cacheRead =
-  cached``, ``totalTokens = input + output + cacheRead``; usage comes only at the end;
+- ``delta.content`` is text, or a list of typed parts (Mistral): ``text`` parts → text,
+  ``thinking`` parts → thinking; reasoning fields (``reasoning_content``, ``reasoning``...) →
+  thinking; any other content value ends the call as malformed data;
+- usage: ``input = prompt - cached``, ``cacheRead = cached``, ``output = completion``, plus
+  the reasoning tokens only when the totals sent say they are outside completion
+  (``total == prompt + completion + reasoning``, xAI; inside on DeepSeek, Groq, OpenRouter...),
+  ``totalTokens = input + output + cacheRead``; usage comes at the end, or with an in-stream
+  error; a count that is not a whole number is malformed data;
+- the chunks' ``id`` is the message's ``responseId``; their ``model``, when it differs from the
+  model asked for, its ``responseModel``;
 - a stream that ends without any ``finish_reason`` is treated as truncated (error), which pi
   would report as a success;
 - ``stream_simple`` requires a key and maps ``reasoning`` to ``reasoning_effort`` (xhigh is
@@ -49,6 +57,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     describe_error,
     run_stream,
     sdk_client,
@@ -242,6 +251,25 @@ def build_params(model: Model, context: Context, options: StreamOptions,
 # Response
 
 
+def _count(usage: dict[str, Any], section: str | None, name: str) -> int:
+    """A token count of ``usage`` (or of its ``section`` object): absent or null is 0; anything
+    but a whole number is malformed data."""
+    where = usage.get(section) if section else usage
+    if where is None:
+        return 0
+    if not isinstance(where, dict):
+        raise ProviderError(f"Malformed stream data: usage.{section} is {json.dumps(where)[:100]} (expected an object)")
+    value = where.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = f"{section}.{name}" if section else name
+        raise ProviderError(f"Malformed stream data: usage.{shown} is {json.dumps(value)[:100]} (expected a token count)")
+    return value
+
+
 class _Mapper:
     """Maps chat-completion chunks (decoded JSON) onto the run's blocks, one open block at a time."""
 
@@ -259,12 +287,17 @@ class _Mapper:
             await self.run.end_block(i)
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        details = usage.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        if not isinstance(usage, dict):
+            raise ProviderError(f"Malformed stream data: usage is {json.dumps(usage)[:100]} (expected an object)")
+        cached = _count(usage, "prompt_tokens_details", "cached_tokens")
+        reasoning = _count(usage, "completion_tokens_details", "reasoning_tokens")
+        prompt, completion = _count(usage, None, "prompt_tokens"), _count(usage, None, "completion_tokens")
+        # Most providers count reasoning inside completion_tokens (total = prompt + completion);
+        # some (xAI) beside it (total = prompt + completion + reasoning). The totals sent say which.
+        outside = bool(reasoning) and usage.get("total_tokens") == prompt + completion + reasoning
         u = self.run.output.usage
-        u.input = (usage.get("prompt_tokens") or 0) - cached
-        u.output = (usage.get("completion_tokens") or 0) + reasoning
+        u.input = prompt - cached
+        u.output = completion + (reasoning if outside else 0)
         u.cache_read = cached
         u.cache_write = 0
         u.total_tokens = u.input + u.output + u.cache_read
@@ -282,11 +315,45 @@ class _Mapper:
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
         error = chunk.get("error")
         if error is not None:
+            if chunk.get("usage"):
+                self._usage(chunk["usage"])  # OpenRouter sends the usage so far with the error
             raise ProviderError(_stream_error_text(error))
         await self.chunk(chunk)
 
+    async def _text(self, text: str) -> None:
+        if self.open_kind != "text":
+            await self.close_open()
+            self.open, self.open_kind = await self.run.text_start(), "text"
+        await self.run.text_delta(self.open, text)
+
+    async def _thinking(self, thought: str, signature: str | None) -> None:
+        if self.open_kind != "thinking":
+            await self.close_open()
+            self.open, self.open_kind = await self.run.thinking_start(signature=signature), "thinking"
+        await self.run.thinking_delta(self.open, thought)
+
+    async def _content_parts(self, parts: list[Any]) -> None:
+        """``delta.content`` as a list of typed parts (Mistral's reasoning models): ``text``
+        parts are text, ``thinking`` parts (whose ``thinking`` is a string or a list of text
+        parts) are thinking. Parts of other types carry nothing we can show and are skipped."""
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+                await self._text(part["text"])
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                if isinstance(inner, list):
+                    inner = "".join(p.get("text") or "" for p in inner
+                                    if isinstance(p, dict) and isinstance(p.get("text"), str))
+                if isinstance(inner, str) and inner:
+                    await self._thinking(inner, None)
+
     async def chunk(self, chunk: dict[str, Any]) -> None:
         run = self.run
+        if run.output.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
+            note_response(run, chunk["id"], chunk.get("model"))
         usage = chunk.get("usage")
         if usage:
             self._usage(usage)
@@ -307,20 +374,19 @@ class _Mapper:
         if not delta:
             return
         text = delta.get("content")
-        if text:
-            if self.open_kind != "text":
-                await self.close_open()
-                self.open, self.open_kind = await run.text_start(), "text"
-            await run.text_delta(self.open, text)
+        if isinstance(text, list):
+            await self._content_parts(text)
+        elif text is not None and not isinstance(text, str):
+            raise ProviderError(f"Malformed stream data: delta.content is {json.dumps(text)[:100]} "
+                                "(expected text or a list of parts)")
+        elif text:
+            await self._text(text)
             if len(delta) == 1 or (len(delta) == 2 and "role" in delta):
                 return  # the common case: nothing but content
         for field in _REASONING_FIELDS:
             thought = delta.get(field)
             if isinstance(thought, str) and thought:
-                if self.open_kind != "thinking":
-                    await self.close_open()
-                    self.open, self.open_kind = await run.thinking_start(signature=field), "thinking"
-                await run.thinking_delta(self.open, thought)
+                await self._thinking(thought, field)
                 break
         for call in delta.get("tool_calls") or ():
             call_id, index = call.get("id"), call.get("index")
@@ -343,7 +409,7 @@ class _Mapper:
                     and detail.get("id") and detail.get("data"):
                 for b in run.output.content:
                     if isinstance(b, ToolCall) and b.id == detail["id"]:
-                        b.thought_signature = json.dumps(detail)
+                        b.thought_signature = json.dumps(detail, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,7 +465,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
-    response = None
+    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         try:
             # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
@@ -408,12 +474,14 @@ async def _body(run: StreamRun, context: Context) -> None:
             response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run)
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.saw_finish:
                 raise ProviderError("Stream ended without a finish reason (the response was cut short)")
             await mapper.close_open()
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 

@@ -7,17 +7,22 @@ raise, exactly one terminal event). Specific to this API:
   here, without a typed object per event;
 - ``start`` is emitted once the HTTP request has been accepted, so an HTTP error, a refused
   connection or a missing key gives ``error`` with no ``start``;
-- output items map to blocks: ``reasoning`` → thinking (summary deltas; each finished summary
-  part adds ``"\\n\\n"``; at the item's end the text is the summaries joined by ``"\\n\\n"`` and
-  ``thinkingSignature`` the item's JSON, encrypted content included), ``message`` → text
-  (``textSignature`` ``{"v":1,"id":..,"phase"?:..}``), ``function_call`` → a tool call with id
-  ``"<call_id>|<item id>"``; its ``toolcall_end`` carries a fresh ToolCall;
+- output items map to blocks: ``reasoning`` → thinking (summary deltas, or raw
+  ``reasoning_text`` deltas; parts are separated by ``"\\n\\n"`` in the deltas exactly as in the
+  final text, which is the item's summaries (else its reasoning texts) joined by ``"\\n\\n"``;
+  ``thinkingSignature`` is the item's compact JSON, encrypted content included), ``message`` →
+  text (``textSignature`` ``{"v":1,"id":..,"phase"?:..}``), ``function_call`` → a tool call with
+  id ``"<call_id>|<item id>"``; its ``toolcall_end`` carries a fresh ToolCall. An item still
+  open when the next starts (OpenRouter starts the message before its reasoning is done) is
+  ended first; a reasoning item's later ``output_item.done`` still sets its signature;
+- the response's id (``responseId``) and, when it differs from the model asked for, its
+  model (``responseModel``) are put on the message; a ``data: [DONE]`` line is ignored;
 - ``response.completed`` / ``response.incomplete`` give usage (``input`` excludes cached
   tokens, ``totalTokens`` is the provider's own total; flex tier costs half, priority double)
   and the stop reason (completed → stop, or toolUse when the message has tool calls;
   incomplete → length; failed/cancelled → error; anything else raises ``Unhandled stop
   reason``); ``response.failed`` and ``error`` events become errors with the provider's
-  message; a stream that ends without ``response.completed``/``incomplete`` is an error (cut
+  message (an ``error`` event's code and message may be nested under ``error``); a stream that ends without ``response.completed``/``incomplete`` is an error (cut
   short), where pi would report success;
 - ``stream_simple`` maps ``reasoning`` to ``reasoning_effort`` (xhigh clamped to high unless
   the model supports it); reasoning options are ignored for models without reasoning, and a
@@ -54,6 +59,7 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
+    note_response,
     describe_error,
     run_stream,
     sdk_request_args,
@@ -227,6 +233,24 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
 # Response
 
 
+def _texts(parts: Any) -> list[str]:
+    """The ``text`` of each part of a reasoning item's ``summary`` or ``content`` list."""
+    if not isinstance(parts, list):
+        return []
+    return [p.get("text") or "" for p in parts if isinstance(p, dict)]
+
+
+def _error_text(ev: dict[str, Any]) -> str:
+    """The message of an in-stream ``error`` event: its code and message sit on the event
+    itself or (as OpenAI sends them) nested under ``error``."""
+    nested = ev.get("error") if isinstance(ev.get("error"), dict) else {}
+    code = ev.get("code") or nested.get("code") or nested.get("type")
+    message = ev.get("message") or nested.get("message")
+    if not message:
+        return f"Error Code {code}: no message" if code else f"Provider error: {json.dumps(ev)[:300]}"
+    return f"Error Code {code}: {message}" if code else str(message)
+
+
 class _Mapper:
     """Maps Responses SSE events (decoded JSON) onto the run's blocks; one item open at a time."""
 
@@ -235,10 +259,15 @@ class _Mapper:
         self.open: int | None = None
         self.open_type: str | None = None  # the open item's type: reasoning, message, function_call
         self.summary: list[str] = []  # summary parts of the open reasoning item
+        self.raw_part: Any = None  # content_index of the last raw reasoning_text delta
+        self.closed_reasoning: dict[Any, int] = {}  # output_index -> block, ended early
         self.finished = False
+        self.open_index: Any = None  # output_index of the open item (ids may rotate: Copilot)
         self.requested_tier = requested_tier
 
     async def sse(self, name: str | None, data: bytes) -> None:
+        if data == b"[DONE]":
+            return  # some servers end the stream the chat-completions way; completion is checked apart
         ev = decode_json(data)
         if not isinstance(ev, dict):
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
@@ -253,21 +282,33 @@ class _Mapper:
         elif kind == "response.reasoning_summary_text.delta":
             if i is not None and self.open_type == "reasoning":
                 await run.thinking_delta(i, ev.get("delta") or "")
+        elif kind == "response.reasoning_text.delta":  # raw reasoning (OpenRouter, LM Studio, gpt-oss)
+            if i is not None and self.open_type == "reasoning":
+                part = ev.get("content_index")
+                if self.raw_part is not None and part != self.raw_part:
+                    await run.thinking_delta(i, "\n\n")  # parts are joined as the final text is
+                self.raw_part = part
+                await run.thinking_delta(i, ev.get("delta") or "")
         elif kind == "response.reasoning_summary_part.added":
+            # Parts are joined by a blank line, in the deltas exactly as in the final text.
+            if self.summary and i is not None and self.open_type == "reasoning":
+                await run.thinking_delta(i, "\n\n")
             self.summary.append("")
         elif kind == "response.reasoning_summary_part.done":
             part = ev.get("part") or {}
             if self.summary:
                 self.summary[-1] = part.get("text") or ""
-            if i is not None and self.open_type == "reasoning":
-                await run.thinking_delta(i, "\n\n")
         elif kind == "response.function_call_arguments.done":
             if i is not None and self.open_type == "function_call":
                 run.set_tool_json(i, ev.get("arguments") or "")
         elif kind == "response.output_item.added":
-            await self._item_added(ev.get("item") or {})
+            await self._item_added(ev.get("item") or {}, ev.get("output_index"))
         elif kind == "response.output_item.done":
-            await self._item_done(ev.get("item") or {})
+            await self._item_done(ev.get("item") or {}, ev.get("output_index"))
+        elif kind in ("response.created", "response.in_progress"):
+            response = ev.get("response") or {}
+            if isinstance(response.get("id"), str) and response["id"]:
+                note_response(run, response["id"], response.get("model"))
         elif kind in ("response.completed", "response.incomplete"):
             self._completed(ev.get("response") or {})
         elif kind == "response.failed":
@@ -279,12 +320,30 @@ class _Mapper:
                 raise ProviderError(f"incomplete: {details['reason']}")
             raise ProviderError("Unknown error (no error details in response)")
         elif kind == "error":
-            raise ProviderError(f"Error Code {ev.get('code')}: {ev.get('message')}")
+            raise ProviderError(_error_text(ev))
 
-    async def _item_added(self, item: dict[str, Any]) -> None:
+    async def _end_open_early(self) -> None:
+        """A new item starts while one is still open (OpenRouter starts the message before its
+        reasoning item is done): end the open block now, with what was streamed. A reasoning
+        item's later ``output_item.done`` still brings its id and encrypted content."""
+        i, kind = self.open, self.open_type
+        if i is None:
+            return
+        self.open = self.open_type = None
+        if kind == "reasoning":
+            self.closed_reasoning[self.open_index] = i
+            await self.run.thinking_end(i)
+        else:
+            await self.run.end_block(i)
+
+    async def _item_added(self, item: dict[str, Any], index: Any) -> None:
         run, kind = self.run, item.get("type")
+        if kind in ("reasoning", "message", "function_call"):
+            await self._end_open_early()
+            self.open_index = index
         if kind == "reasoning":
             self.summary = []
+            self.raw_part = None
             self.open = await run.thinking_start(signature=None)
         elif kind == "message":
             self.open = await run.text_start()
@@ -295,18 +354,23 @@ class _Mapper:
             return  # other item kinds (web search calls...) have no block
         self.open_type = kind
 
-    async def _item_done(self, item: dict[str, Any]) -> None:
+    async def _item_done(self, item: dict[str, Any], index: Any) -> None:
         run, i, kind = self.run, self.open, item.get("type")
+        if kind == "reasoning" and index is not None and index in self.closed_reasoning:
+            block = run.output.content[self.closed_reasoning.pop(index)]
+            if isinstance(block, ThinkingContent):  # ended early: keep its id/encrypted content
+                block.thinking_signature = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+            return
         if i is None or kind != self.open_type:
             return
         run.sync()
         block = run.output.content[i]
         self.open = self.open_type = None
         if kind == "reasoning" and isinstance(block, ThinkingContent):
-            parts = item.get("summary")
-            texts = [p.get("text") or "" for p in parts] if isinstance(parts, list) else self.summary
-            block.thinking = "\n\n".join(texts)
-            block.thinking_signature = json.dumps(item, ensure_ascii=False)
+            texts = _texts(item.get("summary")) or _texts(item.get("content"))
+            if texts:
+                block.thinking = "\n\n".join(texts)
+            block.thinking_signature = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
             await run.thinking_end(i)
         elif kind == "message" and isinstance(block, TextContent):
             parts = item.get("content")
@@ -315,7 +379,7 @@ class _Mapper:
             signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
             if item.get("phase"):
                 signature["phase"] = item["phase"]
-            block.text_signature = json.dumps(signature)
+            block.text_signature = json.dumps(signature, separators=(",", ":"))
             await run.text_end(i)
         elif kind == "function_call" and isinstance(block, ToolCall):
             if isinstance(item.get("arguments"), str):
@@ -326,6 +390,8 @@ class _Mapper:
 
     def _completed(self, response: dict[str, Any]) -> None:
         run = self.run
+        if isinstance(response.get("id"), str) and response["id"]:
+            note_response(run, response["id"], response.get("model"))
         self.finished = True
         usage = response.get("usage")
         if usage:
@@ -375,18 +441,20 @@ async def _body(run: StreamRun, context: Context) -> None:
     if not api_key:
         raise ProviderError(f"No API key for provider: {model.provider}")
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    response = None
+    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
             response = await run.open_response(manager.__aenter__)
             await run.start()
             mapper = _Mapper(run, params.get("service_tier"))
-            await read_sse(run, response.http_response.aiter_bytes(), mapper.sse)
+            chunks = response.http_response.aiter_bytes()
+            await read_sse(run, chunks, mapper.sse)
             run.check_aborted()
             if not mapper.finished:
                 raise ProviderError("Stream ended without response.completed (the response was cut short)")
         finally:
+            await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)
 
 
