@@ -27,6 +27,7 @@ from pi_actors.server.client import connect
 from pi_actors.testing.scripted_server import Reply
 
 from conftest import CLI
+from test_remote_server import raw_exchange
 
 TOKEN = "limits-test-token"
 
@@ -189,24 +190,6 @@ async def _hello(stream: trio.abc.Stream) -> None:
     await stream.send_all(P.encode_frame(P.encode_message(hello)))
 
 
-async def _frames_until_closed(stream: trio.abc.Stream) -> list:
-    received = b""
-    while True:
-        try:
-            more = await stream.receive_some(65536)
-        except trio.BrokenResourceError:
-            more = b""
-        if not more:
-            break
-        received += more
-    out = []
-    while len(received) >= 4:
-        n = int.from_bytes(received[:4], "big")
-        out.append(P.decode_message(received[4 : 4 + n]))
-        received = received[4 + n :]
-    return out
-
-
 async def test_a_16_mib_frame_of_empty_arrays_is_refused_at_once_while_others_are_served(nursery, env, tmp_path):
     served = await _serve(nursery, env, tmp_path)
     before = served.peak_rss_kib()
@@ -216,8 +199,7 @@ async def test_a_16_mib_frame_of_empty_arrays_is_refused_at_once_while_others_ar
     result: list = []
 
     async def attack() -> None:
-        await hostile.send_all(frame)
-        result.extend(await _frames_until_closed(hostile))
+        result.extend(await raw_exchange(hostile, frame))
 
     with trio.fail_after(60):
         async with trio.open_nursery() as inner:

@@ -29,7 +29,6 @@ than the maximum fails the request (see ``ai.providers._common``).
 from __future__ import annotations
 
 import importlib
-import math
 from typing import Any
 
 import msgspec
@@ -38,7 +37,7 @@ import trio
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
-from ..runtime import IncomingCall, JsonLog, RemoteError, open_peer
+from ..runtime import IncomingCall, JsonLog, RemoteError
 from ._event_wire import CoalescingSender
 
 __all__ = ["run_provider", "ProviderActor"]
@@ -156,21 +155,11 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     open connections) are kept across calls for the actor's lifetime (``reuse_clients``)."""
     from ..ai.providers._common import reuse_clients
 
-    from ..runtime import ConnectionLost
+    from ._serve_link import serve_coordinator_link
 
     actor = ProviderActor(config or {})
-    # A standby (a supervisor's spare, warmed up before it is needed) waits for its
-    # coordinator's hello as long as it takes; closed unused, it just ends.
-    standby = bool((config or {}).get("standby"))
+    standby = bool((config or {}).get("standby"))  # a supervisor's spare: see _serve_link
     async with reuse_clients(), trio.open_nursery() as nursery:
         nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
-        try:
-            async with open_peer(
-                links["coordinator"], side="server", role="provider", name="provider", handler=actor.handle,
-                **({"handshake_timeout": math.inf} if standby else {}),
-            ) as peer:  # fmt: skip
-                await peer.closed_event.wait()
-        except ConnectionLost:
-            if not standby:
-                raise
+        await serve_coordinator_link(links["coordinator"], role="provider", handler=actor.handle, standby=standby)
         nursery.cancel_scope.cancel()

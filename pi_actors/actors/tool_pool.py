@@ -43,7 +43,6 @@ the control sockets all the same: the zygotes and their workers follow it.
 from __future__ import annotations
 
 import bisect
-import math
 import os
 import shutil
 import signal
@@ -58,6 +57,7 @@ import trio
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
 from ..coding.sandbox.launch import describe_exit, launch_zygote
 from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
+from ._serve_link import serve_coordinator_link
 from ._zygote import ForkedProcess, Zygote
 
 __all__ = ["run_tool_pool", "ToolPool"]
@@ -554,18 +554,9 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
                 pool.request_warm()
             elif policy.workspace or not policy.sandboxed:
                 nursery.start_soon(pool.prepare)
-            # A standby (a supervisor's spare) waits for its coordinator's hello as long as
-            # it takes; closed unused, it just ends.
-            standby = bool(config.get("standby"))
-            try:
-                async with open_peer(
-                    links["coordinator"], side="server", role="tool-pool", name="tool-pool", handler=pool.handle,
-                    **({"handshake_timeout": math.inf} if standby else {}),
-                ) as peer:  # fmt: skip
-                    await peer.closed_event.wait()
-            except ConnectionLost:
-                if not standby:
-                    raise
+            await serve_coordinator_link(
+                links["coordinator"], role="tool-pool", handler=pool.handle, standby=bool(config.get("standby"))
+            )
         finally:
             pool.close()
             nursery.cancel_scope.cancel()
