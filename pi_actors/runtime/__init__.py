@@ -5,7 +5,10 @@ Public surface:
 - ``protocol`` — the sans-I/O core (frames, strict CBOR, hello, call/chunk/result/cancel).
 - ``open_peer`` / ``Peer`` / ``IncomingCall`` / ``OutgoingCall`` — one connection driven
   by trio over any ``trio.abc.Stream``.
-- ``RemoteError`` / ``ConnectionLost`` — how a call fails.
+- ``RemoteError`` / ``ConnectionLost`` — how a call fails; ``remote_error_of`` finds the
+  refusal inside an exception group (the one place groups of refusals are flattened).
+- ``Interface`` / ``Method`` / ``WireStruct`` / ``Empty`` — an actor's typed contract;
+  ``Router`` / ``implements`` serve it, ``call_method`` / ``open_method`` call it (``_router``).
 - ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs.
 - ``start_watched_actor`` / ``RestartPolicy`` / ``RestartIntensity`` — supervision: liveness
   checks, restart intensity and back-off (``_supervise``); ``FdChannel`` passes a new link
@@ -24,8 +27,23 @@ from ._peer import (
     Peer,
     RemoteError,
     open_peer,
+    remote_error_of,
 )
 from ._fdpass import FdChannel
+from ._router import (
+    INVALID_RESPONSE,
+    Empty,
+    Interface,
+    Method,
+    Router,
+    TypedCall,
+    TypedOutgoingCall,
+    WireStruct,
+    call_method,
+    implements,
+    interface_methods,
+    open_method,
+)
 from ._log import JsonLog
 from ._process import ChildProcess
 from ._spawn import child_environment, link_pair, start_actor
@@ -41,6 +59,19 @@ from ._supervise import (
 
 __all__ = [
     "protocol",
+    "INVALID_RESPONSE",
+    "Empty",
+    "Interface",
+    "Method",
+    "Router",
+    "TypedCall",
+    "TypedOutgoingCall",
+    "WireStruct",
+    "call_method",
+    "implements",
+    "interface_methods",
+    "open_method",
+    "remote_error_of",
     "ActorDied",
     "ConnectionLost",
     "FdChannel",

@@ -48,6 +48,7 @@ __all__ = [
     "ActorDied",
     "MessageTooLarge",
     "PING_METHOD",
+    "remote_error_of",
 ]
 
 #: The reserved method of a liveness check, answered by the runtime on every connection.
@@ -396,7 +397,7 @@ class Peer:
             result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=exc.code, message=exc.message))
         except BaseExceptionGroup as group:
             # A handler that raised RemoteError from inside a nursery: still a refusal, not a bug.
-            remote = _only_remote_errors(group)
+            remote = remote_error_of(group)
             if remote is None:
                 raise
             result = P.Result(id=call.id, ok=False, error=P.ErrorInfo(code=remote.code, message=remote.message))
@@ -435,8 +436,10 @@ class Peer:
         await trio.aclose_forcefully(self._stream)
 
 
-def _only_remote_errors(group: BaseExceptionGroup) -> RemoteError | None:
-    """The first RemoteError of ``group`` if every exception in it is one, else None."""
+def remote_error_of(group: BaseExceptionGroup) -> RemoteError | None:
+    """The first RemoteError of ``group`` if every exception in it is one, else None: a
+    handler (or client) that raised a refusal from inside a nursery refused; anything else
+    in the group is a bug and must propagate. The one place such groups are flattened."""
     leaves: list[BaseException] = []
 
     def walk(exc: BaseException) -> None:
