@@ -39,9 +39,10 @@ import statistics
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["MicroResult", "run_micro"]
 
@@ -168,7 +169,7 @@ async def echo_actor(links: dict, config: Any) -> None:
 
     async with open_peer(links["peer"], side="server", role="bench", name="bench-client", handler=handler) as peer:
         await peer.closed_event.wait()
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
 
 
 async def raw_echo_actor(links: dict, config: Any) -> None:
@@ -237,7 +238,8 @@ def _child_env() -> dict[str, str]:
 async def _round_trips(n: int, stream_n: int, stream_repeat: int) -> list[MicroResult]:
     import trio
 
-    from pi_actors.runtime import link_pair, open_peer, protocol as P, start_actor
+    from pi_actors.runtime import link_pair, open_peer, start_actor
+    from pi_actors.runtime import protocol as P
 
     args = {"toolCallId": "call_1", "name": "bash", "arguments": {"command": "echo 1"}}
     # The raw baseline echoes a frame of the same size as our call's frame.
@@ -357,7 +359,8 @@ async def _round_trips(n: int, stream_n: int, stream_repeat: int) -> list[MicroR
 async def _handshakes(n: int) -> list[MicroResult]:
     import trio
 
-    from pi_actors.runtime import open_peer, protocol as P
+    from pi_actors.runtime import open_peer
+    from pi_actors.runtime import protocol as P
 
     hello = P.encode_frame(P.encode_message(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="ui", name="client")))
     ok = P.encode_frame(P.encode_message(P.HelloOk(version=1, role="bench", name="server")))

@@ -42,7 +42,6 @@ from pi_actors.runtime import RestartPolicy
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
 
-
 #: Seconds between rounds (see main).
 SETTLE = 3.0
 

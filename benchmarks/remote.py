@@ -28,7 +28,8 @@ import trio
 from pi_actors.ai import types as T
 from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.cli.main import runtime_config
-from pi_actors.runtime import link_pair, open_peer, protocol as P
+from pi_actors.runtime import link_pair, open_peer
+from pi_actors.runtime import protocol as P
 from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.server.testing import bad_inputs, raw_exchange

@@ -32,8 +32,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 

@@ -8,7 +8,7 @@ of polling. Zombies count as gone: they have exited and only wait to be reaped.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import trio
 

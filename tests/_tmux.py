@@ -15,10 +15,9 @@ import shlex
 import shutil
 import tempfile
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import trio
-
 from conftest import CLI
 
 __all__ = ["Pane"]

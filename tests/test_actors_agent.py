@@ -12,15 +12,14 @@ import signal
 
 import pytest
 import trio
+from _procs import cmdline, live_pids, parent_pid
+from conftest import actor_config
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
 from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.runtime import Peer, RemoteError
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import actor_config
-from _procs import cmdline, live_pids, parent_pid
 
 
 async def _run(coordinator: Peer, method: str, args: dict, on_event=None) -> list[dict]:

@@ -10,14 +10,13 @@ import os
 import uuid
 
 import pytest
+from _procs import cmdline, live_pids, wait_exited
+from conftest import actor_config
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
 from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import actor_config
-from _procs import cmdline, live_pids, wait_exited
 
 
 def _process_group_of_command(text: str) -> list[int]:

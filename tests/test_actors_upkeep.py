@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import trio
+from conftest import actor_config
 
 from pi_actors.cli._client import send_prompt
 from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptUsage
-
-from conftest import actor_config
 
 SUMMARY = "## Goal\nShip it\n\n## Constraints & Preferences\n(none)\n\n## Progress\n### Done\n- [x] talked\n"
 

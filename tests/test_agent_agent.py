@@ -6,13 +6,12 @@ from typing import Any
 
 import pytest
 import trio
+from test_agent_loop import check_invariants, make_tool
 
 from pi_actors.agent import Agent, AgentState, AgentToolResult
 from pi_actors.agent.agent import BUSY_CONTINUE, BUSY_PROMPT
 from pi_actors.agent.testing import Call, ScriptedStream, Text, done_only, fake_model, reply, until_aborted
 from pi_actors.ai.types import AssistantMessage, TextContent, UserMessage, new_assistant_message, now_ms
-
-from test_agent_loop import check_invariants, make_tool
 
 MODEL = fake_model()
 

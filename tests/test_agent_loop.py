@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.lowlevel
 
 from pi_actors.agent import (
     AfterToolCallResult,
@@ -471,7 +472,7 @@ async def test_a_tool_declaring_sequential_execution_makes_the_whole_batch_run_i
     async def execute(tool_call_id, params, signal, on_update):
         log.append(f"start {tool_call_id}")
         # Parallel execution would start every call before any finishes.
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         log.append(f"end {tool_call_id}")
         return AgentToolResult(content=[TextContent(text="ok")])
 

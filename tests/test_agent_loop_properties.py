@@ -14,12 +14,11 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_agent_loop import MODEL, Recorder, check_invariants, make_tool, text_of, user
 
 from pi_actors.agent import AgentContext, AgentLoopConfig, AgentToolResult, BeforeToolCallResult, run_agent_loop
 from pi_actors.agent.testing import Call, ScriptedStream, Text, done_only, reply
 from pi_actors.ai.types import TextContent, ToolResultMessage, UserMessage
-
-from test_agent_loop import MODEL, Recorder, check_invariants, make_tool, text_of, user
 
 KINDS = ["ok", "raise", "unknown", "invalid", "blocked", "terminate"]
 

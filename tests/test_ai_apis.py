@@ -9,11 +9,11 @@ import json
 
 import msgspec
 import pytest
+from test_ai_providers import OPENAI, Recorder, hello_context, model_for, run, start_llm, tag  # noqa: F401
 
 from pi_actors import ai
 from pi_actors.ai.providers import openai_responses
 from pi_actors.testing import Reply, ScriptToolCall, ScriptUsage
-from test_ai_providers import OPENAI, Recorder, hello_context, model_for, run, start_llm, tag  # noqa: F401
 
 IMAGE = ai.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
 

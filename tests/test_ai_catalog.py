@@ -7,10 +7,10 @@ import json
 
 import msgspec
 import pytest
+from test_ai_providers import run, start_llm  # noqa: F401
 
 from pi_actors import ai
 from pi_actors.ai.providers.openai_compat import OpenAICompletionsCompat, detect_compat, get_compat
-from test_ai_providers import run, start_llm  # noqa: F401
 from pi_actors.testing import Reply, ScriptToolCall
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_ai_providers import model_for, run, start_llm  # noqa: F401
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptToolCall
-from test_ai_providers import model_for, run, start_llm  # noqa: F401
 
 APIS = ["anthropic-messages", "openai-completions", "openai-responses"]
 TOOLS = [ai.Tool(name="double", description="Double a number", parameters={

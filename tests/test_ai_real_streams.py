@@ -16,18 +16,17 @@ import sys
 import types
 
 import msgspec
+import pytest
+import real_stream_shapes as shapes
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import trio.testing
-
-import pytest
+from real_stream_shapes import COMPLETIONS, RESPONSES, Shape, all_shapes
+from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptedLLM
-import real_stream_shapes as shapes
-from real_stream_shapes import COMPLETIONS, RESPONSES, Shape, all_shapes
-from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
 
 DELIVERIES = ["batched", "event", "slices"]
 SHAPES = all_shapes()

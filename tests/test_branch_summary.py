@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from test_compaction_prepare import Branch
 
 from pi_actors import ai
 from pi_actors.agent.testing import ScriptedStream, Text, fake_model, reply
@@ -16,8 +17,6 @@ from pi_actors.coding.compaction import (
     prepare_branch_entries,
     summarize_branch,
 )
-
-from test_compaction_prepare import Branch
 
 
 def tree() -> Branch:

@@ -23,20 +23,20 @@ FIFO the tool blocks on), never by sleeping. The liveness check is shortened thr
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import signal
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import trio
+from _procs import cmdline, environ_has, live_pids, wait_exited
+from conftest import CLI
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from _procs import cmdline, environ_has, live_pids, wait_exited
-from conftest import CLI
 
 SUPERVISION = {"heartbeatInterval": 0.2, "heartbeatTimeout": 1.5, "maxRestarts": 50, "backoffFirst": 0.01, "backoffMax": 0.01}
 # (one session for all kinds: the start-up is shared; faults come one after another)

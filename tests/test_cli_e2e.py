@@ -12,12 +12,11 @@ import signal
 import subprocess
 
 import trio
+from _procs import cmdline, environ_has, live_pids, wait_exited
+from conftest import CLI
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from _procs import cmdline, environ_has, live_pids, wait_exited
-from conftest import CLI
 
 
 def _events(stdout: bytes) -> list[dict]:

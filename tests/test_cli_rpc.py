@@ -6,11 +6,10 @@ import json
 import subprocess
 
 import trio
+from conftest import CLI
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import CLI
 
 
 class Rpc:

@@ -103,7 +103,6 @@ async def test_resume_lists_this_directorys_sessions_and_opens_the_chosen_one(sc
     import pty
 
     import trio
-
     from conftest import CLI
 
     scripted.script += [Reply(text="Older."), Reply(text="Newer."), Reply(text="Resumed the older one.")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from test_compaction_prepare import Branch
+
 from pi_actors import ai
 from pi_actors.coding.compaction import (
     OVERFLOW_RECOVERY_FAILED,
@@ -10,8 +12,6 @@ from pi_actors.coding.compaction import (
     decide_auto_compaction,
     resets_overflow_flag,
 )
-
-from test_compaction_prepare import Branch
 
 MODEL = ai.Model(id="fake-model", api="openai-completions", provider="fake", context_window=200_000)
 

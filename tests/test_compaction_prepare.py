@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +37,7 @@ class Branch:
             "type": kind,
             "id": f"e{len(self.entries):03d}",
             "parentId": self.entries[-1]["id"] if self.entries else None,
-            "timestamp": iso_timestamp(datetime.fromtimestamp(self.ms / 1000, timezone.utc)),
+            "timestamp": iso_timestamp(datetime.fromtimestamp(self.ms / 1000, UTC)),
             **fields,
         }
         self.entries.append(entry)

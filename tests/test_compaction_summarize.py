@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+from test_compaction_prepare import Branch, tool_session
 
 from pi_actors import ai
 from pi_actors.agent.testing import ScriptedStream, Text, Thinking, fake_model, reply
@@ -23,8 +24,6 @@ from pi_actors.coding.compaction import (
     to_llm,
 )
 from pi_actors.testing import Reply, ScriptedLLM
-
-from test_compaction_prepare import Branch, tool_session
 
 SKELETON = ["## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
             "### Blocked", "## Key Decisions", "## Next Steps", "## Critical Context"]

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 import trio
+from test_sandbox_support import open_pool, sandbox_config, text_of, zygote_pids
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from test_sandbox_support import open_pool, sandbox_config, text_of, zygote_pids
 
 SECRET = "containment-secret-" + uuid.uuid4().hex
 MiB = 1024 * 1024
@@ -371,9 +370,9 @@ async def test_without_libseccomp_no_tool_runs_and_the_result_says_why(ws, monke
 
 
 async def test_a_served_sessions_processes_start_isolated_and_import_nothing_from_its_cwd(server, tmp_path):
-    from pi_actors.server.client import connect
-
     from _procs import cmdline
+
+    from pi_actors.server.client import connect
 
     # The server fixture's root is tmp_path/served (created by the fixture).
     ws, markers = tmp_path / "served" / "project", tmp_path / "served-markers"

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 import trio
+from conftest import actor_config
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
 from pi_actors.server.client import ConnectionRefused, RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import actor_config
 
 
 @pytest.fixture
@@ -257,7 +256,8 @@ async def test_serve_token_add_writes_a_0600_token_file_and_prints_only_its_path
 
 # -- hostile input to the parsers ---------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -18,16 +18,18 @@ import sys
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings, strategies as st
+import trio.lowlevel
+from conftest import CLI
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_remote_server import raw_exchange
 
-from pi_actors.runtime import ConnectionLost, protocol as P
-from pi_actors.runtime._errors import RemoteProtocolError
+from pi_actors.runtime import ConnectionLost
+from pi_actors.runtime import protocol as P
 from pi_actors.runtime._codec import MAX_ITEMS, decode_message, encode_message
+from pi_actors.runtime._errors import RemoteProtocolError
 from pi_actors.server.client import connect
 from pi_actors.testing.scripted_server import Reply
-
-from conftest import CLI
-from test_remote_server import raw_exchange
 
 TOKEN = "limits-test-token"
 
@@ -292,7 +294,7 @@ async def test_running_out_of_descriptors_backs_off_quietly_and_recovers(nursery
             async def flood() -> None:
                 while True:
                     streams.extend(await _half_open(served.port, 4))
-                    await trio.sleep(0)
+                    await trio.lowlevel.checkpoint()
 
             inner.start_soon(flood)
             first = await served.stderr.until("accept", "Traceback")

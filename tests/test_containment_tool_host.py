@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from conftest import CLI
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import CLI
 
 
 @pytest.fixture

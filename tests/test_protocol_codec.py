@@ -335,7 +335,7 @@ def test_payloads_may_hold_structs_dataclasses_and_friends_which_arrive_as_trees
         "dataclass": Point(1, 2),
         "enum": Color.RED,
         "tuple": (1, 2),
-        "when": datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.timezone.utc),
+        "when": datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC),
         "bytes": bytearray(b"\x00\x01"),
         "view": memoryview(b"\x02"),
     }

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import msgspec
 import pytest
 import trio
+from test_ai_providers import hello_context, model_for, start_llm  # noqa: F401
 
 from pi_actors import ai
 from pi_actors.actors._event_wire import CoalescingSender, StreamRebuilder, strip_stream_event
@@ -18,7 +20,6 @@ from pi_actors.actors.provider import ProviderActor
 from pi_actors.ai import types as T
 from pi_actors.runtime import RemoteError, link_pair, open_peer, start_actor
 from pi_actors.testing import Reply, ScriptToolCall
-from test_ai_providers import hello_context, model_for, start_llm  # noqa: F401
 
 # --- CoalescingSender on its own --------------------------------------------------------------
 

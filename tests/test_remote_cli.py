@@ -8,11 +8,10 @@ import stat
 import subprocess
 
 import trio
+from conftest import CLI
 
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-
-from conftest import CLI
 
 
 class Lines:

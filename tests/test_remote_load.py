@@ -10,14 +10,14 @@ import socket
 
 import pytest
 import trio
+from conftest import actor_config, served_credentials
 
-from pi_actors.runtime import RemoteError, protocol as P
+from pi_actors.runtime import RemoteError
+from pi_actors.runtime import protocol as P
 from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.server.testing import bad_inputs, raw_exchange
 from pi_actors.testing.scripted_server import Reply
-
-from conftest import actor_config, served_credentials
 
 
 @pytest.fixture

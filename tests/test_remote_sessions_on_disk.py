@@ -13,14 +13,13 @@ import subprocess
 
 import pytest
 import trio
+from conftest import CLI, actor_config
+from test_remote_cli import Lines
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-
-from conftest import CLI, actor_config
-from test_remote_cli import Lines
 
 
 def _texts(request: dict) -> list[str]:

@@ -8,12 +8,11 @@ import signal
 import subprocess
 
 import trio
+from conftest import CLI
 
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import CLI
 
 
 def _token_file(workspace):

@@ -10,11 +10,10 @@ import shutil
 
 import pytest
 import trio
+from conftest import CLI
 
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-
-from conftest import CLI
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 

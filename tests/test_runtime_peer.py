@@ -6,6 +6,7 @@ import socket
 
 import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 
 from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
@@ -70,7 +71,7 @@ class _Server:
     async def wait_for_handler(self) -> None:
         await self.ready.wait()
         while not self.peer._incoming:
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
 
 
 async def _serve(stream):

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import trio
+from _procs import cmdline, live_pids
 
 from pi_actors.actors.tool_pool import run_tool_pool
 from pi_actors.runtime import Peer, link_pair, open_peer
-
-from _procs import cmdline, live_pids
 
 WORKER_NAME = "tool-worker-"
 ZYGOTE_MARK = "pi_actors.actors._zygote tool-zygote-"

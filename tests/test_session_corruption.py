@@ -116,7 +116,6 @@ async def test_switching_to_a_damaged_session_over_rpc_answers_with_its_warnings
     import subprocess
 
     import trio
-
     from conftest import CLI
 
     path = env.work / "damaged.jsonl"

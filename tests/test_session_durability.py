@@ -13,6 +13,8 @@ import random
 import signal
 
 import trio
+import trio.lowlevel
+from _procs import cmdline, live_pids, parent_pid
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
 from pi_actors.ai import types as T
@@ -22,8 +24,6 @@ from pi_actors.coding.session import SessionWriter, load_session
 from pi_actors.runtime import RemoteError
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from _procs import cmdline, live_pids, parent_pid
 
 TURNS = 50
 RUNS = 20
@@ -78,7 +78,7 @@ async def test_killing_the_store_at_random_points_never_loses_an_acknowledged_en
                             acknowledged.append(event["message"])
                             if len(acknowledged) == kill_after:
                                 for _ in range(extra_ticks):
-                                    await trio.sleep(0)
+                                    await trio.lowlevel.checkpoint()
                                 os.kill(store, signal.SIGKILL)
                     await call.result()
             except RemoteError as exc:

@@ -11,13 +11,12 @@ import sys
 
 import pytest
 import trio
+from _procs import live_pids, parent_pid, wait_exited
+from conftest import CLI, actor_config
 
 from pi_actors.coding.session import SessionLocked, SessionWriter, load_session, lock_holder
 from pi_actors.runtime import RemoteError
 from pi_actors.testing.scripted_server import Reply
-
-from _procs import live_pids, parent_pid, wait_exited
-from conftest import CLI, actor_config
 
 MODEL = ("--model", "scripted/scripted-model")
 
@@ -42,7 +41,7 @@ class Rpc:
         self.buffer = b""
 
     @classmethod
-    async def start(cls, env, *args: str) -> "Rpc":
+    async def start(cls, env, *args: str) -> Rpc:
         proc = await trio.lowlevel.open_process(
             [CLI, "--mode", "rpc", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env.env, cwd=env.work,

@@ -12,9 +12,12 @@ import os
 import signal
 
 import pytest
-from hypothesis import given, settings, strategies as st
 import trio
+import trio.lowlevel
 import trio.testing
+from conftest import actor_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_actors.actors._event_wire import AgentEventRebuilder
 from pi_actors.actors.local import open_local_runtime
@@ -30,8 +33,6 @@ from pi_actors.runtime import (
 )
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-from conftest import actor_config
 
 #: Fast liveness checks for tests (the defaults are 1 s / 5 s).
 FAST = RestartPolicy(heartbeat_interval=0.1, heartbeat_timeout=1.5, max_restarts=20)
@@ -233,7 +234,7 @@ async def test_a_peer_whose_loop_does_not_answer_is_reported_silent(autojump_clo
 
 async def test_a_message_larger_than_a_frame_is_refused_with_one_clear_error():
     async with trio.open_nursery() as nursery:
-        a, ready, _ = await _linked_peers(nursery, lambda call: trio.sleep(0))
+        a, ready, _ = await _linked_peers(nursery, lambda call: trio.lowlevel.checkpoint())
         async with open_peer(a, side="client", role="ui", name="client", max_frame=1024) as client:
             with pytest.raises(MessageTooLarge) as info:
                 await client.call("prompt", {"text": "x" * 5000})

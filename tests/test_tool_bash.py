@@ -20,12 +20,11 @@ import textwrap
 
 import pytest
 import trio
-
 from _procs import environ_has, live_pids, wait_exited
+
 from pi_actors.coding.tools import ToolError, kill_all_process_groups, run_tool, truncate_tail
 from pi_actors.coding.tools import bash as bash_module
 from pi_actors.coding.tools.process import live_process_groups
-
 
 MARKER_VAR = "PI_ACTORS_TEST_BASH_MARKER"
 
@@ -374,7 +373,8 @@ def test_truncate_tail_huge_final_line_then_newline_keeps_only_the_empty_line():
 
 
 def _pool_modules():
-    from test_sandbox_support import open_pool, sandbox_config, text_of as pool_text
+    from test_sandbox_support import open_pool, sandbox_config
+    from test_sandbox_support import text_of as pool_text
 
     return open_pool, sandbox_config, pool_text
 
@@ -507,7 +507,9 @@ async def test_output_that_cannot_be_saved_says_so_instead_of_naming_a_file(monk
     assert result["details"]["truncation"]["totalLines"] == 3001
 
 
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 
 @hsettings(max_examples=300, deadline=None)

@@ -13,10 +13,10 @@ import signal
 
 import pytest
 import trio
-
 from _procs import live_pids, wait_exited
-from pi_actors.actors.tool_pool import _PathOrder
 from test_sandbox_support import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
+
+from pi_actors.actors.tool_pool import _PathOrder
 
 MODES = ["workspace-write", "off"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import base64
 import os
 
-import trio
-
 import pytest
+import trio
 
 from pi_actors.coding.tools import (
     DEFAULT_TOOLS,
@@ -376,7 +375,8 @@ def _reference(data: bytes, path: str, offset, limit):
     return ("ok", truncation.to_json() if truncation.truncated else truncation.content)
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,11 +14,10 @@ import uuid
 
 import pytest
 import trio
-
 from _procs import cmdline, environ_has, live_pids, parent_pid, wait_exited
-from pi_actors.runtime import link_pair, open_peer, start_actor
 from test_sandbox_support import comm, open_pool, sandbox_config, text_of, worker_pids, zygote_pids
 
+from pi_actors.runtime import link_pair, open_peer, start_actor
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from _tmux import Pane
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall, ScriptUsage
-
-from _tmux import Pane
-
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 

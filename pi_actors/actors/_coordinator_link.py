@@ -8,8 +8,9 @@ Peer, reports each death, and ends the link when the session is over or has fail
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 

@@ -19,8 +19,9 @@ changes, so that a restarted coordinator reopens the same session.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import trio
 

@@ -17,7 +17,8 @@ coordinator's stream function), with pi's prompts and token limits. Session even
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..ai import types as T
 from ..ai.abort import AbortSignal

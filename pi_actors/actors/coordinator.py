@@ -1,4 +1,4 @@
-"""The loop coordinator actor: one session's agent — context, run lifecycle, event fan-out.
+r"""The loop coordinator actor: one session's agent — context, run lifecycle, event fan-out.
 
 It runs the stateless agent loop (``pi_actors.agent``) with three remote capabilities:
 
@@ -61,18 +61,18 @@ import msgspec
 import trio
 
 from ..agent import Agent, AgentTool, AgentToolResult
-from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
-from ..coding.tools import MUTATING_TOOLS
-from ..coding.tools.paths import resolve_to_cwd
 from ..ai import types as T
 from ..ai.abort import AbortSignal
+from ..coding.compaction import CompactionSettings
+from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
+from ..coding.retry import RetrySettings
+from ..coding.tools import MUTATING_TOOLS
+from ..coding.tools.paths import resolve_to_cwd
 from ..runtime import ActorDied, ConnectionLost, FdChannel, IncomingCall, JsonLog, Peer, RemoteError, open_peer
-from ._relink import PeerSlot, serve_control
 from ._event_wire import StreamRebuilder, strip_agent_event
+from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
-from ..coding.compaction import CompactionSettings
-from ..coding.retry import RetrySettings
 
 __all__ = ["run_coordinator", "Coordinator"]
 

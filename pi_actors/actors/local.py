@@ -39,12 +39,12 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 
-from ._coordinator_link import CoordinatorLink
 from ..runtime import (
     ConnectionLost,
     FdChannel,
@@ -57,6 +57,7 @@ from ..runtime import (
     open_peer,
     start_watched_actor,
 )
+from ._coordinator_link import CoordinatorLink
 
 __all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
 

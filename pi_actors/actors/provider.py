@@ -154,7 +154,6 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     SDK import is the longest step before the first request can leave. SDK clients (and their
     open connections) are kept across calls for the actor's lifetime (``reuse_clients``)."""
     from ..ai.providers._common import reuse_clients
-
     from ._serve_link import serve_coordinator_link
 
     actor = ProviderActor(config or {})

@@ -49,8 +49,9 @@ import signal
 import socket
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable
+from typing import Any
 
 import trio
 

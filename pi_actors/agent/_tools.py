@@ -12,7 +12,7 @@ loop to end the run after ``turn_end``; a sink failure is raised at once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 import trio
@@ -84,9 +84,9 @@ class _Call:
     block: ToolCall
     tool: Any = None
     args: Any = None
-    outcome: Optional[_Outcome] = None  # set when settled (immediately or after execution)
+    outcome: _Outcome | None = None  # set when settled (immediately or after execution)
     runnable: bool = False
-    key: Optional[str] = None  # the tool's exclusive_key for these arguments
+    key: str | None = None  # the tool's exclusive_key for these arguments
     executed: bool = False
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -95,7 +95,7 @@ class _Call:
 class Batch:
     results: list[ToolResultMessage]
     terminate: bool
-    failure: Optional[Exception]
+    failure: Exception | None
 
 
 class ToolPhase:
@@ -104,8 +104,8 @@ class ToolPhase:
 
     context: AgentContext
     config: AgentLoopConfig
-    signal: Optional[AbortSignal]
-    _sink_failure: Optional[SinkFailed]
+    signal: AbortSignal | None
+    _sink_failure: SinkFailed | None
     _turn_results: list[ToolResultMessage]
 
     async def emit(self, event: Any) -> None:  # provided by the run
@@ -134,7 +134,7 @@ class ToolPhase:
         runs (pi 0.73): steering queued meanwhile waits for the poll after ``turn_end`` and
         is injected after all the tool results."""
         results: list[ToolResultMessage] = []
-        failure: Optional[Exception] = None
+        failure: Exception | None = None
         for index, call in enumerate(calls):
             await self._emit_start(call)
             if self._aborted():
@@ -163,7 +163,7 @@ class ToolPhase:
         # Phase 2 + 3: start every runnable call at once (a call whose exclusive key an
         # earlier call holds waits for that one to settle); settle outcomes in call order.
         results: list[ToolResultMessage] = []
-        failure: Optional[Exception] = None
+        failure: Exception | None = None
         holders: dict[str, _Call] = {}
         async with trio.open_nursery() as nursery:
             for call in calls:
@@ -247,7 +247,7 @@ class ToolPhase:
         call.outcome = outcome
         call.done.set()
 
-    async def _execute(self, call: _Call, after: Optional[_Call] = None) -> None:
+    async def _execute(self, call: _Call, after: _Call | None = None) -> None:
         """Run one call and settle it; with ``after``, only once that call has settled."""
         block = call.block
         settled = False

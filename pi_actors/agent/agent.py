@@ -26,13 +26,14 @@ overlapping run; there is no default model or stream function yet (``prompt`` sa
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Any, Literal
 
 import trio
 
 from ..ai.abort import AbortSignal
-from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, UserMessage, Usage, now_ms
+from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, now_ms
 from .loop import run_agent_loop, run_agent_loop_continue
 from .types import (
     AgentContext,
@@ -58,28 +59,28 @@ BUSY_CONTINUE = "Agent is already processing. Wait for completion before continu
 @dataclass
 class AgentState:
     system_prompt: str = ""
-    model: Optional[Model] = None
+    model: Model | None = None
     thinking_level: AgentThinkingLevel = "off"
     tools: list[Any] = field(default_factory=list)
     messages: list[AgentMessage] = field(default_factory=list)
     is_streaming: bool = False
-    stream_message: Optional[AgentMessage] = None
+    stream_message: AgentMessage | None = None
     pending_tool_calls: set[str] = field(default_factory=set)
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class Agent:
     def __init__(
         self,
         *,
-        initial_state: Union[AgentState, dict[str, Any], None] = None,
+        initial_state: AgentState | dict[str, Any] | None = None,
         stream_fn: Any = None,
         convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm,
         transform_context: Any = None,
         get_api_key: Any = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
-        session_id: Optional[str] = None,
+        session_id: str | None = None,
         tool_execution: ToolExecutionMode = "parallel",
         before_tool_call: Any = None,
         after_tool_call: Any = None,
@@ -108,8 +109,8 @@ class Agent:
         self._listeners: list[Callable[[Any], Any]] = []
         self._steering: list[AgentMessage] = []
         self._follow_ups: list[AgentMessage] = []
-        self._signal: Optional[AbortSignal] = None
-        self._idle: Optional[trio.Event] = None
+        self._signal: AbortSignal | None = None
+        self._idle: trio.Event | None = None
 
     # -- state and mutators (none of these emit events) --------------------------------------
 
@@ -210,7 +211,7 @@ class Agent:
     # -- runs -----------------------------------------------------------------------------
 
     async def prompt(
-        self, input: Union[str, AgentMessage, list[AgentMessage]], images: Optional[list[ImageContent]] = None
+        self, input: str | AgentMessage | list[AgentMessage], images: list[ImageContent] | None = None
     ) -> None:
         """Run from a new prompt; returns when the run has ended (failures go into state)."""
         if self._state.is_streaming:
@@ -266,7 +267,7 @@ class Agent:
         state.error = None
         self.clear_all_queues()
 
-    async def _run(self, messages: Optional[list[AgentMessage]], skip_initial_steering_poll: bool = False) -> None:
+    async def _run(self, messages: list[AgentMessage] | None, skip_initial_steering_poll: bool = False) -> None:
         if self.stream_fn is None:
             raise TypeError("Agent has no stream_fn")
         state = self._state

@@ -59,7 +59,7 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 import trio
@@ -122,8 +122,8 @@ async def run_agent_loop(
     context: AgentContext,
     config: AgentLoopConfig,
     emit: Any,
-    signal: Optional[AbortSignal] = None,
-    stream_fn: Optional[StreamFn] = None,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
 ) -> list[AgentMessage]:
     """Run from ``prompts``; return the prompts followed by every message the run added.
 
@@ -145,8 +145,8 @@ async def run_agent_loop_continue(
     context: AgentContext,
     config: AgentLoopConfig,
     emit: Any,
-    signal: Optional[AbortSignal] = None,
-    stream_fn: Optional[StreamFn] = None,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
 ) -> list[AgentMessage]:
     """Run from the existing context (its last message must not be an assistant message);
     return only the messages the run added.
@@ -184,7 +184,7 @@ class _Run(ToolPhase):
         context: AgentContext,
         config: AgentLoopConfig,
         sink: Any,
-        signal: Optional[AbortSignal],
+        signal: AbortSignal | None,
         stream_fn: StreamFn,
     ) -> None:
         self.context = context
@@ -196,10 +196,10 @@ class _Run(ToolPhase):
         self.reasoning = config.reasoning
         self.new_messages: list[AgentMessage] = []
         self._lock = trio.Lock()
-        self._sink_failure: Optional[SinkFailed] = None
+        self._sink_failure: SinkFailed | None = None
         # The open turn: True between turn_start and turn_end.
         self._turn_open = False
-        self._turn_message: Optional[AssistantMessage] = None
+        self._turn_message: AssistantMessage | None = None
         self._turn_results: list[ToolResultMessage] = []
 
     # -- events ----------------------------------------------------------------------------
@@ -235,7 +235,7 @@ class _Run(ToolPhase):
 
     # -- the run ---------------------------------------------------------------------------
 
-    async def main(self, prompts_to_announce: Optional[list[AgentMessage]]) -> None:
+    async def main(self, prompts_to_announce: list[AgentMessage] | None) -> None:
         try:
             await self.emit(AgentStartEvent())
             await self._start_turn()
@@ -278,7 +278,7 @@ class _Run(ToolPhase):
                 calls = [block for block in message.content if isinstance(block, ToolCall)]
                 results: list[ToolResultMessage] = []
                 terminate = False
-                failure: Optional[Exception] = None
+                failure: Exception | None = None
                 if calls:
                     batch = await self._tool_phase(message, calls)
                     results = batch.results
@@ -377,8 +377,8 @@ class _Run(ToolPhase):
         return await self._consume_stream(model, llm_context, options)
 
     async def _consume_stream(self, model: Any, llm_context: Context, options: LoopStreamOptions) -> AssistantMessage:
-        partial: Optional[AssistantMessage] = None  # the live partial, once a start was seen
-        final: Optional[AssistantMessage] = None  # from the terminal event
+        partial: AssistantMessage | None = None  # the live partial, once a start was seen
+        final: AssistantMessage | None = None  # from the terminal event
         sink_failed = False
         scope = trio.CancelScope()
 
@@ -412,7 +412,7 @@ class _Run(ToolPhase):
                 await trio.lowlevel.checkpoint()
 
         returned: Any = None
-        raised: Optional[Exception] = None
+        raised: Exception | None = None
         with scope:
             try:
                 returned = await self.stream_fn(model, llm_context, options, on_event)

@@ -19,8 +19,9 @@ When the script is exhausted a call ends with an ``error`` event (it never raise
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional, Union
+from typing import Any, Union
 
 import trio
 
@@ -122,7 +123,7 @@ async def _play_blocks(message: AssistantMessage, blocks: tuple[Block, ...], emi
             await emit(ToolCallEndEvent(content_index=index, tool_call=call, partial=message))
 
 
-async def _finish(message: AssistantMessage, stop_reason: str, error_message: Optional[str], emit: Any) -> AssistantMessage:
+async def _finish(message: AssistantMessage, stop_reason: str, error_message: str | None, emit: Any) -> AssistantMessage:
     message.stop_reason = stop_reason  # type: ignore[assignment]
     if stop_reason in ("error", "aborted"):
         message.error_message = error_message or ("Request was aborted" if stop_reason == "aborted" else "error")
@@ -136,7 +137,7 @@ def _default_stop(blocks: tuple[Block, ...]) -> str:
     return "toolUse" if any(isinstance(b, Call) for b in blocks) else "stop"
 
 
-def reply(*blocks: Block, stop_reason: Optional[str] = None, error_message: Optional[str] = None) -> Reply:
+def reply(*blocks: Block, stop_reason: str | None = None, error_message: str | None = None) -> Reply:
     async def play(model: Model, context: Context, options: Any, emit: Any) -> AssistantMessage:
         message = new_assistant_message(model)
         await emit(StartEvent(partial=message))
@@ -146,7 +147,7 @@ def reply(*blocks: Block, stop_reason: Optional[str] = None, error_message: Opti
     return play
 
 
-def done_only(*blocks: Block, stop_reason: Optional[str] = None, error_message: Optional[str] = None) -> Reply:
+def done_only(*blocks: Block, stop_reason: str | None = None, error_message: str | None = None) -> Reply:
     async def play(model: Model, context: Context, options: Any, emit: Any) -> AssistantMessage:
         message = new_assistant_message(model)
         for block in blocks:
@@ -161,7 +162,7 @@ def done_only(*blocks: Block, stop_reason: Optional[str] = None, error_message: 
     return play
 
 
-def until_aborted(*blocks: Block, started: Optional[trio.Event] = None) -> Reply:
+def until_aborted(*blocks: Block, started: trio.Event | None = None) -> Reply:
     async def play(model: Model, context: Context, options: Any, emit: Any) -> AssistantMessage:
         message = new_assistant_message(model)
         await emit(StartEvent(partial=message))

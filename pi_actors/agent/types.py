@@ -16,8 +16,9 @@ context), so they are plain dataclasses, not wire Structs.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, ClassVar, Literal, Optional, Union
+from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 
@@ -114,9 +115,9 @@ class AgentToolResult(msgspec.Struct, rename="camel", omit_defaults=True, kw_onl
     batch; it takes effect only when *every* result of the batch says so.
     """
 
-    content: list[Union[TextContent, ImageContent]] = msgspec.field(default_factory=list)
+    content: list[TextContent | ImageContent] = msgspec.field(default_factory=list)
     details: Any = None
-    terminate: Optional[bool] = None
+    terminate: bool | None = None
 
 
 AgentToolUpdateCallback = Callable[[AgentToolResult], Awaitable[None]]
@@ -156,11 +157,11 @@ class AgentTool:
     name: str
     description: str
     parameters: dict[str, Any]
-    execute: Callable[[str, Any, Optional[AbortSignal], AgentToolUpdateCallback], Awaitable[AgentToolResult]]
+    execute: Callable[[str, Any, AbortSignal | None, AgentToolUpdateCallback], Awaitable[AgentToolResult]]
     label: str = ""
-    prepare_arguments: Optional[Callable[[Any], Any]] = None
-    exclusive_key: Optional[Callable[[Any], Optional[str]]] = None
-    execution_mode: Optional[ToolExecutionMode] = None
+    prepare_arguments: Callable[[Any], Any] | None = None
+    exclusive_key: Callable[[Any], str | None] | None = None
+    execution_mode: ToolExecutionMode | None = None
 
 
 @dataclass
@@ -190,8 +191,8 @@ class BeforeToolCallResult:
     ``"Tool execution was blocked"``. ``terminate`` is the blocked result's terminate hint."""
 
     block: bool = False
-    reason: Optional[str] = None
-    terminate: Optional[bool] = None
+    reason: str | None = None
+    terminate: bool | None = None
 
 
 @dataclass
@@ -209,10 +210,10 @@ class AfterToolCallResult:
     """Field-wise overrides of an executed result: each field that is not None replaces the
     original (no deep merge)."""
 
-    content: Optional[list[Union[TextContent, ImageContent]]] = None
+    content: list[TextContent | ImageContent] | None = None
     details: Any = None
-    is_error: Optional[bool] = None
-    terminate: Optional[bool] = None
+    is_error: bool | None = None
+    terminate: bool | None = None
 
 
 @dataclass
@@ -232,9 +233,9 @@ class AgentLoopTurnUpdate:
     ``thinking_level`` ``"off"`` means no reasoning; any other level is passed as reasoning.
     """
 
-    context: Optional[AgentContext] = None
-    model: Optional[Model] = None
-    thinking_level: Optional[AgentThinkingLevel] = None
+    context: AgentContext | None = None
+    model: Model | None = None
+    thinking_level: AgentThinkingLevel | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,12 +250,12 @@ class LoopStreamOptions:
     this class; any object with these attributes serves.
     """
 
-    api_key: Optional[str] = None
-    signal: Optional[AbortSignal] = None
-    reasoning: Optional[str] = None
-    session_id: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
+    api_key: str | None = None
+    signal: AbortSignal | None = None
+    reasoning: str | None = None
+    session_id: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
 
 
 Emit = Callable[[AssistantMessageEvent], Awaitable[None]]
@@ -380,17 +381,17 @@ class AgentLoopConfig:
 
     model: Model
     convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm
-    transform_context: Optional[Callable[[list[AgentMessage], Optional[AbortSignal]], Any]] = None
-    get_api_key: Optional[Callable[[str], Any]] = None
-    get_steering_messages: Optional[Callable[[], Any]] = None
-    get_follow_up_messages: Optional[Callable[[], Any]] = None
-    before_tool_call: Optional[Callable[[BeforeToolCallContext, Optional[AbortSignal]], Any]] = None
-    after_tool_call: Optional[Callable[[AfterToolCallContext, Optional[AbortSignal]], Any]] = None
-    should_stop_after_turn: Optional[Callable[[TurnContext], Any]] = None
-    prepare_next_turn: Optional[Callable[[TurnContext], Any]] = None
+    transform_context: Callable[[list[AgentMessage], AbortSignal | None], Any] | None = None
+    get_api_key: Callable[[str], Any] | None = None
+    get_steering_messages: Callable[[], Any] | None = None
+    get_follow_up_messages: Callable[[], Any] | None = None
+    before_tool_call: Callable[[BeforeToolCallContext, AbortSignal | None], Any] | None = None
+    after_tool_call: Callable[[AfterToolCallContext, AbortSignal | None], Any] | None = None
+    should_stop_after_turn: Callable[[TurnContext], Any] | None = None
+    prepare_next_turn: Callable[[TurnContext], Any] | None = None
     tool_execution: ToolExecutionMode = "parallel"
-    reasoning: Optional[str] = None
-    api_key: Optional[str] = None
-    session_id: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
+    reasoning: str | None = None
+    api_key: str | None = None
+    session_id: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None

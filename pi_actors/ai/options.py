@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Awaitable, Callable, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 import msgspec
 

@@ -23,7 +23,8 @@ import email.utils
 import math
 import re
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",

@@ -17,7 +17,7 @@ user message gets a synthetic error result ``"No result provided"`` right before
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import msgspec
 

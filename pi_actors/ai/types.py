@@ -127,7 +127,7 @@ def empty_usage() -> Usage:
     return Usage()
 
 
-def new_assistant_message(model: "Model") -> "AssistantMessage":
+def new_assistant_message(model: Model) -> AssistantMessage:
     """The empty output message a provider starts from (spec/pi-core.md §2.0 step 1)."""
     return AssistantMessage(
         content=[],
@@ -146,7 +146,7 @@ class _Message(msgspec.Struct, tag_field="role", rename="camel", omit_defaults=T
 
 class UserMessage(_Message, tag="user"):
     role: ClassVar[str] = "user"
-    content: Union[str, list[UserContent]]
+    content: str | list[UserContent]
     timestamp: int
 
 

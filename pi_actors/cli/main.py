@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 __all__ = ["main", "build_parser"]
 

@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 import trio
 
@@ -94,7 +95,7 @@ class RetrySettings:
     max_delay_ms: int = 60000
 
     @classmethod
-    def from_json(cls, data: Any) -> "RetrySettings":
+    def from_json(cls, data: Any) -> RetrySettings:
         """From pi's ``settings.json`` ``retry`` object; missing or bad fields default."""
         data = data if isinstance(data, dict) else {}
         base = cls()

@@ -16,6 +16,8 @@ Public surface:
 """
 
 from . import protocol
+from ._fdpass import FdChannel
+from ._log import JsonLog
 from ._peer import (
     PING_METHOD,
     ActorDied,
@@ -29,7 +31,7 @@ from ._peer import (
     open_peer,
     remote_error_of,
 )
-from ._fdpass import FdChannel
+from ._process import ChildProcess
 from ._router import (
     INVALID_RESPONSE,
     Empty,
@@ -44,8 +46,6 @@ from ._router import (
     interface_methods,
     open_method,
 )
-from ._log import JsonLog
-from ._process import ChildProcess
 from ._spawn import child_environment, link_pair, start_actor
 from ._supervise import (
     RestartIntensity,

@@ -39,8 +39,9 @@ from __future__ import annotations
 import errno
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -82,7 +83,7 @@ class Ticket:
 
     __slots__ = ("_admission", "scope", "state")
 
-    def __init__(self, admission: "Admission", scope: trio.CancelScope) -> None:
+    def __init__(self, admission: Admission, scope: trio.CancelScope) -> None:
         self._admission = admission
         self.scope = scope
         self.state = "pending"

@@ -40,7 +40,7 @@ class FdChannel:
         self._eof = False
 
     @classmethod
-    def from_stream(cls, stream: trio.SocketStream) -> "FdChannel":
+    def from_stream(cls, stream: trio.SocketStream) -> FdChannel:
         return cls(stream.socket)
 
     async def send(self, message: dict[str, Any], sock: socket.socket | None = None) -> None:

@@ -31,7 +31,8 @@ import os
 import socket
 import stat
 import struct
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 

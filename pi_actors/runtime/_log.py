@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["JsonLog"]
@@ -30,7 +30,7 @@ class JsonLog:
                 print(f"Warning: cannot open log file {path}: {exc.strerror or exc}", file=sys.stderr)
 
     @classmethod
-    def disabled(cls) -> "JsonLog":
+    def disabled(cls) -> JsonLog:
         return cls(None, "")
 
     @property
@@ -41,7 +41,7 @@ class JsonLog:
         if self._fd is None:
             return
         record = {
-            "ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "actor": self.actor,
             "pid": os.getpid(),
             "event": name,

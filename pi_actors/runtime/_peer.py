@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -89,7 +90,7 @@ class MessageTooLarge(RemoteError):
 class IncomingCall:
     """A call the peer made to us. The handler reads ``method``/``args`` and may stream chunks."""
 
-    def __init__(self, peer: "Peer", msg: P.Call) -> None:
+    def __init__(self, peer: Peer, msg: P.Call) -> None:
         self._peer = peer
         self.id = msg.id
         self.method = msg.method
@@ -127,7 +128,7 @@ Handler = Callable[[IncomingCall], Awaitable[Any]]
 class OutgoingCall:
     """A call we made; iterate it for the chunks' data, then read ``result``."""
 
-    def __init__(self, peer: "Peer", call_id: int) -> None:
+    def __init__(self, peer: Peer, call_id: int) -> None:
         self._peer = peer
         self.id = call_id
         self._send, self._recv = trio.open_memory_channel[Any](math.inf)
@@ -147,7 +148,7 @@ class OutgoingCall:
         except trio.ClosedResourceError:
             pass
 
-    def __aiter__(self) -> "OutgoingCall":
+    def __aiter__(self) -> OutgoingCall:
         return self
 
     async def __anext__(self) -> Any:

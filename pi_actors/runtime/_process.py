@@ -40,7 +40,7 @@ class ChildProcess:
         env: Mapping[str, str] | None = None,
         stdin: int | None = subprocess.PIPE,
         cwd: str | None = None,
-    ) -> "ChildProcess":
+    ) -> ChildProcess:
         """Start ``argv`` (in ``cwd``, default ours); raises OSError if it cannot be started."""
         popen = subprocess.Popen(list(argv), pass_fds=tuple(pass_fds), env=env, stdin=stdin, close_fds=True, cwd=cwd)
         return cls(popen)

@@ -36,9 +36,10 @@ fields). Encoding omits fields that hold their default, so an old receiver sees 
 from __future__ import annotations
 
 import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -222,7 +223,7 @@ class Router:
         *interfaces: Interface,
         name: str | None = None,
         fallback: Callable[[IncomingCall], Awaitable[Any]] | None = None,
-    ) -> "Router":
+    ) -> Router:
         """A router for every ``@implements``-marked method of ``obj``.
 
         Raises ValueError when a method of ``interfaces`` has no handler, or a handler
@@ -287,7 +288,7 @@ class TypedOutgoingCall(Generic[C, R]):
         self.method = method
         self.raw = raw
 
-    def __aiter__(self) -> "TypedOutgoingCall[C, R]":
+    def __aiter__(self) -> TypedOutgoingCall[C, R]:
         return self
 
     async def __anext__(self) -> C:

@@ -71,7 +71,7 @@ class RestartPolicy:
     spares: bool = True
 
     @classmethod
-    def from_json(cls, data: Any) -> "RestartPolicy":
+    def from_json(cls, data: Any) -> RestartPolicy:
         """From settings (``supervision``: maxRestarts, restartWindow, backoffFirst, backoffMax,
         heartbeatInterval, heartbeatTimeout, startTimeout, spares); a missing or invalid field
         keeps its default."""

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import hmac
 import ssl
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream

@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
-import logging
 from dataclasses import dataclass
 from typing import Any
 

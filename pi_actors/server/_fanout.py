@@ -24,7 +24,7 @@ _FLUSHED = object()
 
 
 class _Client:
-    def __init__(self, server: "Server", queue_size: int, identity: Identity) -> None:
+    def __init__(self, server: Server, queue_size: int, identity: Identity) -> None:
         self.server = server
         self.identity = identity
         self.peer: Peer | None = None

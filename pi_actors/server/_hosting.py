@@ -17,8 +17,9 @@ import copy
 import logging
 import socket
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -44,7 +45,7 @@ class _Session:
         self.record = record
         self.peer: Peer | None = None
         self.processes: dict[str, Any] = {}
-        self.attachments: dict[str, "_Client"] = {}
+        self.attachments: dict[str, _Client] = {}
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self.end_reason: str | None = None

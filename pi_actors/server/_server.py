@@ -76,19 +76,20 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import trio
 
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
+from ..runtime._accept import Admission, ConnectionLimits
 from ..runtime._websocket import WebSocketStream
 from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
 from ._confine import check_root
 from ._fanout import _Client
 from ._hosting import SessionHosting, _Session
 from ._registry import SessionIndex
-from ..runtime._accept import Admission, ConnectionLimits
 
 __all__ = ["Server", "SESSION_METHODS"]
 
@@ -177,7 +178,7 @@ class Server(SessionHosting):
     # -- lifetime ----------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator["Server"]:
+    async def running(self) -> AsyncIterator[Server]:
         """Own the sessions' processes for the duration of the block."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery

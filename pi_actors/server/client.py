@@ -12,8 +12,9 @@ context and raises ``ValueError`` saying what is wrong with ``ca_file``.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import trio
 
@@ -148,7 +149,7 @@ class RemoteSession:
         self.attachment_id = attachment_id
 
     @classmethod
-    async def attach(cls, peer: Peer, session_id: str) -> "RemoteSession":
+    async def attach(cls, peer: Peer, session_id: str) -> RemoteSession:
         reply = await peer.call("attach", {"sessionId": session_id})
         return cls(peer, reply["sessionId"], reply["attachmentId"])
 

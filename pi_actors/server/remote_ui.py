@@ -15,7 +15,8 @@ the session from its file, history included.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import trio
 

@@ -48,7 +48,8 @@ def _strategy() -> Any:
 
 
 def bad_inputs(n: int, *, seed: int = 0) -> list[bytes]:
-    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
 
     out: list[bytes] = []
 

@@ -45,9 +45,10 @@ import json
 import logging
 import platform
 import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -476,7 +477,7 @@ async def close_quietly(resource: Any) -> None:
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + _CLOSE_TIMEOUT
         try:
-            close = getattr(resource, "close", None) or getattr(resource, "aclose")
+            close = getattr(resource, "close", None) or resource.aclose
             result = close()
             if hasattr(result, "__await__"):
                 await result

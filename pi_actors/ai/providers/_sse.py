@@ -22,7 +22,8 @@ Contract:
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import msgspec
 

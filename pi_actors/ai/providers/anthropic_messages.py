@@ -29,8 +29,7 @@ from typing import Any
 import anthropic
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions, adjust_max_tokens_for_thinking, build_base_options, extra_option, \
-    resolve_cache_retention
+from ..options import StreamOptions, adjust_max_tokens_for_thinking, build_base_options, extra_option, resolve_cache_retention
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (

@@ -57,13 +57,13 @@ from ._common import (
     StreamRun,
     apply_on_payload,
     close_quietly,
-    note_response,
     describe_error,
+    note_response,
     run_stream,
     sdk_client,
     sdk_request_args,
-    stream_simple_with_effort,
     shared_ssl_context,
+    stream_simple_with_effort,
     warm_up_client,
 )
 from ._sse import decode_json, read_sse

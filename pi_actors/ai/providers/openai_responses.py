@@ -53,20 +53,20 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .openai_completions import make_client, openai_client
 from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
     close_quietly,
-    note_response,
     describe_error,
+    note_response,
     run_stream,
     sdk_request_args,
     stream_simple_with_effort,
     warm_up_client,
 )
 from ._sse import decode_json, read_sse
+from .openai_completions import make_client, openai_client
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up"]
 

@@ -35,7 +35,8 @@ import queue
 import re
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.buffer import Buffer
@@ -45,9 +46,9 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from .commands import SlashCommands
+from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 from .screen import ScreenLayout
 from .widgets import Selector, TuiCompleter, _text_of, _tool_label
-from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 
 __all__ = ["TuiApp"]
 

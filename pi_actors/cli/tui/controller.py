@@ -9,7 +9,8 @@ hands them to trio with the run's TrioToken); results and AgentEvents go back th
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import trio
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import Completer, Completion
 
@@ -47,7 +48,7 @@ class Selector:
 
 
 class TuiCompleter(Completer):
-    def __init__(self, tui: "TuiApp") -> None:
+    def __init__(self, tui: TuiApp) -> None:
         self.tui = tui
 
     def get_completions(self, document: Any, complete_event: Any) -> Any:

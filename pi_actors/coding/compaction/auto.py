@@ -36,8 +36,9 @@ stop that filled the window). The overflow detector may be injected
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ...ai.types import AssistantMessage, Model, message_from_plain
 from .messages import as_plain, entry_ms

@@ -24,8 +24,9 @@ LLM calls go through a push-style stream function,
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import trio
 

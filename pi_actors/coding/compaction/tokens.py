@@ -48,7 +48,7 @@ class CompactionSettings:
     keep_recent_tokens: int = 20000
 
     @classmethod
-    def from_json(cls, data: Any) -> "CompactionSettings":
+    def from_json(cls, data: Any) -> CompactionSettings:
         """From pi's ``settings.json`` ``compaction`` object; missing or bad fields default."""
         data = data if isinstance(data, dict) else {}
         base = cls()

@@ -96,7 +96,7 @@ class Limits:
         }
 
     @classmethod
-    def from_config(cls, data: dict[str, Any] | None) -> "Limits":
+    def from_config(cls, data: dict[str, Any] | None) -> Limits:
         base = default_limits()
         if not data:
             return base
@@ -189,7 +189,7 @@ class SandboxPolicy:
     def sandboxed(self) -> bool:
         return self.mode != "off"
 
-    def for_workspace(self, workspace: str) -> "SandboxPolicy":
+    def for_workspace(self, workspace: str) -> SandboxPolicy:
         return replace(self, workspace=workspace)
 
     def to_config(self) -> dict[str, Any]:
@@ -204,7 +204,7 @@ class SandboxPolicy:
         }
 
     @classmethod
-    def from_config(cls, data: dict[str, Any] | None) -> "SandboxPolicy":
+    def from_config(cls, data: dict[str, Any] | None) -> SandboxPolicy:
         data = data or {}
         allow = data.get("homeAllow")
         return cls(
@@ -218,7 +218,7 @@ class SandboxPolicy:
         )
 
     @classmethod
-    def from_settings(cls, settings: Any, **fields: Any) -> "SandboxPolicy":
+    def from_settings(cls, settings: Any, **fields: Any) -> SandboxPolicy:
         """A policy of ``fields`` with the ``sandbox`` object of settings.json applied:
         ``memory``, ``tmpSize``, ``shmSize``, ``fileSize`` (bytes, or ``"512M"``, ``"2GiB"``),
         ``processes`` (a count), ``homeAllow`` (paths below ``~`` shown read-only; replaces

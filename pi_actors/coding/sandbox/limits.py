@@ -105,7 +105,7 @@ class SandboxCgroup:
         self.memory_limit = memory_limit
 
     @classmethod
-    def create(cls, limits: Limits, *, need_pids: bool) -> "SandboxCgroup | None":
+    def create(cls, limits: Limits, *, need_pids: bool) -> SandboxCgroup | None:
         """The sandbox's cgroup, or None when there is nothing to limit by cgroup here.
         Raises SandboxUnavailable when ``need_pids`` and no pids cgroup can be made."""
         tag = f"{os.getpid()}-{secrets.token_hex(4)}"

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 CURRENT_VERSION = 3
 
@@ -48,7 +48,7 @@ def make_private_dirs(path: str) -> None:
 
 
 def iso_timestamp(moment: datetime | None = None) -> str:
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -57,7 +57,7 @@ def timestamp_ms(iso: str) -> int:
     text = iso[:-1] + "+00:00" if iso.endswith("Z") else iso
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(round(moment.timestamp() * 1000))
 
 

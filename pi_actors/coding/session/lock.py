@@ -147,7 +147,7 @@ class SessionLock:
         self._fd: int | None = fd
 
     @classmethod
-    def acquire(cls, session_path: str, *, owner_pid: int | None = None, session_id: str | None = None) -> "SessionLock":
+    def acquire(cls, session_path: str, *, owner_pid: int | None = None, session_id: str | None = None) -> SessionLock:
         """Lock ``session_path`` for writing; raises :class:`SessionLocked` or ``OSError``."""
         path = lock_path_for(session_path)
         owner = owner_pid or os.getpid()
@@ -196,7 +196,7 @@ class SessionLock:
         finally:
             os.close(fd)
 
-    def __enter__(self) -> "SessionLock":
+    def __enter__(self) -> SessionLock:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

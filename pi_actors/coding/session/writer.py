@@ -109,7 +109,7 @@ class SessionWriter:
         lazy: bool = True,
         in_memory: bool = False,
         owner_pid: int | None = None,
-    ) -> "SessionWriter":
+    ) -> SessionWriter:
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
 
         ``lazy`` (pi's rule): nothing touches the disk until the first assistant message is
@@ -136,7 +136,7 @@ class SessionWriter:
         return writer
 
     @classmethod
-    def resume(cls, path: str, *, owner_pid: int | None = None, cwd: str | None = None) -> "SessionWriter":
+    def resume(cls, path: str, *, owner_pid: int | None = None, cwd: str | None = None) -> SessionWriter:
         """Continue appending to an existing session file (repairing a torn last line).
 
         An empty file (zero bytes) becomes a new session in that file, as in pi: a fresh
@@ -162,7 +162,7 @@ class SessionWriter:
         return writer
 
     @classmethod
-    def _start_in_empty_file(cls, path: str, cwd: str) -> "SessionWriter":
+    def _start_in_empty_file(cls, path: str, cwd: str) -> SessionWriter:
         header: dict = {"type": "session", "version": CURRENT_VERSION, "id": str(uuid.uuid4()),
                         "timestamp": iso_timestamp(), "cwd": cwd}
         try:
@@ -183,7 +183,7 @@ class SessionWriter:
         return cls(path, header, [], fd=fd)
 
     @classmethod
-    def _resume_locked(cls, path: str) -> "SessionWriter":
+    def _resume_locked(cls, path: str) -> SessionWriter:
         loaded = load_session(path)
         try:
             if loaded.migrated_from is not None:
@@ -314,7 +314,7 @@ class SessionWriter:
                     out.pop(entry["targetId"], None)
         return out
 
-    def create_branched_session(self, leaf_id: str, session_dir: str) -> "SessionWriter":
+    def create_branched_session(self, leaf_id: str, session_dir: str) -> SessionWriter:
         """A new session file holding the path root→``leaf_id`` (label entries left out, then
         fresh labels for labelled entries on the path), ``parentSession`` = this file.
 
@@ -343,7 +343,7 @@ class SessionWriter:
         return branched
 
     @classmethod
-    def fork_from(cls, source_path: str, session_dir: str, cwd: str, *, owner_pid: int | None = None) -> "SessionWriter":
+    def fork_from(cls, source_path: str, session_dir: str, cwd: str, *, owner_pid: int | None = None) -> SessionWriter:
         """A new session in ``session_dir`` copying every entry (all branches) of
         ``source_path``, with ``cwd`` and ``parentSession`` = the source; written at once.
         The source is only read (it may be open in another writer); its damaged lines are
@@ -376,7 +376,7 @@ class SessionWriter:
             lock, self._lock = self._lock, None
             lock.release()
 
-    def __enter__(self) -> "SessionWriter":
+    def __enter__(self) -> SessionWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

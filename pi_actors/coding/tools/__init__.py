@@ -27,7 +27,6 @@ from .grep import GREP_SPEC, run_grep
 from .ls import LS_SPEC, run_ls
 from .process import kill_all_process_groups
 from .read import READ_SPEC, run_read
-from .write import WRITE_SPEC, run_write
 from .truncate import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -38,6 +37,7 @@ from .truncate import (
     truncate_line,
     truncate_tail,
 )
+from .write import WRITE_SPEC, run_write
 
 OnUpdate = Callable[[dict], Awaitable[None]]
 

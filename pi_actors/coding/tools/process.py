@@ -144,7 +144,7 @@ class GroupProcess:
         cwd: str,
         env: Mapping[str, str] | None = None,
         separate_stderr: bool = False,
-    ) -> "GroupProcess":
+    ) -> GroupProcess:
         """Start ``argv``; raises OSError if it cannot be started. With ``separate_stderr``
         stderr has its own pipe (:attr:`errors`) instead of being merged into :attr:`output`."""
         read_fd, write_fd = os.pipe()

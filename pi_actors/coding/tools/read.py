@@ -33,7 +33,8 @@ import math
 import os
 import stat
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import trio
 
