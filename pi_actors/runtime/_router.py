@@ -36,7 +36,7 @@ fields). Encoding omits fields that hold their default, so an old receiver sees 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -122,7 +122,8 @@ class Method(Generic[A, C, R]):
         if self.chunk is None:
             raise RemoteError(INVALID_RESPONSE, f"{self.name}: the callee streamed a chunk; this method streams none")
         try:
-            return msgspec.convert(tree, self.chunk, strict=True)
+            chunk: C = msgspec.convert(tree, self.chunk, strict=True)
+            return chunk
         except msgspec.ValidationError as exc:
             raise RemoteError(INVALID_RESPONSE, f"{self.name}: a chunk does not match the method: {exc}") from None
 
@@ -142,7 +143,7 @@ class Interface:
     def __contains__(self, name: object) -> bool:
         return name in self.methods
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Method[Any, Any, Any]]:
         return iter(self.methods.values())
 
     def __repr__(self) -> str:
@@ -233,10 +234,10 @@ class Router:
         declared = {m.name: m for iface in interfaces for m in iface}
         for attr in dir(type(obj)):
             fn = getattr(type(obj), attr, None)
-            method = getattr(fn, "__pi_method__", None)
+            method: Method[Any, Any, Any] | None = getattr(fn, "__pi_method__", None)
             if method is None:
                 continue
-            if declared.get(method.name) is not method:
+            if declared.get(method.name) is not method:  # a method object, compared by identity
                 raise ValueError(f"{router.name}.{attr} implements {method.name!r}, which its interfaces do not declare")
             router.bind(method, getattr(obj, attr))
         missing = sorted(set(declared) - set(router._routes))

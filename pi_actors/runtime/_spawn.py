@@ -67,6 +67,7 @@ async def start_actor(
     death_signal: int = signal.SIGKILL,
     env: dict[str, str] | None = None,
     grace: float = 2.0,
+    import_paths: tuple[str, ...] = (),
 ) -> ChildProcess:
     """Start an actor process owned by ``nursery``; returns once it is running.
 
@@ -76,8 +77,15 @@ async def start_actor(
       links: our ends of socketpairs to hand to the child (closed here after the spawn).
       config: JSON-serialisable configuration.
       death_signal: what the child receives when its parent dies.
+      import_paths: absolute directories put in front of the child's ``sys.path`` before
+        ``entry`` is imported — for an application whose actors are not installed packages
+        (the child is isolated: neither its working directory nor ``PYTHONPATH`` counts).
+    Raises ValueError for a relative import path.
     Cancellation of ``nursery`` stops the child: SIGTERM, then SIGKILL after ``grace``.
     """
+    relative = [path for path in import_paths if not os.path.isabs(path)]
+    if relative:
+        raise ValueError(f"start_actor: import paths must be absolute: {', '.join(relative)}")
     fds = {link_name: sock.fileno() for link_name, sock in links.items()}
     boot = json.dumps(
         {
@@ -87,6 +95,7 @@ async def start_actor(
             "config": config,
             "parent_pid": os.getpid(),
             "death_signal": int(death_signal),
+            "import_paths": list(import_paths),
         }
     ).encode()
     argv = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]

@@ -47,6 +47,9 @@ def main() -> None:
         os._exit(1)
     # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Directories the owner named explicitly (an application's own actors outside the
+    # installed packages); never the working directory, which stays out of the path.
+    sys.path[:0] = [path for path in boot.get("import_paths") or () if os.path.isabs(path)]
     module_name, _, func_name = boot["entry"].partition(":")
     entry = getattr(importlib.import_module(module_name), func_name)
 
