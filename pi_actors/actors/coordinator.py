@@ -3,7 +3,7 @@ r"""The loop coordinator actor: one session's agent — context, run lifecycle, 
 It runs the stateless agent loop (``pi_actors.agent``) with three remote capabilities:
 
 * the stream function is a ``stream`` call to the provider actor (events rebuilt from the
-  wire, see ``_event_wire``); an abort cancels that call cooperatively, so the aborted
+  wire, see ``pi_actors.protocol.events``); an abort cancels that call cooperatively, so the aborted
   message still arrives with its partial content;
 * every tool's ``execute`` is a ``run_tool`` call to the tool pool; the loop starts all calls
   of a message together and collects their results in call order;
@@ -69,7 +69,7 @@ from ..coding.retry import RetrySettings
 from ..coding.tools import MUTATING_TOOLS
 from ..coding.tools.paths import resolve_to_cwd
 from ..runtime import ActorDied, ConnectionLost, FdChannel, IncomingCall, JsonLog, Peer, RemoteError, open_peer
-from ._event_wire import StreamRebuilder, strip_agent_event
+from ..protocol.events import StreamRebuilder, strip_agent_event
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep

@@ -38,7 +38,7 @@ from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
 from ..runtime import IncomingCall, JsonLog, RemoteError
-from ._event_wire import CoalescingSender
+from ..protocol.events import CoalescingSender
 
 __all__ = ["run_provider", "ProviderActor"]
 
