@@ -37,8 +37,8 @@ import trio
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
-from ..runtime import IncomingCall, JsonLog, RemoteError
 from ..protocol.events import CoalescingSender
+from ..runtime import IncomingCall, JsonLog, RemoteError
 
 __all__ = ["run_provider", "ProviderActor"]
 
