@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import trio
 from conftest import actor_config
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
@@ -257,9 +259,6 @@ async def test_serve_token_add_writes_a_0600_token_file_and_prints_only_its_path
 
 
 # -- hostile input to the parsers ---------------------------------------------------------------
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -9,14 +9,18 @@ through ``runtime._accept`` with the caps and handshake deadline of ``limits``
 (``self.admission``). Every connection opens with our hello (``open_peer``, side "server"); a
 bad hello gets ``hello_error`` and the connection closes, the server keeps serving.
 
-Roles (the identity's, not the hello's): ``tool-host`` connections may only call
-``register_tool_host`` (under the one name their credential names); ``client`` and
-``admin`` connections call the methods below. A client sees and uses only the sessions it
-created (its identity owns them); an admin sees and uses all. Anything else is refused:
-``method_not_allowed`` (a method this role may not call), ``forbidden`` (another identity's
-session or tool host).
+The contract — every method the server answers, its argument and result Structs and error
+codes, which role may call what (``ROLES``), which session methods are forwarded
+(``FORWARDED``: the coordinator's, less ``NOT_FORWARDED``) — is ``pi_actors.protocol.server``;
+``_calls`` checks each call against it and routes it. Roles are the identity's, not the
+hello's: ``tool-host`` connections may only call ``register_tool_host`` (under the one name
+their credential names); ``client`` and ``admin`` connections call the others. A client sees
+and uses only the sessions it created (its identity owns them); an admin sees and uses all.
+Anything else is refused: ``method_not_allowed`` (a method this role may not call),
+``forbidden`` (another identity's session or tool host), ``not_found`` (a method nobody
+declares), ``invalid_request`` naming the field (an argument of the wrong shape).
 
-Server-scoped calls (``target`` ""):
+Server-scoped calls (``target`` ""), in short:
 
 ``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments, live, owner}],
                                  toolHosts: [{name, tools}]}``: the caller's sessions, live
@@ -45,10 +49,13 @@ Server-scoped calls (``target`` ""):
 While the server shuts down, ``create`` and ``attach`` are refused with ``server_draining``.
 
 Session-scoped calls: ``target`` = the session id, ``args.attachmentId`` = this connection's
-current attachment to it, else ``session_not_attached``. Only ``SESSION_METHODS`` are
-forwarded to the session's coordinator (``attachmentId`` removed), anything else is
-``method_not_allowed``; ``export_html`` takes no ``outputPath`` from a remote client
-(``invalid_args``): the coordinator writes it, exclusively, in the session's directory.
+current attachment to it, else ``session_not_attached``. Only ``FORWARDED`` methods are
+forwarded to the session's coordinator (``attachmentId`` removed), after their arguments
+passed the coordinator method's Struct in the server (``invalid_request`` naming the field,
+the coordinator never sees the call); a method the coordinator does not declare is
+``not_found``, ``new_session``/``switch_session`` are ``method_not_allowed``; ``export_html``
+takes no ``outputPath`` from a remote client (``invalid_args``): the coordinator writes it,
+exclusively, in the session's directory.
 Chunks are relayed, the result returned; a cancel is relayed to the coordinator.
 ``subscribe`` gives the coordinator's snapshot (sequence N) and then every update N+1, N+2,
 … A session whose processes die (or that is removed) fails its attachments' calls and
@@ -68,7 +75,8 @@ failure never ends the server.
 
 Modules: ``_auth`` (identities, credentials), ``_confine`` (working directories),
 ``_registry`` (sessions on disk), ``_hosting`` (starting/reopening sessions, the tool proxy),
-``_fanout`` (a connection's bounded send queue); this one routes calls.
+``_fanout`` (a connection's bounded send queue), ``_calls`` (one connection's calls: checks
+and routing); this one holds the server's state, its listeners and what each method does.
 """
 
 from __future__ import annotations
