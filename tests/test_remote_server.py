@@ -348,3 +348,15 @@ async def test_a_forwarded_call_with_a_bad_argument_never_reaches_the_coordinato
         # the session is unharmed and never saw the prompt
         assert (await session.call("get_messages"))["messages"] == []
         assert scripted.requests == []
+
+
+def test_the_server_forwards_exactly_the_coordinators_methods_less_those_it_keeps_and_roles_name_declared_methods():
+    from pi_actors.protocol.coordinator import COORDINATOR
+    from pi_actors.protocol.server import FORWARDED, NOT_FORWARDED, ROLES, SERVER, SESSION_ROLES
+
+    declared = {m.name for m in COORDINATOR}
+    assert set(NOT_FORWARDED) <= declared
+    assert set(FORWARDED) == declared - set(NOT_FORWARDED)
+    assert all(FORWARDED[name] is COORDINATOR.methods[name] for name in FORWARDED)
+    assert set().union(*ROLES.values()) == set(SERVER.methods)  # every method callable by someone
+    assert ROLES["admin"] == set(SERVER.methods) and SESSION_ROLES <= set(ROLES)
