@@ -5,7 +5,9 @@ server: the quota per identity, the confinement of working directories (``_confi
 configuration handed to a session's actors (the server's private paths hidden from its
 tools, its file and directory when sessions are kept on disk), starting a session's
 processes under the server's nursery (a few at a time), reopening a session from its file,
-and the proxy that carries a session's tool calls to its remote tool host.
+and the proxy that carries a session's tool calls to its remote tool host (a typed router for
+``protocol.server.TOOL_PROXY``: ``warm`` answered here, ``run_tool`` relayed as it is).
+Sessions run in the local placement of ``pi_actors.actors.local`` (``open_local_runtime``).
 
 Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
 configuration), ``startup_failed``, ``server_draining``.
