@@ -61,6 +61,10 @@ __all__ = [
 ]
 
 
+#: Every server method may answer this (the role of the caller's identity, see ROLES).
+_ROLE_ERRORS = {"method_not_allowed": "the caller's role may not call this method (ROLES)"}
+
+
 # -- list ----------------------------------------------------------------------------------
 
 
@@ -95,6 +99,7 @@ LIST: Method[Empty, None, ListResult] = Method(
     "list",
     args=Empty,
     result=ListResult,
+    errors=_ROLE_ERRORS,
     doc=(
         "The caller's sessions (an admin: every session) — live ones, then (with a state "
         "directory) those on disk only, oldest first — and the connected tool hosts."
@@ -118,6 +123,7 @@ class CreateResult(WireStruct):
 
 
 _SESSION_START_ERRORS = {
+    **_ROLE_ERRORS,
     "quota_exceeded": "the caller's identity already holds its quota of live sessions (admins have none)",
     "invalid_request": "the working directory is outside the server's root, not a directory, or around the "
     "server's private paths; or the server cannot configure a session there",
@@ -147,6 +153,7 @@ REMOVE: Method[RemoveArgs, None, Empty] = Method(
     args=RemoveArgs,
     result=Empty,
     errors={
+        **_ROLE_ERRORS,
         "session_not_found": "no live or stored session has this id",
         "forbidden": "the session belongs to another identity",
     },
@@ -188,6 +195,7 @@ DETACH: Method[Empty, None, Empty] = Method(
     "detach",
     args=Empty,
     result=Empty,
+    errors=_ROLE_ERRORS,
     doc="Drop this connection's attachment; its attachment id is refused from then on.",
 )
 
@@ -205,6 +213,7 @@ REGISTER_TOOL_HOST: Method[RegisterToolHostArgs, None, Empty] = Method(
     args=RegisterToolHostArgs,
     result=Empty,
     errors={
+        **_ROLE_ERRORS,
         "forbidden": "the credential names another tool host, or a live connection of another identity holds the name",
         "invalid_request": "an admin connection whose hello role is not 'tool-host'",
     },
