@@ -26,7 +26,12 @@ TOKEN = "tok"  # the client "tester" of served_credentials
 async def server(scripted, tmp_path, nursery):
     served = tmp_path / "served"
     served.mkdir()
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=served_credentials())
+    # A long liveness timeout: tests stop a coordinator (SIGSTOP) to show who answers a call.
+    settings = {"retry": {"enabled": False}, "supervision": {"heartbeatTimeout": 120}}
+    srv = Server(
+        lambda cwd: actor_config(scripted, cwd, settings=settings), default_cwd=str(served), shutdown_grace=1.0,
+        credentials=served_credentials(),
+    )
     cm = srv.running()
     await cm.__aenter__()
     ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
