@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import trio
 from conftest import actor_config
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
@@ -136,9 +138,11 @@ async def test_methods_outside_the_session_allow_list_are_refused(served, tmp_pa
     async with connect(served.url, token=served.tokens["alice"]) as peer:
         sid = (await peer.call("create", {}))["sessionId"]
         session = await RemoteSession.attach(peer, sid)
-        for method, args in (("switch_session", {"sessionPath": str(other)}), ("new_session", {}), ("shutdown", {})):
+        for method, args in (("switch_session", {"sessionPath": str(other)}), ("new_session", {})):
             refused = await _code(session.call(method, args))
             assert refused.code == "method_not_allowed", (method, refused)
+        refused = await _code(session.call("shutdown", {}))  # the coordinator declares no such method
+        assert refused.code == "not_found", refused
         assert (await session.call("get_state"))["messageCount"] == 0  # the session is unharmed
         refused = await _code(peer.call("register_tool_host", {"tools": ["bash"]}))
         assert refused.code == "method_not_allowed"
@@ -255,9 +259,6 @@ async def test_serve_token_add_writes_a_0600_token_file_and_prints_only_its_path
 
 
 # -- hostile input to the parsers ---------------------------------------------------------------
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

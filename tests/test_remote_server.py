@@ -4,7 +4,9 @@ attachment fencing, subscriptions (snapshot then contiguous updates), disconnect
 from __future__ import annotations
 
 import os
+import signal
 import stat
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -24,7 +26,12 @@ TOKEN = "tok"  # the client "tester" of served_credentials
 async def server(scripted, tmp_path, nursery):
     served = tmp_path / "served"
     served.mkdir()
-    srv = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=served_credentials())
+    # A long liveness timeout: tests stop a coordinator (SIGSTOP) to show who answers a call.
+    settings = {"retry": {"enabled": False}, "supervision": {"heartbeatTimeout": 120}}
+    srv = Server(
+        lambda cwd: actor_config(scripted, cwd, settings=settings), default_cwd=str(served), shutdown_grace=1.0,
+        credentials=served_credentials(),
+    )
     cm = srv.running()
     await cm.__aenter__()
     ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
@@ -283,3 +290,78 @@ async def test_the_unix_listener_refuses_a_live_socket_a_plain_file_and_an_open_
     os.chmod(open_dir, 0o755)
     with pytest.raises(ListenError, match="other users"):
         await open_unix_listener(str(open_dir / "s.sock"))
+
+
+# -- the typed contract (protocol/server.py): checked by the server, before anything runs ------
+
+
+async def test_a_mistyped_argument_to_a_server_method_is_invalid_request_naming_the_field_and_the_client_stays_connected(server):
+    async with connect(server.url, token=TOKEN) as client, connect(server.unix) as admin:
+        for peer, method, args, field in (
+            (client, "create", {"cwd": 5}, "$.cwd"),
+            (client, "create", {"toolHost": ["h1"]}, "$.toolHost"),
+            (client, "attach", {"sessionId": 7}, "$.sessionId"),
+            (client, "remove", {}, "sessionId"),
+            (admin, "register_tool_host", {"tools": "bash"}, "$.tools"),
+        ):
+            with pytest.raises(RemoteError) as info:
+                await peer.call(method, args)
+            assert info.value.code == "invalid_request", (method, info.value)
+            assert field in info.value.message, (method, info.value.message)
+        # nothing was created, and both connections go on
+        assert (await client.call("list"))["sessions"] == []
+        assert (await admin.call("list"))["toolHosts"] == []
+
+
+@asynccontextmanager
+async def _coordinator_stopped(server, session_id: str):
+    """The session's coordinator process is stopped (SIGSTOP) for the block: a call that
+    reached it could not be answered, so an answer inside the block is the server's own."""
+    pid = server.sessions[session_id].processes["coordinator"].pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with trio.fail_after(10):  # a safety net: a forwarded call would hang here
+            yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_session_method_the_coordinator_does_not_declare_is_refused_by_the_server_as_not_found(server):
+    async with connect(server.url, token=TOKEN) as peer:
+        sid = (await peer.call("create", {}))["sessionId"]
+        session = await RemoteSession.attach(peer, sid)
+        async with _coordinator_stopped(server, sid):
+            for method in ("shutdown", "run_tool", "list"):
+                with pytest.raises(RemoteError) as info:
+                    await session.call(method)
+                assert info.value.code == "not_found" and repr(method) in info.value.message, info.value
+        assert (await session.call("get_state"))["messageCount"] == 0
+
+
+async def test_a_forwarded_call_with_a_bad_argument_never_reaches_the_coordinator(server, scripted):
+    scripted.script += [Reply(text="should never be asked")]
+    async with connect(server.url, token=TOKEN) as peer:
+        sid = (await peer.call("create", {}))["sessionId"]
+        session = await RemoteSession.attach(peer, sid)
+        async with _coordinator_stopped(server, sid):
+            with pytest.raises(RemoteError) as info:
+                await session.call("prompt", {"text": 5})
+            assert info.value.code == "invalid_request" and "$.text" in info.value.message, info.value
+            with pytest.raises(RemoteError) as info:
+                await peer.call("prompt", {"attachmentId": 5, "text": "hi"}, target=sid)
+            assert info.value.code == "invalid_request" and "$.attachmentId" in info.value.message, info.value
+        # the session is unharmed and never saw the prompt
+        assert (await session.call("get_messages"))["messages"] == []
+        assert scripted.requests == []
+
+
+def test_the_server_forwards_exactly_the_coordinators_methods_less_those_it_keeps_and_roles_name_declared_methods():
+    from pi_actors.protocol.coordinator import COORDINATOR
+    from pi_actors.protocol.server import FORWARDED, NOT_FORWARDED, ROLES, SERVER, SESSION_ROLES
+
+    declared = {m.name for m in COORDINATOR}
+    assert set(NOT_FORWARDED) <= declared
+    assert set(FORWARDED) == declared - set(NOT_FORWARDED)
+    assert all(FORWARDED[name] is COORDINATOR.methods[name] for name in FORWARDED)
+    assert set().union(*ROLES.values()) == set(SERVER.methods)  # every method callable by someone
+    assert ROLES["admin"] == set(SERVER.methods) and SESSION_ROLES <= set(ROLES)

@@ -1,99 +1,150 @@
 """Session commands of the coordinator: the tree (pi's /tree, /fork, labels), the model and
 thinking level, new/switch session, names, statistics, ``!cmd`` bash executions.
 
-Each takes the call's ``args`` and returns plain data or raises ``RemoteError`` with pi's
-texts. Commands that change the transcript refuse while a run is active (``busy``), except
-where pi aborts the run first (new_session, switch_session).
+Each handler implements one method of :data:`pi_actors.protocol.coordinator.COORDINATOR`
+(``@implements``; the coordinator's router dispatches to them, see :attr:`INTERFACE`): it
+takes the typed arguments (already checked by the router) and returns the typed result or
+raises ``RemoteError`` with pi's texts. Commands that change the transcript refuse while a
+run is active (``busy``), except where pi aborts the run first (new_session, switch_session).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import trio
 
+from ..agent import AgentThinkingLevel, QueueMode
 from ..ai import types as T
-from ..runtime import RemoteError
+from ..protocol import coordinator as P
+from ..runtime import Empty, Interface, RemoteError, TypedCall, implements
 
-__all__ = ["SessionCommands"]
+if TYPE_CHECKING:
+    from .coordinator import Coordinator
+
+__all__ = ["SessionCommands", "THINKING_LEVELS"]
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
+Entry = dict[str, Any]
 
-def _is_user_entry(entry: dict) -> bool:
+
+def _is_user_entry(entry: Entry) -> bool:
     return entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "user"
 
 
-def _entry_text(entry: dict) -> str:
+def _entry_text(entry: Entry) -> str:
     content = (entry.get("message") or entry).get("content")
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
-
 class SessionCommands:
-    METHODS = frozenset({
-        "tree", "navigate", "label", "fork", "fork_messages",
-        "set_model", "set_thinking_level", "new_session", "switch_session", "set_session_name",
-        "get_session_stats", "get_last_assistant_text", "bash", "get_available_models", "export_html",
-        "set_queue_mode", "set_auto",
-    })  # fmt: skip
+    """The session-command half of the coordinator (it holds the coordinator ``c``)."""
 
-    def __init__(self, coordinator: Any) -> None:
+    #: The methods implemented here.
+    INTERFACE = Interface(
+        "coordinator session commands",
+        [
+            P.TREE,
+            P.NAVIGATE,
+            P.LABEL,
+            P.FORK,
+            P.FORK_MESSAGES,
+            P.SET_MODEL,
+            P.SET_THINKING_LEVEL,
+            P.NEW_SESSION,
+            P.SWITCH_SESSION,
+            P.SET_SESSION_NAME,
+            P.GET_SESSION_STATS,
+            P.GET_LAST_ASSISTANT_TEXT,
+            P.BASH,
+            P.GET_AVAILABLE_MODELS,
+            P.EXPORT_HTML,
+            P.SET_QUEUE_MODE,
+            P.SET_AUTO,
+        ],  # fmt: skip
+    )
+
+    def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator
 
-    async def handle(self, method: str, args: dict) -> Any:
-        if method in ("tree", "navigate", "label", "fork", "fork_messages"):
-            return await self._tree(method, args)
-        return await getattr(self, method)(args)
+    # -- the tree (pi's /tree, /fork, labels) --------------------------------------------------
 
-    async def _tree(self, method: str, args: dict) -> Any:
-        """Tree operations (pi's /tree, /fork, labels); refused while a run is active."""
-        if method == "tree":
-            return await self.c.store.call("entries")
-        if method == "fork_messages":
-            entries = (await self.c.store.call("entries"))["entries"]
-            return {"messages": [{"entryId": e["id"], "text": _entry_text(e)} for e in entries if _is_user_entry(e) and _entry_text(e)]}
+    async def _entries(self) -> dict[str, Any]:
+        tree: dict[str, Any] = await self.c.store.call("entries")
+        return tree
+
+    def _refuse_during_run(self, method: str) -> None:
         if self.c.agent.state.is_streaming:
             raise RemoteError("busy", f"{method}: wait for the current run to end (or abort it) first")
-        if method == "label":
-            return await self.c.store.call("label", {"targetId": args.get("targetId"), "label": args.get("label") or None})
-        tree = await self.c.store.call("entries")
-        entries = {e["id"]: e for e in tree["entries"]}
-        target_id = args.get("entryId") if method == "fork" else args.get("targetId")
-        target = entries.get(target_id)
+
+    @implements(P.TREE)
+    async def tree(self, args: Empty, call: TypedCall[Empty, None]) -> P.Tree:
+        tree = await self._entries()
+        return P.Tree(entries=tree["entries"], leaf_id=tree.get("leafId"), labels=tree.get("labels") or {})
+
+    @implements(P.FORK_MESSAGES)
+    async def fork_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.ForkMessages:
+        entries = (await self._entries())["entries"]
+        return P.ForkMessages(
+            messages=[P.ForkMessage(entry_id=e["id"], text=_entry_text(e)) for e in entries if _is_user_entry(e) and _entry_text(e)]
+        )
+
+    @implements(P.LABEL)
+    async def label(self, args: P.LabelArgs, call: TypedCall[P.LabelArgs, None]) -> P.LabelResult:
+        self._refuse_during_run("label")
+        stored = await self.c.store.call("label", {"targetId": args.target_id, "label": args.label or None})
+        return P.LabelResult(id=stored["id"])
+
+    async def _target(self, target_id: str | None) -> tuple[dict[str, Any], Entry]:
+        """The tree and the entry ``target_id``; RemoteError ``not_found`` (pi's text)."""
+        tree = await self._entries()
+        target = next((e for e in tree["entries"] if e.get("id") == target_id), None)
         if target is None:
             raise RemoteError("not_found", f"Entry {target_id} not found")
-        if method == "fork":
-            if not _is_user_entry(target):
-                raise RemoteError("invalid_args", "Invalid entry ID for forking")
-            # The new session holds the path up to, not including, the chosen user message;
-            # its text goes back to the editor.
-            self.c.session = await self.c.store.call("fork", {"entryId": target.get("parentId")})
-            self.c.agent.session_id = self.c.session_id
-            self.c.load_context(self.c.session)
-            return {"text": _entry_text(target), "path": self.c.session.get("path")}
-        # navigate: a user message (or custom message) is re-asked, so the leaf becomes its parent.
+        return tree, target
+
+    @implements(P.FORK)
+    async def fork(self, args: P.ForkArgs, call: TypedCall[P.ForkArgs, None]) -> P.ForkResult:
+        self._refuse_during_run("fork")
+        _, target = await self._target(args.entry_id)
+        if not _is_user_entry(target):
+            raise RemoteError("invalid_args", "Invalid entry ID for forking")
+        # The new session holds the path up to, not including, the chosen user message;
+        # its text goes back to the editor.
+        session = await self.c.store.call("fork", {"entryId": target.get("parentId")})
+        self.c.session = session
+        self.c.agent.session_id = self.c.session_id
+        self.c.load_context(session)
+        return P.ForkResult(text=_entry_text(target), path=session.get("path"))
+
+    @implements(P.NAVIGATE)
+    async def navigate(self, args: P.NavigateArgs, call: TypedCall[P.NavigateArgs, None]) -> P.NavigateResult:
+        self._refuse_during_run("navigate")
+        tree, target = await self._target(args.target_id)
+        # A user message (or custom message) is re-asked, so the leaf becomes its parent.
         editor_text = None
-        new_leaf = target_id
+        new_leaf: str | None = args.target_id
         if _is_user_entry(target) or target.get("type") == "custom_message":
             new_leaf = target.get("parentId")
             editor_text = _entry_text(target)
-        summary, details = args.get("summary"), args.get("details")
-        if not summary and args.get("summarize") and target_id != tree["leafId"]:
-            summary, details = await self._summarize_branch(tree, target_id, args)
+        summary, details = args.summary, args.details
+        if not summary and args.summarize and args.target_id != tree["leafId"]:
+            summary, details = await self._summarize_branch(tree, args)
         self.c.session = await self.c.store.call("branch", {"entryId": new_leaf})
         if summary:
             entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": details, "fromHook": False}
             await self.c.store.call("append_entry", {"entry": entry})
             self.c.session = await self.c.store.call("context")
         self.c.load_context(self.c.session)
-        return {"editorText": editor_text, "leafId": new_leaf}
+        return P.NavigateResult(editor_text=editor_text, leaf_id=new_leaf)
 
-    async def _summarize_branch(self, tree: dict, target_id: str, args: dict) -> tuple[str, dict | None]:
+    async def _summarize_branch(self, tree: dict[str, Any], args: P.NavigateArgs) -> tuple[str, Any]:
         """A summary of the branch being left (pi's /tree "Summarize"), from the session's
         model through the provider actor. Raises RemoteError if it fails or is aborted."""
         from ..coding.compaction import collect_branch_entries, summarize_branch
@@ -101,21 +152,20 @@ class SessionCommands:
         model = self.c.agent.state.model
         if model is None:
             raise RemoteError("invalid_state", "No model available for summarization")
-        abandoned = collect_branch_entries(tree["entries"], tree["leafId"], target_id)
-        instructions = args.get("customInstructions")
+        abandoned = collect_branch_entries(tree["entries"], tree["leafId"], args.target_id)
         result = await summarize_branch(
             abandoned.entries,
             model,
             self.c.stream_fn,
             api_key=None,
-            custom_instructions=instructions if isinstance(instructions, str) else None,
-            replace_instructions=bool(args.get("replaceInstructions")),
+            custom_instructions=args.custom_instructions,
+            replace_instructions=args.replace_instructions,
             reserve_tokens=self.c.upkeep.compaction_settings.reserve_tokens,
             session_id=self.c.session_id,
         )
         if result.aborted:
             raise RemoteError("cancelled", "Branch summarization cancelled")
-        if result.error:
+        if result.error or result.summary is None:
             raise RemoteError("summarization_failed", f"Branch summarization failed: {result.error}")
         return result.summary, result.details
 
@@ -124,38 +174,35 @@ class SessionCommands:
     def _models(self) -> list[T.Model]:
         return [msgspec.convert(m, T.Model) for m in self.c.config.get("models") or []]
 
-    async def get_available_models(self, args: dict) -> dict:
-        return {"models": self.c.config.get("models") or []}
+    @implements(P.GET_AVAILABLE_MODELS)
+    async def get_available_models(self, args: Empty, call: TypedCall[Empty, None]) -> P.Models:
+        return P.Models(models=self.c.config.get("models") or [])
 
-    async def set_model(self, args: dict) -> dict:
+    @implements(P.SET_MODEL)
+    async def set_model(self, args: P.SetModelArgs, call: TypedCall[P.SetModelArgs, None]) -> T.Model:
         """``{provider, modelId}`` (a model the CLI knows) or ``{model: <Model>}``."""
-        if isinstance(args.get("model"), dict):
-            try:
-                model = msgspec.convert(args["model"], T.Model)
-            except msgspec.ValidationError as exc:
-                raise RemoteError("invalid_args", f"set_model: {exc}") from None
-        else:
-            provider, model_id = args.get("provider"), args.get("modelId")
-            model = next((m for m in self._models() if m.provider == provider and m.id == model_id), None)
+        model = args.model
+        if model is None:
+            model = next((m for m in self._models() if m.provider == args.provider and m.id == args.model_id), None)
             if model is None:
-                raise RemoteError("not_found", f"Model not found: {provider}/{model_id}")
+                raise RemoteError("not_found", f"Model not found: {args.provider}/{args.model_id}")
         self.c.agent.set_model(model)
         await self.c.store.call("append_entry", {"entry": {"type": "model_change", "provider": model.provider, "modelId": model.id}})
         level = self.c.agent.state.thinking_level
         clamped = _clamp_level(level, model)
         if clamped != level:
             await self._set_level(clamped)
-        return T.to_plain(model)
+        return model
 
-    async def set_thinking_level(self, args: dict) -> dict:
-        level = args.get("level")
-        if level not in THINKING_LEVELS:
-            raise RemoteError("invalid_args", f"Invalid thinking level {level!r}; one of {', '.join(THINKING_LEVELS)}")
-        applied = _clamp_level(level, self.c.agent.state.model)
+    @implements(P.SET_THINKING_LEVEL)
+    async def set_thinking_level(self, args: P.ThinkingLevelArgs, call: TypedCall[P.ThinkingLevelArgs, None]) -> P.ThinkingLevelResult:
+        if args.level not in THINKING_LEVELS:
+            raise RemoteError("invalid_args", f"Invalid thinking level {args.level!r}; one of {', '.join(THINKING_LEVELS)}")
+        applied = _clamp_level(args.level, self.c.agent.state.model)
         await self._set_level(applied)
-        return {"level": applied}
+        return P.ThinkingLevelResult(level=applied)
 
-    async def _set_level(self, level: str) -> None:
+    async def _set_level(self, level: AgentThinkingLevel) -> None:
         self.c.agent.set_thinking_level(level)
         await self.c.store.call("append_entry", {"entry": {"type": "thinking_level_change", "thinkingLevel": level}})
 
@@ -167,111 +214,110 @@ class SessionCommands:
             self.c.agent.abort()
             await self.c.agent.wait_for_idle()
 
-    async def new_session(self, args: dict) -> dict:
+    def _session_dirs(self) -> dict[str, Any]:
+        cfg = self.c.config.get("session") or {}
+        return {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir")}
+
+    @implements(P.NEW_SESSION)
+    async def new_session(self, args: P.NewSessionArgs, call: TypedCall[P.NewSessionArgs, None]) -> P.NewSessionResult:
         await self._stop_run()
         self.c.agent.reset()
         current = (self.c.session or {}).get("path")
-        cfg = self.c.config.get("session") or {}
-        self.c.session = await self.c.store.call(
-            "open",
-            {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "noSession": bool(cfg.get("noSession"))},
-        )
+        no_session = bool((self.c.config.get("session") or {}).get("noSession"))
+        session = await self.c.store.call("open", {**self._session_dirs(), "noSession": no_session})
+        self.c.session = session
         self.c.agent.session_id = self.c.session_id
         await self._set_level(self.c.agent.state.thinking_level)
-        return {"cancelled": False, "previousSessionFile": current, "path": self.c.session.get("path")}
+        return P.NewSessionResult(cancelled=False, previous_session_file=current, path=session.get("path"))
 
-    async def switch_session(self, args: dict) -> dict:
-        path = args.get("sessionPath")
-        if not isinstance(path, str) or not path:
+    @implements(P.SWITCH_SESSION)
+    async def switch_session(self, args: P.SwitchSessionArgs, call: TypedCall[P.SwitchSessionArgs, None]) -> P.SwitchSessionResult:
+        if not args.session_path:
             raise RemoteError("invalid_args", "switch_session: sessionPath must be a path")
         await self._stop_run()
         self.c.agent.reset()
-        cfg = self.c.config.get("session") or {}
         try:
-            self.c.session = await self.c.store.call(
-                "open", {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "resume": path}
-            )
+            session = await self.c.store.call("open", {**self._session_dirs(), "resume": args.session_path})
         except RemoteError:  # e.g. session_locked: the store keeps the session it had
             self.c.load_context(await self.c.store.call("context"))
             raise
+        self.c.session = session
         self.c.agent.session_id = self.c.session_id
-        self.c.load_context(self.c.session)
-        saved = (self.c.session.get("context") or {}).get("model") or {}
+        self.c.load_context(session)
+        context = session.get("context") or {}
+        saved = context.get("model") or {}
         model = next((m for m in self._models() if m.provider == saved.get("provider") and m.id == saved.get("modelId")), None)
         if model is not None:
             self.c.agent.set_model(model)
-        level = (self.c.session.get("context") or {}).get("thinkingLevel")
+        level = context.get("thinkingLevel")
         if level in THINKING_LEVELS:
             self.c.agent.set_thinking_level(_clamp_level(level, self.c.agent.state.model))
-        return {"cancelled": False, "path": self.c.session.get("path"), "warnings": self.c.session.get("warnings") or []}
+        return P.SwitchSessionResult(cancelled=False, path=session.get("path"), warnings=session.get("warnings") or [])
 
-    async def set_queue_mode(self, args: dict) -> dict:
+    @implements(P.SET_QUEUE_MODE)
+    async def set_queue_mode(self, args: P.SetQueueModeArgs, call: TypedCall[P.SetQueueModeArgs, None]) -> None:
         """``{queue: steering|followUp, mode: all|one-at-a-time}``."""
-        mode = args.get("mode")
-        if mode not in ("all", "one-at-a-time"):
-            raise RemoteError("invalid_args", f"Invalid mode {mode!r}; one of all, one-at-a-time")
-        if args.get("queue") == "steering":
+        if args.mode not in ("all", "one-at-a-time"):
+            raise RemoteError("invalid_args", f"Invalid mode {args.mode!r}; one of all, one-at-a-time")
+        mode = cast(QueueMode, args.mode)
+        if args.queue == "steering":
             self.c.agent.steering_mode = mode
         else:
             self.c.agent.follow_up_mode = mode
-        return {}
 
-    async def set_auto(self, args: dict) -> dict:
+    @implements(P.SET_AUTO)
+    async def set_auto(self, args: P.SetAutoArgs, call: TypedCall[P.SetAutoArgs, None]) -> None:
         """``{what: compaction|retry, enabled}``: switch auto-compaction or auto-retry."""
-        import dataclasses
-
-        enabled = bool(args.get("enabled"))
         upkeep = self.c.upkeep
-        if args.get("what") == "compaction":
-            upkeep.compaction_settings = dataclasses.replace(upkeep.compaction_settings, enabled=enabled)
+        if args.what == "compaction":
+            upkeep.compaction_settings = dataclasses.replace(upkeep.compaction_settings, enabled=args.enabled)
         else:
-            upkeep.retry.settings = dataclasses.replace(upkeep.retry.settings, enabled=enabled)
-        return {}
+            upkeep.retry.settings = dataclasses.replace(upkeep.retry.settings, enabled=args.enabled)
 
-    async def set_session_name(self, args: dict) -> dict:
-        name = args.get("name")
-        name = name.strip() if isinstance(name, str) else ""
+    @implements(P.SET_SESSION_NAME)
+    async def set_session_name(self, args: P.SessionNameArgs, call: TypedCall[P.SessionNameArgs, None]) -> None:
+        name = args.name.strip()
         if not name:
             raise RemoteError("invalid_args", "Session name cannot be empty")
         await self.c.store.call("append_entry", {"entry": {"type": "session_info", "name": name}})
-        return {}
 
-    async def get_session_stats(self, args: dict) -> dict:
+    @implements(P.GET_SESSION_STATS)
+    async def get_session_stats(self, args: Empty, call: TypedCall[Empty, None]) -> P.SessionStats:
         messages = self.c.agent.state.messages
-        tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        replies = [m for m in messages if isinstance(m, T.AssistantMessage)]
+        tokens = P.TokenStats(
+            input=sum(m.usage.input for m in replies),
+            output=sum(m.usage.output for m in replies),
+            cache_read=sum(m.usage.cache_read for m in replies),
+            cache_write=sum(m.usage.cache_write for m in replies),
+            total=0,
+        )
+        tokens.total = tokens.input + tokens.output + tokens.cache_read + tokens.cache_write
         cost = 0.0
-        for m in messages:
-            if isinstance(m, T.AssistantMessage):
-                tokens["input"] += m.usage.input
-                tokens["output"] += m.usage.output
-                tokens["cacheRead"] += m.usage.cache_read
-                tokens["cacheWrite"] += m.usage.cache_write
-                cost += m.usage.cost.total
-        tokens["total"] = tokens["input"] + tokens["output"] + tokens["cacheRead"] + tokens["cacheWrite"]
-        count = lambda cls: sum(isinstance(m, cls) for m in messages)  # noqa: E731
-        stats = {
-            "sessionId": self.c.session_id,
-            "userMessages": count(T.UserMessage),
-            "assistantMessages": count(T.AssistantMessage),
-            "toolCalls": sum(len([b for b in m.content if isinstance(b, T.ToolCall)]) for m in messages if isinstance(m, T.AssistantMessage)),
-            "toolResults": count(T.ToolResultMessage),
-            "totalMessages": len(messages),
-            "tokens": tokens,
-            "cost": cost,
-        }
-        path = (self.c.session or {}).get("path")
-        if path:
-            stats["sessionFile"] = path
-        return stats
+        for m in replies:
+            cost += m.usage.cost.total
+        return P.SessionStats(
+            session_id=self.c.session_id,
+            user_messages=sum(isinstance(m, T.UserMessage) for m in messages),
+            assistant_messages=len(replies),
+            tool_calls=sum(len([b for b in m.content if isinstance(b, T.ToolCall)]) for m in replies),
+            tool_results=sum(isinstance(m, T.ToolResultMessage) for m in messages),
+            total_messages=len(messages),
+            tokens=tokens,
+            cost=cost,
+            session_file=(self.c.session or {}).get("path") or None,
+        )
 
-    async def get_last_assistant_text(self, args: dict) -> dict:
+    @implements(P.GET_LAST_ASSISTANT_TEXT)
+    async def get_last_assistant_text(self, args: Empty, call: TypedCall[Empty, None]) -> P.LastAssistantText:
         for m in reversed(self.c.agent.state.messages):
             if isinstance(m, T.AssistantMessage):
                 text = "".join(b.text for b in m.content if isinstance(b, T.TextContent))
-                return {"text": text} if text else {}
-        return {}
+                return P.LastAssistantText(text=text or None)
+        return P.LastAssistantText()
 
-    async def export_html(self, args: dict) -> dict:
+    @implements(P.EXPORT_HTML)
+    async def export_html(self, args: P.ExportHtmlArgs, call: TypedCall[P.ExportHtmlArgs, None]) -> P.ExportHtmlResult:
         """The session's current branch as a self-contained HTML file; ``{path}``.
 
         Without ``outputPath`` the file goes next to the session file (or, for a session the
@@ -282,43 +328,48 @@ class SessionCommands:
         is false (a served session: ``invalid_args``)."""
         from ..coding.export_html import export_html, render_html
 
-        tree = await self.c.store.call("entries")
+        tree = await self._entries()
         header = (self.c.session or {}).get("header") or {}
         exports = self.c.config.get("exports") or {}
-        path = args.get("outputPath")
-        if isinstance(path, str) and path:
+        path = args.output_path
+        if path:
             if exports.get("callerPath") is False:
-                raise RemoteError("invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory")
+                raise RemoteError(
+                    "invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory"
+                )
             try:
                 written = export_html(header, tree["entries"], path, tree.get("leafId"))
             except OSError as exc:
                 raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
-            return {"path": written}
+            return P.ExportHtmlResult(path=written)
         base = (self.c.session or {}).get("path")
         stem = os.path.basename(base)[: -len(".jsonl")] if base else f"pi-session-{header.get('id', 'export')}"
         directory = exports.get("dir") if "dir" in exports else (os.path.dirname(base) if base else self.c.cwd)
         if not directory:
             raise RemoteError("write_failed", "export_html: this session has no directory to write the export in")
         html = render_html(header, tree["entries"], tree.get("leafId")).encode("utf-8")
-        return {"path": await trio.to_thread.run_sync(_write_new, directory, stem, html)}
+        return P.ExportHtmlResult(path=await trio.to_thread.run_sync(_write_new, directory, stem, html))
 
     # -- !cmd ----------------------------------------------------------------------------------
 
-    async def bash(self, args: dict) -> dict:
+    @implements(P.BASH)
+    async def bash(self, args: P.BashArgs, call: TypedCall[P.BashArgs, None]) -> P.BashResult:
         """Run a user's shell command through the tool pool (sandboxed like any tool call)
         and record it as a ``bashExecution`` message (``excludeFromContext`` for ``!!``)."""
-        command = args.get("command")
-        if not isinstance(command, str) or not command.strip():
+        command = args.command
+        if not command.strip():
             raise RemoteError("invalid_args", "bash: command must be a non-empty string")
-        if self.c.agent.state.is_streaming:
-            raise RemoteError("busy", "bash: wait for the current run to end (or abort it) first")
+        self._refuse_during_run("bash")
         try:
-            result = await self.c.tools_peer.call("run_tool", {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd})
+            result = await self.c.tools_peer.call(
+                "run_tool", {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd}
+            )
         except RemoteError as exc:
             raise RemoteError("bash_failed", exc.message) from None
         text = "".join(b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text")
         details = result.get("details") or {}
-        exit_code, cancelled = 0, False
+        exit_code: int | None = 0
+        cancelled = False
         if result.get("isError"):
             marker = "\n\nCommand exited with code "
             if marker in text:
@@ -329,25 +380,33 @@ class SessionCommands:
                 text = text[: -len("Command aborted")].rstrip("\n")
         if text == "(no output)":
             text = ""
-        message: dict = {
+        outcome = P.BashResult(
+            output=text,
+            exit_code=exit_code,
+            cancelled=cancelled,
+            truncated=bool(details.get("truncation")),
+            full_output_path=details.get("fullOutputPath") or None,
+        )
+        # pi's bashExecution message, keys in pi's order.
+        message: dict[str, Any] = {
             "role": "bashExecution",
             "command": command,
-            "output": text,
-            "exitCode": exit_code,
-            "cancelled": cancelled,
-            "truncated": bool(details.get("truncation")),
+            "output": outcome.output,
+            "exitCode": outcome.exit_code,
+            "cancelled": outcome.cancelled,
+            "truncated": outcome.truncated,
             "timestamp": T.now_ms(),
         }
-        if details.get("fullOutputPath"):
-            message["fullOutputPath"] = details["fullOutputPath"]
-        if args.get("excludeFromContext"):
+        if outcome.full_output_path:
+            message["fullOutputPath"] = outcome.full_output_path
+        if args.exclude_from_context:
             message["excludeFromContext"] = True
         await self.c.store.call("append", {"message": message})
         self.c.agent.append_message(message)
-        return {k: v for k, v in message.items() if k in ("output", "exitCode", "cancelled", "truncated", "fullOutputPath")}
+        return outcome
 
 
-def _clamp_level(level: str, model: T.Model | None) -> str:
+def _clamp_level(level: str, model: T.Model | None) -> AgentThinkingLevel:
     """pi's clamp: no reasoning → off; xhigh only where supported, else high."""
     from ..ai import supports_xhigh
 
@@ -355,7 +414,7 @@ def _clamp_level(level: str, model: T.Model | None) -> str:
         return "off"
     if level == "xhigh" and not supports_xhigh(model):
         return "high"
-    return level
+    return cast(AgentThinkingLevel, level)
 
 
 def _write_new(directory: str, stem: str, data: bytes) -> str:

@@ -20,15 +20,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..coding import compaction as C
 from ..coding.retry import AutoRetry, RetrySettings
+from ..protocol import coordinator as P
 from ..runtime import RemoteError
 
 __all__ = ["Upkeep"]
 
-SessionEmit = Callable[[dict], Awaitable[None]]
+SessionEmit = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class Upkeep:
@@ -41,7 +44,7 @@ class Upkeep:
 
     # -- hooks from the coordinator ----------------------------------------------------------
 
-    def on_event(self, event: Any) -> dict | None:
+    def on_event(self, event: Any) -> dict[str, Any] | None:
         """Watch each AgentEvent; returns a session event to emit after it, if any."""
         if C.resets_overflow_flag(event.type, getattr(event, "message", None)):
             self.overflow_attempted = False
@@ -125,7 +128,7 @@ class Upkeep:
             self._drop_failed_reply()
         return will_retry or self.c.agent.has_queued_messages()
 
-    async def compact(self, instructions: str | None) -> dict:
+    async def compact(self, instructions: str | None) -> P.CompactResult:
         """Manual compaction (``/compact [instructions]``); returns pi's result shape.
         Raises RemoteError with pi's texts (``Already compacted``, ``Nothing to compact…``,
         ``Compaction cancelled``, ``Summarization failed: …``)."""
@@ -139,9 +142,9 @@ class Upkeep:
         if result is None:
             reason = C.compaction_unavailable_reason(branch, self.compaction_settings) or C.NOTHING_TO_COMPACT
             raise RemoteError("nothing_to_compact", reason)
-        return result
+        return msgspec.convert(result, P.CompactResult)
 
-    async def _compact(self, branch: list[dict], instructions: str | None) -> dict | None:
+    async def _compact(self, branch: list[dict[str, Any]], instructions: str | None) -> dict[str, Any] | None:
         """Summarize, append the compaction entry, reload the transcript; None if there is
         nothing to compact."""
         preparation = C.prepare_compaction(branch, self.compaction_settings)
@@ -177,10 +180,10 @@ class Upkeep:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    async def _branch_entries(self) -> list[dict]:
+    async def _branch_entries(self) -> list[dict[str, Any]]:
         tree = await self.c.store.call("entries")
         by_id = {e["id"]: e for e in tree["entries"] if isinstance(e.get("id"), str)}
-        path: list[dict] = []
+        path: list[dict[str, Any]] = []
         current = by_id.get(tree.get("leafId"))
         while current is not None and len(path) <= len(by_id):
             path.append(current)

@@ -3,42 +3,21 @@ r"""The loop coordinator actor: one session's agent — context, run lifecycle, 
 It runs the stateless agent loop (``pi_actors.agent``) with three remote capabilities:
 
 * the stream function is a ``stream`` call to the provider actor (events rebuilt from the
-  wire, see ``_event_wire``); an abort cancels that call cooperatively, so the aborted
+  wire, see ``pi_actors.protocol.events``); an abort cancels that call cooperatively, so the aborted
   message still arrives with its partial content;
 * every tool's ``execute`` is a ``run_tool`` call to the tool pool; the loop starts all calls
   of a message together and collects their results in call order;
 * every ``message_end`` is appended to the session store and acknowledged (durable) before
   the loop goes on, so no LLM request is sent before the previous message is on disk.
 
-Calls served (from a UI):
-
-``session {}``            → ``{header, path}`` of the open session.
-``prompt {text}``         → chunks: every AgentEvent of the run in pi's JSON shape
-                            (``message_update`` without its ``message``, rebuilt by the UI);
-                            result ``{}`` when the run is over. Fails ``busy`` during a run.
-``continue {}``           → the same, continuing from the transcript; a trailing failed
-                            (error/aborted) reply is dropped first, so this retries it
-                            (``invalid_state`` when there is nothing to continue from).
-``steer {text}``          → queues a message for the next LLM call of the current run.
-``follow_up {text}``      → queues a message for when the run would otherwise end.
-``abort {}``              → aborts the active run and returns once it has ended.
-``get_state {}``          → model, thinking level, isStreaming, counts, queue modes, session.
-``get_messages {}``       → ``{messages}``: the transcript.
-``tree {}``               → ``{entries, leafId, labels}`` of the session file.
-``navigate {targetId, summarize?, customInstructions?, summary?}`` → moves to another point
-                            of the tree (pi's /tree): a user message is re-asked (the leaf
-                            becomes its parent and its text is returned as ``editorText``);
-                            with ``summarize`` the model summarizes the branch being left
-                            (or ``summary`` gives the text) into a branch_summary entry.
-``label {targetId, label}`` → labels an entry (empty clears).
-``fork {entryId}``        → a user message's history (excluding it) becomes a new session
-                            file; returns ``{text, path}``.
-``fork_messages {}``      → the user messages one can fork from.
-``compact {customInstructions?}`` → manual compaction; ``{summary, firstKeptEntryId,
-                            tokensBefore, details}`` (pi's texts as errors).
-``abort_retry {}``        → stops a retry wait (``abort`` does too).
-``subscribe {maxQueue?}`` → a snapshot (sequence N), then every AgentEvent as ``{seq,
-                            event}``, N+1, N+2, ... (see ``_subscribe``).
+Calls served (from a UI, or the server on a client's behalf): every method of
+:data:`pi_actors.protocol.coordinator.COORDINATOR`, which declares each one's arguments,
+chunks, result and error codes. A :class:`~pi_actors.runtime.Router` built by
+:meth:`Coordinator.router` dispatches them and checks their arguments: the runs
+(``prompt``/``continue`` stream every AgentEvent in the wire shape of
+:mod:`pi_actors.protocol.events`), reading methods and ``subscribe`` are served here, the
+session tree and settings by :class:`~._session_commands.SessionCommands`, retries and
+compaction by :class:`~._upkeep.Upkeep`.
 
 The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
 steering and follow-up queues, one run at a time.
@@ -68,13 +47,34 @@ from ..coding.messages import convert_to_llm, from_session_messages, interrupted
 from ..coding.retry import RetrySettings
 from ..coding.tools import MUTATING_TOOLS
 from ..coding.tools.paths import resolve_to_cwd
-from ..runtime import ActorDied, ConnectionLost, FdChannel, IncomingCall, JsonLog, Peer, RemoteError, open_peer
-from ._event_wire import StreamRebuilder, strip_agent_event
+from ..protocol import coordinator as P
+from ..protocol.events import StreamRebuilder, strip_agent_event
+from ..runtime import (
+    ActorDied,
+    ConnectionLost,
+    Empty,
+    FdChannel,
+    IncomingCall,
+    Interface,
+    JsonLog,
+    Peer,
+    RemoteError,
+    Router,
+    TypedCall,
+    implements,
+    open_peer,
+)
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
 
 __all__ = ["run_coordinator", "Coordinator"]
+
+#: The methods the Coordinator serves itself; the rest are its SessionCommands'.
+_RUN_METHODS = Interface(
+    "coordinator runs",
+    [m for m in P.COORDINATOR if m.name not in SessionCommands.INTERFACE],
+)
 
 
 class SessionNotSaved(Exception):
@@ -103,7 +103,7 @@ class Coordinator:
         self.cwd: str = config.get("cwd") or os.getcwd()
         #: Called with the session file's path (None: not saved) whenever it changes.
         self.on_session_path: Any = None
-        self._session: dict | None = None
+        self._session: dict[str, Any] | None = None
         tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.get("tools") or [] if n in TOOL_SPECS]
         self.agent = Agent(
             initial_state={
@@ -126,7 +126,7 @@ class Coordinator:
         self._tools_warmed = False
         #: Sequence number of the last event fanned out to subscribers.
         self._seq = 0
-        self._subscribers: list[trio.MemorySendChannel] = []
+        self._subscribers: list[trio.MemorySendChannel[dict[str, Any]]] = []
         self._published: list[Any] = []
         self._published_stream: Any = None
         self._sink_quiet = False
@@ -141,11 +141,11 @@ class Coordinator:
         )
 
     @property
-    def session(self) -> dict | None:
+    def session(self) -> dict[str, Any] | None:
         return self._session
 
     @session.setter
-    def session(self, value: dict | None) -> None:
+    def session(self, value: dict[str, Any] | None) -> None:
         old = (self._session or {}).get("path")
         self._session = value
         new = (value or {}).get("path")
@@ -179,7 +179,9 @@ class Coordinator:
         )  # fmt: skip
         return final
 
-    async def _stream_remote(self, args: dict, model: T.Model, signal: AbortSignal | None, emit: Any, rebuild: StreamRebuilder) -> T.AssistantMessage:
+    async def _stream_remote(
+        self, args: dict[str, Any], model: T.Model, signal: AbortSignal | None, emit: Any, rebuild: StreamRebuilder
+    ) -> T.AssistantMessage:
         try:
             async with self.provider.open_call("stream", args) as call:
                 async with call.cancel_when(signal.wait if signal else None):
@@ -196,7 +198,9 @@ class Coordinator:
             return final
 
     def make_tool(self, spec: Any) -> AgentTool:
-        async def execute(tool_call_id: str, params: dict, signal: AbortSignal | None = None, on_update: Any = None) -> AgentToolResult:
+        async def execute(
+            tool_call_id: str, params: dict[str, Any], signal: AbortSignal | None = None, on_update: Any = None
+        ) -> AgentToolResult:
             ids = {"session": self.session_id, "toolCallId": tool_call_id, "tool": spec.name}
             self.log.event("tool_start", **ids)
             try:
@@ -207,7 +211,7 @@ class Coordinator:
             self.log.event("tool_end", **ids, isError=False)
             return result
 
-        async def run(tool_call_id: str, params: dict, signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
+        async def run(tool_call_id: str, params: dict[str, Any], signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
             args = {
                 "toolCallId": tool_call_id,
                 "name": spec.name,
@@ -261,75 +265,92 @@ class Coordinator:
 
     # -- serving the UI ----------------------------------------------------------------------
 
-    async def handle(self, call: IncomingCall) -> Any:
-        args = call.args or {}
-        method = call.method
-        if method == "session":
-            return self.session
-        if method in ("prompt", "continue"):
-            return await self._run(call, args)
-        if method in ("steer", "follow_up"):
-            text = _text_arg(args, method)
-            message = T.UserMessage(content=text, timestamp=T.now_ms())
-            (self.agent.steer if method == "steer" else self.agent.follow_up)(message)
-            return {}
-        if method == "abort":
-            self.upkeep.cancel()
+    def router(self) -> Router:
+        """The ``Handler`` serving :data:`~pi_actors.protocol.coordinator.COORDINATOR`: the
+        runs and reading methods here, the session commands on :class:`SessionCommands`.
+        Raises ValueError if a declared method has no handler."""
+        commands = Router.serving(self.commands, SessionCommands.INTERFACE, name="coordinator")
+        return Router.serving(self, _RUN_METHODS, name="coordinator", fallback=commands)
+
+    @implements(P.SESSION)
+    async def serve_session(self, args: Empty, call: TypedCall[Empty, None]) -> P.SessionDescription:
+        return msgspec.convert(self.session, P.SessionDescription)
+
+    @implements(P.PROMPT)
+    async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.AgentEventData]) -> None:
+        await self._run(call.incoming, T.UserMessage(content=args.text, timestamp=T.now_ms()), quiet=not args.events)
+
+    @implements(P.CONTINUE)
+    async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.AgentEventData]) -> None:
+        await self._run(call.incoming, None, quiet=not args.events)
+
+    @implements(P.STEER)
+    async def serve_steer(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
+        self.agent.steer(T.UserMessage(content=args.text, timestamp=T.now_ms()))
+
+    @implements(P.FOLLOW_UP)
+    async def serve_follow_up(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
+        self.agent.follow_up(T.UserMessage(content=args.text, timestamp=T.now_ms()))
+
+    @implements(P.ABORT)
+    async def serve_abort(self, args: Empty, call: TypedCall[Empty, None]) -> None:
+        self.upkeep.cancel()
+        self.agent.abort()
+        await self.agent.wait_for_idle()
+
+    @implements(P.ABORT_RETRY)
+    async def serve_abort_retry(self, args: Empty, call: TypedCall[Empty, None]) -> None:
+        self.upkeep.retry.cancel()
+
+    @implements(P.COMPACT)
+    async def serve_compact(self, args: P.CompactArgs, call: TypedCall[P.CompactArgs, None]) -> P.CompactResult:
+        if self.agent.state.is_streaming:
             self.agent.abort()
             await self.agent.wait_for_idle()
-            return {}
-        if method == "abort_retry":
-            self.upkeep.retry.cancel()
-            return {}
-        if method == "compact":
-            if self.agent.state.is_streaming:
-                self.agent.abort()
-                await self.agent.wait_for_idle()
-            instructions = args.get("customInstructions")
-            return await self.upkeep.compact(instructions if isinstance(instructions, str) and instructions else None)
-        if method == "get_state":
-            state = self.agent.state
-            return {
-                "model": T.to_plain(state.model),
-                "thinkingLevel": state.thinking_level,
-                "isStreaming": state.is_streaming,
-                "messageCount": len(state.messages),
-                "pendingMessageCount": len(self.agent._steering) + len(self.agent._follow_ups),
-                "steeringMode": self.agent.steering_mode,
-                "followUpMode": self.agent.follow_up_mode,
-                "sessionFile": (self.session or {}).get("path"),
-                "sessionId": ((self.session or {}).get("header") or {}).get("id"),
-                "autoCompactionEnabled": self.upkeep.compaction_settings.enabled,
-                "autoRetryEnabled": self.upkeep.retry.settings.enabled,
-            }
-        if method == "get_messages":
-            return {"messages": [T.to_plain(m) for m in self.agent.state.messages]}
-        if method == "subscribe":
-            return await self._subscribe(call, args)
-        if method in SessionCommands.METHODS:
-            return await self.commands.handle(method, args)
-        raise RemoteError("not_found", f"coordinator: unknown method {method!r}")
+        return await self.upkeep.compact(args.custom_instructions or None)
 
-    async def _run(self, call: IncomingCall, args: dict) -> Any:
-        """Run ``prompt {text}`` or ``continue {}`` to its end, streaming its events to ``call``."""
+    @implements(P.GET_STATE)
+    async def serve_get_state(self, args: Empty, call: TypedCall[Empty, None]) -> P.State:
+        state = self.agent.state
+        return P.State(
+            model=state.model,
+            thinking_level=state.thinking_level,
+            is_streaming=state.is_streaming,
+            message_count=len(state.messages),
+            pending_message_count=len(self.agent._steering) + len(self.agent._follow_ups),
+            steering_mode=self.agent.steering_mode,
+            follow_up_mode=self.agent.follow_up_mode,
+            session_file=(self.session or {}).get("path"),
+            session_id=self.session_id,
+            auto_compaction_enabled=self.upkeep.compaction_settings.enabled,
+            auto_retry_enabled=self.upkeep.retry.settings.enabled,
+        )
+
+    @implements(P.GET_MESSAGES)
+    async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
+        return P.Messages(messages=[T.to_plain(m) for m in self.agent.state.messages])
+
+    async def _run(self, call: IncomingCall, prompt: T.UserMessage | None, *, quiet: bool) -> None:
+        """Run ``prompt`` (None: ``continue``) to its end, streaming its events to ``call``
+        (none with ``quiet``: a UI that reads a subscription instead).
+
+        The events are already the wire's plain trees (:func:`strip_agent_event`), so they
+        go to ``call.send_chunk`` as they are. The call is cooperative (declared on the
+        method): a cancel aborts the run, which then ends with its aborted reply."""
         if self.agent.state.is_streaming:
             raise RemoteError("busy", "Agent is already processing a prompt. Use steer or follow_up, or wait.")
-        prompt = None
-        if call.method == "prompt":
-            prompt = T.UserMessage(content=_text_arg(args, "prompt"), timestamp=T.now_ms())
-        else:
+        if prompt is None:
             messages = self.agent.state.messages
             if messages and isinstance(messages[-1], T.AssistantMessage) and messages[-1].stop_reason in ("error", "aborted"):
                 # Continuing after a failed reply retries it, as pi's retry does: the failed
                 # message stays in the session file but leaves the working transcript.
                 self.agent.replace_messages(messages[:-1])
-        call.cooperative = True
         self._store_error = None
         refused: str | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
-                self._sink_quiet = args.get("events") is False  # a UI that reads a subscription
+                self._sink_quiet = quiet
                 self._published, self._published_stream = list(self.agent.state.messages), None
 
                 async def pass_cancel() -> None:
@@ -354,7 +375,6 @@ class Coordinator:
             raise RemoteError("invalid_state", refused)
         if self._store_error:
             raise RemoteError("write_failed", self._store_error)
-        return {}
 
     async def _on_event(self, event: Any) -> None:
         """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
@@ -390,7 +410,7 @@ class Coordinator:
         if follow is not None:
             await self._emit_session_event(follow)
 
-    async def _emit_session_event(self, event: dict) -> None:
+    async def _emit_session_event(self, event: dict[str, Any]) -> None:
         """A session event (auto_retry_*, auto_compaction_*): to subscribers and the run's UI."""
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": event})
@@ -399,7 +419,7 @@ class Coordinator:
 
     # -- subscriptions ---------------------------------------------------------------------
 
-    def _fan_out(self, update: dict) -> None:
+    def _fan_out(self, update: dict[str, Any]) -> None:
         """Queue an update for every subscriber; one that cannot keep up is dropped."""
         for channel in list(self._subscribers):
             try:
@@ -410,7 +430,7 @@ class Coordinator:
             except trio.ClosedResourceError:
                 self._subscribers.remove(channel)
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The session as of ``seq``: what a subscriber starts from."""
         state = self.agent.state
         running = self._sink is not None
@@ -427,30 +447,30 @@ class Coordinator:
             "session": self.session,
         }
 
-    async def _subscribe(self, call: IncomingCall, args: dict) -> Any:
-        """``compact {customInstructions?}`` → manual compaction; ``{summary, firstKeptEntryId,
-                            tokensBefore, details}`` (pi's texts as errors).
-``abort_retry {}``        → stops a retry wait (``abort`` does too).
-``subscribe {maxQueue?}``: first chunk the snapshot (sequence N), then every
-        AgentEvent as ``{seq, event}`` with N+1, N+2, ... without gaps, until the caller
-        cancels. A subscriber whose queue of undelivered updates overflows is dropped: the
-        call fails ``overflow`` and the client resubscribes (others are never slowed down)."""
-        max_queue = int(args.get("maxQueue") or 1024)
-        send, receive = trio.open_memory_channel[dict](max_queue)
+    @implements(P.SUBSCRIBE)
+    async def serve_subscribe(self, args: P.SubscribeArgs, call: TypedCall[P.SubscribeArgs, P.SubscriptionUpdate]) -> None:
+        """``subscribe {maxQueue?}``: first chunk ``{snapshot}`` (sequence N), then every
+        event as ``{seq, event}`` with N+1, N+2, ... without gaps, until the caller cancels.
+        A subscriber whose queue of undelivered updates overflows is dropped: the call fails
+        ``overflow`` and the client resubscribes (others are never slowed down). Updates are
+        sent as the plain trees they are built as (the shape of ``SubscriptionUpdate``)."""
+        if args.max_queue < 0:
+            raise RemoteError("invalid_args", f"subscribe: maxQueue must be positive, not {args.max_queue}")
+        send, receive = trio.open_memory_channel[dict[str, Any]](args.max_queue or 1024)
         # Snapshot and registration happen without a checkpoint between them: no event can
         # fall in the gap.
         first = self.snapshot()
         self._subscribers.append(send)
         try:
-            await call.send_chunk({"snapshot": first})
+            await call.incoming.send_chunk({"snapshot": first})
             async for update in receive:
-                await call.send_chunk(update)
+                await call.incoming.send_chunk(update)
         finally:
             if send in self._subscribers:
                 self._subscribers.remove(send)
         raise RemoteError("overflow", "subscriber fell behind by more than its queue; resubscribe for a new snapshot")
 
-    async def open_session(self, args: dict) -> None:
+    async def open_session(self, args: dict[str, Any]) -> None:
         """Open (create, resume or fork) the session and load its transcript into the agent.
 
         A resumed transcript whose last tool calls have no results (the previous process died
@@ -464,7 +484,7 @@ class Coordinator:
             await self.store.call("append", {"message": T.to_plain(result)})
             self.agent.append_message(result)
 
-    def load_context(self, described: dict) -> None:
+    def load_context(self, described: dict[str, Any]) -> None:
         context = described.get("context") or {}
         self.agent.replace_messages(from_session_messages(context.get("messages") or []))
 
@@ -494,7 +514,7 @@ class Coordinator:
             raise SessionNotSaved(self._store_error) from None
 
 
-def _wire_options(options: Any) -> dict:
+def _wire_options(options: Any) -> dict[str, Any]:
     """The stream options the provider actor takes (camelCase); the key and signal stay here."""
     out: dict[str, Any] = {}
     for attr, key in (
@@ -508,13 +528,6 @@ def _wire_options(options: Any) -> dict:
         if value is not None:
             out[key] = value
     return out
-
-
-def _text_arg(args: dict, method: str) -> str:
-    text = args.get("text")
-    if not isinstance(text, str):
-        raise RemoteError("invalid_args", f"{method}: text must be a string")
-    return text
 
 
 def _blocks(content: Any) -> list[Any]:
@@ -539,7 +552,8 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
         await ready.wait()
         if "error" in state:
             raise RemoteError("startup_failed", state["error"])
-        return await state["coord"].handle(call)
+        router: Router = state["router"]
+        return await router(call)
 
     control = links.get("control")
     relink = set(config.get("relink") or ()) if control is not None else set()
@@ -547,7 +561,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
         "provider": PeerSlot("provider", "provider", "request", supervised="provider" in relink),
         "tools": PeerSlot("tools", "tool pool", "tool call", supervised="tools" in relink),
     }
-    outbox_send, outbox = trio.open_memory_channel[dict](64)
+    outbox_send, outbox = trio.open_memory_channel[dict[str, Any]](64)
     async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle) as ui:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             log = JsonLog(config.get("logFile"), "coordinator")
@@ -581,7 +595,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
                         "forkFrom": session_cfg.get("forkFrom"),
                     }
                 )
-                state["coord"] = coord
+                state["router"] = coord.router()
             except RemoteError as exc:
                 state["error"] = exc.message
             finally:

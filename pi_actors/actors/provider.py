@@ -37,8 +37,8 @@ import trio
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
+from ..protocol.events import CoalescingSender
 from ..runtime import IncomingCall, JsonLog, RemoteError
-from ._event_wire import CoalescingSender
 
 __all__ = ["run_provider", "ProviderActor"]
 

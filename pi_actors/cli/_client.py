@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..actors._event_wire import AgentEventRebuilder
+from ..protocol.events import AgentEventRebuilder
 from ..runtime import Peer
 
 __all__ = ["send_prompt"]

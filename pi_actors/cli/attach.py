@@ -70,7 +70,7 @@ def _create_args(args: argparse.Namespace) -> dict:
 
 
 async def _headless(args: argparse.Namespace) -> int:
-    from ..actors._event_wire import AgentEventRebuilder
+    from ..protocol.events import AgentEventRebuilder
     from ..runtime import RemoteError
     from ..server.client import RemoteSession, connect
     from ._render import JsonRenderer, PrintRenderer

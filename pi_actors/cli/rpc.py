@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ..actors._event_wire import AgentEventRebuilder
+from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
 from ._supervisor import open_local_runtime

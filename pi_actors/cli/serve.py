@@ -224,8 +224,7 @@ async def serve(args: argparse.Namespace) -> int:
     import trio
 
     from ..runtime._listen import ListenError
-    from ..server import Server
-    from ..server._confine import CwdRefused
+    from ..server import CwdRefused, Server
     from ._config import ConfigError, agent_dir
 
     if not args.listen and not args.unix:

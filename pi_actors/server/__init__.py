@@ -1,8 +1,12 @@
 """The server actor: hosts sessions that remote clients attach to, and routes tool calls to
-remote tool hosts. See ``_server`` for the service surface and ``client`` for the client side."""
+remote tool hosts. Its contract (methods, roles, forwarded session methods) is
+``pi_actors.protocol.server``; ``_server`` describes the service, ``client`` the client side.
+
+``CwdRefused`` is what ``Server(root=...)`` raises for an unusable root (``/``)."""
 
 from ._auth import Credentials, CredentialsError, Identity
-from ._server import SESSION_METHODS, Server
+from ._confine import CwdRefused
+from ._server import Server
 from .client import connect, parse_address
 
-__all__ = ["Server", "SESSION_METHODS", "Credentials", "CredentialsError", "Identity", "connect", "parse_address"]
+__all__ = ["Server", "Credentials", "CredentialsError", "CwdRefused", "Identity", "connect", "parse_address"]

@@ -38,6 +38,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.server import ROLES as METHODS_BY_ROLE
 from ._files import write_json_private
 
 __all__ = [
@@ -47,7 +48,7 @@ __all__ = [
 
 log = logging.getLogger("pi_actors.server")
 
-ROLES = ("admin", "client", "tool-host")
+ROLES = tuple(METHODS_BY_ROLE)  # ("admin", "client", "tool-host"), declared in protocol.server
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 

@@ -5,7 +5,9 @@ server: the quota per identity, the confinement of working directories (``_confi
 configuration handed to a session's actors (the server's private paths hidden from its
 tools, its file and directory when sessions are kept on disk), starting a session's
 processes under the server's nursery (a few at a time), reopening a session from its file,
-and the proxy that carries a session's tool calls to its remote tool host.
+and the proxy that carries a session's tool calls to its remote tool host (a typed router for
+``protocol.server.TOOL_PROXY``: ``warm`` answered here, ``run_tool`` relayed as it is).
+Sessions run in the local placement of ``pi_actors.actors.local`` (``open_local_runtime``).
 
 Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
 configuration), ``startup_failed``, ``server_draining``.
@@ -23,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
+from ..actors.local import CoordinatorLink, open_local_runtime
+from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
+from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
 from ._auth import Identity
 from ._confine import CwdRefused, confine_cwd
 from ._registry import SessionRecord
@@ -43,18 +47,23 @@ class _Session:
         self.tool_host = tool_host
         self.owner = owner
         self.record = record
-        self.peer: Peer | None = None
+        self.peer: CoordinatorLink | None = None
         self.processes: dict[str, Any] = {}
         self.attachments: dict[str, _Client] = {}
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self.end_reason: str | None = None
 
-    def info(self) -> dict:
-        return {
-            "id": self.id, "cwd": self.cwd, "toolHost": self.tool_host, "attachments": len(self.attachments), "live": True,
-            "owner": self.owner,
-        }
+    def info(self) -> SessionInfo:
+        return SessionInfo(id=self.id, cwd=self.cwd, tool_host=self.tool_host, attachments=len(self.attachments), live=True, owner=self.owner)
+
+
+class _ToolProxy:
+    """The tool proxy's own methods (``protocol.server.TOOL_PROXY``); ``run_tool`` is relayed."""
+
+    @implements(WARM)
+    async def warm(self, args: Empty, call: TypedCall[Empty, None]) -> None:
+        return None  # the tool host keeps its own workers warm
 
 
 class SessionHosting:
@@ -115,13 +124,15 @@ class SessionHosting:
             coordinator["session"] = {"resume": self.index.file_path(record), "sessionDir": directory, "agentDir": previous.get("agentDir")}
         return config
 
-    async def _create(self, args: dict, identity: Identity) -> dict:
+    async def create_session(self, args: CreateArgs, identity: Identity) -> str:
+        """``create``: start a new session owned by ``identity``; its id. Raises RemoteError
+        (see the module docstring)."""
         assert self._nursery is not None, "Server.running() is not active"
-        cwd = args.get("cwd") if isinstance(args.get("cwd"), str) else self.default_cwd
+        cwd = args.cwd if args.cwd is not None else self.default_cwd
         if not cwd:
             raise RemoteError("invalid_request", "create needs a cwd (the server has no default)")
         cwd = self._confine(cwd)
-        tool_host = args.get("toolHost") if isinstance(args.get("toolHost"), str) else None
+        tool_host = args.tool_host
         with self._reserving(identity, identity.name):
             try:
                 config = self.make_config(cwd)
@@ -136,7 +147,7 @@ class SessionHosting:
                     with trio.CancelScope(shield=True):
                         await trio.to_thread.run_sync(self.index.delete, record)
                 raise
-        return {"sessionId": session.id}
+        return session.id
 
     async def _reopen(self, record: SessionRecord, identity: Identity) -> _Session:
         """Start the session of ``record`` again from its file (its whole history)."""
@@ -167,11 +178,12 @@ class SessionHosting:
         except RemoteError:
             raise
         except Exception as exc:
+            refusal = remote_error_of(exc) if isinstance(exc, BaseExceptionGroup) else None
+            if refusal is not None:
+                raise refusal from None
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
 
     async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..cli._supervisor import open_local_runtime
-
         started = False
         try:
             async with trio.open_nursery() as nursery:
@@ -219,9 +231,7 @@ class SessionHosting:
         name = session.tool_host
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
 
-        async def handle(call: IncomingCall) -> Any:
-            if call.method == "warm":
-                return {}
+        async def run_tool(call: IncomingCall) -> Any:
             if call.method != "run_tool":
                 raise RemoteError("not_found", f"tool proxy: unknown method {call.method!r}")
             host = self.tool_hosts.get(name or "")
@@ -237,6 +247,7 @@ class SessionHosting:
             except ConnectionLost:
                 raise RemoteError("tool_host_lost", f"tool host {name!r} disconnected during the call; its outcome is unknown") from None
 
+        handle = Router.serving(_ToolProxy(), TOOL_PROXY, name=f"tool proxy {name}", fallback=run_tool)
         try:
             # The link is to our own coordinator, which may take a while to start on a busy
             # machine: the same allowance as its UI link (open_local_runtime's 30 s).
@@ -247,9 +258,11 @@ class SessionHosting:
         except ConnectionLost:
             pass
 
-    async def _follow_fork(self, session: _Session) -> None:
-        """A fork moved the session to a new file in its directory: reopen that one next time."""
-        assert session.peer is not None and session.record is not None and self.index is not None
+    async def follow_fork(self, session: _Session) -> None:
+        """A fork moved the session to a new file in its directory: reopen that one next time
+        (nothing to do for a session not kept on disk)."""
+        if session.peer is None or session.record is None or self.index is None:
+            return
         try:
             info = await session.peer.call("session")
         except (RemoteError, ConnectionLost):

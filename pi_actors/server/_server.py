@@ -9,14 +9,18 @@ through ``runtime._accept`` with the caps and handshake deadline of ``limits``
 (``self.admission``). Every connection opens with our hello (``open_peer``, side "server"); a
 bad hello gets ``hello_error`` and the connection closes, the server keeps serving.
 
-Roles (the identity's, not the hello's): ``tool-host`` connections may only call
-``register_tool_host`` (under the one name their credential names); ``client`` and
-``admin`` connections call the methods below. A client sees and uses only the sessions it
-created (its identity owns them); an admin sees and uses all. Anything else is refused:
-``method_not_allowed`` (a method this role may not call), ``forbidden`` (another identity's
-session or tool host).
+The contract — every method the server answers, its argument and result Structs and error
+codes, which role may call what (``ROLES``), which session methods are forwarded
+(``FORWARDED``: the coordinator's, less ``NOT_FORWARDED``) — is ``pi_actors.protocol.server``;
+``_calls`` checks each call against it and routes it. Roles are the identity's, not the
+hello's: ``tool-host`` connections may only call ``register_tool_host`` (under the one name
+their credential names); ``client`` and ``admin`` connections call the others. A client sees
+and uses only the sessions it created (its identity owns them); an admin sees and uses all.
+Anything else is refused: ``method_not_allowed`` (a method this role may not call),
+``forbidden`` (another identity's session or tool host), ``not_found`` (a method nobody
+declares), ``invalid_request`` naming the field (an argument of the wrong shape).
 
-Server-scoped calls (``target`` ""):
+Server-scoped calls (``target`` ""), in short:
 
 ``list {}``                    → ``{sessions: [{id, cwd, toolHost, attachments, live, owner}],
                                  toolHosts: [{name, tools}]}``: the caller's sessions, live
@@ -45,10 +49,13 @@ Server-scoped calls (``target`` ""):
 While the server shuts down, ``create`` and ``attach`` are refused with ``server_draining``.
 
 Session-scoped calls: ``target`` = the session id, ``args.attachmentId`` = this connection's
-current attachment to it, else ``session_not_attached``. Only ``SESSION_METHODS`` are
-forwarded to the session's coordinator (``attachmentId`` removed), anything else is
-``method_not_allowed``; ``export_html`` takes no ``outputPath`` from a remote client
-(``invalid_args``): the coordinator writes it, exclusively, in the session's directory.
+current attachment to it, else ``session_not_attached``. Only ``FORWARDED`` methods are
+forwarded to the session's coordinator (``attachmentId`` removed), after their arguments
+passed the coordinator method's Struct in the server (``invalid_request`` naming the field,
+the coordinator never sees the call); a method the coordinator does not declare is
+``not_found``, ``new_session``/``switch_session`` are ``method_not_allowed``; ``export_html``
+takes no ``outputPath`` from a remote client (``invalid_args``): the coordinator writes it,
+exclusively, in the session's directory.
 Chunks are relayed, the result returned; a cancel is relayed to the coordinator.
 ``subscribe`` gives the coordinator's snapshot (sequence N) and then every update N+1, N+2,
 … A session whose processes die (or that is removed) fails its attachments' calls and
@@ -68,52 +75,34 @@ failure never ends the server.
 
 Modules: ``_auth`` (identities, credentials), ``_confine`` (working directories),
 ``_registry`` (sessions on disk), ``_hosting`` (starting/reopening sessions, the tool proxy),
-``_fanout`` (a connection's bounded send queue); this one routes calls.
+``_fanout`` (a connection's bounded send queue), ``_calls`` (one connection's calls: checks
+and routing); this one holds the server's state, its listeners and what each method does.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
-from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
+from ..protocol.server import ListResult, SessionInfo, ToolHostInfo
+from ..runtime import ConnectionLost, Peer, RemoteError, open_peer
 from ..runtime._accept import Admission, ConnectionLimits
 from ..runtime._websocket import WebSocketStream
 from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
+from ._calls import ConnectionCalls
 from ._confine import check_root
 from ._fanout import _Client
 from ._hosting import SessionHosting, _Session
 from ._registry import SessionIndex
 
-__all__ = ["Server", "SESSION_METHODS"]
+__all__ = ["Server"]
 
 log = logging.getLogger("pi_actors.server")
-
-SESSION_METHODS = frozenset(
-    {
-        "prompt", "continue", "steer", "follow_up", "abort", "abort_retry", "compact", "set_model",
-        "set_thinking_level", "get_state", "get_messages", "subscribe", "session", "tree", "navigate",
-        "label", "fork", "fork_messages", "get_available_models", "get_session_stats", "get_last_assistant_text",
-        "set_session_name", "set_queue_mode", "set_auto", "bash", "export_html",
-    }
-)
-"""The coordinator methods a remote client may call on its session. Not in it, for example:
-``new_session``/``switch_session`` (they would point the session at another, caller-named
-file; use ``create``/``attach``)."""
-
-SERVER_METHODS = {
-    "admin": frozenset({"list", "create", "remove", "attach", "detach", "register_tool_host"}),
-    "client": frozenset({"list", "create", "remove", "attach", "detach"}),
-    "tool-host": frozenset({"register_tool_host"}),
-}
-_KNOWN_SERVER_METHODS = frozenset().union(*SERVER_METHODS.values())
-
 
 class Server(SessionHosting):
     """Hosts sessions; ``make_config(cwd)`` gives the actor configuration of a new session.
@@ -242,16 +231,7 @@ class Server(SessionHosting):
         client = _Client(self, self.send_queue, identity)
         self.stats["connections"] += 1
         self._clients.add(client)
-
-        async def handle(call: IncomingCall) -> Any:
-            try:
-                return await self._handle(client, call)
-            except RemoteError:
-                raise
-            except Exception as exc:  # a bug in one call must not end the server
-                log.exception("server: %s failed", call.method)
-                raise RemoteError("internal", f"internal server error: {type(exc).__name__}") from None
-
+        handle = ConnectionCalls(self, client)
         try:
             with client.scope:
                 async with open_peer(
@@ -278,80 +258,42 @@ class Server(SessionHosting):
             client.scope.cancel()
 
     def _drop_client(self, client: _Client) -> None:
-        if client.attachment is not None:
-            session = self.sessions.get(client.attachment[0])
-            if session is not None:
-                session.attachments.pop(client.attachment[1], None)
-            client.attachment = None
+        self.detach(client)
         for name, peer in list(self.tool_hosts.items()):
             if peer is client.peer:
                 del self.tool_hosts[name]
                 self.tool_host_owner.pop(name, None)
 
-    async def _handle(self, client: _Client, call: IncomingCall) -> Any:
-        args = call.args if isinstance(call.args, dict) else {}
-        identity = client.identity
-        if call.target:
-            if identity.role == "tool-host":
-                raise RemoteError("method_not_allowed", "a tool host's credential cannot call session methods")
-            return await self._session_call(client, call, args)
-        method = call.method
-        if method not in _KNOWN_SERVER_METHODS:
-            raise RemoteError("not_found", f"server: unknown method {method!r}")
-        if method not in SERVER_METHODS.get(identity.role, frozenset()):
-            raise RemoteError("method_not_allowed", f"server: {method!r} is not allowed for the {identity.role} role of {identity.name!r}")
-        if method == "list":
-            return self._list(identity)
-        if method in ("create", "attach") and self.draining:
-            raise RemoteError("server_draining", "the server is shutting down")
-        if method == "create":
-            return await self._create(args, identity)
-        if method == "remove":
-            await self._remove(args.get("sessionId"), identity)
-            return {}
-        if method == "attach":
-            session = await self._live_session(args.get("sessionId"), identity)
-            if client.attachment is not None and session.attachments.get(client.attachment[1]) is client:
-                return {"sessionId": session.id, "attachmentId": client.attachment[1]}
-            self._detach(client)
-            attachment_id = str(uuid.uuid4())
-            client.attachment = (session.id, attachment_id)
-            session.attachments[attachment_id] = client
-            return {"sessionId": session.id, "attachmentId": attachment_id}
-        if method == "detach":
-            self._detach(client)
-            return {}
-        assert method == "register_tool_host"
-        return self._register_tool_host(client, args)
-
-    # -- ownership ---------------------------------------------------------------------------
+    # -- what the calls do (``_calls`` checks and routes them) ---------------------------------
 
     @staticmethod
     def _may_use(identity: Identity, owner: str) -> bool:
         return identity.admin or identity.name == owner
 
-    def _list(self, identity: Identity) -> dict:
+    def listing(self, identity: Identity) -> ListResult:
+        """``list``: the sessions ``identity`` may use (live, then on disk only), the tool hosts."""
         sessions = [s.info() for s in self.sessions.values() if self._may_use(identity, s.owner)]
         if self.index is not None:
-            live = {s["id"] for s in sessions} | set(self.sessions)
+            live = {s.id for s in sessions} | set(self.sessions)
             for record in sorted(self.index.records.values(), key=lambda r: r.created):
                 if record.id not in live and self._may_use(identity, record.owner):
                     sessions.append(
-                        {"id": record.id, "cwd": record.cwd, "toolHost": record.toolHost, "attachments": 0, "live": False, "owner": record.owner}
+                        SessionInfo(id=record.id, cwd=record.cwd, tool_host=record.toolHost, attachments=0, live=False, owner=record.owner)
                     )
-        return {
-            "sessions": sessions,
-            "toolHosts": [{"name": n, "tools": self.tool_host_tools.get(n, [])} for n in self.tool_hosts],
-        }
+        hosts = [ToolHostInfo(name=n, tools=self.tool_host_tools.get(n, [])) for n in self.tool_hosts]
+        return ListResult(sessions=sessions, tool_hosts=hosts)
 
     def _check_owner(self, identity: Identity, owner: str, session_id: str) -> None:
         if not self._may_use(identity, owner):
             raise RemoteError("forbidden", f"session {session_id} belongs to another identity")
 
-    async def _live_session(self, session_id: Any, identity: Identity) -> _Session:
-        """The running session ``session_id``, reopened from its file if it is on disk only."""
+    async def live_session(self, session_id: str, identity: Identity) -> _Session:
+        """The running session ``session_id``, reopened from its file if it is on disk only.
+
+        Raises RemoteError ``session_not_found``, ``forbidden``, ``session_terminated`` (ended
+        and not on disk), and those of reopening (``_hosting``)."""
         while True:
-            session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+            session = self.sessions.get(session_id)
             record = self.index.get(session_id) if self.index is not None else None
             if session is not None:
                 self._check_owner(identity, session.owner, session.id)
@@ -370,18 +312,23 @@ class Server(SessionHosting):
                 continue
             return await self._reopen(record, identity)
 
-    async def _remove(self, session_id: Any, identity: Identity) -> None:
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+    async def remove_session(self, session_id: str, identity: Identity) -> None:
+        """``remove``: stop the session and delete its directory (``session_not_found``,
+        ``forbidden``)."""
+        session = self.sessions.get(session_id)
         record = self.index.get(session_id) if self.index is not None else None
-        if session is None and record is None:
+        owner = session.owner if session is not None else record.owner if record is not None else None
+        if owner is None:
             raise RemoteError("session_not_found", f"no session {session_id!r}")
-        self._check_owner(identity, session.owner if session is not None else record.owner, session_id)
+        self._check_owner(identity, owner, session_id)
         if session is not None:
             await self._end_session(session, "session removed")
         if record is not None and self.index is not None:
             await trio.to_thread.run_sync(self.index.delete, record)
 
-    def _register_tool_host(self, client: _Client, args: dict) -> dict:
+    def register_tool_host(self, client: _Client, tools: list[str]) -> None:
+        """``register_tool_host``: ``client``'s connection becomes the tool host its
+        credential names (``forbidden``, ``invalid_request``: see protocol.server)."""
         assert client.peer is not None
         identity = client.identity
         if identity.role == "tool-host":
@@ -398,53 +345,14 @@ class Server(SessionHosting):
                 raise RemoteError("forbidden", f"tool host {name!r} is registered by another identity's connection")
         self.tool_hosts[name] = client.peer
         self.tool_host_owner[name] = identity
-        tools = args.get("tools")
-        self.tool_host_tools[name] = [t for t in tools if isinstance(t, str)] if isinstance(tools, list) else []
+        self.tool_host_tools[name] = list(tools)
         self.tool_host_changed.set()
         self.tool_host_changed = trio.Event()
-        return {}
 
-    def _detach(self, client: _Client) -> None:
+    def detach(self, client: _Client) -> None:
+        """End ``client``'s attachment, if any (its id is refused from then on)."""
         if client.attachment is not None:
             old = self.sessions.get(client.attachment[0])
             if old is not None:
                 old.attachments.pop(client.attachment[1], None)
             client.attachment = None
-
-    # -- sessions ----------------------------------------------------------------------------
-
-    async def _session_call(self, client: _Client, call: IncomingCall, args: dict) -> Any:
-        session = self.sessions.get(call.target)
-        attachment = args.get("attachmentId")
-        if client.attachment != (call.target, attachment):
-            raise RemoteError("session_not_attached", f"this connection holds no attachment {attachment!r} to session {call.target!r}")
-        if session is None or session.peer is None or session.attachments.get(attachment) is not client:
-            # (also an attachment to a run of the session that ended, if it was reopened since)
-            raise RemoteError("session_terminated", f"session {call.target} has ended; attach again")
-        if call.method not in SESSION_METHODS:
-            raise RemoteError("method_not_allowed", f"{call.method!r} is not a session method a remote client may call")
-        forward = {k: v for k, v in args.items() if k != "attachmentId"}
-        if call.method == "export_html" and forward.get("outputPath") is not None:
-            raise RemoteError(
-                "invalid_args", "export_html: a remote client cannot choose the output path; the file is written in the session's directory"
-            )
-        if call.method == "subscribe":
-            forward["maxQueue"] = 1 << 20  # the bound that matters is this client's send queue
-        call.cooperative = True
-        try:
-            async with session.peer.open_call(call.method, forward) as up:
-                async with up.cancel_when(call.cancel_requested.wait):
-                    async for item in up:
-                        await client.chunk(call, item)
-                value = await up.result()
-        except ConnectionLost:
-            raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}") from None
-        except RemoteError as exc:
-            if session.end_reason is not None and exc.code in ("connection_lost", "cancelled"):
-                raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason}") from None
-            await client.flushed(call)
-            raise
-        if call.method == "fork" and session.record is not None and self.index is not None:
-            await self._follow_fork(session)
-        await client.flushed(call)
-        return value

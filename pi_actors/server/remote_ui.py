@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from ..actors._event_wire import AgentEventRebuilder
+from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, RemoteError
 from .client import ConnectionRefused, RemoteSession, connect
 

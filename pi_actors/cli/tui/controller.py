@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ...actors._event_wire import AgentEventRebuilder
+from ...protocol.events import AgentEventRebuilder
 from ...runtime import RemoteError
 
 __all__ = ["Controller"]

@@ -1,4 +1,14 @@
-"""How stream events cross a process boundary without resending the whole message each time.
+"""The event wire format: what a chunk of ``prompt``/``continue`` and a subscription update
+carry, and how a receiver rebuilds pi's full event shapes from them (public API for clients).
+
+Events are pi's, as plain JSON-like trees with camelCase keys: the AgentEvents
+(``agent_start``, ``agent_end``, ``turn_start``, ``turn_end``, ``message_start``,
+``message_update``, ``message_end``, ``tool_execution_start``, ``tool_execution_update``,
+``tool_execution_end``) and the session events of the coordinator's upkeep
+(``auto_retry_start``, ``auto_retry_end``, ``auto_compaction_start``, ``auto_compaction_end``),
+each with its ``type``. Their type on the wire is :data:`AgentEventData` (a ``dict``): a
+tagged union of Structs would have to reproduce every message shape, custom messages
+included, byte for byte, and is left for later.
 
 In-process, every AssistantMessageEvent carries ``partial``: the live message being built.
 Sent as is, a reply of N deltas would cost O(N²) bytes. On the wire, therefore:
@@ -7,20 +17,23 @@ Sent as is, a reply of N deltas would cost O(N²) bytes. On the wire, therefore:
   ``partial``; the receiver applies the delta to its own copy of the partial message;
 * every other event keeps its ``partial`` (they are few per message: start, block
   start/end) and the receiver adopts it, which also resynchronises any state the deltas
-  did not carry (signatures, usage).
+  did not carry (signatures, usage);
+* an AgentEvent ``message_update`` travels without its ``message`` (the receiver's
+  :class:`AgentEventRebuilder` restores it; seed it with a subscription snapshot's
+  ``streamMessage`` when joining mid-reply).
 
-The same rule serves provider → coordinator (``StreamRebuilder``, giving Structs to the agent
-loop) and coordinator → UI (``AgentEventRebuilder``, giving pi's plain JSON shapes).
+The same rule serves provider → coordinator (:class:`StreamRebuilder`, giving Structs to the
+agent loop) and coordinator → UI (:class:`AgentEventRebuilder`, giving pi's plain JSON shapes).
 
-Coalescing (``CoalescingSender``, provider side). Events are handed to a sender task instead
-of being sent inline, and wait in a queue while earlier ones are being sent. While the queue is
-short (fewer than ``max_queued`` = 8 items) every event is queued as itself, so a consumer that
-keeps up sees every original delta. Once the queue is that long (the consumer or the link is
-slower than the model), a new delta is **joined to the last queued item when that item is a
-delta of the same kind and block**: one delta whose text is the concatenation of theirs, in
-order. Nothing else changes: non-delta events are never merged or reordered, deltas are never
-merged across a block, a kind or any other event, the rebuilt message is identical, and a
-merged delta is an ordinary delta event (pi-shaped JSON stays valid).
+Coalescing (:class:`CoalescingSender`, provider side). Events are handed to a sender task
+instead of being sent inline, and wait in a queue while earlier ones are being sent. While the
+queue is short (fewer than ``max_queued`` = 8 items) every event is queued as itself, so a
+consumer that keeps up sees every original delta. Once the queue is that long (the consumer or
+the link is slower than the model), a new delta is **joined to the last queued item when that
+item is a delta of the same kind and block**: one delta whose text is the concatenation of
+theirs, in order. Nothing else changes: non-delta events are never merged or reordered, deltas
+are never merged across a block, a kind or any other event, the rebuilt message is identical,
+and a merged delta is an ordinary delta event (pi-shaped JSON stays valid).
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from ..ai import types as T
 from ..ai.partial_json import parse_streaming_json
 
 __all__ = [
+    "AgentEventData",
     "DELTA_TYPES",
     "strip_stream_event",
     "StreamRebuilder",
@@ -44,15 +58,19 @@ __all__ = [
     "AgentEventRebuilder",
 ]
 
+#: One event on the wire (see the module docstring): ``{"type": ..., ...}`` in pi's shapes.
+AgentEventData = dict[str, Any]
+
 DELTA_TYPES = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 
-def strip_stream_event(event: Any) -> dict:
+def strip_stream_event(event: Any) -> AgentEventData:
     """An AssistantMessageEvent (Struct) as plain data for the wire, deltas without partial."""
     kind = event.type
     if kind in DELTA_TYPES:  # built directly: never walks the (possibly large) partial message
         return {"type": kind, "contentIndex": event.content_index, "delta": event.delta}
-    return T.to_plain(event)
+    data: AgentEventData = T.to_plain(event)
+    return data
 
 
 class CoalescingSender:
@@ -64,7 +82,7 @@ class CoalescingSender:
     ``push`` raise that failure, so the producer stops too.
     """
 
-    def __init__(self, send: Callable[[dict], Awaitable[None]], max_queued: int = 8) -> None:
+    def __init__(self, send: Callable[[AgentEventData], Awaitable[None]], max_queued: int = 8) -> None:
         self._send = send
         self.max_queued = max_queued
         # Each queued item: [plain event] or, for deltas, [type, contentIndex, [pieces]].
@@ -123,7 +141,7 @@ class CoalescingSender:
             raise self._failure
 
 
-def _apply_delta_plain(partial: dict, event: dict, json_buffers: dict[int, str]) -> None:
+def _apply_delta_plain(partial: dict[str, Any], event: AgentEventData, json_buffers: dict[int, str]) -> None:
     kind = event["type"]
     index = event["contentIndex"]
     block = partial["content"][index]
@@ -144,14 +162,14 @@ class StreamRebuilder:
         self.partial: T.AssistantMessage | None = None
         self._buffers: dict[int, str] = {}
 
-    def apply(self, data: dict) -> T.AssistantMessageEvent:
+    def apply(self, data: AgentEventData) -> T.AssistantMessageEvent:
         """Apply one wire event; returns the Struct event with ``partial`` set (non-terminal)."""
         kind = data.get("type")
         if kind in DELTA_TYPES:
             if self.partial is None:
                 raise ValueError(f"{kind} event before any message start")
             index = data["contentIndex"]
-            block = self.partial.content[index]
+            block: Any = self.partial.content[index]  # the kind of block the delta names
             if kind == "text_delta":
                 block.text += data["delta"]
                 return T.TextDeltaEvent(content_index=index, delta=data["delta"], partial=self.partial)
@@ -168,17 +186,17 @@ class StreamRebuilder:
         if partial is not None:
             self.partial = partial
             if kind == "toolcall_start":
-                self._buffers.pop(event.content_index, None)
+                self._buffers.pop(data["contentIndex"], None)
         return event
 
 
-def strip_agent_event(event: Any) -> dict:
+def strip_agent_event(event: Any) -> AgentEventData:
     """An AgentEvent (Struct) as plain data for a UI link.
 
     ``message_update`` drops its ``message`` (the UI rebuilds it) and, for deltas, the
     event's ``partial``.
     """
-    data = T.to_plain(event)
+    data: AgentEventData = T.to_plain(event)
     if data.get("type") == "message_update":
         data.pop("message", None)
         ame = data.get("assistantMessageEvent") or {}
@@ -191,15 +209,15 @@ class AgentEventRebuilder:
     """Restores pi's full shapes for ``message_update`` events received from a coordinator."""
 
     def __init__(self) -> None:
-        self._partial: dict | None = None
+        self._partial: dict[str, Any] | None = None
         self._buffers: dict[int, str] = {}
 
-    def seed(self, partial: dict | None) -> None:
+    def seed(self, partial: dict[str, Any] | None) -> None:
         """Start from a snapshot's ``streamMessage`` (a subscriber joining mid-reply)."""
         self._partial = copy.deepcopy(partial) if partial is not None else None
         self._buffers = {}
 
-    def apply(self, data: dict) -> dict:
+    def apply(self, data: AgentEventData) -> AgentEventData:
         kind = data.get("type")
         if kind == "message_start":
             message = data.get("message") or {}

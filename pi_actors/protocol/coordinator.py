@@ -1,0 +1,614 @@
+"""The loop coordinator's contract: every method a UI (or the server, on a client's behalf)
+may call on a session's coordinator.
+
+A coordinator is one session's agent. Its methods fall in four groups:
+
+* runs — ``prompt``, ``continue`` (stream the run's events, see :mod:`.events`), ``steer``,
+  ``follow_up``, ``abort``, ``abort_retry``, ``compact``;
+* reading — ``session``, ``get_state``, ``get_messages``, ``subscribe``, ``tree``,
+  ``fork_messages``, ``get_session_stats``, ``get_last_assistant_text``,
+  ``get_available_models``;
+* the session tree and settings — ``navigate``, ``label``, ``fork``, ``set_model``,
+  ``set_thinking_level``, ``new_session``, ``switch_session``, ``set_session_name``,
+  ``set_queue_mode``, ``set_auto``, ``export_html``;
+* ``bash`` — a user's ``!cmd``, run in the tool sandbox and recorded in the session.
+
+Wire shapes are pi's (camelCase keys); a key whose value is its default is left out, except
+where a result field is declared without a default: such a key is always present (``null``
+included), as clients read it. Refusals keep pi's texts; a missing or mistyped argument is
+``invalid_request`` naming the field (the router checks it before the coordinator sees the
+call). Every method may also answer ``startup_failed`` (the session could not be opened) and
+the codes every method may answer (``invalid_request``, ``not_found``, ``cancelled``,
+``internal``).
+
+Entries and messages of the session file are carried as plain trees (``dict[str, Any]``):
+the transcript mixes the agent's messages with custom ones (``bashExecution``, ...) and the
+tree's entry kinds are the session file's (``pi_actors.coding.session``); models are
+``ai.types.Model``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ..ai.types import Model
+from ..runtime import Empty, Interface, Method, WireStruct
+from .events import AgentEventData
+
+__all__ = [
+    "COORDINATOR",
+    "AgentEventData",
+    "BashArgs",
+    "BashResult",
+    "CompactArgs",
+    "CompactResult",
+    "ContinueArgs",
+    "ExportHtmlArgs",
+    "ExportHtmlResult",
+    "ForkArgs",
+    "ForkMessage",
+    "ForkMessages",
+    "ForkResult",
+    "LabelArgs",
+    "LabelResult",
+    "LastAssistantText",
+    "Messages",
+    "Models",
+    "NavigateArgs",
+    "NavigateResult",
+    "NewSessionArgs",
+    "NewSessionResult",
+    "PromptArgs",
+    "SessionContext",
+    "SessionDescription",
+    "SessionNameArgs",
+    "SessionStats",
+    "SetAutoArgs",
+    "SetModelArgs",
+    "SetQueueModeArgs",
+    "Snapshot",
+    "State",
+    "SubscribeArgs",
+    "SubscriptionUpdate",
+    "SwitchSessionArgs",
+    "SwitchSessionResult",
+    "TextArgs",
+    "ThinkingLevelArgs",
+    "ThinkingLevelResult",
+    "TokenStats",
+    "Tree",
+    # the methods
+    "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
+    "GET_STATE", "GET_MESSAGES", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
+    "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
+    "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
+    "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
+]  # fmt: skip
+
+#: Refused while a run is active (the UI should wait, steer, or abort first).
+_BUSY = "a run is active: wait for it to end (or abort it) first"
+
+
+# -- the session ---------------------------------------------------------------------------
+
+
+class SessionContext(WireStruct):
+    """What the LLM sees along the current branch, as the session file rebuilds it."""
+
+    messages: list[dict[str, Any]]
+    #: pi's thinking level recorded on the branch ("off" when none).
+    thinking_level: str
+    #: ``{provider, modelId}`` of the last model change on the branch, or null.
+    model: dict[str, Any] | None
+
+
+class SessionDescription(WireStruct):
+    """The open session, as the session store describes it."""
+
+    #: The file's header entry (``{type: "session", id, cwd, timestamp, ...}``).
+    header: dict[str, Any] | None
+    #: The session file; null for ``--no-session`` (kept in memory only).
+    path: str | None
+    context: SessionContext
+    #: One-line texts for the user: damaged lines left out, a torn last line dropped.
+    warnings: list[str]
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+class PromptArgs(WireStruct):
+    text: str
+    #: False: stream no events on this call (the caller reads them from a subscription).
+    events: bool = True
+
+
+class ContinueArgs(WireStruct):
+    events: bool = True
+
+
+class TextArgs(WireStruct):
+    text: str
+
+
+class CompactArgs(WireStruct):
+    #: Extra instructions for the summary (pi's ``/compact <instructions>``); empty: none.
+    custom_instructions: str | None = None
+
+
+class CompactResult(WireStruct):
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    #: ``{readFiles, modifiedFiles}`` and whatever else the summary step recorded.
+    details: Any
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+class State(WireStruct):
+    model: Model | None
+    thinking_level: str
+    is_streaming: bool
+    message_count: int
+    #: Steering plus follow-up messages waiting.
+    pending_message_count: int
+    steering_mode: str
+    follow_up_mode: str
+    session_file: str | None
+    session_id: str | None
+    auto_compaction_enabled: bool
+    auto_retry_enabled: bool
+
+
+class Messages(WireStruct):
+    """The transcript in pi's JSON shapes (custom messages such as ``bashExecution`` too)."""
+
+    messages: list[dict[str, Any]]
+
+
+class SubscribeArgs(WireStruct):
+    #: Undelivered updates held for this subscriber before it is dropped (``overflow``).
+    max_queue: int = 1024
+
+
+class Snapshot(WireStruct):
+    """A subscriber's starting point: the session as of sequence number ``seq``."""
+
+    seq: int
+    #: The finished messages (during a run: those subscribers have been told of).
+    messages: list[dict[str, Any]]
+    #: The assistant message being streamed, or null: seed the event rebuilder with it.
+    stream_message: dict[str, Any] | None
+    is_streaming: bool
+    pending_tool_calls: list[str]
+    model: Model | None
+    thinking_level: str
+    session: dict[str, Any] | None
+
+
+class SubscriptionUpdate(WireStruct):
+    """One chunk of ``subscribe``: the first is ``{snapshot}``, every later one ``{seq, event}``
+    with ``seq`` one more than the previous."""
+
+    snapshot: Snapshot | None = None
+    seq: int | None = None
+    event: AgentEventData | None = None
+
+
+class Tree(WireStruct):
+    """The whole session tree (pi's ``/tree``)."""
+
+    entries: list[dict[str, Any]]
+    leaf_id: str | None
+    #: entry id -> label.
+    labels: dict[str, Any]
+
+
+class ForkMessage(WireStruct):
+    entry_id: str
+    text: str
+
+
+class ForkMessages(WireStruct):
+    messages: list[ForkMessage]
+
+
+class TokenStats(WireStruct):
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total: int
+
+
+class SessionStats(WireStruct):
+    session_id: str | None
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    tool_results: int
+    total_messages: int
+    tokens: TokenStats
+    cost: float
+    #: Absent for a session not saved to a file.
+    session_file: str | None = None
+
+
+class LastAssistantText(WireStruct):
+    #: Absent when there is no assistant reply with text.
+    text: str | None = None
+
+
+class Models(WireStruct):
+    """The models the CLI's configuration knows (pi's ``/model`` list), as configured."""
+
+    models: list[dict[str, Any]]
+
+
+# -- the tree and settings -----------------------------------------------------------------
+
+
+class NavigateArgs(WireStruct):
+    target_id: str
+    #: Summarize the branch being left (with the session's model) into a branch_summary.
+    summarize: bool = False
+    custom_instructions: str | None = None
+    #: The custom instructions replace pi's summary prompt instead of extending it.
+    replace_instructions: bool = False
+    #: A summary given by the caller (no model call); with ``details`` for the entry.
+    summary: str | None = None
+    details: Any = None
+
+
+class NavigateResult(WireStruct):
+    #: The text of the user message navigated to (to edit and re-send), or null.
+    editor_text: str | None
+    leaf_id: str | None
+
+
+class LabelArgs(WireStruct):
+    target_id: str
+    #: Empty or absent: clear the label.
+    label: str | None = None
+
+
+class LabelResult(WireStruct):
+    #: The label entry written.
+    id: str
+
+
+class ForkArgs(WireStruct):
+    #: A user message's entry id: the history before it becomes the new session.
+    entry_id: str
+
+
+class ForkResult(WireStruct):
+    #: The forked user message's text (for the editor).
+    text: str
+    path: str | None
+
+
+class SetModelArgs(WireStruct):
+    """Either ``provider`` and ``modelId`` (a model the configuration knows) or ``model``."""
+
+    provider: str | None = None
+    model_id: str | None = None
+    model: Model | None = None
+
+
+class ThinkingLevelArgs(WireStruct):
+    #: One of off, minimal, low, medium, high, xhigh.
+    level: str
+
+
+class ThinkingLevelResult(WireStruct):
+    #: The level applied (clamped to what the model supports).
+    level: str
+
+
+class NewSessionArgs(WireStruct):
+    #: pi's ``parentSession``; accepted and not used.
+    parent_session: str | None = None
+
+
+class NewSessionResult(WireStruct):
+    cancelled: bool
+    previous_session_file: str | None
+    path: str | None
+
+
+class SwitchSessionArgs(WireStruct):
+    session_path: str
+
+
+class SwitchSessionResult(WireStruct):
+    cancelled: bool
+    path: str | None
+    warnings: list[str]
+
+
+class SessionNameArgs(WireStruct):
+    name: str
+
+
+class SetQueueModeArgs(WireStruct):
+    queue: Literal["steering", "followUp"]
+    #: all or one-at-a-time.
+    mode: str
+
+
+class SetAutoArgs(WireStruct):
+    what: Literal["compaction", "retry"]
+    enabled: bool
+
+
+class ExportHtmlArgs(WireStruct):
+    #: Where to write; absent: next to the session file (see the method).
+    output_path: str | None = None
+
+
+class ExportHtmlResult(WireStruct):
+    path: str
+
+
+class BashArgs(WireStruct):
+    command: str
+    #: pi's ``!!cmd``: recorded in the session but left out of the LLM context.
+    exclude_from_context: bool = False
+
+
+class BashResult(WireStruct):
+    output: str
+    #: null when the command was cancelled or its code is unknown.
+    exit_code: int | None
+    cancelled: bool
+    truncated: bool
+    #: The file holding the whole output when it was truncated.
+    full_output_path: str | None = None
+
+
+# -- the methods -----------------------------------------------------------------------------
+
+SESSION: Method[Empty, None, SessionDescription] = Method(
+    "session", args=Empty, result=SessionDescription,
+    doc="The open session: its header, file path, the context along the current branch and "
+    "any warnings from loading it.",
+)  # fmt: skip
+
+PROMPT: Method[PromptArgs, AgentEventData, Empty] = Method(
+    "prompt", args=PromptArgs, result=Empty, chunk=AgentEventData, cooperative=True,
+    errors={
+        "busy": "a run is already active (use steer or follow_up, or wait)",
+        "write_failed": "a finished message could not be saved; the run stopped",
+    },
+    doc="Send a user message and run the agent until it is done, streaming every event of "
+    "the run (pi's AgentEvents and the auto_retry_*/auto_compaction_* session events, in "
+    "the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
+    "comes when the run is over. Cancelling the call aborts the run; the aborted reply still "
+    "arrives.",
+)  # fmt: skip
+
+CONTINUE: Method[ContinueArgs, AgentEventData, Empty] = Method(
+    "continue", args=ContinueArgs, result=Empty, chunk=AgentEventData, cooperative=True,
+    errors={
+        "busy": "a run is already active",
+        "invalid_state": "there is nothing to continue from",
+        "write_failed": "a finished message could not be saved; the run stopped",
+    },
+    doc="Run the agent again from the transcript, as prompt does but without a new message; "
+    "a trailing failed (error or aborted) reply is dropped first, so this retries it.",
+)  # fmt: skip
+
+STEER: Method[TextArgs, None, Empty] = Method(
+    "steer", args=TextArgs, result=Empty,
+    doc="Queue a user message for the next LLM call of the current run (pi's steering).",
+)  # fmt: skip
+
+FOLLOW_UP: Method[TextArgs, None, Empty] = Method(
+    "follow_up", args=TextArgs, result=Empty,
+    doc="Queue a user message for when the current run would otherwise end (pi's follow-up).",
+)  # fmt: skip
+
+ABORT: Method[Empty, None, Empty] = Method(
+    "abort", args=Empty, result=Empty,
+    doc="Abort the active run (and a retry wait or compaction) and answer once it has ended.",
+)  # fmt: skip
+
+ABORT_RETRY: Method[Empty, None, Empty] = Method(
+    "abort_retry", args=Empty, result=Empty,
+    doc="Stop a wait before an automatic retry; the failed reply stays the last message.",
+)  # fmt: skip
+
+COMPACT: Method[CompactArgs, None, CompactResult] = Method(
+    "compact", args=CompactArgs, result=CompactResult,
+    errors={
+        "nothing_to_compact": "the session is too short or already compacted (pi's texts)",
+        "compaction_failed": "the summary could not be made (Summarization failed: ...)",
+        "cancelled": "the compaction was aborted",
+    },
+    doc="Summarize the older part of the branch into a compaction entry (pi's /compact), "
+    "aborting an active run first; the transcript is reloaded from the file.",
+)  # fmt: skip
+
+GET_STATE: Method[Empty, None, State] = Method(
+    "get_state", args=Empty, result=State,
+    doc="Model, thinking level, whether a run is active, message counts, queue modes, the "
+    "session's file and id, and the auto-compaction/auto-retry switches.",
+)  # fmt: skip
+
+GET_MESSAGES: Method[Empty, None, Messages] = Method(
+    "get_messages", args=Empty, result=Messages,
+    doc="The transcript the agent works from, in pi's message shapes.",
+)  # fmt: skip
+
+SUBSCRIBE: Method[SubscribeArgs, SubscriptionUpdate, Empty] = Method(
+    "subscribe", args=SubscribeArgs, result=Empty, chunk=SubscriptionUpdate,
+    errors={"overflow": "the subscriber fell more than maxQueue updates behind; resubscribe"},
+    doc="Follow the session: the first chunk is {snapshot} (sequence N), then every event as "
+    "{seq, event} with N+1, N+2, ... without gaps, until the caller cancels. A subscriber "
+    "that cannot keep up is dropped with overflow (others are never slowed down).",
+)  # fmt: skip
+
+TREE: Method[Empty, None, Tree] = Method(
+    "tree", args=Empty, result=Tree,
+    doc="The whole session tree (entries, current leaf, labels) for pi's /tree.",
+)  # fmt: skip
+
+NAVIGATE: Method[NavigateArgs, None, NavigateResult] = Method(
+    "navigate", args=NavigateArgs, result=NavigateResult,
+    errors={
+        "busy": _BUSY,
+        "not_found": "no entry has that id (Entry <id> not found)",
+        "invalid_state": "summarize without a model",
+        "summarization_failed": "the branch summary could not be made",
+        "cancelled": "the branch summary was aborted",
+    },
+    doc="Move to another point of the tree (pi's /tree): a user message is re-asked (the "
+    "leaf becomes its parent and its text comes back as editorText); with summarize the "
+    "model summarizes the branch being left (or summary gives the text) into a "
+    "branch_summary entry.",
+)  # fmt: skip
+
+LABEL: Method[LabelArgs, None, LabelResult] = Method(
+    "label", args=LabelArgs, result=LabelResult,
+    errors={"busy": _BUSY, "not_found": "no entry has that id"},
+    doc="Label an entry of the tree (an empty label clears it).",
+)  # fmt: skip
+
+FORK: Method[ForkArgs, None, ForkResult] = Method(
+    "fork", args=ForkArgs, result=ForkResult,
+    errors={
+        "busy": _BUSY,
+        "not_found": "no entry has that id",
+        "invalid_args": "the entry is not a user message (Invalid entry ID for forking)",
+    },
+    doc="pi's /fork: the history before a user message becomes a new session file, which "
+    "the coordinator continues in; the message's text is returned for the editor.",
+)  # fmt: skip
+
+FORK_MESSAGES: Method[Empty, None, ForkMessages] = Method(
+    "fork_messages", args=Empty, result=ForkMessages,
+    doc="The user messages one can fork from, with their entry ids.",
+)  # fmt: skip
+
+SET_MODEL: Method[SetModelArgs, None, Model] = Method(
+    "set_model", args=SetModelArgs, result=Model,
+    errors={"not_found": "the configuration knows no such model (Model not found: p/id)"},
+    doc="Switch the session's model (recorded as a model_change entry); the thinking level "
+    "is clamped to what the model supports. Returns the model.",
+)  # fmt: skip
+
+SET_THINKING_LEVEL: Method[ThinkingLevelArgs, None, ThinkingLevelResult] = Method(
+    "set_thinking_level", args=ThinkingLevelArgs, result=ThinkingLevelResult,
+    errors={"invalid_args": "not one of off, minimal, low, medium, high, xhigh"},
+    doc="Set the thinking level (clamped to the model; recorded as a thinking_level_change "
+    "entry) and return the level applied.",
+)  # fmt: skip
+
+NEW_SESSION: Method[NewSessionArgs, None, NewSessionResult] = Method(
+    "new_session", args=NewSessionArgs, result=NewSessionResult,
+    doc="pi's /new: abort any run and start an empty session in a new file.",
+)  # fmt: skip
+
+SWITCH_SESSION: Method[SwitchSessionArgs, None, SwitchSessionResult] = Method(
+    "switch_session", args=SwitchSessionArgs, result=SwitchSessionResult,
+    errors={
+        "invalid_args": "sessionPath is empty",
+        "session_locked": "another process has that session open (the current one stays)",
+        "not_found": "no such session file",
+    },
+    doc="pi's /resume: abort any run and continue another session file, with its model and "
+    "thinking level; warnings say what could not be loaded.",
+)  # fmt: skip
+
+SET_SESSION_NAME: Method[SessionNameArgs, None, Empty] = Method(
+    "set_session_name", args=SessionNameArgs, result=Empty,
+    errors={"invalid_args": "the name is empty (Session name cannot be empty)"},
+    doc="Name the session (a session_info entry), as pi's /name.",
+)  # fmt: skip
+
+GET_SESSION_STATS: Method[Empty, None, SessionStats] = Method(
+    "get_session_stats", args=Empty, result=SessionStats,
+    doc="Message and tool-call counts, token totals and cost of the transcript (pi's /session).",
+)  # fmt: skip
+
+GET_LAST_ASSISTANT_TEXT: Method[Empty, None, LastAssistantText] = Method(
+    "get_last_assistant_text", args=Empty, result=LastAssistantText,
+    doc="The text of the last assistant reply (pi's /copy); {} when there is none.",
+)  # fmt: skip
+
+BASH: Method[BashArgs, None, BashResult] = Method(
+    "bash", args=BashArgs, result=BashResult,
+    errors={
+        "invalid_args": "the command is empty",
+        "busy": _BUSY,
+        "bash_failed": "the tool pool could not run it",
+    },
+    doc="A user's !cmd: run in the tool sandbox like any tool call and recorded as a "
+    "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code.",
+)  # fmt: skip
+
+GET_AVAILABLE_MODELS: Method[Empty, None, Models] = Method(
+    "get_available_models", args=Empty, result=Models,
+    doc="The models the configuration knows, for pi's model selector.",
+)  # fmt: skip
+
+EXPORT_HTML: Method[ExportHtmlArgs, None, ExportHtmlResult] = Method(
+    "export_html", args=ExportHtmlArgs, result=ExportHtmlResult,
+    errors={
+        "invalid_args": "this (served) session takes no outputPath",
+        "write_failed": "the file could not be written",
+    },
+    doc="The current branch as a self-contained HTML file (pi's /export). Without outputPath "
+    "it is created next to the session file (or in the configured exports directory), "
+    "never overwriting a file or following a symlink.",
+)  # fmt: skip
+
+SET_QUEUE_MODE: Method[SetQueueModeArgs, None, Empty] = Method(
+    "set_queue_mode", args=SetQueueModeArgs, result=Empty,
+    errors={"invalid_args": "mode is not all or one-at-a-time"},
+    doc="How queued steering or follow-up messages are delivered: all at once or one at a time.",
+)  # fmt: skip
+
+SET_AUTO: Method[SetAutoArgs, None, Empty] = Method(
+    "set_auto", args=SetAutoArgs, result=Empty,
+    doc="Switch auto-compaction or auto-retry on or off for this session.",
+)  # fmt: skip
+
+COORDINATOR = Interface(
+    "coordinator",
+    [
+        SESSION,
+        PROMPT,
+        CONTINUE,
+        STEER,
+        FOLLOW_UP,
+        ABORT,
+        ABORT_RETRY,
+        COMPACT,
+        GET_STATE,
+        GET_MESSAGES,
+        SUBSCRIBE,
+        TREE,
+        NAVIGATE,
+        LABEL,
+        FORK,
+        FORK_MESSAGES,
+        SET_MODEL,
+        SET_THINKING_LEVEL,
+        NEW_SESSION,
+        SWITCH_SESSION,
+        SET_SESSION_NAME,
+        GET_SESSION_STATS,
+        GET_LAST_ASSISTANT_TEXT,
+        BASH,
+        GET_AVAILABLE_MODELS,
+        EXPORT_HTML,
+        SET_QUEUE_MODE,
+        SET_AUTO,
+    ],  # fmt: skip
+    doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
+    "to the session's UI (and by the server to its clients).",
+)
