@@ -65,7 +65,7 @@ class SessionStore:
     def __init__(self, owner_pid: int | None = None) -> None:
         self._owner_pid = owner_pid  # None: this process
         self._writer: Any = None
-        self._header: dict | None = None
+        self._header: dict[str, Any] | None = None
         self._session_dir: str | None = None
         self._warnings: list[str] = []
 
@@ -169,9 +169,12 @@ class SessionStore:
             writer = SessionWriter.create("", cwd, in_memory=True)
             session_dir = self._session_dir
         else:
-            if not args.session_dir and not args.agent_dir:
-                raise RemoteError("invalid_request", "open: $.agentDir is required without sessionDir")
-            session_dir = args.session_dir or default_session_dir(args.agent_dir, cwd)
+            if args.session_dir:
+                session_dir = args.session_dir
+            elif args.agent_dir:
+                session_dir = default_session_dir(args.agent_dir, cwd)
+            else:
+                raise RemoteError("invalid_request", "open: $.agentDir is required without $.sessionDir")
             resume, fork_from = args.resume, args.fork_from
             if resume:
                 if old is not None and not old.in_memory and os.path.realpath(old.path) == os.path.realpath(resume):
@@ -201,6 +204,7 @@ class SessionStore:
         old = self._writer
         if old.in_memory:
             raise RemoteError("not_supported", "forking into a new file needs a saved session (not --no-session)")
+        assert self._session_dir is not None  # set by every open of a saved session
         if entry_id is None:  # fork before the first entry: an empty session naming its parent
             self._writer = SessionWriter.create(
                 self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False, owner_pid=self._owner_pid
