@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_actors.actors._relink import PeerSlot
 from pi_actors.actors.provider import ProviderActor
@@ -170,3 +172,34 @@ async def test_an_honest_answer_passes_the_slot_unchanged():
                 chunks = [c async for c in call]
                 assert await call.result() == honest
             assert chunks == [{"content": [{"type": "text", "text": "o"}]}]
+
+
+# -- hostile trees: a refusal with one line, never a crash ----------------------------------------
+
+_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=8)
+_key = st.sampled_from(["toolCallId", "name", "args", "cwd", "callIndex", "message", "entry", "entryId",
+                        "targetId", "label", "content", "details", "isError", "model", "context", "type",
+                        "text", "role", "messages", "noSession"]) | st.text(max_size=6)  # fmt: skip
+_tree = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_key, inner, max_size=6), max_leaves=20)
+_METHODS = [m for iface in (POOL, WORKER, STORE, PROVIDER) for m in iface]
+
+
+@settings(max_examples=150, deadline=None)
+@given(method=st.sampled_from(_METHODS), tree=_tree)
+def test_any_argument_tree_is_typed_arguments_or_a_one_line_invalid_request(method, tree):
+    try:
+        args = method.decode_args(tree)
+    except RemoteError as exc:
+        assert exc.code == "invalid_request" and exc.message.startswith(f"{method.name}: ") and "\n" not in exc.message
+    else:
+        assert isinstance(args, method.args)
+
+
+@settings(max_examples=150, deadline=None)
+@given(method=st.sampled_from(_METHODS), tree=_tree)
+def test_any_answer_tree_is_a_typed_answer_or_a_one_line_invalid_response(method, tree):
+    for decode in (method.decode_result, method.decode_chunk):
+        try:
+            decode(tree)
+        except RemoteError as exc:
+            assert exc.code == "invalid_response" and "\n" not in exc.message
