@@ -203,3 +203,12 @@ def test_any_answer_tree_is_a_typed_answer_or_a_one_line_invalid_response(method
             decode(tree)
         except RemoteError as exc:
             assert exc.code == "invalid_response" and "\n" not in exc.message
+
+
+def test_a_stream_event_that_breaks_the_contract_names_its_field():
+    from pi_actors.protocol.provider import STREAM
+
+    assert STREAM.decode_chunk({"type": "text_delta", "contentIndex": 0, "delta": "hi"}).delta == "hi"
+    with pytest.raises(RemoteError) as info:
+        STREAM.decode_chunk({"type": "text_delta", "contentIndex": "0", "delta": "hi"})
+    assert info.value.code == "invalid_response" and info.value.message.endswith("at `$.contentIndex`")
