@@ -18,7 +18,8 @@ from pi_actors import ai
 from pi_actors.protocol.events import CoalescingSender, StreamRebuilder, strip_stream_event
 from pi_actors.actors.provider import ProviderActor
 from pi_actors.ai import types as T
-from pi_actors.runtime import RemoteError, link_pair, open_peer, start_actor
+from pi_actors.protocol.provider import PROVIDER
+from pi_actors.runtime import RemoteError, Router, link_pair, open_peer, start_actor
 from pi_actors.testing import Reply, ScriptToolCall
 
 # --- CoalescingSender on its own --------------------------------------------------------------
@@ -152,7 +153,7 @@ async def provider_peer(config: dict | None = None) -> AsyncIterator[Any]:
 
         async def serve() -> None:
             async with open_peer(trio.SocketStream(theirs), side="server", role="provider", name="provider",
-                                 handler=actor.handle) as peer:
+                                 handler=Router.serving(actor, PROVIDER)) as peer:
                 await peer.closed_event.wait()
 
         nursery.start_soon(serve)
@@ -208,7 +209,7 @@ async def test_bad_arguments_are_refused():
     async with provider_peer() as peer:
         with pytest.raises(RemoteError) as info:
             await call_stream(peer, {"model": {"id": 3}, "context": {}})
-    assert info.value.code == "invalid_args"
+    assert info.value.code == "invalid_request" and "$.model" in info.value.message
 
 
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages"])
@@ -290,7 +291,7 @@ async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
     actor.warmed.set()
     with trio.fail_after(10):
         with pytest.raises(ConnectionLost):
-            await actor.handle(BrokenCall())  # type: ignore[arg-type]
+            await Router.serving(actor, PROVIDER)(BrokenCall())  # type: ignore[arg-type]
         await server.wait_hung_up(1)  # and the HTTP response was closed
 
 

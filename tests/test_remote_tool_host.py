@@ -133,3 +133,27 @@ async def test_the_tool_host_sandbox_confines_writes_to_its_workspace(server, sc
                 await proc.wait()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_a_tool_host_that_answers_a_malformed_result_is_reported_not_believed(server, scripted):
+    """A host that claims success with a result of the wrong shape (content as a bare string)
+    gives the model an error naming what was wrong, and the session goes on."""
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "rm -rf /"})]),
+        Reply(text="noted"),
+    ]
+
+    async def lying_host(call):
+        return {"content": "done, nothing to see", "details": None, "isError": False}
+
+    async with connect(server.url, token="h1-tok", role="tool-host", name="h1", handler=lying_host) as host:
+        await host.call("register_tool_host", {"tools": ["bash"]})
+        async with connect(server.url, token="tok") as peer:
+            sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+            s = await RemoteSession.attach(peer, sid)
+            with trio.fail_after(60):
+                events = await _run(s, "clean up")
+    end = [e for e in events if e["type"] == "tool_execution_end"][0]
+    text = end["result"]["content"][0]["text"]
+    assert end["isError"] and "does not match" in text and "$.content" in text, end
+    assert events[-1]["type"] == "agent_end"

@@ -13,21 +13,33 @@ slot swaps peers:
 * without a supervisor (``supervised=False``) the slot is a thin wrapper: calls fail as they
   would on the bare peer.
 
+Answers are checked against the contract of the link's actor (``LINK_INTERFACES``: the
+provider's ``PROVIDER``, the tool pool's ``POOL``): a chunk or result of a declared method
+that does not match its declaration fails the call with ``invalid_response`` naming the field
+— a lying remote tool host behind the server's proxy, or a broken actor, is reported instead
+of being read as something it is not. Callers still get the wire tree (untyped callers keep
+working); ``call_method(slot, METHOD, args)`` / ``open_method`` work on a slot as on a peer.
+
 The control channel also carries, the other way, the path of the session file whenever it
 changes, so that a restarted coordinator reopens the same session.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import trio
 
-from ..runtime import ActorDied, ConnectionLost, FdChannel, OutgoingCall, Peer, RemoteError, open_peer
+from ..protocol.pool import POOL
+from ..protocol.provider import PROVIDER
+from ..runtime import ActorDied, ConnectionLost, FdChannel, Interface, Method, OutgoingCall, Peer, RemoteError, open_peer
 
-__all__ = ["PeerSlot", "serve_control"]
+__all__ = ["PeerSlot", "CheckedCall", "serve_control", "LINK_INTERFACES"]
+
+#: The contract of the actor behind each link a supervisor may re-link (by link name).
+LINK_INTERFACES: dict[str, Interface] = {"provider": PROVIDER, "tools": POOL}
 
 #: How long a starting actor may take to answer the coordinator's hello (a sibling process
 #: starting on a busy machine, not a stranger).
@@ -55,10 +67,15 @@ class PeerSlot:
       what: what a call to it is for people ("request", "tool call").
       supervised: whether a supervisor restarts the actor (otherwise calls fail at once).
       wait: how long a call waits for a restarted actor's link.
+      interface: the contract answers are checked against (default: ``LINK_INTERFACES[name]``;
+        none for another name).
     """
 
-    def __init__(self, name: str, label: str, what: str, *, supervised: bool, wait: float = 60.0) -> None:
+    def __init__(
+        self, name: str, label: str, what: str, *, supervised: bool, wait: float = 60.0, interface: Interface | None = None
+    ) -> None:
         self.name = name
+        self.interface = interface if interface is not None else LINK_INTERFACES.get(name)
         self.label = label
         self.what = what
         self.supervised = supervised
@@ -106,7 +123,16 @@ class PeerSlot:
         raise RemoteError("unavailable", f"the {self.label} did not come back within {self.wait:g} s after it stopped")
 
     @asynccontextmanager
-    async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[OutgoingCall]:
+    async def open_call(self, method: str, args: Any = None, target: str = "") -> AsyncIterator[CheckedCall]:
+        """Like ``Peer.open_call``, on the current actor; its answers are checked (see the
+        module docstring). Raises ActorDied when the actor died with the call in flight,
+        RemoteError ``unavailable`` when no actor came back in time."""
+        declared = self.interface.methods.get(method) if self.interface is not None else None
+        async with self._open_raw(method, args, target) as raw:
+            yield CheckedCall(raw, declared)
+
+    @asynccontextmanager
+    async def _open_raw(self, method: str, args: Any, target: str) -> AsyncIterator[OutgoingCall]:
         peer, life = await self._current()
         started = False
         try:
@@ -135,11 +161,47 @@ class PeerSlot:
             return await call.result()
 
 
+class CheckedCall:
+    """An ``OutgoingCall`` whose chunks and result are checked against ``method`` (no check
+    when None) and handed on as they came: RemoteError ``invalid_response`` for an answer that
+    does not match."""
+
+    def __init__(self, raw: OutgoingCall, method: Method[Any, Any, Any] | None) -> None:
+        self.raw = raw
+        self.method = method
+        self.id = raw.id
+
+    def __aiter__(self) -> CheckedCall:
+        return self
+
+    async def __anext__(self) -> Any:
+        data = await self.raw.__anext__()
+        if self.method is not None:
+            self.method.decode_chunk(data)
+        return data
+
+    async def result(self) -> Any:
+        """Drain the chunks left (checking them) and return the checked result."""
+        async for _ in self:
+            pass
+        value = await self.raw.result()
+        if self.method is not None:
+            self.method.decode_result(value)
+        return value
+
+    async def cancel(self) -> None:
+        await self.raw.cancel()
+
+    def cancel_when(self, wait: Callable[[], Awaitable[object]] | None) -> AbstractAsyncContextManager[None]:
+        """See ``OutgoingCall.cancel_when``."""
+        return self.raw.cancel_when(wait)
+
+
 async def serve_control(
     channel: FdChannel,
     slots: dict[str, PeerSlot],
     nursery: trio.Nursery,
-    outbox: trio.MemoryReceiveChannel,
+    outbox: trio.MemoryReceiveChannel[dict[str, Any]],
     log: Callable[..., None] | None = None,
 ) -> None:
     """Run the coordinator's end of the control channel until it closes: apply the

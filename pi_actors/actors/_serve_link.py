@@ -18,11 +18,10 @@ __all__ = ["serve_coordinator_link"]
 
 
 async def serve_coordinator_link(link: Any, *, role: str, handler: Handler, standby: bool) -> None:
+    # A spare waits for its hello as long as it takes; others keep the protocol's deadline.
+    patience: dict[str, Any] = {"handshake_timeout": math.inf} if standby else {}
     try:
-        async with open_peer(
-            link, side="server", role=role, name=role, handler=handler,
-            **({"handshake_timeout": math.inf} if standby else {}),
-        ) as peer:  # fmt: skip
+        async with open_peer(link, side="server", role=role, name=role, handler=handler, **patience) as peer:
             await peer.closed_event.wait()
     except ConnectionLost:
         if not standby:

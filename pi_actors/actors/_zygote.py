@@ -52,6 +52,7 @@ import signal
 import socket
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["Zygote", "ForkedProcess", "ZygoteGone"]
@@ -76,7 +77,7 @@ class _Libc:
         self._libc = ctypes.CDLL(None, use_errno=True)
 
     def call(self, what: str, name: str, *args: Any) -> int:
-        result = getattr(self._libc, name)(*args)
+        result: int = getattr(self._libc, name)(*args)
         if result == -1:
             err = ctypes.get_errno()
             raise OSError(err, f"{what}: {os.strerror(err)}")
@@ -105,7 +106,7 @@ def _confine(libc: _Libc, last_cap: int) -> None:
     libc.call("capset", "capset", header, (ctypes.c_uint32 * 6)())
 
 
-def _become_worker(libc: _Libc, link: int, message: dict, close: list[int], sandboxed: bool, last_cap: int, zygote: int) -> None:
+def _become_worker(libc: _Libc, link: int, message: dict[str, Any], close: list[int], sandboxed: bool, last_cap: int, zygote: int) -> None:
     """The forked worker: never returns (``os._exit``)."""
     code = 1
     try:
@@ -166,7 +167,7 @@ class _Server:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.poller = select.poll()
 
-    def send(self, message: dict) -> None:
+    def send(self, message: dict[str, Any]) -> None:
         try:
             self.control.send(json.dumps(message).encode())
         except OSError:
@@ -252,7 +253,7 @@ class _Server:
         finally:
             os.close(fds[0])
 
-    def _spawn(self, ident: int, link: int, message: dict) -> None:
+    def _spawn(self, ident: int, link: int, message: dict[str, Any]) -> None:
         close = [self.control.fileno(), self.wake_r, self.wake_w, *self.reports]
         if not self.sandboxed:
             pid = os.fork()
@@ -404,7 +405,7 @@ def _preload_at_idle_priority(control: socket.socket) -> None:
     thread.start()
     while True:
         try:
-            readable = select.select([done_r, control], [], [])[0]
+            readable = select.select([done_r, control.fileno()], [], [])[0]
             break
         except InterruptedError:
             continue
@@ -493,7 +494,7 @@ class Zygote:
     def live_workers(self) -> int:
         return len(self._workers)
 
-    async def _send(self, message: dict, fds: list[int] = ()) -> None:
+    async def _send(self, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
         data = json.dumps(message).encode()
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
         import trio
@@ -534,7 +535,7 @@ class Zygote:
                 waiter[0].set()
             self._pending.clear()
 
-    async def spawn(self, name: str, link: socket.socket, config: dict) -> ForkedProcess:
+    async def spawn(self, name: str, link: socket.socket, config: dict[str, Any]) -> ForkedProcess:
         """Fork a worker serving ``link`` (closed here). Raises :class:`ZygoteGone`."""
         import trio
 

@@ -1,20 +1,13 @@
 """The provider streamer actor: owns API keys and SDK clients; one LLM stream per call.
 
-Calls served (from the coordinator):
-
-``stream {model, context, options, simple?}``
-    Streams the reply of ``model`` to ``context``. ``model`` is a Model (pi's JSON shape) or a
-    catalog reference ``"provider/id"`` (a model missing from the catalog gives an ``error``
-    event saying so). ``options`` is a StreamOptions in its camelCase wire shape (``reasoning``,
-    ``thinkingBudgets``, ``maxTokens``, ``temperature``, ``sessionId``, ``cacheRetention``,
-    ``headers``, and provider-native options in ``extra``); ``apiKey`` is ignored, keys are
-    this actor's. ``simple`` (default true) selects ``stream_simple`` over ``stream``.
-    Every AssistantMessageEvent goes out as a chunk (deltas without ``partial``; queued deltas
-    of one block merged while the link is busy, see ``_event_wire.CoalescingSender``); the
-    result is the final AssistantMessage. Never fails as a call for provider trouble: an HTTP
-    error, a refused connection, a missing key or an abort arrive as the terminal ``error``
-    event and an AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call
-    aborts the stream cooperatively, so the partial content still comes back.
+It serves :data:`pi_actors.protocol.provider.PROVIDER` (``stream``) to the coordinator: every
+AssistantMessageEvent goes out as a chunk (deltas without ``partial``; queued deltas of one
+block merged while the link is busy, see ``_event_wire.CoalescingSender``); the result is the
+final AssistantMessage. It never fails as a call for provider trouble: an HTTP error, a
+refused connection, a missing key or an abort arrive as the terminal ``error`` event and an
+AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call aborts the stream
+cooperatively, so the partial content still comes back. Malformed arguments are refused by
+the router (``invalid_request`` naming the field) before any stream starts.
 
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
@@ -31,14 +24,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-import msgspec
 import trio
 
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
 from ..protocol.events import CoalescingSender
-from ..runtime import IncomingCall, JsonLog, RemoteError
+from ..protocol.provider import PROVIDER, STREAM, StreamArgs
+from ..runtime import JsonLog, RemoteError, Router, TypedCall, implements
 
 __all__ = ["run_provider", "ProviderActor"]
 
@@ -90,24 +83,19 @@ class ProviderActor:
             self._resolved[provider] = resolve_config_value(source) if source else None
         return self._resolved[provider]
 
-    async def handle(self, call: IncomingCall) -> Any:
-        if call.method != "stream":
-            raise RemoteError("not_found", f"provider: unknown method {call.method!r}")
+    @implements(STREAM)
+    async def stream(self, args: StreamArgs, call: TypedCall[StreamArgs, T.AssistantMessageEvent]) -> T.AssistantMessage:
+        """Serve one ``stream`` call (see the module docstring)."""
         from ..ai import StreamOptions, stream, stream_simple
 
         await self.warmed.wait()
-        try:
-            args = call.args or {}
-            raw_model = args["model"]
-            model: T.Model | str = raw_model if isinstance(raw_model, str) else msgspec.convert(raw_model, T.Model)
-            context = msgspec.convert(args["context"], T.Context)
-            opts = {k: v for k, v in (args.get("options") or {}).items()
-                    if k not in ("signal", "apiKey", "livePartial") and v is not None}
-            options = msgspec.convert(opts, StreamOptions)
-            simple = bool(args.get("simple", True))
-        except (KeyError, TypeError, AttributeError, msgspec.ValidationError) as exc:
-            raise RemoteError("invalid_args", f"provider stream: bad arguments: {exc}") from None
-
+        model, context = args.model, args.context
+        wire = args.options
+        options = StreamOptions(
+            max_tokens=wire.max_tokens, temperature=wire.temperature, headers=wire.headers,
+            session_id=wire.session_id, reasoning=wire.reasoning, thinking_budgets=wire.thinking_budgets,
+            cache_retention=wire.cache_retention, extra=dict(wire.extra),
+        )  # fmt: skip
         provider = model.split("/", 1)[0] if isinstance(model, str) else model.provider
         signal = AbortSignal()
         options.signal = signal
@@ -115,8 +103,9 @@ class ProviderActor:
         options.live_partial = False  # deltas are forwarded without their partial message
         if self._limits:
             options.extra = {**self._limits, **options.extra}
-        call.cooperative = True
-        sender = CoalescingSender(call.send_chunk)
+        # The events go out in their wire form straight from the sender (already the declared
+        # chunk shape), merged while the link is busy: no Struct round trip per delta.
+        sender = CoalescingSender(call.incoming.send_chunk)
 
         async with trio.open_nursery() as nursery:
 
@@ -127,11 +116,11 @@ class ProviderActor:
             nursery.start_soon(watch_cancel)
             nursery.start_soon(sender.run)
             lost: RemoteError | None = None
-            ids = {"session": options.session_id, "request": args.get("requestId"), "provider": provider,
+            ids = {"session": options.session_id, "request": args.request_id, "provider": provider,
                    "model": model if isinstance(model, str) else model.id}  # fmt: skip
             self.log.event("stream_start", **ids)
             try:
-                final = await (stream_simple if simple else stream)(model, context, options, sender.push)
+                final = await (stream_simple if args.simple else stream)(model, context, options, sender.push)
                 self.log.event(
                     "stream_end", **ids, stopReason=final.stop_reason, error=final.error_message,
                     inputTokens=final.usage.input, outputTokens=final.usage.output,
@@ -143,7 +132,7 @@ class ProviderActor:
                 nursery.cancel_scope.cancel()
         if lost is not None:
             raise lost
-        return T.to_plain(final)
+        return final
 
 
 async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
@@ -160,5 +149,5 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     standby = bool((config or {}).get("standby"))  # a supervisor's spare: see _serve_link
     async with reuse_clients(), trio.open_nursery() as nursery:
         nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
-        await serve_coordinator_link(links["coordinator"], role="provider", handler=actor.handle, standby=standby)
+        await serve_coordinator_link(links["coordinator"], role="provider", handler=Router.serving(actor, PROVIDER), standby=standby)
         nursery.cancel_scope.cancel()

@@ -1,90 +1,135 @@
 """The session store actor: the single writer of one session file.
 
-Calls served (from the coordinator):
+It serves :data:`pi_actors.protocol.store.STORE` to the coordinator (argument and result
+types, error codes and one line per method are declared there). What the declaration does
+not say:
 
-``open {cwd, agentDir, sessionDir?, noSession?, resume?: path, forkFrom?: path}``
+``open``
     Creates a new session (pi's JSONL v3; unlike pi the file appears with the first entry, so
-    that every acknowledged entry is on disk),
-    resumes the file ``resume`` (repairing a torn last line), or forks ``forkFrom`` into a
-    new file. Returns ``{header, path, context: {messages, thinkingLevel, model}, warnings}``
-    (``path`` is None for ``--no-session``, whose tree is kept in memory only). ``warnings``
-    are one-line texts for the user: damaged lines left out of the context (they stay in the
-    file), a torn last line dropped. The session the store had open before is closed once
-    the new one is open (if the new one fails, the old one stays).
+    that every acknowledged entry is on disk), resumes the file ``resume`` (repairing a torn
+    last line), or forks ``forkFrom`` into a new file. ``path`` is None for
+    ``--no-session``, whose tree is kept in memory only. ``warnings`` are one-line texts for
+    the user: damaged lines left out of the context (they stay in the file), a torn last line
+    dropped. The session the store had open before is closed once the new one is open (if the
+    new one fails, the old one stays).
     One writer per file: the store holds the file's lock (``<file>.lock``) while it has the
     file open; a file another process (or writer) holds fails the call with code
     ``session_locked`` and the one-line message "session <id> is open in another pi-actors
     process (pid N); close it or use --fork <id>". The pid recorded for others is the store
     configuration's ``ownerPid``, else the process that started the store (the CLI or the
     server), which is what a user can recognise and close.
-``append {message}``
-    Appends a ``message`` entry as a child of the leaf. Answers only once the line is written
-    and fsynced, returning ``{id}``. A write error fails the call with code ``write_failed`` and a clear message.
-``append_entry {entry}``
-    Appends another entry type (model_change, thinking_level_change, compaction, label, ...),
-    same durability.
-``entries {}``      → ``{entries, leafId, labels}``: the whole tree, for navigation.
-``context {}``      → the LLM context along the current branch (as ``open`` returns it).
-``branch {entryId | null}`` → moves the leaf (null: the next entry is a new root); nothing is
-                      written until the next append.
-``fork {entryId | null}`` → the path root→entry becomes a new session file
-                      (``parentSession`` = this one; null: an empty one), which this store
-                      writes from then on; returns as ``open``.
-``label {targetId, label | null}`` → labels an entry (null clears); ``{id}``.
+``append`` / ``append_entry``
+    Answer only once the line is written and fsynced. A write error fails the call with code
+    ``write_failed`` and a clear message.
+``fork``
+    The new file's header names this one as ``parentSession``; a null ``entryId`` gives an
+    empty session.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import trio
 
-from ..runtime import IncomingCall, RemoteError, open_peer
+from ..protocol.store import (
+    APPEND,
+    APPEND_ENTRY,
+    BRANCH,
+    CONTEXT,
+    ENTRIES,
+    FORK,
+    LABEL,
+    OPEN,
+    STORE,
+    AppendArgs,
+    AppendEntryArgs,
+    EntryId,
+    EntryRef,
+    LabelArgs,
+    OpenArgs,
+    SessionContext,
+    SessionInfo,
+    SessionModel,
+    SessionTree,
+)
+from ..runtime import Empty, RemoteError, Router, TypedCall, implements, open_peer
 
 __all__ = ["run_session_store", "SessionStore"]
+
+T = TypeVar("T")
 
 
 class SessionStore:
     def __init__(self, owner_pid: int | None = None) -> None:
         self._owner_pid = owner_pid  # None: this process
         self._writer: Any = None
-        self._header: dict | None = None
+        self._header: dict[str, Any] | None = None
         self._session_dir: str | None = None
         self._warnings: list[str] = []
 
-    async def handle(self, call: IncomingCall) -> Any:
-        args = call.args or {}
-        method = call.method
-        if method == "open":
-            return await self._guard(self._open, args)
-        if method == "append":
-            return await self._append("message", args.get("message"))
-        if method == "append_entry":
-            return await self._append("entry", args.get("entry"))
-        if self._header is None:
-            raise RemoteError("not_open", "session store: no session is open")
-        if method == "context":
-            return self._describe()
-        if method == "entries":
-            writer = self._writer
-            return {
-                "entries": writer.entries if writer else [],
-                "leafId": writer.leaf_id if writer else None,
-                "labels": writer.labels() if writer else {},
-            }
-        if method == "branch":
-            return self._branch(args.get("entryId"))
-        if method == "fork":
-            return await self._guard(self._fork, args)
-        if method == "label":
-            return await self._guard(self._label, args)
-        raise RemoteError("not_found", f"session store: unknown method {method!r}")
+    # -- methods (see pi_actors.protocol.store) ------------------------------------------------
 
-    async def _guard(self, fn: Any, args: dict) -> Any:
+    @implements(OPEN)
+    async def open(self, args: OpenArgs, call: TypedCall[OpenArgs, None]) -> SessionInfo:
+        return await self._guard(self._open(args))
+
+    @implements(APPEND)
+    async def append(self, args: AppendArgs, call: TypedCall[AppendArgs, None]) -> EntryId:
+        return await self._append("message", args.message)
+
+    @implements(APPEND_ENTRY)
+    async def append_entry(self, args: AppendEntryArgs, call: TypedCall[AppendEntryArgs, None]) -> EntryId:
+        return await self._append("entry", args.entry)
+
+    @implements(CONTEXT)
+    async def context(self, args: Empty, call: TypedCall[Empty, None]) -> SessionInfo:
+        self._open_writer()
+        return self._describe()
+
+    @implements(ENTRIES)
+    async def entries(self, args: Empty, call: TypedCall[Empty, None]) -> SessionTree:
+        writer = self._open_writer()
+        return SessionTree(entries=writer.entries, leaf_id=writer.leaf_id, labels=writer.labels())
+
+    @implements(BRANCH)
+    async def branch(self, args: EntryRef, call: TypedCall[EntryRef, None]) -> SessionInfo:
+        writer = self._open_writer()
+        try:
+            if args.entry_id is None:
+                writer.reset_leaf()
+            else:
+                writer.branch(args.entry_id)
+        except KeyError as exc:
+            raise RemoteError("not_found", str(exc.args[0])) from None
+        return self._describe()
+
+    @implements(FORK)
+    async def fork(self, args: EntryRef, call: TypedCall[EntryRef, None]) -> SessionInfo:
+        self._open_writer()
+        return await self._guard(self._fork(args.entry_id))
+
+    @implements(LABEL)
+    async def label(self, args: LabelArgs, call: TypedCall[LabelArgs, None]) -> EntryId:
+        writer = self._open_writer()
+        entry = await self._guard(trio.to_thread.run_sync(writer.append_label, args.target_id, args.label))
+        return EntryId(id=entry["id"])
+
+    # -- the work ------------------------------------------------------------------------------
+
+    def _open_writer(self) -> Any:
+        """The open session's writer; RemoteError ``not_open`` when none is open."""
+        if self._header is None or self._writer is None:
+            raise RemoteError("not_open", "session store: no session is open")
+        return self._writer
+
+    async def _guard(self, work: Awaitable[T]) -> T:
+        """``await work``, its session errors turned into the declared refusals."""
         from ..coding.session import SessionLoadError, SessionLocked, SessionWriteError
 
         try:
-            return await fn(args)
+            return await work
         except SessionLocked as exc:
             raise RemoteError("session_locked", str(exc)) from None
         except (OSError, SessionWriteError) as exc:
@@ -94,36 +139,43 @@ class SessionStore:
         except KeyError as exc:
             raise RemoteError("not_found", str(exc.args[0]) if exc.args else "not found") from None
 
-    def _describe(self) -> dict:
+    def _describe(self) -> SessionInfo:
         from ..coding.session import session_context
 
-        ctx = session_context(self._writer.entries, self._writer.leaf_id) if self._writer else None
-        return {
-            "header": self._header,
-            "path": self._writer.path if self._writer and not self._writer.in_memory else None,
-            "context": {
-                "messages": ctx.messages if ctx else [],
-                "thinkingLevel": ctx.thinking_level if ctx else "off",
-                "model": ctx.model if ctx else None,
-            },
-            "warnings": list(self._warnings),
-        }
+        writer = self._writer
+        ctx = session_context(writer.entries, writer.leaf_id) if writer else None
+        model = ctx.model if ctx else None
+        return SessionInfo(
+            header=self._header,
+            path=writer.path if writer and not writer.in_memory else None,
+            context=SessionContext(
+                messages=ctx.messages if ctx else [],
+                thinking_level=ctx.thinking_level if ctx else "off",
+                model=SessionModel(provider=model.get("provider"), model_id=model.get("modelId")) if model else None,
+            ),
+            warnings=list(self._warnings),
+        )
 
-    async def _open(self, args: dict) -> dict:
+    async def _open(self, args: OpenArgs) -> SessionInfo:
         import os
 
         from ..coding.session import SessionWriter, default_session_dir
 
-        cwd = args.get("cwd") or "."
+        cwd = args.cwd or "."
         old = self._writer
         owner = self._owner_pid
-        if args.get("noSession"):
+        if args.no_session:
             # The tree lives in memory only (branching and compaction still work).
             writer = SessionWriter.create("", cwd, in_memory=True)
             session_dir = self._session_dir
         else:
-            session_dir = args.get("sessionDir") or default_session_dir(args["agentDir"], cwd)
-            resume, fork_from = args.get("resume"), args.get("forkFrom")
+            if args.session_dir:
+                session_dir = args.session_dir
+            elif args.agent_dir:
+                session_dir = default_session_dir(args.agent_dir, cwd)
+            else:
+                raise RemoteError("invalid_request", "open: $.agentDir is required without $.sessionDir")
+            resume, fork_from = args.resume, args.fork_from
             if resume:
                 if old is not None and not old.in_memory and os.path.realpath(old.path) == os.path.realpath(resume):
                     # Reopening the file we hold: let go of it first, or we would lock ourselves out.
@@ -146,46 +198,28 @@ class SessionStore:
         self._header = writer.header
         return self._describe()
 
-    def _branch(self, entry_id: Any) -> dict:
-        try:
-            if entry_id is None:
-                self._writer.reset_leaf()
-            else:
-                self._writer.branch(str(entry_id))
-        except KeyError as exc:
-            raise RemoteError("not_found", str(exc.args[0])) from None
-        return self._describe()
-
-    async def _fork(self, args: dict) -> dict:
+    async def _fork(self, entry_id: str | None) -> SessionInfo:
         from ..coding.session import SessionWriter
 
         old = self._writer
         if old.in_memory:
             raise RemoteError("not_supported", "forking into a new file needs a saved session (not --no-session)")
-        entry_id = args.get("entryId")
+        assert self._session_dir is not None  # set by every open of a saved session
         if entry_id is None:  # fork before the first entry: an empty session naming its parent
             self._writer = SessionWriter.create(
                 self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False, owner_pid=self._owner_pid
             )
         else:
-            self._writer = await trio.to_thread.run_sync(old.create_branched_session, str(entry_id), self._session_dir)
+            self._writer = await trio.to_thread.run_sync(old.create_branched_session, entry_id, self._session_dir)
         old.close()
         self._header = self._writer.header
         self._warnings = []
         return self._describe()
 
-    async def _label(self, args: dict) -> dict:
-        entry = await trio.to_thread.run_sync(self._writer.append_label, str(args.get("targetId")), args.get("label"))
-        return {"id": entry["id"]}
-
-    async def _append(self, kind: str, payload: Any) -> dict:
+    async def _append(self, kind: str, payload: dict[str, Any]) -> EntryId:
         from ..coding.session import SessionWriteError
 
-        if not isinstance(payload, dict):
-            raise RemoteError("invalid_args", f"session store: {kind} must be an object")
-        if self._header is None:
-            raise RemoteError("not_open", "session store: no session is open")
-        writer = self._writer
+        writer = self._open_writer()
         try:
             if kind == "message":
                 entry = await trio.to_thread.run_sync(writer.append_message, payload)
@@ -195,7 +229,7 @@ class SessionStore:
             raise RemoteError("write_failed", f"session write failed: {exc}") from None
         except ValueError as exc:  # not JSON-serialisable, or a duplicate id
             raise RemoteError("invalid_args", f"session store: bad {kind}: {exc}") from None
-        return {"id": entry.get("id")}
+        return EntryId(id=entry["id"])
 
     def close(self) -> None:
         if self._writer is not None:
@@ -210,7 +244,7 @@ async def run_session_store(links: dict[str, trio.SocketStream], config: Any) ->
     owner = (config or {}).get("ownerPid") if isinstance(config, dict) else None
     store = SessionStore(owner_pid=owner if isinstance(owner, int) and owner > 0 else os.getppid())
     try:
-        async with open_peer(links["coordinator"], side="server", role="session-store", name="session-store", handler=store.handle) as peer:
+        async with open_peer(links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE)) as peer:
             await peer.closed_event.wait()
     finally:
         store.close()

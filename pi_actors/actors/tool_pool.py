@@ -1,6 +1,8 @@
 """The tool executor pool actor: sandboxed worker processes, one call per worker at a time.
 
-Calls served (from the coordinator):
+It serves :data:`pi_actors.protocol.pool.POOL` to the coordinator (and, in ``pi-actors
+tool-host``, to the host's link), and calls :data:`~pi_actors.protocol.pool.WORKER` on its
+workers:
 
 - ``run_tool {toolCallId, name, args, cwd[, callIndex]}`` → chunks are partial results, the
   result is ``{content, details, isError}``. Tool failures, a sandbox that cannot be set up
@@ -51,15 +53,42 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import trio
 
+from ..ai.types import TextContent
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
 from ..coding.sandbox.launch import describe_exit, launch_zygote
-from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
+from ..protocol.pool import (
+    POOL,
+    RUN_TOOL,
+    WARM,
+    WORKER_RUN,
+    RunToolArgs,
+    ToolResult,
+    ToolUpdate,
+    WorkerResult,
+    WorkerRunArgs,
+)
+from ..runtime import (
+    ChildProcess,
+    ConnectionLost,
+    Empty,
+    Peer,
+    RemoteError,
+    Router,
+    TypedCall,
+    implements,
+    link_pair,
+    open_method,
+    open_peer,
+)
 from ._serve_link import serve_coordinator_link
 from ._zygote import ForkedProcess, Zygote
+
+T = TypeVar("T")
 
 __all__ = ["run_tool_pool", "ToolPool"]
 
@@ -235,9 +264,9 @@ class ToolPool:
         start = _ZygoteStart()
         self._zygote_starts[key] = start
         try:
-            zygote = await self._nursery.start(self._run_zygote, key, idle, start.needed)
-            self._zygotes[key] = zygote
-            return zygote
+            started: Zygote = await self._nursery.start(self._run_zygote, key, idle, start.needed)
+            self._zygotes[key] = started
+            return started
         except (SandboxUnavailable, OSError) as exc:
             start.error = exc
             raise
@@ -364,7 +393,8 @@ class ToolPool:
                 if self._warming < self._waiting:
                     if self._count < self.max_workers:
                         self._count += 1  # given back by _run_worker
-                        return await self._nursery.start(self._run_worker, key)
+                        started: _Worker = await self._nursery.start(self._run_worker, key)
+                        return started
                     other = next((w for w in self._idle if w.key != key), None)
                     if other is not None:
                         self._idle.remove(other)
@@ -406,35 +436,31 @@ class ToolPool:
 
     # -- calls -------------------------------------------------------------------------------
 
-    def _ordering(self, call: IncomingCall, args: dict) -> tuple[str, Any] | None:
+    def _ordering(self, args: RunToolArgs, call_id: int) -> tuple[str, Any] | None:
         """(path, key) when the call changes a file, for :class:`_PathOrder`."""
         from ..coding.tools import MUTATING_TOOLS
         from ..coding.tools.paths import resolve_to_cwd
 
-        tool_args = args.get("args")
-        if args.get("name") not in MUTATING_TOOLS or not isinstance(tool_args, dict):
+        path = args.args.get("path")
+        if args.name not in MUTATING_TOOLS or not isinstance(path, str):
             return None
-        path, cwd = tool_args.get("path"), args.get("cwd")
-        if not isinstance(path, str) or not isinstance(cwd, str):
-            return None
-        index = args.get("callIndex")
-        key = (index if isinstance(index, int) and not isinstance(index, bool) else call.id, call.id)
-        return os.path.realpath(resolve_to_cwd(path, cwd)), key
+        key = (args.call_index if args.call_index is not None else call_id, call_id)
+        return os.path.realpath(resolve_to_cwd(path, args.cwd)), key
 
-    async def handle(self, call: IncomingCall) -> Any:
-        if call.method == "warm":
-            self.request_warm()
-            return {}
-        if call.method != "run_tool":
-            raise RemoteError("not_found", f"tool pool: unknown method {call.method!r}")
-        args = call.args if isinstance(call.args, dict) else {}
-        call.cooperative = True
-        name = args.get("name")
+    @implements(WARM)
+    async def serve_warm(self, args: Empty, call: TypedCall[Empty, None]) -> None:
+        """``warm``: start the warm workers (once)."""
+        self.request_warm()
+
+    @implements(RUN_TOOL)
+    async def serve_run_tool(self, args: RunToolArgs, call: TypedCall[RunToolArgs, ToolUpdate]) -> ToolResult:
+        """``run_tool``: wait for this call's turn (same-path writes) and a worker, run it there.
+        Every failure to run is a result (see the module docstring)."""
+        name, cwd = args.name, args.cwd
         aborted = _error_result("Command aborted" if name == "bash" else "Operation aborted")
-        cwd = args.get("cwd")
-        if self.policy.sandboxed and not (isinstance(cwd, str) and os.path.isdir(cwd)):
+        if self.policy.sandboxed and not os.path.isdir(cwd):
             return _error_result(f"Tool {name} was not run: the working directory {cwd} does not exist")
-        ordering = self._ordering(call, args)
+        ordering = self._ordering(args, call.incoming.id)
         async with AsyncExitStack() as stack:
 
             async def wait_turn() -> _Worker:
@@ -443,7 +469,7 @@ class ToolPool:
                 return await self.acquire(self._key(cwd))
 
             try:
-                worker = await _unless_cancelled(call, wait_turn())
+                worker = await _unless_cancelled(call.cancel_requested, wait_turn())
             except SandboxUnavailable as exc:
                 return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
             except OSError as exc:
@@ -455,43 +481,53 @@ class ToolPool:
             finally:
                 self.release(worker)
 
-    async def _run_on(self, worker: _Worker, call: IncomingCall, args: dict) -> Any:
+    async def _run_on(self, worker: _Worker, call: TypedCall[RunToolArgs, ToolUpdate], args: RunToolArgs) -> ToolResult:
         assert worker.peer is not None
         cgroup = getattr(worker.zygote, "cgroup", None)
         kills = cgroup.oom_kills() if cgroup is not None else 0
-        if worker.key is not None and args.get("name") == "bash" and not self._tmp_notice_given:
-            args = {**args, "watchTmp": True}
+        watch_tmp = worker.key is not None and args.name == "bash" and not self._tmp_notice_given
+        run = WorkerRunArgs(
+            tool_call_id=args.tool_call_id, name=args.name, cwd=args.cwd, args=args.args,
+            session_id=args.session_id, call_index=args.call_index, watch_tmp=watch_tmp,
+        )  # fmt: skip
         try:
-            async with worker.peer.open_call("run", args) as out:
-                async with out.cancel_when(call.cancel_requested.wait):
+            async with open_method(worker.peer, WORKER_RUN, run) as out:
+                async with out.raw.cancel_when(call.cancel_requested.wait):
                     async for partial_result in out:
-                        await call.send_chunk(partial_result)
+                        await call.send(partial_result)
                 result = await out.result()
             return self._sandbox_notes(result, worker, cgroup, kills)
         except ConnectionLost:
             await worker.exited.wait()
             status = describe_exit(worker.process, sandboxed=False)
-            return _error_result(f"Tool worker crashed while running {args.get('name')}: {status}")
+            return _error_result(f"Tool worker crashed while running {args.name}: {status}")
         except RemoteError as exc:
             if exc.code == "cancelled":
-                return _error_result("Command aborted" if args.get("name") == "bash" else "Operation aborted")
+                return _error_result("Command aborted" if args.name == "bash" else "Operation aborted")
             raise
 
-
-    def _sandbox_notes(self, result: Any, worker: _Worker, cgroup: Any, kills: int) -> Any:
-        """Add the pool's notes to a sandboxed worker's result: a process killed by the
-        sandbox's memory limit during the call, and (once per pool, i.e. per session) where
-        writes to ``/tmp`` go, the first time a command writes there."""
-        if not isinstance(result, dict) or worker.key is None:
-            return result
+    def _sandbox_notes(self, result: WorkerResult, worker: _Worker, cgroup: Any, kills: int) -> ToolResult:
+        """The worker's result as the pool answers it, with the pool's notes on a sandboxed
+        worker's: a process killed by the sandbox's memory limit during the call, and (once per
+        pool, i.e. per session) where writes to ``/tmp`` go, the first time a command writes
+        there."""
+        plain = ToolResult(content=result.content, details=result.details, is_error=result.is_error)
+        if worker.key is None:
+            return plain
         from ..coding.sandbox.notes import append_note, oom_note, tmp_notice
 
-        if result.pop("tmpWritten", False) and not self._tmp_notice_given:
+        notes: list[str] = []
+        if result.tmp_written and not self._tmp_notice_given:
             self._tmp_notice_given = True
-            result = append_note(result, tmp_notice(worker.key, self.policy.mode))
+            notes.append(tmp_notice(worker.key, self.policy.mode))
         if cgroup is not None and cgroup.memory_limit and cgroup.oom_kills() > kills:
-            result = append_note(result, oom_note(cgroup.memory_limit))
-        return result
+            notes.append(oom_note(cgroup.memory_limit))
+        if not notes:
+            return plain
+        out = msgspec.to_builtins(plain)
+        for note in notes:
+            out = append_note(out, note)
+        return msgspec.convert(out, ToolResult)
 
 
 @asynccontextmanager
@@ -509,13 +545,14 @@ async def _ungrouped(*kinds: type[BaseException]) -> AsyncIterator[None]:
         raise
 
 
-async def _unless_cancelled(call: IncomingCall, work: Awaitable[Any]) -> Any:
-    """``await work``, or None as soon as the caller asks to cancel."""
+async def _unless_cancelled(cancel_requested: trio.Event, work: Awaitable[T]) -> T | None:
+    """``await work``, or None as soon as ``cancel_requested`` is set (the caller asked to
+    cancel)."""
     result = None
     async with _ungrouped(Exception), trio.open_nursery() as nursery:
 
         async def watch() -> None:
-            await call.cancel_requested.wait()
+            await cancel_requested.wait()
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(watch)
@@ -528,8 +565,8 @@ async def _unless_cancelled(call: IncomingCall, work: Awaitable[Any]) -> Any:
     return result
 
 
-def _error_result(text: str) -> dict:
-    return {"content": [{"type": "text", "text": text}], "details": None, "isError": True}
+def _error_result(text: str) -> ToolResult:
+    return ToolResult(content=[TextContent(text=text)], details=None, is_error=True)
 
 
 async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
@@ -556,7 +593,7 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
             elif policy.workspace or not policy.sandboxed:
                 nursery.start_soon(pool.prepare)
             await serve_coordinator_link(
-                links["coordinator"], role="tool-pool", handler=pool.handle, standby=bool(config.get("standby"))
+                links["coordinator"], role="tool-pool", handler=Router.serving(pool, POOL), standby=bool(config.get("standby"))
             )
         finally:
             pool.close()

@@ -1,7 +1,7 @@
 """A tool worker process: runs one tool call at a time for the pool.
 
-Calls served (from the pool): ``run {name, args, cwd, toolCallId}`` → chunks are the tool's
-partial results (bash output so far), the result is ``{content, details, isError}``. A tool
+It serves :data:`pi_actors.protocol.pool.WORKER` (``run``) to its pool: chunks are the
+tool's partial results (bash output so far), the result is ``{content, details, isError}``. A tool
 failure is a normal result with ``isError: true`` (the text the model sees). A ``cancel``
 cancels the tool, which kills its whole process group before the call answers ``cancelled``;
 for ``bash`` the cancel is an abort instead: the command's group is killed the same way and
@@ -37,9 +37,11 @@ import re
 import signal
 from typing import Any
 
+import msgspec
 import trio
 
-from ..runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
+from ..protocol.pool import WORKER, WORKER_RUN, ToolUpdate, WorkerResult, WorkerRunArgs
+from ..runtime import ConnectionLost, Router, TypedCall, implements, open_peer
 
 __all__ = ["run_tool_worker"]
 
@@ -55,36 +57,31 @@ def _install_termination_handler() -> None:
 
 
 class _Worker:
-    def __init__(self, sandboxed: bool, config: dict) -> None:
+    def __init__(self, sandboxed: bool, config: dict[str, Any]) -> None:
         self.sandboxed = sandboxed
         self.refusal: str | None = None
         self.mode = str(config.get("mode") or "workspace-write")
         self.workspace = str(config.get("workspace") or "")
         self.limits: Any = None
 
-    async def handle(self, call: IncomingCall) -> Any:
+    @implements(WORKER_RUN)
+    async def run(self, args: WorkerRunArgs, call: TypedCall[WorkerRunArgs, ToolUpdate]) -> WorkerResult:
+        """Run one tool call (see the module docstring). A bash call is cooperative: its
+        cancel is an abort answered with the output so far; any other call is cancelled."""
         from ..coding.tools import ToolError, run_tool
 
-        if call.method != "run":
-            raise RemoteError("not_found", f"tool worker: unknown method {call.method!r}")
-        args = call.args or {}
-        try:
-            name = args["name"]
-            tool_args = args.get("args") or {}
-            cwd = args["cwd"]
-        except (KeyError, TypeError) as exc:
-            raise RemoteError("invalid_args", f"tool worker: bad arguments: {exc}") from None
+        name, tool_args, cwd = args.name, args.args, args.cwd
         if self.refusal is not None:
-            return _error(self.refusal)
+            return _as_result(_error(self.refusal))
 
-        async def on_update(partial: dict) -> None:
-            await call.send_chunk(partial)
+        async def on_update(partial: dict[str, Any]) -> None:
+            await call.send(msgspec.convert(partial, ToolUpdate))
 
         abort = None
         if name == "bash":  # an abort keeps the output produced so far (pi does)
-            call.cooperative = True
+            call.incoming.cooperative = True  # this call only: the method is not cooperative
             abort = call.cancel_requested
-        watch_tmp = self.sandboxed and name == "bash" and args.get("watchTmp") is True
+        watch_tmp = self.sandboxed and name == "bash" and args.watch_tmp
         if watch_tmp:
             from ..coding.sandbox.notes import tmp_snapshot
 
@@ -110,9 +107,9 @@ class _Worker:
                 text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
                 spilled = set(re.findall(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)", text))
                 out["tmpWritten"] = tmp_changed(before, after, spilled)
-        return out
+        return _as_result(out)
 
-    def _annotate(self, name: str, out: dict) -> dict:
+    def _annotate(self, name: str, out: dict[str, Any]) -> dict[str, Any]:
         """Say which sandbox limit or rule a failure ran into (:mod:`pi_actors.coding.sandbox.notes`)."""
         from ..coding.sandbox.notes import append_note, limit_notes, write_refused_note
 
@@ -129,8 +126,14 @@ class _Worker:
         return out
 
 
-def _error(text: str) -> dict:
+def _error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": None, "isError": True}
+
+
+def _as_result(out: dict[str, Any]) -> WorkerResult:
+    """A result built as plain data (the tools' and the sandbox notes' shape) as the declared
+    Struct; raises msgspec.ValidationError for a tool that broke pi's result shape (a bug)."""
+    return msgspec.convert(out, WorkerResult)
 
 
 async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> None:
@@ -159,7 +162,7 @@ async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> N
         else:
             _install_termination_handler()
         try:
-            async with open_peer(links["pool"], side="server", role="tool-worker", name="tool-worker", handler=worker.handle) as peer:
+            async with open_peer(links["pool"], side="server", role="tool-worker", name="tool-worker", handler=Router.serving(worker, WORKER)) as peer:
                 await peer.closed_event.wait()
         except ConnectionLost:
             pass  # the pool went away before the handshake finished: nothing to serve

@@ -15,9 +15,12 @@ server is verified against ``--tls-ca`` (default: the system's CAs).
 It starts a local tool pool (the ordinary pool and worker processes, with the sandbox policy
 rooted at ``--workspace``), connects to the server with hello role ``tool-host`` and name
 NAME, and registers the tools it offers (``register_tool_host {tools}``). The server then
-calls ``run_tool`` on this connection for the sessions created with ``--tool-host NAME``;
-each call runs in the pool with ``cwd`` set to the workspace (the session's own cwd is a path
-on the server). If the connection drops, it reconnects with backoff and registers again.
+calls ``run_tool`` on this connection for the sessions created with ``--tool-host NAME``
+(it serves :data:`pi_actors.protocol.pool.TOOL_HOST`: the pool's ``run_tool``, same
+arguments and result); each call runs in the pool with ``cwd`` set to the workspace (the
+session's own cwd is a path on the server), and the pool's answer is checked against the
+declaration before it is passed on. If the connection drops, it reconnects with backoff and
+registers again.
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
+import msgspec
+
+from ..protocol.pool import RUN_TOOL, TOOL_HOST, RunToolArgs, ToolResult, ToolUpdate
+from ..runtime import ConnectionLost, Peer, RemoteError, Router, TypedCall, implements, open_method
 from ._remote_auth import add_credential_args, resolve_credentials
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "ToolHost"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,12 +50,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class ToolHost:
+    """What the server calls on a tool host (``TOOL_HOST``): ``run_tool``, forwarded to the
+    host's own pool in ``workspace``. Serve it with ``Router.serving(host, TOOL_HOST)``."""
+
+    def __init__(self, pool: Peer, workspace: str) -> None:
+        self.pool = pool
+        self.workspace = workspace
+
+    @implements(RUN_TOOL)
+    async def run_tool(self, args: RunToolArgs, call: TypedCall[RunToolArgs, ToolUpdate]) -> ToolResult:
+        """Run the call in the host's pool, in the workspace; chunks are relayed, a cancel is
+        passed on. Raises RemoteError ``tool_pool_lost`` when the pool process is gone, and
+        ``invalid_response`` when the pool answers something ``run_tool`` does not declare."""
+        forward = msgspec.structs.replace(args, cwd=self.workspace)
+        try:
+            async with open_method(self.pool, RUN_TOOL, forward) as up:
+                async with up.raw.cancel_when(call.cancel_requested.wait):
+                    async for item in up:
+                        await call.send(item)
+                return await up.result()
+        except ConnectionLost:
+            raise RemoteError("tool_pool_lost", "the tool host's pool process exited") from None
+
+
 async def run_tool_host(args: argparse.Namespace) -> int:
     import trio
 
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..coding.tools import TOOL_SPECS
-    from ..runtime import ConnectionLost, IncomingCall, RemoteError, child_environment, link_pair, open_peer, start_actor
+    from ..runtime import child_environment, link_pair, open_peer, start_actor
     from ..server.client import ConnectionRefused, connect
     from ._supervisor import secret_env_names
 
@@ -72,21 +102,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
         async with open_peer(stream, side="client", role="tool-host", name="tool-pool") as pool:
 
-            async def handle(call: IncomingCall) -> Any:
-                if call.method != "run_tool":
-                    raise RemoteError("not_found", f"tool host: unknown method {call.method!r}")
-                forward = dict(call.args) if isinstance(call.args, dict) else {}
-                forward["cwd"] = workspace
-                call.cooperative = True
-                try:
-                    async with pool.open_call("run_tool", forward) as up:
-                        async with up.cancel_when(call.cancel_requested.wait):
-                            async for item in up:
-                                await call.send_chunk(item)
-                        return await up.result()
-                except ConnectionLost:
-                    raise RemoteError("tool_pool_lost", "the tool host's pool process exited") from None
-
+            handle = Router.serving(ToolHost(pool, workspace), TOOL_HOST)
             delay = 0.2
             while not pool.closed_event.is_set():
                 try:

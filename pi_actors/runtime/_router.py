@@ -35,6 +35,7 @@ fields). Encoding omits fields that hold their default, so an old receiver sees 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -122,10 +123,26 @@ class Method(Generic[A, C, R]):
         if self.chunk is None:
             raise RemoteError(INVALID_RESPONSE, f"{self.name}: the callee streamed a chunk; this method streams none")
         try:
+<<<<<<< HEAD
             chunk: C = msgspec.convert(tree, self.chunk, strict=True)
             return chunk
+=======
+            if isinstance(self.chunk, type):
+                return msgspec.convert(tree, self.chunk, strict=True)
+            # A union (e.g. tagged stream events): msgspec re-analyses a bare union on every
+            # convert (~100 µs); inside a Struct field the analysis is cached (~5 µs).
+            return msgspec.convert({"value": tree}, _boxed(self.chunk), strict=True).value  # type: ignore[no-any-return]
+>>>>>>> workers
         except msgspec.ValidationError as exc:
-            raise RemoteError(INVALID_RESPONSE, f"{self.name}: a chunk does not match the method: {exc}") from None
+            detail = str(exc).replace("$.value", "$", 1)
+            raise RemoteError(INVALID_RESPONSE, f"{self.name}: a chunk does not match the method: {detail}") from None
+
+
+@functools.cache
+def _boxed(kind: Any) -> Any:
+    """A Struct with one field ``value`` of type ``kind``: converting through it caches
+    msgspec's analysis of ``kind``."""
+    return msgspec.defstruct("Boxed", [("value", kind)])
 
 
 class Interface:
