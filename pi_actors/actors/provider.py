@@ -2,7 +2,7 @@
 
 It serves :data:`pi_actors.protocol.provider.PROVIDER` (``stream``) to the coordinator: every
 AssistantMessageEvent goes out as a chunk (deltas without ``partial``; queued deltas of one
-block merged while the link is busy, see ``_event_wire.CoalescingSender``); the result is the
+block merged while the link is busy, see ``protocol.events.CoalescingSender``); the result is the
 final AssistantMessage. It never fails as a call for provider trouble: an HTTP error, a
 refused connection, a missing key or an abort arrive as the terminal ``error`` event and an
 AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call aborts the stream

@@ -123,16 +123,14 @@ class Method(Generic[A, C, R]):
         if self.chunk is None:
             raise RemoteError(INVALID_RESPONSE, f"{self.name}: the callee streamed a chunk; this method streams none")
         try:
-<<<<<<< HEAD
-            chunk: C = msgspec.convert(tree, self.chunk, strict=True)
-            return chunk
-=======
+            chunk: C
             if isinstance(self.chunk, type):
-                return msgspec.convert(tree, self.chunk, strict=True)
-            # A union (e.g. tagged stream events): msgspec re-analyses a bare union on every
-            # convert (~100 µs); inside a Struct field the analysis is cached (~5 µs).
-            return msgspec.convert({"value": tree}, _boxed(self.chunk), strict=True).value  # type: ignore[no-any-return]
->>>>>>> workers
+                chunk = msgspec.convert(tree, self.chunk, strict=True)
+            else:
+                # A union (e.g. tagged stream events): msgspec re-analyses a bare union on
+                # every convert (~100 µs); inside a Struct field the analysis is cached (~5 µs).
+                chunk = msgspec.convert({"value": tree}, _boxed(self.chunk), strict=True).value
+            return chunk
         except msgspec.ValidationError as exc:
             detail = str(exc).replace("$.value", "$", 1)
             raise RemoteError(INVALID_RESPONSE, f"{self.name}: a chunk does not match the method: {detail}") from None
