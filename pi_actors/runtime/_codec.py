@@ -46,7 +46,6 @@ How (both directions run on cbor2's C extension; the strictness is layered aroun
 
 from __future__ import annotations
 
-import io
 import math
 import struct
 from collections.abc import Callable
@@ -72,8 +71,6 @@ _BYTES_TYPES = (bytes, bytearray, memoryview)
 _u16, _u32, _u64 = (struct.Struct(f">{c}").unpack_from for c in "HIQ")
 _f64 = struct.Struct(">d").unpack_from
 _NONFINITE16 = (b"\xf9\x7e\x00", b"\xf9\x7c\x00", b"\xf9\xfc\x00")  # cbor2's NaN, inf, -inf
-_CONTAINERS = (dict, list)
-_SPECIAL = frozenset({dict, list, memoryview, cbor2.CBORSimpleValue, type(cbor2.undefined)})
 
 
 class _Bad(Exception):
@@ -94,33 +91,32 @@ def _excerpt(value: Any, limit: int = 60) -> str:
 
 
 def _walk(node: Any, depth: int, left: int) -> int:
-    """Check the containers of a plain tree: text keys, depth, item budget; no simple values.
+    """Check the containers of the plain tree ``node`` (a dict or list): text keys, depth and
+    item budget; replace each ``memoryview`` by ``bytes`` in place (cbor2 would write an array).
 
     ``depth`` counts the containers around ``node``; ``left`` is the item budget left, and
-    the return value what remains of it. A ``memoryview`` is replaced by ``bytes`` in place
-    (cbor2 would write it as an array). Raises _Bad or TypeError (a key that is not text).
+    the return value what remains of it. Raises _Bad.
     """
     if depth >= MAX_DEPTH:
         raise _Bad(None, f"nesting deeper than {MAX_DEPTH} arrays/maps")
     if type(node) is dict:
-        "".join(node)  # TypeError unless every key is a str
-        values: Any = node.values()
         left -= 2 * len(node)
+        for key, value in node.items():
+            if type(key) is not str:
+                raise _Bad(None, f"map key {_excerpt(key)} is not a str")
+            if type(value) is dict or type(value) is list:
+                left = _walk(value, depth + 1, left)
+            elif type(value) is memoryview:
+                node[key] = value.tobytes()
     else:
-        values = node
         left -= len(node)
+        for i, value in enumerate(node):
+            if type(value) is dict or type(value) is list:
+                left = _walk(value, depth + 1, left)
+            elif type(value) is memoryview:
+                node[i] = value.tobytes()
     if left < 0:
         raise _Bad(None, f"more than {MAX_ITEMS} items in one message")
-    if _SPECIAL.isdisjoint(map(type, values)):
-        return left
-    keys = list(node) if type(node) is dict else range(len(node))
-    for key, value in zip(keys, list(values), strict=True):
-        if type(value) in _CONTAINERS:
-            left = _walk(value, depth + 1, left)
-        elif type(value) is memoryview:
-            node[key] = value.tobytes()
-        elif type(value) in _SPECIAL:
-            raise _Bad(None, f"{_excerpt(value)} is not allowed")
     return left
 
 
@@ -263,7 +259,10 @@ def encode_message_into(msg: Message, out: bytearray) -> None:
         if problem is not None:
             raise _Bad(None, problem)
         tree = msgspec.to_builtins(msg, builtin_types=_BYTES_TYPES)
-        _walk(tree, 0, MAX_ITEMS - 1)
+        left = MAX_ITEMS - 1 - 2 * len(tree)
+        for name in _PAYLOADS[type(msg)]:
+            if type(payload := tree.get(name)) is dict or type(payload) is list:
+                left = _walk(payload, 1, left)
         data = cbor2.dumps(tree)
         # cbor2 writes NaN/±inf as these float16 items, integers past 64 bits as tags 2/3;
         # the bytes can also occur inside other items, so a hit only calls the exact check.
@@ -402,39 +401,57 @@ def _scan(buf: bytes, max_items: int) -> None:
 
 
 class _EveryTag(dict[int, Any]):
-    """cbor2's ``semantic_decoders``: consulted before ``tag_hook`` and holding its own
-    decoders for tags 0-5, 25, 28-30, 35-37, 55799 and more; this one routes every tag
-    number to the rejecting hook instead."""
+    """cbor2's ``semantic_decoders``, consulted for every tag before ``tag_hook`` (cbor2 has
+    its own decoders for tags 0-5, 25, 28-30, 35-37, 55799 and more): this one answers every
+    tag number, before its content is decoded, with a refusal."""
 
     def __missing__(self, tag: int) -> Any:
-        return _reject_tag(cbor2.CBORTag(tag, None), False)
+        raise _Bad(None, f"tags are not allowed (found tag {tag})")
 
 
-def _reject_tag(tag: cbor2.CBORTag, immutable: bool) -> Any:
-    raise _Bad(None, f"tags are not allowed (found tag {tag.tag})")
+#: cbor2 refuses: any tag, duplicate keys, keys that are neither text nor bytes, too deep.
+_STRICT: dict[str, Any] = {"semantic_decoders": _EveryTag(), "max_depth": MAX_DEPTH,
+                           "allow_duplicate_keys": False, "strict_hashable_types": True}
 
 
-_STRICT: dict[str, Any] = {
-    "tag_hook": _reject_tag, "semantic_decoders": _EveryTag(), "max_depth": MAX_DEPTH,
-    "allow_indefinite": False, "allow_duplicate_keys": False, "strict_hashable_types": True,
-}
+def _has_byte_keys(node: Any) -> bool:
+    """Whether a map in the decoded tree ``node`` has a key that is not text."""
+    if type(node) is dict:
+        for key, value in node.items():
+            if type(key) is not str or (type(value) is dict or type(value) is list) and _has_byte_keys(value):
+                return True
+    elif type(node) is list:
+        for value in node:
+            if (type(value) is dict or type(value) is list) and _has_byte_keys(value):
+                return True
+    return False
 
 
 def _decode_tree(payload: bytes, max_items: int) -> Any:
     """Decode exactly one strict-CBOR item filling all of ``payload`` (see the module
     docstring for how each rule is enforced)."""
-    n = len(payload)
-    if not 0 < n <= max_items:  # empty, or possibly over the item budget
+    if not 0 < len(payload) <= max_items:  # empty, or possibly over the item budget
         _scan(payload, max_items)
-    fp = io.BytesIO(payload)
-    tree = cbor2.CBORDecoder(fp, **_STRICT).decode()
-    if fp.tell() != n:
-        raise _Bad(fp.tell(), f"{n - fp.tell()} trailing bytes after the CBOR item")
-    _walk(tree, 0, n)
-    if b"\xf9" in payload or b"\xfa" in payload:  # float16/32, or those bytes inside items
-        if cbor2.dumps(tree) != payload or any(p in payload for p in _NONFINITE16):
-            _scan(payload, max_items)
-    elif b"\xfb\x7f" in payload or b"\xfb\xff" in payload:  # NaN/±inf, or bytes inside items
+    tree = cbor2.loads(payload, **_STRICT)
+    # Re-encoded, a canonical payload gives itself back; that proves there is nothing after
+    # the item, no indefinite length and no float16/32 (cbor2 writes every float as float64,
+    # but NaN/±inf as these three float16 items). Other encoders' non-shortest heads and
+    # everything else get the exact scan.
+    if cbor2.dumps(tree) != payload or (b"\xf9" in payload and any(p in payload for p in _NONFINITE16)):
+        _scan(payload, max_items)
+    # Simple values and undefined decode to cbor2 objects msgpack cannot encode (an integer
+    # below -2**63, fine here, overflows it: the exact scan tells them apart); byte strings
+    # show as msgpack bin heads 0xc4-0xc6 (or those bytes inside other items): then the keys
+    # are looked at.
+    try:
+        packed = msgspec.msgpack.encode(tree)
+    except OverflowError:
+        _scan(payload, max_items)  # exact, simple values included
+        packed = b""
+    except TypeError:
+        _scan(payload, max_items)
+        raise
+    if (b"\xc4" in packed or b"\xc5" in packed or b"\xc6" in packed) and _has_byte_keys(tree):
         _scan(payload, max_items)
     return tree
 
