@@ -17,31 +17,25 @@ Contract (``proto/PROTOCOL.md`` §3 states the same rules for other implementati
   (any head width), byte strings, UTF-8 text strings, definite-length arrays, maps with
   text keys and no duplicate key, ``false``/``true``/``null`` and finite float64 — at most
   64 arrays/maps deep, the envelope map included, and at most ``MAX_ITEMS`` (2**20) data
-  items in all — and nothing after it. The item must be a map with a known ``type``; it is
-  then validated into that Struct with ``msgspec.convert(strict=True)`` (unknown keys are
-  ignored). Every failure, whatever the input, raises :class:`RemoteProtocolError`
-  (``invalid_request``) saying what was wrong.
+  items in all — and nothing after it. The item must be
+  a map with a known ``type``; it is then validated into that Struct with
+  ``msgspec.convert(strict=True)`` (unknown keys are ignored). Every failure, whatever the
+  input, raises :class:`RemoteProtocolError` (``invalid_request``) saying what was wrong.
 
-How (both directions run on cbor2's C extension; the strictness is layered around it):
+Decode budget: the cost of decoding is bounded by the payload's size *and* by
+``MAX_ITEMS``. Every array and map head is charged its element count (a map's entries
+count twice: key and value) before any element is decoded, and a head announcing more
+elements than bytes remain, or more than the budget left, is refused at once — so a hostile
+frame (say 16 MiB of empty arrays, which would otherwise build 16 million Python lists) is
+refused after reading one head, and no accepted frame builds more than ``MAX_ITEMS`` Python
+objects (≈ 80 MB and well under a second in the worst case); strings and byte strings cost
+one copy of their bytes. Depth is bounded by ``MAX_DEPTH``, so is the recursion.
 
-* Decoding: cbor2 refuses indefinite lengths, duplicate keys, keys that are neither text
-  nor bytes, nesting past ``MAX_DEPTH``, reserved bytes, bad UTF-8 and truncation; every
-  tag number is routed to one rejecting hook (cbor2 consults ``semantic_decoders`` before
-  ``tag_hook``, so that mapping answers every tag with the hook); trailing bytes are
-  caught by the read position. What cbor2 accepts silently is checked afterwards: byte
-  keys and simple values/``undefined`` by a walk over the containers of the tree (``_walk``);
-  float16/float32 and NaN/infinity by the bytes that can start them (0xf9/0xfa never occur
-  in UTF-8 text; when one occurs, the payload must re-encode to itself, i.e. be in the
-  canonical form, or pass the full scan ``_scan``). Decode budget: every item takes at least
-  one byte, so a payload of at most ``max_items`` bytes cannot hold more items; a longer one
-  is scanned head by head first, each array/map head charged its element count before
-  anything is built, so a hostile frame (16 MiB of empty arrays) is refused after one head.
-* Encoding: ``msgspec.to_builtins`` makes the tree, ``_walk`` checks its keys, depth and
-  item count, ``cbor2.dumps`` writes it (shortest heads, float64 for every finite float);
-  NaN/infinity (which cbor2 writes as float16) and integers past 64 bits (bignum tags) are
-  caught from the bytes written.
-* Errors: whatever trips, the message comes from the slow exact path (``_scan`` for input,
-  ``_explain`` for output), which names the rule and the byte or value.
+The CBOR reader and writer are written here rather than taken from cbor2: cbor2 silently
+decodes tags (tag 1 becomes a ``datetime``, tag 55799 vanishes), accepts float16/float32,
+``undefined``, simple values, non-text keys and trailing bytes, and its encoder writes
+NaN/infinity as float16 and big integers as tags. Hand-written, both directions reject
+those by construction. Both are tuned for small messages (this is the hot path).
 """
 
 from __future__ import annotations
@@ -51,7 +45,6 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import cbor2
 import msgspec
 import msgspec.inspect as mi
 
@@ -63,22 +56,24 @@ __all__ = ["MAX_DEPTH", "MAX_ITEMS", "decode_message", "encode_message", "encode
 #: Maximum nesting of arrays and maps in one message, the envelope map included.
 MAX_DEPTH = 64
 #: Maximum number of CBOR data items in one message (map keys included): one item per 16
-#: bytes of a maximal 16 MiB frame, far above what real messages hold.
+#: bytes of a maximal 16 MiB frame, far above what real messages hold (a transcript of
+#: tool calls runs at about one item per 30-100 bytes).
 MAX_ITEMS = 1 << 20
 
 _MAX_UINT = 2**64 - 1
-_BYTES_TYPES = (bytes, bytearray, memoryview)
-_u16, _u32, _u64 = (struct.Struct(f">{c}").unpack_from for c in "HIQ")
-_f64 = struct.Struct(">d").unpack_from
-_NONFINITE16 = (b"\xf9\x7e\x00", b"\xf9\x7c\x00", b"\xf9\xfc\x00")  # cbor2's NaN, inf, -inf
-
-
-class _Bad(Exception):
-    """Internal: a rule broken at byte ``pos`` (``None``: unknown or not about bytes)."""
-
-    def __init__(self, pos: int | None, what: str) -> None:
-        super().__init__(pos, what)
-        self.pos, self.what = pos, what
+#: Items an envelope map can hold around its payload (≤ 23 entries: key and value each).
+_ENVELOPE_ITEMS = 2 * 23 + 1
+_BUILTIN_TYPES = (bytes, bytearray, memoryview)
+_isfinite = math.isfinite
+_pack_double = struct.Struct(">d").pack
+_unpack_double = struct.Struct(">d").unpack_from
+_unpack_u16 = struct.Struct(">H").unpack_from
+_unpack_u32 = struct.Struct(">I").unpack_from
+_unpack_u64 = struct.Struct(">Q").unpack_from
+_pack_head8 = struct.Struct(">BB").pack
+_pack_head16 = struct.Struct(">BH").pack
+_pack_head32 = struct.Struct(">BI").pack
+_pack_head64 = struct.Struct(">BQ").pack
 
 
 def _excerpt(value: Any, limit: int = 60) -> str:
@@ -90,145 +85,259 @@ def _excerpt(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _walk(node: Any, depth: int, left: int) -> int:
-    """Check the containers of the plain tree ``node`` (a dict or list): text keys, depth and
-    item budget; replace each ``memoryview`` by ``bytes`` in place (cbor2 would write an array).
-
-    ``depth`` counts the containers around ``node``; ``left`` is the item budget left, and
-    the return value what remains of it. Raises _Bad.
-    """
-    if depth >= MAX_DEPTH:
-        raise _Bad(None, f"nesting deeper than {MAX_DEPTH} arrays/maps")
-    if type(node) is dict:
-        left -= 2 * len(node)
-        for key, value in node.items():
-            if type(key) is not str:
-                raise _Bad(None, f"map key {_excerpt(key)} is not a str")
-            if type(value) is dict or type(value) is list:
-                left = _walk(value, depth + 1, left)
-            elif type(value) is memoryview:
-                node[key] = value.tobytes()
-    else:
-        left -= len(node)
-        for i, value in enumerate(node):
-            if type(value) is dict or type(value) is list:
-                left = _walk(value, depth + 1, left)
-            elif type(value) is memoryview:
-                node[i] = value.tobytes()
-    if left < 0:
-        raise _Bad(None, f"more than {MAX_ITEMS} items in one message")
-    return left
-
-
 # ======================================================================================
 # Encoding
 # ======================================================================================
 
-_Check = Callable[[Any], "str | None"]
+
+class _EncodeError(Exception):
+    """Internal: a value outside the strict subset; becomes a LocalProtocolError."""
 
 
-def _compile(t: mi.Type, where: str) -> _Check | None:
-    """A check of an envelope field of msgspec type ``t`` (None: a payload, checked later).
+def _head(major: int, n: int) -> bytes:
+    """The CBOR head for ``major`` (already shifted left by 5) and argument 0 ≤ n < 2**64."""
+    if n < 24:
+        return bytes((major | n,))
+    if n < 0x100:
+        return _pack_head8(major | 24, n)
+    if n < 0x10000:
+        return _pack_head16(major | 25, n)
+    if n < 0x100000000:
+        return _pack_head32(major | 26, n)
+    return _pack_head64(major | 27, n)
+
+
+def _encode_str(s: str, out: bytearray) -> None:
+    try:
+        b = s.encode()
+    except UnicodeEncodeError:
+        raise _EncodeError(f"text {_excerpt(s)} is not valid Unicode (lone surrogate)") from None
+    n = len(b)
+    if n < 24:
+        out.append(0x60 | n)
+    else:
+        out += _head(0x60, n)
+    out += b
+
+
+def _encode_int(i: int, out: bytearray) -> None:
+    if i >= 0:
+        if i < 24:
+            out.append(i)
+        elif i <= _MAX_UINT:
+            out += _head(0x00, i)
+        else:
+            raise _EncodeError(f"integer of {i.bit_length()} bits does not fit in 64 bits")
+    elif i >= -_MAX_UINT - 1:
+        out += _head(0x20, -1 - i)
+    else:
+        raise _EncodeError(f"integer of {i.bit_length()} bits does not fit in 64 bits")
+
+
+def _encode_value(obj: Any, out: bytearray, depth: int, budget: list[int]) -> None:
+    """Append the CBOR encoding of the payload value ``obj`` to ``out``.
+
+    ``depth`` is the number of arrays/maps enclosing ``obj``; ``budget[0]`` is the number of
+    items still allowed (each container is charged its elements, as the decoder does).
+    """
+    t = type(obj)
+    if t is str:
+        b = obj.encode()  # UnicodeEncodeError: reported by encode_message_into
+        n = len(b)
+        if n < 24:
+            out.append(0x60 | n)
+        else:
+            out += _head(0x60, n)
+        out += b
+    elif t is int:
+        if 0 <= obj < 24:
+            out.append(obj)
+        else:
+            _encode_int(obj, out)
+    elif t is dict:
+        if depth >= MAX_DEPTH:
+            raise _EncodeError(f"nesting deeper than {MAX_DEPTH} arrays/maps")
+        n = len(obj)
+        budget[0] -= 2 * n
+        if budget[0] < 0:
+            raise _EncodeError(f"more than {MAX_ITEMS} items in one message")
+        if n < 24:
+            out.append(0xA0 | n)
+        else:
+            out += _head(0xA0, n)
+        depth += 1
+        for key, value in obj.items():
+            if type(key) is not str:
+                raise _EncodeError(f"map key {_excerpt(key)} is not a str")
+            b = key.encode()
+            n = len(b)
+            if n < 24:
+                out.append(0x60 | n)
+            else:
+                out += _head(0x60, n)
+            out += b
+            _encode_value(value, out, depth, budget)
+    elif t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise _EncodeError(f"nesting deeper than {MAX_DEPTH} arrays/maps")
+        n = len(obj)
+        budget[0] -= n
+        if budget[0] < 0:
+            raise _EncodeError(f"more than {MAX_ITEMS} items in one message")
+        if n < 24:
+            out.append(0x80 | n)
+        else:
+            out += _head(0x80, n)
+        depth += 1
+        for value in obj:
+            _encode_value(value, out, depth, budget)
+    elif obj is None:
+        out.append(0xF6)
+    elif obj is True:
+        out.append(0xF5)
+    elif obj is False:
+        out.append(0xF4)
+    elif t is float:
+        if not _isfinite(obj):
+            raise _EncodeError(f"float {obj!r} is not finite")
+        out.append(0xFB)
+        out += _pack_double(obj)
+    elif t is bytes or t is bytearray or t is memoryview:
+        b = bytes(obj)
+        out += _head(0x40, len(b))
+        out += b
+    else:
+        # Structs, dataclasses, enums, datetimes, str/int/dict subclasses, sets, …
+        try:
+            converted = msgspec.to_builtins(obj, builtin_types=_BUILTIN_TYPES)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _EncodeError(f"cannot encode a {t.__name__}: {exc}") from None
+        if type(converted) is t:
+            raise _EncodeError(f"a {t.__name__} is not a JSON-like value")
+        _encode_value(converted, out, depth, budget)
+
+
+_FieldEncoder = Callable[[Any, bytearray], None]
+
+
+def _compile(t: mi.Type, where: str) -> _FieldEncoder:
+    """An encoder for an envelope field of msgspec type ``t``; checks the value's type.
 
     Raises TypeError (at import) for a field type the envelope does not use, so that a new
     kind of field cannot slip past the checks.
     """
     if isinstance(t, mi.AnyType):
-        return None
+
+        def enc_any(v: Any, out: bytearray) -> None:
+            # The one payload field of a message; the envelope around it takes at most
+            # _ENVELOPE_ITEMS of the budget, so whatever is encoded also decodes.
+            _encode_value(v, out, 1, [MAX_ITEMS - _ENVELOPE_ITEMS])
+
+        return enc_any
     if isinstance(t, mi.IntType) and t.ge == 0 and (t.gt, t.lt, t.le, t.multiple_of) == (None,) * 4:
-        return lambda v: None if type(v) is int and 0 <= v <= _MAX_UINT else (
-            f"`{where}` must be a non-negative int of at most 64 bits, got {_excerpt(v)}")
+
+        def enc_uint(v: Any, out: bytearray) -> None:
+            if type(v) is not int or v < 0:
+                raise _EncodeError(f"`{where}` must be a non-negative int, got {_excerpt(v)}")
+            if v < 24:
+                out.append(v)
+            else:
+                _encode_int(v, out)
+
+        return enc_uint
     if isinstance(t, mi.StrType) and (t.min_length, t.max_length, t.pattern) == (None,) * 3:
-        return lambda v: None if type(v) is str else f"`{where}` must be a str, got {_excerpt(v)}"
+
+        def enc_str(v: Any, out: bytearray) -> None:
+            if type(v) is not str:
+                raise _EncodeError(f"`{where}` must be a str, got {_excerpt(v)}")
+            _encode_str(v, out)
+
+        return enc_str
     if isinstance(t, mi.BoolType):
-        return lambda v: None if type(v) is bool else f"`{where}` must be a bool, got {_excerpt(v)}"
+
+        def enc_bool(v: Any, out: bytearray) -> None:
+            if type(v) is not bool:
+                raise _EncodeError(f"`{where}` must be a bool, got {_excerpt(v)}")
+            out.append(0xF5 if v else 0xF4)
+
+        return enc_bool
     if isinstance(t, mi.ListType):
         item = _compile(t.item_type, f"{where}[]")
-        lo, hi = t.min_length or 0, t.max_length if t.max_length is not None else _MAX_UINT
+        lo = t.min_length or 0
+        hi = t.max_length if t.max_length is not None else _MAX_UINT
 
-        def check_list(v: Any) -> str | None:
+        def enc_list(v: Any, out: bytearray) -> None:
             if type(v) is not list and type(v) is not tuple:
-                return f"`{where}` must be a list, got {_excerpt(v)}"
+                raise _EncodeError(f"`{where}` must be a list, got {_excerpt(v)}")
             if not lo <= len(v) <= hi:
-                return f"`{where}` must have {lo}..{hi} items, got {len(v)}"
-            return next(filter(None, map(item, v)), None) if item else None
+                raise _EncodeError(f"`{where}` must have {lo}..{hi} items, got {len(v)}")
+            out += _head(0x80, len(v))
+            for x in v:
+                item(x, out)
 
-        return check_list
+        return enc_list
     if isinstance(t, mi.UnionType) and len(t.types) == 2 and isinstance(t.types[1], mi.NoneType):
         inner = _compile(t.types[0], where)
-        return None if inner is None else (lambda v: None if v is None else inner(v))
+
+        def enc_optional(v: Any, out: bytearray) -> None:
+            if v is None:
+                out.append(0xF6)
+            else:
+                inner(v, out)
+
+        return enc_optional
     if isinstance(t, mi.StructType):
         return _compile_struct(t, where + ".")
-    raise TypeError(f"no envelope check for field `{where}` of type {t!r}")
+    raise TypeError(f"no envelope encoder for field `{where}` of type {t!r}")
 
 
-def _compile_struct(info: mi.StructType, prefix: str = "") -> _Check:
-    """A check that a value is a ``info.cls`` whose fields all have the right type."""
-    cls, name = info.cls, info.tag or info.cls.__name__
-    fields = [(f.name, c) for f in info.fields if (c := _compile(f.type, prefix + f.name))]
+def _compile_struct(info: mi.StructType, prefix: str = "") -> _FieldEncoder:
+    """An encoder writing Struct ``info.cls`` as a map: the tag first, then its fields."""
+    cls = info.cls
+    config = cls.__struct_config__
+    omit = config.omit_defaults
+    head = bytearray()
+    count0 = 0
+    if info.tag is not None:
+        _encode_str(info.tag_field, head)
+        _encode_str(info.tag, head)
+        count0 = 1
+    tag_bytes = bytes(head)
+    plan = []
+    for field in info.fields:
+        key = bytearray()
+        _encode_str(field.encode_name, key)
+        has_default = omit and field.default is not msgspec.NODEFAULT
+        plan.append(
+            (field.name, bytes(key), _compile(field.type, prefix + field.name), has_default, field.default)
+        )
+    if count0 + len(plan) >= 24:
+        raise TypeError(f"{cls.__name__} has too many fields for a one-byte map head")
+    name = info.tag or cls.__name__
 
-    def check_struct(v: Any) -> str | None:
-        if type(v) is not cls:
-            return f"`{prefix[:-1] or name}` must be of type {cls.__name__}, got {_excerpt(v)}"
-        for attr, check in fields:
-            if (problem := check(getattr(v, attr))) is not None:
-                return problem
-        return None
+    def enc_struct(msg: Any, out: bytearray) -> None:
+        if type(msg) is not cls:
+            raise _EncodeError(f"`{prefix[:-1] or name}` must be of type {cls.__name__}, got {_excerpt(msg)}")
+        at = len(out)
+        out.append(0)  # the map head, filled in below
+        out += tag_bytes
+        count = count0
+        for attr, key, field_enc, has_default, default in plan:
+            v = getattr(msg, attr)
+            if has_default and (v is default or (type(v) is type(default) and v == default)):
+                continue
+            out += key
+            field_enc(v, out)
+            count += 1
+        out[at] = 0xA0 | count
 
-    return check_struct
-
-
-_INFO = {cls: mi.type_info(cls) for cls in MESSAGE_TYPES.values()}
-_CHECKS = {cls: _compile_struct(info) for cls, info in _INFO.items()}  # type: ignore[arg-type]
-#: The payload (``Any``) fields of each message type.
-_PAYLOADS = {cls: [f.name for f in info.fields if isinstance(f.type, mi.AnyType)]  # type: ignore[attr-defined]
-             for cls, info in _INFO.items()}
-
-
-def _explain(obj: Any, depth: int, left: int) -> int:
-    """The slow, exact check of payload value ``obj`` (before ``to_builtins``): raises _Bad
-    naming the first value the decoder would refuse; returns the item budget left."""
-    t = type(obj)
-    if t is str:
-        try:
-            obj.encode()
-        except UnicodeEncodeError:
-            raise _Bad(None, f"text {_excerpt(obj)} is not valid Unicode (lone surrogate)") from None
-    elif t is int and not -_MAX_UINT - 1 <= obj <= _MAX_UINT:
-        raise _Bad(None, f"integer of {obj.bit_length()} bits does not fit in 64 bits")
-    elif t is float and not math.isfinite(obj):
-        raise _Bad(None, f"float {obj!r} is not finite")
-    elif t is dict or t is list or t is tuple:
-        if depth >= MAX_DEPTH:
-            raise _Bad(None, f"nesting deeper than {MAX_DEPTH} arrays/maps")
-        left -= len(obj) * (2 if t is dict else 1)
-        if left < 0:
-            raise _Bad(None, f"more than {MAX_ITEMS} items in one message")
-        for key in obj if t is dict else ():
-            if type(key) is not str:
-                raise _Bad(None, f"map key {_excerpt(key)} is not a str")
-            left = _explain(key, depth + 1, left)
-        for value in obj.values() if t is dict else obj:
-            left = _explain(value, depth + 1, left)
-    elif obj is not None and t is not bool and t is not int and t is not float and t not in _BYTES_TYPES:
-        try:  # Structs, dataclasses, enums, datetimes, str/int/dict subclasses, sets, …
-            converted = msgspec.to_builtins(obj, builtin_types=_BYTES_TYPES)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise _Bad(None, f"cannot encode a {t.__name__}: {exc}") from None
-        if type(converted) is t:
-            raise _Bad(None, f"a {t.__name__} is not a JSON-like value")
-        return _explain(converted, depth, left)
-    return left
+    return enc_struct
 
 
-def _payload_problem(msg: Message) -> str | None:
-    """What ``_explain`` finds wrong in the payload of ``msg``, or None."""
-    try:
-        for name in _PAYLOADS[type(msg)]:
-            _explain(getattr(msg, name), 1, MAX_ITEMS - 2 * 23 - 1)  # ≤ 23 envelope entries
-    except _Bad as bad:
-        return bad.what
-    return None
+#: The encoder of every envelope Struct.
+_ENCODERS: dict[type, _FieldEncoder] = {
+    cls: _compile_struct(mi.type_info(cls)) for cls in MESSAGE_TYPES.values()  # type: ignore[arg-type]
+}
 
 
 def _check_result(msg: Result) -> str | None:
@@ -246,47 +355,34 @@ def _check_result(msg: Result) -> str | None:
 def encode_message_into(msg: Message, out: bytearray) -> None:
     """Append the CBOR encoding of ``msg`` to ``out``; see ``encode_message``.
 
-    On error ``out`` is left as it was.
+    On error ``out`` may hold a partial encoding after its original length.
     """
-    check = _CHECKS.get(type(msg))
-    if check is None:
+    enc = _ENCODERS.get(type(msg))
+    if enc is None:
         raise LocalProtocolError(
             INVALID_REQUEST, f"cannot send a {type(msg).__name__}: not a protocol message"
         )
-    tag = type(msg).__struct_config__.tag
-    problem = check(msg)
     try:
+        enc(msg, out)
+    except _EncodeError as exc:
+        raise LocalProtocolError(
+            INVALID_REQUEST, f"cannot encode {type(msg).__struct_config__.tag} message: {exc}"
+        ) from None
+    except UnicodeEncodeError as exc:
+        raise LocalProtocolError(
+            INVALID_REQUEST,
+            f"cannot encode {type(msg).__struct_config__.tag} message: text"
+            f" {_excerpt(exc.object)} is not valid Unicode (lone surrogate)",
+        ) from None
+    except RecursionError:
+        raise LocalProtocolError(
+            INVALID_REQUEST,
+            f"cannot encode {type(msg).__struct_config__.tag} message: structure too deep or cyclic",
+        ) from None
+    if type(msg) is Result:
+        problem = _check_result(msg)  # type: ignore[arg-type]
         if problem is not None:
-            raise _Bad(None, problem)
-        tree = msgspec.to_builtins(msg, builtin_types=_BYTES_TYPES)
-        left = MAX_ITEMS - 1 - 2 * len(tree)
-        for name in _PAYLOADS[type(msg)]:
-            if type(payload := tree.get(name)) is dict or type(payload) is list:
-                left = _walk(payload, 1, left)
-        data = cbor2.dumps(tree)
-        # cbor2 writes NaN/±inf as these float16 items, integers past 64 bits as tags 2/3;
-        # the bytes can also occur inside other items, so a hit only calls the exact check.
-        if (b"\xf9" in data and any(p in data for p in _NONFINITE16)) or (
-            (b"\xc2" in data or b"\xc3" in data) and not _fits_64_bits(tree)
-        ):
-            if (why := _payload_problem(msg)) is not None:
-                raise _Bad(None, why)
-    except (_Bad, TypeError, ValueError, RecursionError, cbor2.CBOREncodeError) as exc:
-        why = exc.what if isinstance(exc, _Bad) else _payload_problem(msg) or str(exc)
-        raise LocalProtocolError(INVALID_REQUEST, f"cannot encode {tag} message: {why}") from None
-    if type(msg) is Result and (problem := _check_result(msg)) is not None:  # type: ignore[arg-type]
-        raise LocalProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
-    out += data
-
-
-def _fits_64_bits(tree: Any) -> bool:
-    """Whether every integer in ``tree`` is within msgpack's −2**63 … 2**64−1 (a cheap,
-    slightly strict stand-in: a False sends the caller to the exact check)."""
-    try:
-        msgspec.msgpack.encode(tree)
-    except OverflowError:
-        return False
-    return True
+            raise LocalProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
 
 
 def encode_message(msg: Message) -> bytes:
@@ -312,165 +408,219 @@ def encode_message(msg: Message) -> bytes:
 # Decoding
 # ======================================================================================
 
+
+class _DecodeError(Exception):
+    """Internal: malformed or out-of-subset CBOR at byte ``pos`` (``None``: unknown)."""
+
+    def __init__(self, pos: int | None, what: str) -> None:
+        super().__init__(pos, what)
+        self.pos = pos
+        self.what = what
+
+
 _MAJOR_NAMES = ("an unsigned integer", "a negative integer", "a byte string",
                 "a text string", "an array", "a map", "a tag")
-_SIMPLE_WHY = {
-    0xF7: "undefined is not allowed",
-    0xF9: "half-precision (float16) floats are not allowed; floats must be float64",
-    0xFA: "single-precision (float32) floats are not allowed; floats must be float64",
-    0xFF: "unexpected break byte 0xff (indefinite-length items are not allowed)",
-}
+_SIMPLE_NAMES = {0xF4: "false", 0xF5: "true", 0xF6: "null", 0xFB: "a float64"}
 
 
 def _describe(ib: int) -> str:
     """What the item starting with initial byte ``ib`` is, for error messages."""
     if ib >> 5 < 7:
         return _MAJOR_NAMES[ib >> 5]
-    return {0xF4: "false", 0xF5: "true", 0xF6: "null", 0xFB: "a float64"}.get(
-        ib, f"the simple value/float 0x{ib:02x}")
+    return _SIMPLE_NAMES.get(ib, f"the simple value/float 0x{ib:02x}")
 
 
-def _scan(buf: bytes, max_items: int) -> None:
-    """The exact check of ``buf`` against every rule of §3 but UTF-8 and duplicate keys,
-    head by head without building anything; raises _Bad at the first rule broken.
+def _bad_simple(ib: int, pos: int) -> _DecodeError:
+    """The error for a major-type-7 initial byte other than false/true/null/float64."""
+    if ib == 0xF7:
+        what = "undefined is not allowed"
+    elif ib == 0xF9:
+        what = "half-precision (float16) floats are not allowed; floats must be float64"
+    elif ib == 0xFA:
+        what = "single-precision (float32) floats are not allowed; floats must be float64"
+    elif ib == 0xFF:
+        what = "unexpected break byte 0xff (indefinite-length items are not allowed)"
+    elif ib >= 0xFC:
+        what = f"reserved initial byte 0x{ib:02x}"
+    else:
+        what = "simple values other than false, true and null are not allowed"
+    return _DecodeError(pos, what)
 
-    Each array/map head is charged its element count against ``max_items`` before its
-    elements are looked at, and a head announcing more elements than bytes remain is
-    refused at once.
+
+def _read_arg(buf: bytes, start: int, ib: int) -> tuple[int, int]:
+    """The argument following initial byte ``ib`` (``ib & 31 >= 24``) at ``start``.
+
+    Returns ``(argument, position after the head)``; a short buffer raises IndexError or
+    struct.error, which the caller reports as truncation.
     """
-    n = len(buf)
-    if not n:
-        raise _Bad(0, "empty payload (a frame must hold one CBOR item)")
-    pos, left, in_map, stack, budget = 0, 1, False, [], max_items - 1
-    try:
-        while True:
-            while not left:  # close the containers that are complete
-                if not stack:
-                    if pos != n:
-                        raise _Bad(pos, f"{n - pos} trailing bytes after the CBOR item")
-                    return
-                left, in_map = stack.pop()
+    ai = ib & 31
+    if ai == 24:
+        return buf[start + 1], start + 2
+    if ai == 25:
+        return _unpack_u16(buf, start + 1)[0], start + 3
+    if ai == 26:
+        return _unpack_u32(buf, start + 1)[0], start + 5
+    if ai == 27:
+        return _unpack_u64(buf, start + 1)[0], start + 9
+    if ai == 31 and 2 <= ib >> 5 <= 5:
+        raise _DecodeError(start, f"indefinite-length items are not allowed ({_describe(ib)})")
+    raise _DecodeError(start, f"malformed initial byte 0x{ib:02x} (reserved additional information)")
+
+
+def _truncated_string(start: int, length: int, n: int, pos: int) -> _DecodeError:
+    return _DecodeError(
+        start, f"truncated string: {length} bytes announced, {max(n - pos, 0)} present"
+    )
+
+
+def _decode_item(buf: bytes, start: int, n: int, depth: int, budget: list[int]) -> tuple[Any, int]:
+    """Decode the item at ``start``, enclosed by ``depth`` arrays/maps; ``budget[0]`` is the
+    number of items still allowed, charged at every array/map head.
+
+    Returns ``(value, position after the item)``. Truncation may surface as IndexError or
+    struct.error; ``_decode_tree`` reports those.
+    """
+    ib = buf[start]
+    if ib < 0x18:  # small unsigned integer
+        return ib, start + 1
+    if 0x60 <= ib < 0x78:  # short text string
+        end = start + ib - 0x5F
+        if end > n:
+            raise _truncated_string(start, ib - 0x60, n, start + 1)
+        return buf[start + 1 : end].decode(), end
+    major = ib >> 5
+    if major == 7:
+        if ib == 0xF6:
+            return None, start + 1
+        if ib == 0xF5:
+            return True, start + 1
+        if ib == 0xF4:
+            return False, start + 1
+        if ib == 0xFB:
+            value = _unpack_double(buf, start + 1)[0]
+            if not _isfinite(value):
+                raise _DecodeError(start, f"float {value!r} is not allowed (floats must be finite)")
+            return value, start + 9
+        raise _bad_simple(ib, start)
+    if ib & 31 < 24:
+        arg = ib & 31
+        pos = start + 1
+    else:
+        arg, pos = _read_arg(buf, start, ib)
+    if major == 5:
+        return _decode_map(buf, start, pos, n, depth, arg, budget)
+    if major == 3:
+        end = pos + arg
+        if end > n:
+            raise _truncated_string(start, arg, n, pos)
+        return buf[pos:end].decode(), end
+    if major == 0:
+        return arg, pos
+    if major == 4:
+        if depth >= MAX_DEPTH:
+            raise _DecodeError(start, f"nesting deeper than {MAX_DEPTH} arrays/maps")
+        if arg > n - pos:
+            raise _DecodeError(start, f"truncated array: {arg} items announced, {n - pos} bytes left")
+        left = budget[0] - arg
+        if left < 0:
+            raise _too_many(start, "array", arg)
+        budget[0] = left
+        depth += 1
+        items = []
+        append = items.append
+        for _ in range(arg):
             ib = buf[pos]
-            major, ai = ib >> 5, ib & 31
-            if in_map and not left & 1 and major != 3:
-                raise _Bad(pos, f"map keys must be text strings, found {_describe(ib)}")
-            left -= 1
-            if ai < 24:
-                arg, start = ai, pos + 1
-            elif ai < 28:
-                width = 1 << (ai - 24)
-                arg = buf[pos + 1] if width == 1 else (_u16, _u32, _u64)[ai - 25](buf, pos + 1)[0]
-                start = pos + 1 + width
-            elif major == 7:
-                raise _Bad(pos, _SIMPLE_WHY.get(ib, f"reserved initial byte 0x{ib:02x}"))
-            elif ai == 31 and 2 <= major <= 5:
-                raise _Bad(pos, f"indefinite-length items are not allowed ({_describe(ib)})")
+            if ib < 0x18:
+                append(ib)
+                pos += 1
             else:
-                raise _Bad(pos, f"malformed initial byte 0x{ib:02x} (reserved additional information)")
-            if major < 2:
-                pos = start
-            elif major < 4:
-                if arg > n - start:
-                    raise _Bad(pos, f"truncated string: {arg} bytes announced, {n - start} present")
-                pos = start + arg
-            elif major < 6:
-                if len(stack) >= MAX_DEPTH - 1:
-                    raise _Bad(pos, f"nesting deeper than {MAX_DEPTH} arrays/maps")
-                count = arg << (major - 4)  # a map's entries count twice: key and value
-                if count > n - start:
-                    kind = "map" if major == 5 else "array"
-                    raise _Bad(pos, f"truncated {kind}: {arg} elements announced, {n - start} bytes left")
-                budget -= count
-                if budget < 0:
-                    raise _Bad(pos, f"too many items: this {'map' if major == 5 else 'array'} of"
-                                    f" {arg} elements takes the message past {max_items} items")
-                stack.append((left, in_map))
-                left, in_map, pos = count, major == 5, start
-            elif major == 6:
-                raise _Bad(pos, f"tags are not allowed (found tag {arg})")
-            elif ai == 27:
-                if not math.isfinite(value := _f64(buf, pos + 1)[0]):
-                    raise _Bad(pos, f"float {value!r} is not allowed (floats must be finite)")
-                pos = start
-            elif 20 <= ai <= 22:  # false, true, null
-                pos = start
-            else:
-                raise _Bad(pos, _SIMPLE_WHY.get(ib, "simple values other than false, true and null are not allowed"))
+                value, pos = _decode_item(buf, pos, n, depth, budget)
+                append(value)
+        return items, pos
+    if major == 1:
+        return -1 - arg, pos
+    if major == 2:
+        end = pos + arg
+        if end > n:
+            raise _truncated_string(start, arg, n, pos)
+        return buf[pos:end], end
+    raise _DecodeError(start, f"tags are not allowed (found tag {arg})")
+
+
+def _too_many(start: int, kind: str, count: int) -> _DecodeError:
+    return _DecodeError(
+        start, f"too many items: this {kind} of {count} elements takes the message past {MAX_ITEMS} items"
+    )
+
+
+def _decode_map(
+    buf: bytes, start: int, pos: int, n: int, depth: int, count: int, budget: list[int]
+) -> tuple[dict[str, Any], int]:
+    """Decode the ``count`` entries at ``pos`` of the map whose head is at ``start``."""
+    if depth >= MAX_DEPTH:
+        raise _DecodeError(start, f"nesting deeper than {MAX_DEPTH} arrays/maps")
+    if count > (n - pos) >> 1:
+        raise _DecodeError(start, f"truncated map: {count} entries announced, {n - pos} bytes left")
+    left = budget[0] - 2 * count
+    if left < 0:
+        raise _too_many(start, "map", count)
+    budget[0] = left
+    depth += 1
+    result: dict[str, Any] = {}
+    for _ in range(count):
+        kb = buf[pos]
+        if 0x60 <= kb < 0x78:  # short text key, the common case
+            end = pos + kb - 0x5F
+            if end > n:
+                raise _truncated_string(pos, kb - 0x60, n, pos + 1)
+            key = buf[pos + 1 : end].decode()
+        elif kb >> 5 == 3:
+            key, end = _decode_item(buf, pos, n, depth, budget)
+        else:
+            raise _DecodeError(pos, f"map keys must be text strings, found {_describe(kb)}")
+        if key in result:
+            raise _DecodeError(pos, f"duplicate map key {_excerpt(key)}")
+        pos = end
+        vb = buf[pos]
+        if vb < 0x18:  # small unsigned integer
+            result[key] = vb
+            pos += 1
+        elif 0x60 <= vb < 0x78:  # short text
+            end = pos + vb - 0x5F
+            if end > n:
+                raise _truncated_string(pos, vb - 0x60, n, pos + 1)
+            result[key] = buf[pos + 1 : end].decode()
+            pos = end
+        elif vb == 0x18:  # unsigned integer < 256 (ids, sequence numbers)
+            result[key] = buf[pos + 1]
+            pos += 2
+        elif 0xA0 <= vb < 0xB8:  # small map
+            result[key], pos = _decode_map(buf, pos, pos + 1, n, depth, vb - 0xA0, budget)
+        else:
+            result[key], pos = _decode_item(buf, pos, n, depth, budget)
+    return result, pos
+
+
+def _decode_tree(payload: bytes, max_items: int = MAX_ITEMS) -> Any:
+    """Decode exactly one strict-CBOR item filling all of ``payload`` (bytes), of at most
+    ``max_items`` items."""
+    n = len(payload)
+    budget = [max_items - 1]
+    if n == 0:
+        raise _DecodeError(0, "empty payload (a frame must hold one CBOR item)")
+    try:
+        ib = payload[0]
+        if 0xA0 <= ib < 0xB8:  # the envelope: a small map
+            value, pos = _decode_map(payload, 0, 1, n, 0, ib - 0xA0, budget)
+        else:
+            value, pos = _decode_item(payload, 0, n, 0, budget)
     except (IndexError, struct.error):
-        raise _Bad(None, f"truncated: the payload ends ({n} bytes) inside an item") from None
-
-
-class _EveryTag(dict[int, Any]):
-    """cbor2's ``semantic_decoders``, consulted for every tag before ``tag_hook`` (cbor2 has
-    its own decoders for tags 0-5, 25, 28-30, 35-37, 55799 and more): this one answers every
-    tag number, before its content is decoded, with a refusal."""
-
-    def __missing__(self, tag: int) -> Any:
-        raise _Bad(None, f"tags are not allowed (found tag {tag})")
-
-
-#: cbor2 refuses: any tag, duplicate keys, keys that are neither text nor bytes, too deep.
-_STRICT: dict[str, Any] = {"semantic_decoders": _EveryTag(), "max_depth": MAX_DEPTH,
-                           "allow_duplicate_keys": False, "strict_hashable_types": True}
-
-
-def _has_byte_keys(node: Any) -> bool:
-    """Whether a map in the decoded tree ``node`` has a key that is not text."""
-    if type(node) is dict:
-        for key, value in node.items():
-            if type(key) is not str or (type(value) is dict or type(value) is list) and _has_byte_keys(value):
-                return True
-    elif type(node) is list:
-        for value in node:
-            if (type(value) is dict or type(value) is list) and _has_byte_keys(value):
-                return True
-    return False
-
-
-def _decode_tree(payload: bytes, max_items: int) -> Any:
-    """Decode exactly one strict-CBOR item filling all of ``payload`` (see the module
-    docstring for how each rule is enforced)."""
-    if not 0 < len(payload) <= max_items:  # empty, or possibly over the item budget
-        _scan(payload, max_items)
-    tree = cbor2.loads(payload, **_STRICT)
-    # Re-encoded, a canonical payload gives itself back; that proves there is nothing after
-    # the item, no indefinite length and no float16/32 (cbor2 writes every float as float64,
-    # but NaN/±inf as these three float16 items). Other encoders' non-shortest heads and
-    # everything else get the exact scan.
-    if cbor2.dumps(tree) != payload or (b"\xf9" in payload and any(p in payload for p in _NONFINITE16)):
-        _scan(payload, max_items)
-    # Simple values and undefined decode to cbor2 objects msgpack cannot encode (an integer
-    # below -2**63, fine here, overflows it: the exact scan tells them apart); byte strings
-    # show as msgpack bin heads 0xc4-0xc6 (or those bytes inside other items): then the keys
-    # are looked at.
-    try:
-        packed = msgspec.msgpack.encode(tree)
-    except OverflowError:
-        _scan(payload, max_items)  # exact, simple values included
-        packed = b""
-    except TypeError:
-        _scan(payload, max_items)
-        raise
-    if (b"\xc4" in packed or b"\xc5" in packed or b"\xc6" in packed) and _has_byte_keys(tree):
-        _scan(payload, max_items)
-    return tree
-
-
-def _why(payload: bytes, max_items: int, exc: Exception) -> str:
-    """The message for a payload ``_decode_tree`` refused with ``exc``."""
-    try:
-        _scan(payload, max_items)
-    except _Bad as bad:
-        exc = bad
-    if isinstance(exc, _Bad):
-        return f"invalid CBOR{'' if exc.pos is None else f' at byte {exc.pos}'}: {exc.what}"
-    if isinstance(exc.__cause__, UnicodeDecodeError):
-        return f"invalid CBOR: a text string is not valid UTF-8 ({exc.__cause__.reason})"
-    text = str(exc)
-    if "Duplicate map key: " in text:
-        key = text.split("Duplicate map key: ", 1)[1]  # cbor2 gives the key's repr
-        return f"invalid CBOR: duplicate map key {key if len(key) <= 60 else key[:57] + '...'}"
-    return f"undecodable CBOR: {type(exc).__name__}: {_excerpt(text, 200)}"
+        raise _DecodeError(None, f"truncated: the payload ends ({n} bytes) inside an item") from None
+    except UnicodeDecodeError as exc:
+        raise _DecodeError(None, f"a text string is not valid UTF-8 ({exc.reason})") from None
+    if pos != n:
+        raise _DecodeError(pos, f"{n - pos} trailing bytes after the CBOR item")
+    return value
 
 
 def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
@@ -488,12 +638,17 @@ def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
             strict-CBOR item (see the module docstring) holding a valid envelope message.
             No other exception escapes, whatever the input.
     """
-    if type(payload) is not bytes:
-        payload = bytes(payload)
     try:
+        if type(payload) is not bytes:
+            payload = bytes(payload)
         tree = _decode_tree(payload, max_items)
-    except Exception as exc:  # cbor2's errors, _Bad, the walk's TypeError (a byte-string key)
-        raise RemoteProtocolError(INVALID_REQUEST, _why(payload, max_items, exc)) from None
+    except _DecodeError as exc:
+        where = "" if exc.pos is None else f" at byte {exc.pos}"
+        raise RemoteProtocolError(INVALID_REQUEST, f"invalid CBOR{where}: {exc.what}") from None
+    except Exception as exc:  # pragma: no cover - defensive: the reader has a bug
+        raise RemoteProtocolError(
+            INVALID_REQUEST, f"undecodable CBOR: {type(exc).__name__}: {exc}"
+        ) from None
     if type(tree) is not dict:
         raise RemoteProtocolError(
             INVALID_REQUEST, f"a message must be a CBOR map, got {type(tree).__name__}"
@@ -501,12 +656,21 @@ def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
     name = tree.get("type")
     cls = MESSAGE_TYPES.get(name) if type(name) is str else None
     if cls is None:
-        problem = f"unknown message type {_excerpt(name)}" if "type" in tree else "message has no 'type' field"
+        if "type" not in tree:
+            problem = "message has no 'type' field"
+        else:
+            problem = f"unknown message type {_excerpt(name)}"
         raise RemoteProtocolError(INVALID_REQUEST, problem)
     try:
         msg = msgspec.convert(tree, cls, strict=True)
     except msgspec.ValidationError as exc:
         raise RemoteProtocolError(INVALID_REQUEST, f"invalid {name} message: {exc}") from None
-    if cls is Result and (problem := _check_result(msg)) is not None:  # type: ignore[arg-type]
-        raise RemoteProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
+    except Exception as exc:  # pragma: no cover - defensive
+        raise RemoteProtocolError(
+            INVALID_REQUEST, f"invalid {name} message: {type(exc).__name__}: {exc}"
+        ) from None
+    if cls is Result:
+        problem = _check_result(msg)  # type: ignore[arg-type]
+        if problem is not None:
+            raise RemoteProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
     return msg
