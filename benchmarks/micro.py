@@ -28,8 +28,8 @@
    and the child's CPU at that moment, spawned one after another. Baselines: the same
    interpreter running ``-c pass`` and ``-c "import trio"`` to exit.
 
-Every figure is the best of ``repeat`` timed runs (throughputs) or the percentiles of all
-samples (latencies), after a warm-up.
+Every figure is the best of ``repeat`` timed runs (throughputs; the codec's in CPU time, its
+contestants taking turns) or the percentiles of all samples (latencies), after a warm-up.
 """
 
 from __future__ import annotations
@@ -97,24 +97,30 @@ def _transcript(turns: int) -> list[dict[str, Any]]:
     return out
 
 
-def _rate(fn: Callable[[], None], seconds: float, repeat: int) -> float:
-    """Calls per second of ``fn`` (best of ``repeat`` runs of about ``seconds`` each)."""
-    n = 1
-    while True:  # calibrate
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt > seconds / 5:
-            break
-        n *= 4
-    n = max(1, int(n * seconds / dt))
-    best = 0.0
+def _rates(fns: list[Callable[[], Any]], seconds: float, repeat: int) -> list[float]:
+    """Calls per CPU second of each of ``fns``: the best of ``repeat`` rounds of about
+    ``seconds`` each, the functions taking turns within every round, so that a busy machine
+    slows them alike. CPU time of this thread, not wall time: the codec does no I/O."""
+    clock = time.thread_time
+    counts = []
+    for fn in fns:  # calibrate
+        n = 1
+        while True:
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            dt = clock() - t0
+            if dt > seconds / 5:
+                break
+            n *= 4
+        counts.append(max(1, int(n * seconds / dt)))
+    best = [0.0] * len(fns)
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = max(best, n / (time.perf_counter() - t0))
+        for i, (fn, n) in enumerate(zip(fns, counts, strict=True)):
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            best[i] = max(best[i], n / max(clock() - t0, 1e-9))
     return best
 
 
@@ -177,8 +183,9 @@ def bench_codec(seconds: float, repeat: int) -> list[MicroResult]:
             ("reference msgspec msgpack typed (not offered by protocol v1), round trip",
              lambda msg=msg: mp_dec.decode(mp_enc.encode(msg)), True),
         ]
-        for name, fn, baseline in cases:
-            out.append(MicroResult(group, name, _rate(fn, seconds, repeat), "/s", baseline))
+        rates = _rates([fn for _, fn, _ in cases], seconds, repeat)
+        for (name, _, baseline), rate in zip(cases, rates, strict=True):
+            out.append(MicroResult(group, name, rate, "/s", baseline))
     return out
 
 
