@@ -106,6 +106,10 @@ def test_every_tag_number_is_refused_even_those_cbor2_decodes_itself(tag):
     payload = b"\xa4" + CHUNK_ENTRIES + b"\x64data" + tagged
     with pytest.raises(RemoteProtocolError, match=f"found tag {tag}"):
         strict_cbor2.decode_message(payload)
+    # ... by cbor2 itself, before it builds anything from the tag (a datetime, a regex, a
+    # bignum, a shared reference), not only by the checks that run after it.
+    with pytest.raises(cbor2.CBORDecodeError, match="semantic tag"):
+        cbor2.loads(payload, **strict_cbor2._STRICT)
 
 
 @settings(max_examples=300, deadline=None)
