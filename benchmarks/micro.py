@@ -1,6 +1,6 @@
 """Micro-benchmarks of ``pi_actors.runtime``, each next to its own baseline, in one run.
 
-1. **Codec** — per message (a text delta, a tool call, a 4 KiB tool result, a ~300 KB
+1. **Codec** — per message (a text delta, a tool call, a 4 KiB tool result, a ~500 KB
    session transcript): ``encode_message``, ``decode_message``, and the framed round trip
    ``encode_message`` + ``encode_frame`` → ``FrameDecoder`` + ``decode_message``; also the
    whole sans-I/O ``Connection.send`` → ``receive_data`` → ``next_event`` path. Baseline,
@@ -77,7 +77,7 @@ def _messages():
     )
     result = P.Result(id=3, ok=True, value={"content": [{"type": "text", "text": "x" * 4096}], "details": None})
     return [("text delta chunk", delta), ("tool call", call), ("tool result 4 KiB", result),
-            ("session transcript ~300 KB", P.Result(id=4, ok=True, value={"entries": _transcript(300)}))]
+            ("session transcript ~500 KB", P.Result(id=4, ok=True, value={"entries": _transcript(300)}))]
 
 
 def _transcript(turns: int) -> list[dict[str, Any]]:
