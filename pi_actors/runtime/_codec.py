@@ -299,6 +299,8 @@ def _compile_struct(info: mi.StructType, prefix: str = "") -> _FieldEncoder:
     head = bytearray()
     count0 = 0
     if info.tag is not None:
+        if not isinstance(info.tag, str) or info.tag_field is None:
+            raise TypeError(f"{cls.__name__}: the envelope's tags are text")
         _encode_str(info.tag_field, head)
         _encode_str(info.tag, head)
         count0 = 1
@@ -379,8 +381,8 @@ def encode_message_into(msg: Message, out: bytearray) -> None:
             INVALID_REQUEST,
             f"cannot encode {type(msg).__struct_config__.tag} message: structure too deep or cyclic",
         ) from None
-    if type(msg) is Result:
-        problem = _check_result(msg)  # type: ignore[arg-type]
+    if isinstance(msg, Result):
+        problem = _check_result(msg)
         if problem is not None:
             raise LocalProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
 
@@ -526,7 +528,7 @@ def _decode_item(buf: bytes, start: int, n: int, depth: int, budget: list[int]) 
             raise _too_many(start, "array", arg)
         budget[0] = left
         depth += 1
-        items = []
+        items: list[Any] = []
         append = items.append
         for _ in range(arg):
             ib = buf[pos]
@@ -669,8 +671,8 @@ def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
         raise RemoteProtocolError(
             INVALID_REQUEST, f"invalid {name} message: {type(exc).__name__}: {exc}"
         ) from None
-    if cls is Result:
-        problem = _check_result(msg)  # type: ignore[arg-type]
-        if problem is not None:
-            raise RemoteProtocolError(INVALID_REQUEST, f"invalid result message: {problem}")
+    if isinstance(msg, Result):
+        inconsistency = _check_result(msg)
+        if inconsistency is not None:
+            raise RemoteProtocolError(INVALID_REQUEST, f"invalid result message: {inconsistency}")
     return msg
