@@ -313,7 +313,7 @@ async def test_the_store_can_share_the_coordinators_process_and_still_writes_dur
     from pi_actors.ai import types as T
     from pi_actors.cli._client import send_prompt
     from pi_actors.cli._render import PrintRenderer
-    from pi_actors.cli._supervisor import open_local_runtime
+    from pi_actors.actors import open_local_runtime
     from pi_actors.cli.main import runtime_config
 
     scripted.script.append(Reply(text="Kept."))

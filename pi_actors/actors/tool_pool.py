@@ -56,7 +56,7 @@ from typing import Any
 import trio
 
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
-from ..coding.sandbox.launch import describe_exit, launch_zygote
+from ._sandboxed import describe_exit, launch_zygote
 from ..runtime import ChildProcess, ConnectionLost, IncomingCall, Peer, RemoteError, link_pair, open_peer
 from ._serve_link import serve_coordinator_link
 from ._zygote import ForkedProcess, Zygote
