@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pi_actors.ai import types as T
-from pi_actors.cli._client import send_prompt
+from support.prompts import send_prompt
 from pi_actors.actors import open_local_runtime
 from pi_actors.cli.main import runtime_config
 from pi_actors.runtime import RemoteError

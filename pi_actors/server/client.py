@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from ..runtime import ConnectionLost, Handler, Peer, RemoteError, open_peer
-from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
+from ..runtime.transports import MAX_WS_MESSAGE, WebSocketStream
 
 __all__ = ["connect", "parse_address", "tls_context", "ConnectionRefused", "RemoteSession"]
 
