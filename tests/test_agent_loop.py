@@ -12,13 +12,13 @@ import msgspec
 import pytest
 import trio
 import trio.lowlevel
+from support.agent_loop import MODEL, Recorder, check_invariants, make_tool, role_of, run, text_of, user
 
 from pi_actors.agent import (
     AfterToolCallResult,
     AgentContext,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
-    AgentTool,
     AgentToolResult,
     BeforeToolCallResult,
     run_agent_loop,
@@ -35,10 +35,7 @@ from pi_actors.ai.types import (
     ToolResultMessage,
     UserMessage,
     new_assistant_message,
-    now_ms,
 )
-from support.agent_loop import MODEL, Recorder, role_of, check_invariants, make_tool, run, text_of, user
-
 
 # -- canonical sequences (§3.9) ----------------------------------------------------------------
 

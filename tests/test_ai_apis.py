@@ -9,7 +9,7 @@ import json
 
 import msgspec
 import pytest
-from support.providers import OPENAI, Recorder, hello_context, model_for, run, tag
+from support.providers import Recorder, hello_context, model_for, run, tag
 
 from pi_actors import ai
 from pi_actors.ai.providers import openai_responses

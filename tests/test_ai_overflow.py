@@ -4,7 +4,7 @@ usage: ``is_context_overflow(message, context_window)``."""
 from __future__ import annotations
 
 import pytest
-from support.providers import model_for, run
+from support.providers import run
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptUsage

@@ -8,17 +8,16 @@ the live message) are checked on every recorded stream.
 from __future__ import annotations
 
 import json
-import socket
 
 import msgspec
 import pytest
 import trio
 import trio.testing
+from support.providers import APIS, KEY_VAR, OPENAI, PROVIDER, Recorder, free_port, hello_context, model_for, run, tag
 
 from pi_actors import ai
 from pi_actors.ai.partial_json import parse_tool_arguments
 from pi_actors.testing import Reply, ScriptedLLM, ScriptToolCall, ScriptUsage
-from support.providers import APIS, KEY_VAR, OPENAI, PROVIDER, Recorder, free_port, hello_context, model_for, run, tag
 
 pytestmark = pytest.mark.parametrize("api", APIS)
 

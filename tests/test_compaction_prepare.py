@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.sessions import Branch, roles, tool_session
 
 from pi_actors.ai import types as T
 from pi_actors.coding.compaction import (
@@ -21,11 +20,6 @@ from pi_actors.coding.compaction import (
     prepare_compaction,
     should_compact,
 )
-from pi_actors.coding.session import iso_timestamp
-from support.sessions import Branch, roles
-from support.sessions import tool_session
-
-
 
 # --- token accounting --------------------------------------------------------------------------
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
 
 import trio
 from conftest import CLI
+from support.wire import Lines
 
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-from support.wire import Lines
-
-
 
 
 async def test_serve_prints_its_admin_token_file_and_address_and_attach_p_runs_a_prompt(env, scripted, tmp_path):

@@ -9,6 +9,7 @@ import stat
 import pytest
 import trio
 from conftest import actor_config, served_credentials
+from support.wire import raw_exchange
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from pi_actors.runtime import ConnectionLost, RemoteError
@@ -16,7 +17,6 @@ from pi_actors.runtime import protocol as P
 from pi_actors.server import Server
 from pi_actors.server.client import ConnectionRefused, RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-from support.wire import raw_exchange
 
 TOKEN = "tok"  # the client "tester" of served_credentials
 

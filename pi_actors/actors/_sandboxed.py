@@ -102,7 +102,9 @@ async def launch_zygote(
     fd = control.fileno()
     boot = json.dumps({"control": fd, "sandboxed": policy.sandboxed, "parent_pid": os.getpid(), "idle": idle}).encode()
     try:
-        popen = subprocess.Popen(
+        # A blocking fork+exec, on purpose: ``preexec_fn`` joins the cgroup between the two,
+        # and the boot document must be written before anything can cancel us.
+        popen = subprocess.Popen(  # noqa: ASYNC220
             argv,
             pass_fds=(fd,),
             env=env,
@@ -180,7 +182,8 @@ async def _kill_bwrap_tree(process: ChildProcess) -> None:
     process.send_signal(signal.SIGSTOP)
     with trio.move_on_after(STOP_GRACE):
         # A stopped bwrap is not inside clone(): the children listed below are all it has.
-        while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):
+        # (The kernel announces no "stopped" event to wait for: poll /proc.)
+        while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):  # noqa: ASYNC110
             await trio.sleep(0.001)
     for child in _children(process.pid):
         try:

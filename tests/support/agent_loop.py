@@ -1,36 +1,29 @@
 """The agent loop driven by a scripted stream: recorder, tools, a runner, and pi-core §5's event invariants."""
 
 from __future__ import annotations
+
 from typing import Any
-import msgspec
-import pytest
+
 import trio
 import trio.lowlevel
+
 from pi_actors.agent import (
-    AfterToolCallResult,
     AgentContext,
     AgentLoopConfig,
-    AgentLoopTurnUpdate,
     AgentTool,
     AgentToolResult,
-    BeforeToolCallResult,
     run_agent_loop,
-    run_agent_loop_continue,
 )
-from pi_actors.agent.testing import Call, ScriptedStream, Text, done_only, fake_model, reply, until_aborted
+from pi_actors.agent.testing import ScriptedStream, fake_model
 from pi_actors.ai.abort import AbortSignal
 from pi_actors.ai.types import (
     AssistantMessage,
-    StartEvent,
     TextContent,
-    TextDeltaEvent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
-    new_assistant_message,
     now_ms,
 )
-
 
 MODEL = fake_model()
 

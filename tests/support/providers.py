@@ -1,16 +1,14 @@
 """The provider tests' common parts: the recorder that checks pi-core's event invariants (§1.7, §5), models pointed at the scripted server, and a one-call runner."""
 
 from __future__ import annotations
-import json
+
 import socket
-import msgspec
-import pytest
+
 import trio
 import trio.testing
-from pi_actors import ai
-from pi_actors.ai.partial_json import parse_tool_arguments
-from pi_actors.testing import Reply, ScriptedLLM, ScriptToolCall, ScriptUsage
 
+from pi_actors import ai
+from pi_actors.testing import ScriptedLLM
 
 APIS = ["openai-completions", "openai-responses", "anthropic-messages"]
 PROVIDER = {"openai-completions": "openai", "openai-responses": "openai", "anthropic-messages": "anthropic"}

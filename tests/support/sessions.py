@@ -1,23 +1,9 @@
 """Session branches for the compaction tests: pi's JSONL v3 entry shapes, built root first."""
 
 from __future__ import annotations
+
 from datetime import UTC, datetime
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pi_actors.ai import types as T
-from pi_actors.coding.compaction import (
-    ALREADY_COMPACTED,
-    NOTHING_TO_COMPACT,
-    CompactionSettings,
-    calculate_context_tokens,
-    compaction_unavailable_reason,
-    estimate_context_tokens,
-    estimate_tokens,
-    find_cut_point,
-    last_assistant_usage,
-    prepare_compaction,
-    should_compact,
-)
+
 from pi_actors.coding.session import iso_timestamp
 
 
