@@ -179,7 +179,7 @@ OWN_PACKAGE_BY_WORD = {
     "compaction": "coding", "branch": "coding", "session": "coding", "system": "coding",
     "retry": "coding", "tool": "coding", "sandbox": "coding", "containment": "coding",
     "actors": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
-    "remote": "server", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
+    "remote": "server", "client": "client", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
 }
 OWN_PACKAGE = {
     "test_tool_pool.py": "actors",  # the tool pool actor and its zygote

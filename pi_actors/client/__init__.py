@@ -42,7 +42,10 @@ Example — send one prompt and print the reply as it streams::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import trio
 
 # TODO(lead): the event rebuilder moves to pi_actors.protocol.events (branch `coord`); once
 # merged, import it from there instead.
@@ -72,8 +75,8 @@ async def attach(
     token: str | None = None,
     session_id: str | None = None,
     create: dict[str, Any] | None = None,
-    prompts: Any = None,
-    bind: Any = None,
+    prompts: trio.MemoryReceiveChannel[str] | None = None,
+    bind: Callable[[RemoteSession | None], None] | None = None,
     retry_first: bool = True,
     backoff: tuple[float, float] = (0.2, 5.0),
     tls_ca: str | None = None,

@@ -163,7 +163,7 @@ class RemoteSession:
     @classmethod
     async def attach(cls, peer: Peer, session_id: str) -> RemoteSession:
         """Attach to the session ``session_id`` over ``peer`` (from :func:`connect`). Raises
-        RemoteError ``not_found`` for an unknown session (and the server's other refusals)."""
+        RemoteError ``session_not_found`` for an unknown session (and the server's other refusals)."""
         reply = await peer.call("attach", {"sessionId": session_id})
         return cls(peer, reply["sessionId"], reply["attachmentId"])
 
