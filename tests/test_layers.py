@@ -18,6 +18,7 @@ The layers, low to high (README "Layers"):
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -268,3 +269,12 @@ def test_no_test_module_imports_another():
             elif isinstance(node, ast.Import):
                 problems += [f"{path.relative_to(ROOT)}:{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[-1].startswith("test_")]
     assert not problems, "\n".join(problems)
+
+
+def test_importing_the_actors_package_loads_neither_trio_nor_the_runtime():
+    # Every actor process imports pi_actors.actors first; the tool zygote
+    # (``python -m pi_actors.actors._zygote``) must be able to answer its pool before it
+    # has imported trio, so the package's public names resolve lazily.
+    code = "import sys, pi_actors.actors; print(sorted(m for m in ('trio', 'pi_actors.runtime') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
