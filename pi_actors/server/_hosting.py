@@ -170,7 +170,7 @@ class SessionHosting:
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
 
     async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        from ..actors import open_local_runtime
+        from ..actors.local import open_local_runtime
 
         started = False
         try:
