@@ -32,7 +32,9 @@ _BELOW_ACTORS = {"runtime", "ai", "agent", "coding", "protocol"}
 
 #: layer -> the layers its modules may import (its own included).
 ALLOWED: dict[str, set[str]] = {
-    "": {""},  # pi_actors/__init__.py: the version, nothing else (anyone may import it)
+    # pi_actors/__init__.py and modules directly in pi_actors/ (shared constants): anyone
+    # may import them, and they import nothing else of the project.
+    "": {""},
     "runtime": {"runtime"},
     "ai": {"ai"},
     "agent": {"ai", "agent"},
@@ -55,9 +57,12 @@ def _module_name(path: Path) -> str:
 
 
 def _layer(module: str) -> str:
-    """``pi_actors.actors.local`` -> ``actors``; ``pi_actors`` -> ``""``."""
+    """``pi_actors.actors.local`` -> ``actors``; ``pi_actors`` and a module directly in it
+    (``pi_actors.thinking``: constants every layer shares) -> ``""``, the bottom."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+    if len(parts) < 2 or (ROOT / "pi_actors" / f"{parts[1]}.py").is_file():
+        return ""
+    return parts[1]
 
 
 def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -136,7 +141,7 @@ def layer_violations(paths: list[Path]) -> list[str]:
             continue
         for line, module, text in project_imports(path):
             target = _layer(module)
-            if target not in allowed and target != "":
+            if target not in allowed | {""}:
                 problems.append(f"{path.relative_to(ROOT)}:{line}: {layer or 'pi_actors'} imports {target} ({text})")
     return problems
 
@@ -179,7 +184,7 @@ OWN_PACKAGE_BY_WORD = {
     "runtime": "runtime", "protocol": "runtime", "ai": "ai", "agent": "agent",
     "compaction": "coding", "branch": "coding", "session": "coding", "system": "coding",
     "retry": "coding", "tool": "coding", "sandbox": "coding", "containment": "coding",
-    "actors": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
+    "actors": "actors", "actor": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
     "remote": "server", "client": "client", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
 }
 OWN_PACKAGE = {
@@ -192,6 +197,7 @@ OWN_PACKAGE = {
     "test_containment_server_limits.py": "server",
     "test_containment_tool_host.py": "cli",  # pi-actors tool-host
     "test_provider_stalls.py": "ai",  # the SDK streams and the retry policy
+    "test_runtime_config.py": "cli",  # the configuration the CLI builds for the actors
     "test_layers.py": "",
 }
 
