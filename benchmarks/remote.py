@@ -25,8 +25,8 @@ import time
 
 import trio
 
+from pi_actors.actors import open_local_runtime
 from pi_actors.ai import types as T
-from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.cli.main import runtime_config
 from pi_actors.runtime import link_pair, open_peer
 from pi_actors.runtime import protocol as P

@@ -119,9 +119,9 @@ async def worker_starts(workspace: str, mode: str, rounds: int) -> list[float]:
     """Seconds from asking a running zygote for a worker to that worker's hello answer."""
     import socket
 
+    from pi_actors.actors._sandboxed import launch_zygote
     from pi_actors.actors._zygote import Zygote
     from pi_actors.coding.sandbox import SandboxPolicy
-    from pi_actors.coding.sandbox.launch import launch_zygote
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     times = []

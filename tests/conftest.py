@@ -73,6 +73,18 @@ async def scripted(nursery):
 
 
 @pytest.fixture
+def start_llm(nursery):
+    """Start a scripted LLM server per call: ``server = await start_llm([Reply(...), ...])``."""
+
+    async def start(replies: list[Reply]) -> ScriptedLLM:
+        server = ScriptedLLM(replies)
+        await nursery.start(server.serve)
+        return server
+
+    return start
+
+
+@pytest.fixture
 def env(tmp_path, scripted):
     """A home (PI_ACTORS_DIR with models.json for the scripted server) and a work directory."""
     return Env(tmp_path, scripted)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.prompts import send_prompt
 
+from pi_actors.actors import open_local_runtime
 from pi_actors.ai import types as T
-from pi_actors.cli._client import send_prompt
-from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.cli.main import runtime_config
 from pi_actors.runtime import RemoteError
 from pi_actors.testing.scripted_server import Reply

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import trio
-from test_agent_loop import check_invariants, make_tool
+from support.agent_loop import check_invariants, make_tool
 
 from pi_actors.agent import Agent, AgentState, AgentToolResult
 from pi_actors.agent.agent import BUSY_CONTINUE, BUSY_PROMPT

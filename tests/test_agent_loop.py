@@ -12,13 +12,13 @@ import msgspec
 import pytest
 import trio
 import trio.lowlevel
+from support.agent_loop import MODEL, Recorder, check_invariants, make_tool, role_of, run, text_of, user
 
 from pi_actors.agent import (
     AfterToolCallResult,
     AgentContext,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
-    AgentTool,
     AgentToolResult,
     BeforeToolCallResult,
     run_agent_loop,
@@ -35,134 +35,7 @@ from pi_actors.ai.types import (
     ToolResultMessage,
     UserMessage,
     new_assistant_message,
-    now_ms,
 )
-
-MODEL = fake_model()
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=text, timestamp=now_ms())
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    async def __call__(self, event: Any) -> None:
-        self.events.append(event)
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self.events if e.type == kind]
-
-    def trace(self, updates: bool = False) -> list[str]:
-        out = []
-        for e in self.events:
-            if e.type == "message_update" and not updates:
-                continue
-            if e.type in ("message_start", "message_end"):
-                out.append(f"{e.type}:{_role(e.message)}")
-            elif e.type.startswith("tool_execution"):
-                out.append(f"{e.type}:{e.tool_call_id}")
-            else:
-                out.append(e.type)
-        return out
-
-
-def _role(message: Any) -> str:
-    if isinstance(message, AssistantMessage):
-        return "assistant"
-    if isinstance(message, ToolResultMessage):
-        return "toolResult"
-    if isinstance(message, UserMessage):
-        return "user"
-    return getattr(message, "role", "?")
-
-
-def text_of(result: Any) -> str:
-    return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def make_tool(name: str = "echo", execute: Any = None, parameters: Any = None, **extra: Any) -> AgentTool:
-    async def default(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult:
-        return AgentToolResult(content=[TextContent(text=f"echo: {params.get('value')}")], details={"value": params.get("value")})
-
-    if parameters is None:
-        parameters = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
-    return AgentTool(name=name, label=name, description=f"the {name} tool", parameters=parameters, execute=execute or default, **extra)
-
-
-async def run(
-    prompts: list[Any],
-    stream: ScriptedStream,
-    tools: list[Any] | None = None,
-    messages: list[Any] | None = None,
-    signal: AbortSignal | None = None,
-    **config: Any,
-) -> tuple[list[Any], Recorder]:
-    rec = Recorder()
-    context = AgentContext(system_prompt="sys", messages=list(messages or []), tools=list(tools or []))
-    with trio.fail_after(5):
-        result = await run_agent_loop(prompts, context, AgentLoopConfig(model=MODEL, **config), rec, signal, stream)
-    check_invariants(rec.events, result)
-    return result, rec
-
-
-def check_invariants(events: list[Any], result: list[Any]) -> None:
-    """pi-core §5 invariants 33-35, 39, 42, 43 on any finished run."""
-    kinds = [e.type for e in events]
-    assert kinds[0] == "agent_start" and kinds.count("agent_start") == 1
-    assert kinds[-1] == "agent_end" and kinds.count("agent_end") == 1
-    assert events[-1].messages == result
-    # Turns alternate and each holds exactly one assistant message.
-    in_turn = False
-    assistants = 0
-    for e in events:
-        if e.type == "turn_start":
-            assert not in_turn
-            in_turn, assistants = True, 0
-        elif e.type == "turn_end":
-            assert in_turn and assistants == 1
-            in_turn = False
-        elif e.type == "message_end" and isinstance(e.message, AssistantMessage):
-            assert in_turn
-            assistants += 1
-    assert not in_turn
-    # message_start/end pair up, updates only inside an assistant message.
-    open_message = None
-    for e in events:
-        if e.type == "message_start":
-            assert open_message is None
-            open_message = e.message
-        elif e.type == "message_update":
-            assert isinstance(open_message, AssistantMessage)
-        elif e.type == "message_end":
-            assert open_message is not None and _role(open_message) == _role(e.message)
-            open_message = None
-    assert open_message is None
-    # Every tool call of a completed assistant message: one start, one end, one result, in order.
-    for m in result:
-        if not isinstance(m, AssistantMessage) or m.stop_reason in ("error", "aborted"):
-            continue
-        for block in m.content:
-            if not isinstance(block, ToolCall):
-                continue
-            mine = [
-                (i, e.type)
-                for i, e in enumerate(events)
-                if (e.type.startswith("tool_execution") and e.tool_call_id == block.id)
-                or (e.type in ("message_start", "message_end") and isinstance(e.message, ToolResultMessage) and e.message.tool_call_id == block.id)
-            ]
-            kinds_for_call = [k for _, k in mine]
-            assert kinds_for_call.count("tool_execution_start") == 1
-            assert kinds_for_call.count("tool_execution_end") == 1
-            assert kinds_for_call[0] == "tool_execution_start"
-            assert kinds_for_call[-3:] == ["tool_execution_end", "message_start", "message_end"]
-            assert [r for r in result if isinstance(r, ToolResultMessage) and r.tool_call_id == block.id].__len__() == 1
-
 
 # -- canonical sequences (§3.9) ----------------------------------------------------------------
 
@@ -188,7 +61,7 @@ async def test_plain_prompt_emits_the_canonical_sequence_with_updates_between_st
         "text_delta",
         "text_end",
     ]
-    assert [_role(m) for m in result] == ["user", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant"]
     assert result[1].content[0].text == "hello"
     assert rec.of("turn_end")[0].tool_results == []
 
@@ -226,7 +99,7 @@ async def test_tool_call_then_answer_emits_the_canonical_sequence():
         "turn_end",
         "agent_end",
     ]
-    assert [_role(m) for m in result] == ["user", "assistant", "toolResult", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant", "toolResult", "assistant"]
     turn_end = rec.of("turn_end")[0]
     assert turn_end.message is result[1] and turn_end.tool_results == [result[2]]
     # The second LLM call sees the tool result.
@@ -291,14 +164,14 @@ async def test_custom_messages_reach_only_convert_to_llm():
 
     def convert(messages):
         seen.append(list(messages))
-        return [m for m in messages if _role(m) in ("user", "assistant", "toolResult")]
+        return [m for m in messages if role_of(m) in ("user", "assistant", "toolResult")]
 
     note = Notification(role="notification", text="fyi")
     stream = ScriptedStream(done_only(Text("ok")))
     result, _ = await run([user("hi")], stream, messages=[note], convert_to_llm=convert)
     assert seen[0][0] is note
-    assert [_role(m) for m in stream.calls[0].context.messages] == ["user"]
-    assert [_role(m) for m in result] == ["user", "assistant"]
+    assert [role_of(m) for m in stream.calls[0].context.messages] == ["user"]
+    assert [role_of(m) for m in result] == ["user", "assistant"]
 
 
 async def test_transform_context_runs_before_convert_to_llm_and_does_not_replace_the_context():
@@ -318,7 +191,7 @@ async def test_transform_context_runs_before_convert_to_llm_and_does_not_replace
     result, _ = await run([user("new")], stream, messages=old, transform_context=transform, convert_to_llm=convert)
     assert order == ["transform", "convert"]
     assert [m.content for m in stream.calls[0].context.messages] == ["old 3", "new"]
-    assert [_role(m) for m in result] == ["user", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant"]
 
 
 async def test_tool_runs_once_with_coerced_arguments_and_events_carry_raw_arguments():
@@ -463,7 +336,7 @@ async def test_sequential_steering_runs_every_call_and_is_injected_after_all_too
     second_turn = trace[trace.index("turn_end") + 1 :]
     assert second_turn[:3] == ["turn_start", "message_start:user", "message_end:user"]
     assert any(m is interrupt for m in stream.calls[1].context.messages)
-    assert [_role(m) for m in result] == ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]
 
 
 async def test_a_tool_declaring_sequential_execution_makes_the_whole_batch_run_in_call_order():
@@ -568,7 +441,7 @@ async def test_steering_during_parallel_execution_skips_nothing_and_arrives_next
     stream = ScriptedStream(reply(Call("a", "echo", {"value": "1"}), Call("b", "echo", {"value": "2"})), done_only(Text("ok")))
     result, rec = await run([user("go")], stream, tools=[make_tool(execute=execute)], get_steering_messages=steering)
     assert [e.is_error for e in rec.of("tool_execution_end")] == [False, False]
-    assert [_role(m) for m in result] == ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]
     assert result[4] is steer
 
 
@@ -603,7 +476,7 @@ async def test_follow_up_starts_another_turn_only_when_the_agent_would_stop():
     result, rec = await run([user("hi")], stream, tools=[make_tool()], get_follow_up_messages=follow_ups)
     # Not polled after the tool turn; polled after "one" (gives follow) and after "two" (empty).
     assert polls == ["poll", "poll"]
-    assert [_role(m) for m in result] == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
+    assert [role_of(m) for m in result] == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
     trace = rec.trace()
     assert trace.count("turn_start") == 3
     third = trace[len(trace) - 1 - trace[::-1].index("turn_start") :]
@@ -628,7 +501,7 @@ async def test_continue_emits_no_prompt_events_and_returns_only_new_messages():
     stream = ScriptedStream(done_only(Text("ok")))
     result = await run_agent_loop_continue(context, AgentLoopConfig(model=MODEL), rec, None, stream)
     check_invariants(rec.events, result)
-    assert [_role(m) for m in result] == ["assistant"]
+    assert [role_of(m) for m in result] == ["assistant"]
     assert len(rec.of("message_end")) == 1
     assert rec.trace()[:3] == ["agent_start", "turn_start", "message_start:assistant"]
     assert existing == context.messages and len(existing) == 1  # the caller's list is untouched
@@ -640,14 +513,14 @@ async def test_continue_allows_a_custom_last_message_that_convert_to_llm_maps():
         text: str
 
     def convert(messages):
-        return [user(m.text) if _role(m) == "custom" else m for m in messages]
+        return [user(m.text) if role_of(m) == "custom" else m for m in messages]
 
     rec = Recorder()
     stream = ScriptedStream(done_only(Text("ok")))
     result = await run_agent_loop_continue(
         AgentContext(messages=[Custom(role="custom", text="hello")]), AgentLoopConfig(model=MODEL, convert_to_llm=convert), rec, None, stream
     )
-    assert [_role(m) for m in result] == ["assistant"]
+    assert [role_of(m) for m in result] == ["assistant"]
     assert stream.calls[0].context.messages[0].content == "hello"
 
 

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_agent_loop import MODEL, Recorder, check_invariants, make_tool, text_of, user
+from support.agent_loop import MODEL, Recorder, check_invariants, make_tool, text_of, user
 
 from pi_actors.agent import AgentContext, AgentLoopConfig, AgentToolResult, BeforeToolCallResult, run_agent_loop
 from pi_actors.agent.testing import Call, ScriptedStream, Text, done_only, reply

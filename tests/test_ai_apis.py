@@ -9,7 +9,7 @@ import json
 
 import msgspec
 import pytest
-from test_ai_providers import OPENAI, Recorder, hello_context, model_for, run, start_llm, tag  # noqa: F401
+from support.providers import Recorder, hello_context, model_for, run, tag
 
 from pi_actors import ai
 from pi_actors.ai.providers import openai_responses

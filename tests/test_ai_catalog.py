@@ -7,7 +7,7 @@ import json
 
 import msgspec
 import pytest
-from test_ai_providers import run, start_llm  # noqa: F401
+from support.providers import run
 
 from pi_actors import ai
 from pi_actors.ai.providers.openai_compat import OpenAICompletionsCompat, detect_compat, get_compat

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_ai_providers import model_for, run, start_llm  # noqa: F401
+from support.providers import model_for, run
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptToolCall

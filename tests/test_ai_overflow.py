@@ -4,7 +4,7 @@ usage: ``is_context_overflow(message, context_window)``."""
 from __future__ import annotations
 
 import pytest
-from test_ai_providers import model_for, run, start_llm  # noqa: F401
+from support.providers import run
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptUsage

@@ -23,7 +23,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from real_stream_shapes import COMPLETIONS, RESPONSES, Shape, all_shapes
-from test_ai_providers import model_for, run, start_llm, tag  # noqa: F401
+from support.providers import model_for, run, tag
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptedLLM

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_compaction_prepare import Branch
+from support.sessions import Branch
 
 from pi_actors import ai
 from pi_actors.agent.testing import ScriptedStream, Text, fake_model, reply

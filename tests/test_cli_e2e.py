@@ -272,7 +272,8 @@ async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monk
     # still waits for it). A stand-in runtime records when it is left.
     import contextlib
 
-    from pi_actors.cli import _client, _supervisor
+    import pi_actors.actors
+    from pi_actors.cli import _client
     from pi_actors.cli._render import PrintRenderer
     from pi_actors.cli.main import run_prompts
 
@@ -300,7 +301,7 @@ async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monk
         def flush(self):
             order.append("flushed")
 
-    monkeypatch.setattr(_supervisor, "open_local_runtime", fake_runtime)
+    monkeypatch.setattr(pi_actors.actors, "open_local_runtime", fake_runtime)
     monkeypatch.setattr(_client, "send_prompt", fake_send_prompt)
     code = await run_prompts({}, ["one", "two"], PrintRenderer(out=Out(), err=Out()))
     assert code == 0
@@ -310,10 +311,10 @@ async def test_print_mode_prints_the_answer_before_the_actors_are_shut_down(monk
 async def test_the_store_can_share_the_coordinators_process_and_still_writes_durably(scripted, tmp_path):
     import io
 
+    from pi_actors.actors import open_local_runtime
     from pi_actors.ai import types as T
     from pi_actors.cli._client import send_prompt
     from pi_actors.cli._render import PrintRenderer
-    from pi_actors.cli._supervisor import open_local_runtime
     from pi_actors.cli.main import runtime_config
 
     scripted.script.append(Reply(text="Kept."))

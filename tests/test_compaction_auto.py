@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_compaction_prepare import Branch
+from support.sessions import Branch
 
 from pi_actors import ai
 from pi_actors.coding.compaction import (

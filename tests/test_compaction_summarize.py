@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from test_compaction_prepare import Branch, tool_session
+from support.sessions import Branch, tool_session
 
 from pi_actors import ai
 from pi_actors.agent.testing import ScriptedStream, Text, Thinking, fake_model, reply

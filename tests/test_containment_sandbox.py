@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from test_sandbox_support import open_pool, sandbox_config, text_of, zygote_pids
+from support.sandbox import open_pool, sandbox_config, text_of, zygote_pids
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall

@@ -22,12 +22,11 @@ import trio.lowlevel
 from conftest import CLI
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_remote_server import raw_exchange
+from support.wire import raw_exchange
 
 from pi_actors.runtime import ConnectionLost
 from pi_actors.runtime import protocol as P
-from pi_actors.runtime._codec import MAX_ITEMS, decode_message, encode_message
-from pi_actors.runtime._errors import RemoteProtocolError
+from pi_actors.runtime.protocol import MAX_ITEMS, RemoteProtocolError, decode_message, encode_message
 from pi_actors.server.client import connect
 from pi_actors.testing.scripted_server import Reply
 

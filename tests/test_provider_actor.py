@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from test_ai_providers import hello_context, model_for, start_llm  # noqa: F401
+from support.providers import hello_context, model_for
 
 from pi_actors import ai
 from pi_actors.protocol.events import CoalescingSender, StreamRebuilder, strip_stream_event

@@ -2,41 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
 
 import trio
 from conftest import CLI
+from support.wire import Lines
 
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
-
-
-class Lines:
-    def __init__(self, stream) -> None:
-        self.stream = stream
-        self.buf = b""
-
-    async def next(self) -> str:
-        while b"\n" not in self.buf:
-            data = await self.stream.receive_some(65536)
-            if not data:
-                raise EOFError(self.buf.decode(errors="replace"))
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line.decode()
-
-    async def until(self, pred) -> object:
-        while True:
-            line = await self.next()
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                obj = line
-            if pred(obj):
-                return obj
 
 
 async def test_serve_prints_its_admin_token_file_and_address_and_attach_p_runs_a_prompt(env, scripted, tmp_path):

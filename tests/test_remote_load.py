@@ -191,7 +191,7 @@ async def test_hostile_first_frames_each_get_hello_error_and_the_server_keeps_se
         # a few over WebSocket too
         from trio_websocket import open_websocket_url
 
-        from pi_actors.runtime._websocket import WebSocketStream
+        from pi_actors.runtime.transports import WebSocketStream
 
         async def over_ws(data: bytes) -> None:
             # (no half-close on a WebSocket: a truncated frame waits for the handshake timeout)

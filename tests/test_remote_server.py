@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 from conftest import actor_config, served_credentials
+from support.wire import raw_exchange
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from pi_actors.runtime import ConnectionLost, RemoteError
@@ -89,25 +90,6 @@ async def test_unix_socket_is_0600_in_a_0700_directory(server):
         assert (await peer.call("list"))["sessions"] == []
 
 
-async def raw_exchange(stream: trio.abc.Stream, data: bytes) -> list:
-    """Send raw bytes, read until the server closes; the decoded frames it sent."""
-    await stream.send_all(data)
-    received = b""
-    with trio.fail_after(15):
-        while True:
-            try:
-                more = await stream.receive_some(65536)
-            except trio.BrokenResourceError:
-                more = b""
-            if not more:
-                break
-            received += more
-    out = []
-    while len(received) >= 4:
-        n = int.from_bytes(received[:4], "big")
-        out.append(P.decode_message(received[4 : 4 + n]))
-        received = received[4 + n :]
-    return out
 
 
 async def test_a_version_mismatch_gets_hello_error_version_and_the_server_goes_on(server):
@@ -277,7 +259,7 @@ async def test_attaching_another_session_makes_the_old_attachment_stale(server):
 
 
 async def test_the_unix_listener_refuses_a_live_socket_a_plain_file_and_an_open_directory(server, tmp_path):
-    from pi_actors.runtime._listen import ListenError, open_unix_listener
+    from pi_actors.runtime.transports import ListenError, open_unix_listener
 
     with pytest.raises(ListenError, match="in use"):
         await open_unix_listener(server.unix[len("unix:"):])

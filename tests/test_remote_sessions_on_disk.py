@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import trio
 from conftest import CLI, actor_config
-from test_remote_cli import Lines
+from support.wire import Lines
 
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server

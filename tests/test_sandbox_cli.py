@@ -16,7 +16,7 @@ import subprocess
 import trio
 from _procs import cmdline, environ_has, live_pids, wait_exited
 from conftest import CLI
-from test_sandbox_support import is_descendant
+from support.sandbox import is_descendant
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from test_sandbox_support import free_listener, open_pool, sandbox_config, text_of, worker_pids
+from support.sandbox import free_listener, open_pool, sandbox_config, text_of, worker_pids
 
 SECRET = "sk-ant-test-SECRET-" + uuid.uuid4().hex
 PROCESS_LIMIT = 64

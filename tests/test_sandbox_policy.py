@@ -88,7 +88,7 @@ def test_the_bwrap_command_line_binds_in_the_right_order(tmp_path):
     for option in ("--unshare-pid", "--as-pid-1", "--unshare-net", "--new-session"):
         assert option in argv
     # The zygote leaves when the pool's control socket closes: a parent-death signal could
-    # kill bwrap mid-set-up, which strands its namespace child (see sandbox.launch).
+    # kill bwrap mid-set-up, which strands its namespace child (see pi_actors.actors._sandboxed).
     assert "--die-with-parent" not in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL" and argv[argv.index("--json-status-fd") + 1] == "7"
     # All the zygote keeps, to give each worker namespaces of its own (workers drop them).

@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_actors.coding.session import SessionLoadError, SessionWriter, build_session_context, load_session
-from pi_actors.runtime._codec import encode_message
-from pi_actors.runtime._messages import Result
+from pi_actors.runtime.protocol import Result, encode_message
 from pi_actors.testing.scripted_server import Reply
 
 SID = "11111111-2222-4333-8444-555555555555"

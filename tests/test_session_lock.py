@@ -162,7 +162,7 @@ async def test_fork_of_a_session_that_is_open_elsewhere_works_and_leaves_it_alon
 
 async def test_the_session_store_refuses_a_file_another_writer_holds(scripted, tmp_path):
     """The CLI's check before start-up is a courtesy; the store's lock is the guarantee."""
-    from pi_actors.cli._supervisor import open_local_runtime
+    from pi_actors.actors import open_local_runtime
 
     with SessionWriter.create(str(tmp_path), str(tmp_path), lazy=False) as held:
         held.append_message(_user("mine"))

@@ -373,8 +373,8 @@ def test_truncate_tail_huge_final_line_then_newline_keeps_only_the_empty_line():
 
 
 def _pool_modules():
-    from test_sandbox_support import open_pool, sandbox_config
-    from test_sandbox_support import text_of as pool_text
+    from support.sandbox import open_pool, sandbox_config
+    from support.sandbox import text_of as pool_text
 
     return open_pool, sandbox_config, pool_text
 

@@ -14,7 +14,7 @@ import signal
 import pytest
 import trio
 from _procs import live_pids, wait_exited
-from test_sandbox_support import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
+from support.sandbox import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
 
 from pi_actors.actors.tool_pool import _PathOrder
 

@@ -15,7 +15,7 @@ import uuid
 import pytest
 import trio
 from _procs import cmdline, environ_has, live_pids, parent_pid, wait_exited
-from test_sandbox_support import comm, open_pool, sandbox_config, text_of, worker_pids, zygote_pids
+from support.sandbox import comm, open_pool, sandbox_config, text_of, worker_pids, zygote_pids
 
 from pi_actors.runtime import link_pair, open_peer, start_actor
 from pi_actors.testing.scripted_server import Reply

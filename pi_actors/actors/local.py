@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -63,10 +63,11 @@ __all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store"
 
 _SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
 
-def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
-    """Names of environment variables that may hold credentials (never given to tools)."""
-    env = os.environ if env is None else env
-    return tuple(name for name in env if _SECRET.search(name))
+def secret_env_names(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Names of the variables of ``env`` (default: this process's environment) that may hold
+    credentials: they are never given to the coordinator, the store or a tool process."""
+    names = os.environ if env is None else env
+    return tuple(name for name in names if _SECRET.search(name))
 
 
 class _Supervisor:
@@ -235,7 +236,7 @@ class _Supervisor:
                         await actor.down.wait()
         return reason
 
-    async def _hold_ui(self, stream: trio.SocketStream, extra: dict, ended: trio.Event, first_status: Any,
+    async def _hold_ui(self, stream: trio.SocketStream, extra: dict[str, Any], ended: trio.Event, first_status: Any,
                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
         async with open_peer(stream, side="client", role="ui", name="coordinator", **extra) as peer:
             self.link._attach(peer)
@@ -265,7 +266,7 @@ class _Supervisor:
 
     # -- one actor ----------------------------------------------------------------------------
 
-    async def _spawn(self, name: str, entry: str, links: dict, config: Any, env: Any, *, record: bool = True) -> WatchedActor:
+    async def _spawn(self, name: str, entry: str, links: dict[str, Any], config: Any, env: Any, *, record: bool = True) -> WatchedActor:
         assert self.nursery is not None
         actor = await start_watched_actor(self.nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy)
         if record and self.processes is not None:
@@ -336,7 +337,7 @@ class _Supervisor:
     def _drop_spares(self) -> None:
         if self._spares_scope is not None:
             self._spares_scope.cancel()
-        for actor, sock in self.spares.values():
+        for _actor, sock in self.spares.values():
             sock.close()  # the standby sees end-of-stream before its hello and exits
         self.spares.clear()
 

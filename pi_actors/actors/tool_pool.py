@@ -60,7 +60,7 @@ import trio
 
 from ..ai.types import TextContent
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
-from ..coding.sandbox.launch import describe_exit, launch_zygote
+from ._sandboxed import describe_exit, launch_zygote
 from ..protocol.pool import (
     POOL,
     RUN_TOOL,

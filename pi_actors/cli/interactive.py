@@ -16,7 +16,7 @@ import trio
 from ..runtime import RemoteError
 from ._client import send_prompt
 from ._render import LiveRenderer
-from ._supervisor import open_local_runtime
+from ..actors import open_local_runtime
 
 __all__ = ["run_interactive"]
 

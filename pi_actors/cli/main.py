@@ -182,7 +182,7 @@ async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any)
     from ..runtime import RemoteError
     from ._client import send_prompt
     from ._sessions import print_session_warnings
-    from ._supervisor import open_local_runtime
+    from ..actors import open_local_runtime
 
     # One run per invocation: a coordinator that dies ends it (one line, exit 1) rather than
     # restarting; a dead provider or tool pool is restarted and the run goes on or fails clearly.

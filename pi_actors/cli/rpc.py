@@ -28,7 +28,7 @@ import trio
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
-from ._supervisor import open_local_runtime
+from ..actors import open_local_runtime
 
 __all__ = ["run_rpc", "RpcSession"]
 

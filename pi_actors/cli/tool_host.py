@@ -81,7 +81,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     from ..coding.tools import TOOL_SPECS
     from ..runtime import child_environment, link_pair, open_peer, start_actor
     from ..server.client import ConnectionRefused, connect
-    from ._supervisor import secret_env_names
+    from ..actors import secret_env_names
 
     workspace = os.path.abspath(args.workspace)
     if not os.path.isdir(workspace):

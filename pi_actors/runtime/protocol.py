@@ -16,7 +16,7 @@ The normative description, for other implementations, is ``proto/PROTOCOL.md``.
 
 from __future__ import annotations
 
-from ._codec import MAX_DEPTH, decode_message, encode_message
+from ._codec import MAX_DEPTH, MAX_ITEMS, decode_message, encode_message
 from ._connection import (
     CLOSED,
     HANDSHAKE,
@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "HANDSHAKE_TIMEOUT",
     "MAX_DEPTH",
+    "MAX_ITEMS",
     "PROTOCOL_NAME",
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",

@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from ..runtime import ConnectionLost, Handler, Peer, RemoteError, open_peer
-from ..runtime._websocket import MAX_WS_MESSAGE, WebSocketStream
+from ..runtime.transports import MAX_WS_MESSAGE, WebSocketStream
 
 __all__ = ["connect", "parse_address", "tls_context", "ConnectionRefused", "RemoteSession"]
 
@@ -134,14 +134,26 @@ async def connect(
     address: str, *, token: str | None = None, role: str = "client", name: str = "client", handler: Handler | None = None,
     tls_ca: str | None = None,
 ) -> AsyncIterator[Peer]:
-    """An open connection to a server (hello done) for the duration of the block."""
+    """An open connection to the server at ``address`` (hello done) for the duration of the
+    block: a runtime ``Peer`` whose ``call`` / ``open_call`` reach the server's own methods
+    (list, create, attach, ...) and, with ``target=session_id``, a session's.
+
+    ``token``: the bearer token (WebSocket only; a unix socket authenticates by its file
+    permissions). ``role`` / ``name``: what the hello announces. ``handler``: serves the
+    server's calls to this client (a tool host's ``run_tool``); None refuses them.
+    ``tls_ca``: PEM file of the CAs to trust for ``wss://`` (default: the system's).
+    Raises :class:`ConnectionRefused` when no connection could be made (``status`` 401:
+    the token was refused); leaving the block closes the connection."""
     async with _open_stream(address, token, tls_ca) as stream:
         async with open_peer(stream, side="client", role=role, name=name, handler=handler) as peer:
             yield peer
 
 
 class RemoteSession:
-    """One attachment: session calls carry the attachment id."""
+    """One attachment to a session on a server: ``call`` / ``open_call`` go to the session
+    (the coordinator's methods: prompt, subscribe, get_state, ...), each carrying this
+    attachment's id, which the server checks (a detached or replaced attachment is refused).
+    Make one with :meth:`attach`."""
 
     def __init__(self, peer: Peer, session_id: str, attachment_id: str) -> None:
         self.peer = peer
@@ -150,6 +162,8 @@ class RemoteSession:
 
     @classmethod
     async def attach(cls, peer: Peer, session_id: str) -> RemoteSession:
+        """Attach to the session ``session_id`` over ``peer`` (from :func:`connect`). Raises
+        RemoteError ``session_not_found`` for an unknown session (and the server's other refusals)."""
         reply = await peer.call("attach", {"sessionId": session_id})
         return cls(peer, reply["sessionId"], reply["attachmentId"])
 
@@ -157,9 +171,12 @@ class RemoteSession:
         return {**(args or {}), "attachmentId": self.attachment_id}
 
     async def call(self, method: str, args: dict | None = None) -> Any:
+        """One call to the session; its result (RemoteError if refused or failed)."""
         return await self.peer.call(method, self._args(args), target=self.session_id)
 
     def open_call(self, method: str, args: dict | None = None) -> Any:
+        """A streaming call to the session (``async with``; iterate its chunks, then
+        ``await call.result()``)."""
         return self.peer.open_call(method, self._args(args), target=self.session_id)
 
 

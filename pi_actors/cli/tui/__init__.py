@@ -15,7 +15,7 @@ import trio
 
 from ...runtime import RemoteError
 from .._sessions import print_session_warnings
-from .._supervisor import open_local_runtime
+from ...actors import open_local_runtime
 
 __all__ = ["run_tui", "run_app"]
 

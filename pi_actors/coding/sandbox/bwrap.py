@@ -32,7 +32,7 @@ worker), ``--unshare-ipc --unshare-uts --unshare-cgroup-try``, ``--unshare-net``
 network is allowed, ``--new-session``, ``--cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add
 CAP_SETPCAP`` (the zygote's two, which every worker drops before serving a call); bwrap
 itself sets no-new-privileges. No ``--die-with-parent``: the zygote exits when the pool's
-control socket closes (see :mod:`.launch` for why). A non-root user gets a user namespace
+control socket closes (see :mod:`pi_actors.actors._sandboxed` for why). A non-root user gets a user namespace
 automatically (bwrap is not setuid).
 
 :func:`check_bwrap` finds ``bwrap`` and runs it once with the same namespace options, so a

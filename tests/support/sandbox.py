@@ -1,4 +1,4 @@
-"""Helpers for the tool pool and sandbox tests (this module holds no tests).
+"""Helpers for the tool pool and sandbox tests: the real tool pool in the test's loop, and process inspection.
 
 ``open_pool(**config)`` runs the real tool pool actor (``run_tool_pool``) in the test's trio
 loop, linked by a socketpair to a client ``Peer`` playing the coordinator; its workers are

@@ -1,7 +1,12 @@
 """Starting a tool-worker zygote, inside its sandbox, and owning it until it exits.
 
+The sandbox itself — the policy, the ``bwrap`` command line, the environment, the cgroup
+limits and the seccomp filter — is defined in :mod:`pi_actors.coding.sandbox`; this module,
+in the actors layer, launches and owns the process (the coding layer knows nothing of
+processes or of the runtime).
+
 :func:`launch_zygote` starts ``python -I -m pi_actors.actors._zygote`` in ``/`` — wrapped in
-``bwrap`` (see :mod:`.bwrap`) when the policy has a sandbox — hands it its boot document and
+``bwrap`` (see :mod:`pi_actors.coding.sandbox.bwrap`) when the policy has a sandbox — hands it its boot document and
 its end of the control socket, and starts an owner task in the given nursery. The owner waits for the
 exit; when cancelled it *hangs up* the control socket (the zygote kills its workers and exits
 at end-of-file) and gives it a grace period before killing it.
@@ -21,9 +26,9 @@ stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment)
 every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
 ``bwrap`` lives), then SIGKILLs ``bwrap`` and reaps it.
 
-The launcher joins the sandbox's cgroup (:mod:`.limits`: memory where a writable hierarchy
+The launcher joins the sandbox's cgroup (:mod:`pi_actors.coding.sandbox.limits`: memory where a writable hierarchy
 has that controller, pids when running as root) between fork and exec; the returned process's
-``cgroup`` attribute is that :class:`~.limits.SandboxCgroup` (None without one), which the
+``cgroup`` attribute is that :class:`~pi_actors.coding.sandbox.limits.SandboxCgroup` (None without one), which the
 owner removes once its last process has exited.
 """
 
@@ -41,15 +46,15 @@ from typing import Any
 
 import trio
 
-from ...runtime import ChildProcess
-from ...runtime._spawn import ISOLATED, NEUTRAL_CWD
-from ...runtime.child import PR_SET_PDEATHSIG
-from . import SandboxPolicy
+from ..coding.sandbox import SandboxPolicy
+from ..runtime import ChildProcess
+from ..runtime._spawn import ISOLATED, NEUTRAL_CWD
+from ..runtime.child import PR_SET_PDEATHSIG
 
 __all__ = ["launch_zygote", "describe_exit", "ZYGOTE_MODULE"]
 
 STOP_GRACE = 2.0
-ZYGOTE_MODULE = "pi_actors.actors._zygote"
+ZYGOTE_MODULE = f"{__package__}._zygote"
 
 # Resolved in the parent: nothing is loaded between fork and exec.
 _prctl = None
@@ -74,16 +79,16 @@ async def launch_zygote(
     the caller's end (hung up to stop it); ``idle``: it is started ahead of need (it imports
     at idle priority); ``ready``: set once it serves its control socket — until then a stop
     kills it at once (it could not hear the hang-up). Raises SandboxUnavailable or OSError."""
-    from .env import sandbox_environment, unsandboxed_environment
+    from ..coding.sandbox.env import sandbox_environment, unsandboxed_environment
 
     # Isolated, in a neutral directory: nothing in the workspace is ever imported by the
     # zygote (which keeps capabilities inside the sandbox) or by a worker.
     command = [sys.executable, *ISOLATED, "-m", ZYGOTE_MODULE, name]
     cgroup = None
     if policy.sandboxed:
-        from .bwrap import build_argv, check_bwrap
-        from .limits import SandboxCgroup, needs_pids_cgroup
-        from .seccomp import check_available
+        from ..coding.sandbox.bwrap import build_argv, check_bwrap
+        from ..coding.sandbox.limits import SandboxCgroup, needs_pids_cgroup
+        from ..coding.sandbox.seccomp import check_available
 
         bwrap = await trio.to_thread.run_sync(check_bwrap, policy)
         await trio.to_thread.run_sync(check_available)
@@ -97,7 +102,9 @@ async def launch_zygote(
     fd = control.fileno()
     boot = json.dumps({"control": fd, "sandboxed": policy.sandboxed, "parent_pid": os.getpid(), "idle": idle}).encode()
     try:
-        popen = subprocess.Popen(
+        # A blocking fork+exec, on purpose: ``preexec_fn`` joins the cgroup between the two,
+        # and the boot document must be written before anything can cancel us.
+        popen = subprocess.Popen(  # noqa: ASYNC220
             argv,
             pass_fds=(fd,),
             env=env,
@@ -175,7 +182,8 @@ async def _kill_bwrap_tree(process: ChildProcess) -> None:
     process.send_signal(signal.SIGSTOP)
     with trio.move_on_after(STOP_GRACE):
         # A stopped bwrap is not inside clone(): the children listed below are all it has.
-        while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):
+        # (The kernel announces no "stopped" event to wait for: poll /proc.)
+        while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):  # noqa: ASYNC110
             await trio.sleep(0.001)
     for child in _children(process.pid):
         try:

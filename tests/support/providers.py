@@ -1,0 +1,105 @@
+"""The provider tests' common parts: the recorder that checks pi-core's event invariants (§1.7, §5), models pointed at the scripted server, and a one-call runner."""
+
+from __future__ import annotations
+
+import socket
+
+import trio
+import trio.testing
+
+from pi_actors import ai
+from pi_actors.testing import ScriptedLLM
+
+APIS = ["openai-completions", "openai-responses", "anthropic-messages"]
+PROVIDER = {"openai-completions": "openai", "openai-responses": "openai", "anthropic-messages": "anthropic"}
+KEY_VAR = {"openai-completions": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY",
+           "anthropic-messages": "ANTHROPIC_API_KEY"}
+OPENAI = ("openai-completions", "openai-responses")
+BLOCK_TYPE = {"text": ai.TextContent, "thinking": ai.ThinkingContent, "toolcall": ai.ToolCall}
+
+
+def tag(event: object) -> str:
+    return type(event).__struct_config__.tag  # type: ignore[attr-defined]
+
+
+class Recorder:
+    """An emit callback that records events and checks the invariants as they arrive."""
+
+    def __init__(self, on_event=None) -> None:
+        self.events: list = []
+        self.on_event = on_event
+        self.live: ai.AssistantMessage | None = None
+
+    async def __call__(self, event) -> None:
+        assert not self.events or tag(self.events[-1]) not in ("done", "error"), "event after terminal"
+        self.events.append(event)
+        kind = tag(event)
+        if kind not in ("done", "error"):
+            if self.live is None:
+                self.live = event.partial
+            assert event.partial is self.live, "partial must be the one live message"
+        if kind.endswith(("_start", "_delta", "_end")):
+            block = event.partial.content[event.content_index]
+            assert isinstance(block, BLOCK_TYPE[kind.split("_")[0]])
+        if self.on_event is not None:
+            await self.on_event(event)
+
+    @property
+    def types(self) -> list[str]:
+        return [tag(e) for e in self.events]
+
+    def check(self) -> None:
+        types = self.types
+        assert types[-1] in ("done", "error") and types.count("done") + types.count("error") == 1
+        assert types.count("start") <= 1
+        if "start" in types:
+            assert types[0] == "start"
+        open_blocks: dict[int, str] = {}
+        for e in self.events:
+            kind = tag(e)
+            if kind.endswith("_start") and kind != "start":
+                assert e.content_index not in open_blocks
+                open_blocks[e.content_index] = kind.split("_")[0]
+            elif kind.endswith("_delta"):
+                assert open_blocks.get(e.content_index) == kind.split("_")[0]
+            elif kind.endswith("_end"):
+                assert open_blocks.pop(e.content_index) == kind.split("_")[0]
+        final = self.events[-1]
+        msg = final.message if tag(final) == "done" else final.error
+        assert msg.stop_reason == final.reason
+        if tag(final) == "error":
+            assert msg.error_message
+        if self.live is not None:
+            assert msg is self.live
+
+
+def model_for(api: str, server: ScriptedLLM | None, *, port: int | None = None, **kw) -> ai.Model:
+    if server is not None:
+        url = server.base_url_openai if api in OPENAI else server.base_url_anthropic
+    else:
+        url = f"http://127.0.0.1:{port}" + ("/v1" if api in OPENAI else "")
+    fields = dict(id="test-model", api=api, provider=PROVIDER[api], base_url=url, reasoning=True,
+                  input=["text", "image"], cost=ai.ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
+                  max_tokens=32000)
+    fields.update(kw)
+    return ai.Model(**fields)
+
+
+def hello_context(**kw) -> ai.Context:
+    return ai.Context(system_prompt="You are terse.", messages=[ai.UserMessage(content="hi", timestamp=1)], **kw)
+
+
+async def run(api, server, reply_options=None, *, context=None, simple=False, on_event=None, model=None):
+    rec = Recorder(on_event)
+    options = reply_options if reply_options is not None else ai.StreamOptions(api_key="sk-test")
+    fn = ai.stream_simple if simple else ai.stream
+    with trio.fail_after(20):
+        result = await fn(model or model_for(api, server), context or hello_context(), options, rec)
+    rec.check()
+    return result, rec
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,58 @@
+"""Raw protocol exchanges and line readers, for the server and CLI tests."""
+
+from __future__ import annotations
+
+import json
+
+import trio
+
+from pi_actors.runtime import protocol as P
+
+
+async def raw_exchange(stream: trio.abc.Stream, data: bytes) -> list:
+    """Send raw bytes, read until the server closes; the decoded frames it sent."""
+    await stream.send_all(data)
+    received = b""
+    with trio.fail_after(15):
+        while True:
+            try:
+                more = await stream.receive_some(65536)
+            except trio.BrokenResourceError:
+                more = b""
+            if not more:
+                break
+            received += more
+    out = []
+    while len(received) >= 4:
+        n = int.from_bytes(received[:4], "big")
+        out.append(P.decode_message(received[4 : 4 + n]))
+        received = received[4 + n :]
+    return out
+
+
+class Lines:
+    """The lines of a child's pipe, read as they come; ``until(pred)`` skips to the first line
+    (parsed as JSON when it is JSON) that ``pred`` accepts."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.buf = b""
+
+    async def next(self) -> str:
+        while b"\n" not in self.buf:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise EOFError(self.buf.decode(errors="replace"))
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    async def until(self, pred) -> object:
+        while True:
+            line = await self.next()
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                obj = line
+            if pred(obj):
+                return obj
