@@ -13,8 +13,8 @@ any timing):
 * ``provider actor -> consumer`` (the end-to-end figure the issue asks for) — the provider actor
   as a real child process (``runtime.start_actor``), called over a socketpair through
   ``open_peer`` by this process, which rebuilds every chunk into events with
-  ``_event_wire.StreamRebuilder`` as the coordinator does. Deltas that pile up behind a busy
-  link are merged into one delta per block (see ``_event_wire``), so fewer chunks than deltas
+  ``protocol.events.StreamRebuilder`` as the coordinator does. Deltas that pile up behind a busy
+  link are merged into one delta per block (see ``protocol.events``), so fewer chunks than deltas
   cross; the figure counts the original deltas, and the rebuilt text is checked to be complete.
 
 A round is timed from the request to the final message. The best round of each is reported
@@ -35,7 +35,7 @@ from typing import Any
 
 import trio
 
-from pi_actors.actors._event_wire import StreamRebuilder
+from pi_actors.protocol.events import StreamRebuilder
 from pi_actors.ai import types as T
 from pi_actors.runtime import link_pair, open_peer, start_actor
 

@@ -38,7 +38,7 @@ Ownership: every zygote process is owned by a task of the pool's nursery that wa
 exit, and every worker by a task that waits until the zygote has reaped it. When the pool ends
 it hangs up every worker link and every zygote's control socket; a zygote kills what is left
 of its workers and exits, taking its whole sandbox with it; a zygote that does not is killed
-with its ``bwrap`` (:mod:`pi_actors.coding.sandbox.launch`). A pool that dies abruptly closes
+with its ``bwrap`` (:mod:`pi_actors.actors._sandboxed`). A pool that dies abruptly closes
 the control sockets all the same: the zygotes and their workers follow it.
 """
 

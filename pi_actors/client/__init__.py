@@ -47,9 +47,7 @@ from typing import Any
 
 import trio
 
-# TODO(lead): the event rebuilder moves to pi_actors.protocol.events (branch `coord`); once
-# merged, import it from there instead.
-from ..actors._event_wire import AgentEventRebuilder
+from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, RemoteError
 from ..server.client import ConnectionRefused, RemoteSession, connect, parse_address, tls_context
 from ..server.remote_ui import follow_session, open_or_create
