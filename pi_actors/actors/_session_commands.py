@@ -14,13 +14,11 @@ from typing import Any
 import msgspec
 import trio
 
+from ..ai import THINKING_LEVELS
 from ..ai import types as T
 from ..runtime import RemoteError
 
 __all__ = ["SessionCommands"]
-
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-
 
 def _is_user_entry(entry: dict) -> bool:
     return entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "user"

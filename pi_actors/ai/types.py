@@ -14,7 +14,7 @@ are omitted from the encoding when unset (pi leaves them ``undefined``).
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union, get_args
 
 import msgspec
 
@@ -22,6 +22,7 @@ __all__ = [
     "Api",
     "StopReason",
     "ThinkingLevel",
+    "THINKING_LEVELS",
     "TextContent",
     "ThinkingContent",
     "ImageContent",
@@ -63,6 +64,10 @@ __all__ = [
 Api = str
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+#: Every thinking level a user may choose, weakest first: ``off`` and then the
+#: :data:`ThinkingLevel` values a request can carry. The one list the CLI, the TUI, the RPC
+#: mode and the coordinator check a level against.
+THINKING_LEVELS: tuple[str, ...] = ("off", *get_args(ThinkingLevel))
 
 
 def now_ms() -> int:

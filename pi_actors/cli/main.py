@@ -27,6 +27,8 @@ VERSION = "0.1.0"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..ai.types import THINKING_LEVELS
+
     p = argparse.ArgumentParser(
         prog="pi-actors",
         description="A multi-process coding agent on trio, in the lineage of pi.",
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
     p.add_argument("--model", help="model id, provider/id, optionally with :thinking suffix")
     p.add_argument("--api-key", help="API key for the chosen provider (not saved)")
-    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"], help="thinking level")
+    p.add_argument("--thinking", choices=THINKING_LEVELS, help="thinking level")
     p.add_argument("--system-prompt", help="replace the system prompt (text or file)")
     p.add_argument("--append-system-prompt", help="append to the system prompt (text or file)")
     p.add_argument("--tools", help="comma-separated active tools (default: read,bash,edit,write)")

@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ..ai.types import THINKING_LEVELS
 from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
@@ -33,7 +34,6 @@ from ._supervisor import open_local_runtime
 __all__ = ["run_rpc", "RpcSession"]
 
 _encoder = msgspec.json.Encoder()
-_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 
 class RpcSession:
@@ -202,7 +202,7 @@ class RpcSession:
         if not (state.get("model") or {}).get("reasoning"):
             return None
         level = state.get("thinkingLevel") or "off"
-        nxt = _LEVELS[(_LEVELS.index(level) + 1) % len(_LEVELS)] if level in _LEVELS else "off"
+        nxt = THINKING_LEVELS[(THINKING_LEVELS.index(level) + 1) % len(THINKING_LEVELS)] if level in THINKING_LEVELS else "off"
         return await self.c.call("set_thinking_level", {"level": nxt})
 
     async def cmd_set_steering_mode(self, request: dict, nursery: trio.Nursery) -> None:

@@ -44,6 +44,8 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..ai.types import THINKING_LEVELS
+
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="connections open in all; past it new ones are closed at once (default 512)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
-    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
+    p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--tools", help="comma-separated tools of new sessions (default: read,bash,edit,write)")
     p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
     p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
