@@ -37,7 +37,6 @@ Tool processes and the coordinator get an environment without credentials.
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -57,16 +56,16 @@ from ..runtime import (
     open_peer,
     start_watched_actor,
 )
+from ..coding.sandbox.env import is_credential_name
 from ._coordinator_link import CoordinatorLink
 
 __all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
 
-_SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
 
 def secret_env_names(env: dict[str, str] | None = None) -> tuple[str, ...]:
     """Names of environment variables that may hold credentials (never given to tools)."""
     env = os.environ if env is None else env
-    return tuple(name for name in env if _SECRET.search(name))
+    return tuple(name for name in env if is_credential_name(name))
 
 
 class _Supervisor:

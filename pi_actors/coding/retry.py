@@ -58,7 +58,7 @@ from typing import Any, Literal
 import trio
 
 from ..ai.abort import AbortSignal
-from ..ai.retry_after import delay_exceeds_maximum, requested_delay_ms
+from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS, delay_exceeds_maximum, requested_delay_ms
 from ..ai.types import AssistantMessage
 from .compaction.auto import OverflowDetector, is_overflow_error
 from .compaction.messages import as_plain
@@ -92,7 +92,7 @@ class RetrySettings:
     enabled: bool = True
     max_retries: int = 3
     base_delay_ms: int = 2000
-    max_delay_ms: int = 60000
+    max_delay_ms: int = DEFAULT_MAX_RETRY_DELAY_MS
 
     @classmethod
     def from_json(cls, data: Any) -> RetrySettings:
