@@ -115,8 +115,7 @@ async def test_a_killed_tool_pool_fails_the_tool_call_in_flight_and_later_tool_c
 
 
 async def test_a_killed_coordinator_is_restarted_with_the_session_reloaded_from_its_file(scripted, tmp_path):
-    config = actor_config(scripted, tmp_path)
-    config["coordinator"]["session"] = {"noSession": False, "sessionDir": str(tmp_path / "sessions"), "agentDir": str(tmp_path)}
+    config = actor_config(scripted, tmp_path, session={"noSession": False, "sessionDir": str(tmp_path / "sessions"), "agentDir": str(tmp_path)})
     scripted.script += [Reply(text="first answer"), Reply(text="hangs", hang_after_start=True), Reply(text="after the restart")]
     processes: dict = {}
     with trio.fail_after(60):

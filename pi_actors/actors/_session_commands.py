@@ -120,10 +120,10 @@ class SessionCommands:
     # -- model and thinking level ------------------------------------------------------------
 
     def _models(self) -> list[T.Model]:
-        return [msgspec.convert(m, T.Model) for m in self.c.config.get("models") or []]
+        return list(self.c.config.models)
 
     async def get_available_models(self, args: dict) -> dict:
-        return {"models": self.c.config.get("models") or []}
+        return {"models": T.to_plain(self.c.config.models)}
 
     async def set_model(self, args: dict) -> dict:
         """``{provider, modelId}`` (a model the CLI knows) or ``{model: <Model>}``."""
@@ -169,10 +169,10 @@ class SessionCommands:
         await self._stop_run()
         self.c.agent.reset()
         current = (self.c.session or {}).get("path")
-        cfg = self.c.config.get("session") or {}
+        cfg = self.c.config.session
         self.c.session = await self.c.store.call(
             "open",
-            {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "noSession": bool(cfg.get("noSession"))},
+            {"cwd": self.c.cwd, "sessionDir": cfg.session_dir, "agentDir": cfg.agent_dir, "noSession": cfg.no_session},
         )
         self.c.agent.session_id = self.c.session_id
         await self._set_level(self.c.agent.state.thinking_level)
@@ -184,10 +184,10 @@ class SessionCommands:
             raise RemoteError("invalid_args", "switch_session: sessionPath must be a path")
         await self._stop_run()
         self.c.agent.reset()
-        cfg = self.c.config.get("session") or {}
+        cfg = self.c.config.session
         try:
             self.c.session = await self.c.store.call(
-                "open", {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir"), "resume": path}
+                "open", {"cwd": self.c.cwd, "sessionDir": cfg.session_dir, "agentDir": cfg.agent_dir, "resume": path}
             )
         except RemoteError:  # e.g. session_locked: the store keeps the session it had
             self.c.load_context(await self.c.store.call("context"))
@@ -282,10 +282,10 @@ class SessionCommands:
 
         tree = await self.c.store.call("entries")
         header = (self.c.session or {}).get("header") or {}
-        exports = self.c.config.get("exports") or {}
+        exports = self.c.config.exports
         path = args.get("outputPath")
         if isinstance(path, str) and path:
-            if exports.get("callerPath") is False:
+            if not exports.caller_path:
                 raise RemoteError("invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory")
             try:
                 written = export_html(header, tree["entries"], path, tree.get("leafId"))
@@ -294,7 +294,7 @@ class SessionCommands:
             return {"path": written}
         base = (self.c.session or {}).get("path")
         stem = os.path.basename(base)[: -len(".jsonl")] if base else f"pi-session-{header.get('id', 'export')}"
-        directory = exports.get("dir") if "dir" in exports else (os.path.dirname(base) if base else self.c.cwd)
+        directory = exports.dir if not exports.caller_path else (exports.dir or (os.path.dirname(base) if base else self.c.cwd))
         if not directory:
             raise RemoteError("write_failed", "export_html: this session has no directory to write the export in")
         html = render_html(header, tree["entries"], tree.get("leafId")).encode("utf-8")

@@ -26,6 +26,7 @@ import msgspec
 import trio
 
 from ..ai.types import THINKING_LEVELS
+from ..protocol.config import RuntimeConfig
 from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
@@ -37,7 +38,7 @@ _encoder = msgspec.json.Encoder()
 
 
 class RpcSession:
-    def __init__(self, coordinator: Peer, out: Any, config: dict) -> None:
+    def __init__(self, coordinator: Peer, out: Any, config: RuntimeConfig) -> None:
         self.c = coordinator
         self.out = out
         self.config = config
@@ -274,7 +275,7 @@ async def _lines(stream: trio.abc.ReceiveStream):
         yield buffer.removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-async def run_rpc(config: dict[str, Any]) -> int:
+async def run_rpc(config: RuntimeConfig) -> int:
     """Serve pi's RPC protocol on this process's stdin/stdout until end of input.
 
     A coordinator that dies is restarted with the session reloaded from its file: the

@@ -189,6 +189,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
     from ..coding.tools import DEFAULT_TOOLS, TOOL_SPECS
     from ._config import agent_dir, choose_model, load_model_registry
     from ._settings import load_settings
+    from ..protocol.config import RuntimeConfig
     from .main import runtime_config
 
     reg = load_model_registry()
@@ -201,7 +202,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
         thinking = "off"
     tools = [t.strip() for t in args.tools.split(",") if t.strip() in TOOL_SPECS] if args.tools else [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
 
-    def make(cwd: str) -> dict[str, Any]:
+    def make(cwd: str) -> RuntimeConfig:
         if not os.path.isdir(cwd):
             raise ValueError(f"{cwd} is not a directory")
         settings, _warnings = load_settings(adir, cwd)

@@ -49,6 +49,9 @@ async def run_tool_host(args: argparse.Namespace) -> int:
 
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..coding.tools import TOOL_SPECS
+    import msgspec
+
+    from ..protocol.config import SandboxConfig, ToolPoolConfig
     from ..runtime import ConnectionLost, IncomingCall, RemoteError, child_environment, link_pair, open_peer, start_actor
     from ..server.client import ConnectionRefused, connect
     from ._supervisor import secret_env_names
@@ -62,7 +65,9 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     # The agent directory (configuration, sessions) and the token file are hidden from the tools.
     hidden = tuple(os.path.abspath(p) for p in (args.token_file, agent_dir()) if p)
     policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network, hidden=hidden)
-    config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}
+    config = msgspec.to_builtins(
+        ToolPoolConfig(max_workers=args.max_workers, warm=1, sandbox=msgspec.convert(policy.to_config(), SandboxConfig))
+    )
     async with trio.open_nursery() as nursery:
         ours, theirs = link_pair()
         await start_actor(

@@ -218,8 +218,9 @@ class SessionConfig(WireStruct):
 
 
 class ExportsConfig(WireStruct):
-    """Where ``export_html`` writes: ``dir`` (None: beside the session file, or the cwd);
-    ``caller_path`` False ignores a caller's ``outputPath`` (a server's remote clients)."""
+    """Where ``export_html`` writes. By default a caller's ``outputPath``, else ``dir``, else
+    beside the session file (or in the cwd). ``caller_path`` False (a served session) refuses
+    an ``outputPath`` and writes only in ``dir`` — none if ``dir`` is None."""
 
     dir: str | None = None
     caller_path: bool = True

@@ -82,6 +82,7 @@ from typing import Any
 
 import trio
 
+from ..protocol.config import RuntimeConfig
 from ..runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
 from ..runtime._accept import Admission, ConnectionLimits
 from ..runtime._websocket import WebSocketStream
@@ -128,7 +129,7 @@ class Server(SessionHosting):
 
     def __init__(
         self,
-        make_config: Callable[[str], dict[str, Any]],
+        make_config: Callable[[str], RuntimeConfig],
         *,
         name: str = "pi-actors-server",
         send_queue: int = 1024,
