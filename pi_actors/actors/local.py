@@ -45,6 +45,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ..coding.sandbox.env import is_credential_name
 from ..protocol.config import RuntimeConfig, read_part, set_fields
 from ..runtime import (
     ConnectionLost,
@@ -58,7 +59,6 @@ from ..runtime import (
     open_peer,
     start_watched_actor,
 )
-from ..coding.sandbox.env import is_credential_name
 from ._coordinator_link import CoordinatorLink
 
 __all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]

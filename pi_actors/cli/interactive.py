@@ -9,7 +9,6 @@ input exits. prompt_toolkit and rich are imported only on the TUI's path.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import trio
 

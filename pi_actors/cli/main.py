@@ -137,8 +137,14 @@ def runtime_config(
 
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..protocol.config import (
-        CoordinatorConfig, ProviderConfig, RuntimeConfig, SandboxConfig, SessionConfig, StoreConfig, ToolPoolConfig,
-    )  # fmt: skip
+        CoordinatorConfig,
+        ProviderConfig,
+        RuntimeConfig,
+        SandboxConfig,
+        SessionConfig,
+        StoreConfig,
+        ToolPoolConfig,
+    )
     from ._config import ConfigError
     from ._settings import parse_settings, stream_limits
 

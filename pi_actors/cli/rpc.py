@@ -25,9 +25,9 @@ from typing import Any
 import msgspec
 import trio
 
+from ..actors._event_wire import AgentEventRebuilder
 from ..ai.types import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
-from ..actors._event_wire import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
 from ._supervisor import open_local_runtime

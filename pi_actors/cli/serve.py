@@ -187,9 +187,9 @@ def make_config_factory(args: argparse.Namespace) -> Any:
     """``cwd -> actor configuration`` for new sessions, from the flags (as the CLI does)."""
     from ..coding.system_prompt import build_system_prompt
     from ..coding.tools import DEFAULT_TOOLS, TOOL_SPECS
+    from ..protocol.config import RuntimeConfig
     from ._config import agent_dir, choose_model, load_model_registry
     from ._settings import load_settings
-    from ..protocol.config import RuntimeConfig
     from .main import runtime_config
 
     reg = load_model_registry()

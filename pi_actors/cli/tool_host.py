@@ -45,12 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run_tool_host(args: argparse.Namespace) -> int:
+    import msgspec
     import trio
 
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..coding.tools import TOOL_SPECS
-    import msgspec
-
     from ..protocol.config import SandboxConfig, ToolPoolConfig
     from ..runtime import ConnectionLost, IncomingCall, RemoteError, child_environment, link_pair, open_peer, start_actor
     from ..server.client import ConnectionRefused, connect
