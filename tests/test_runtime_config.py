@@ -9,13 +9,13 @@ one-line error naming the key.
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_actors.ai import THINKING_LEVELS
 from pi_actors.ai import types as T
 from pi_actors.cli._config import ConfigError
 from pi_actors.cli._settings import load_settings, parse_settings
@@ -26,11 +26,13 @@ from pi_actors.protocol.config import (
     RetrySection,
     RuntimeConfig,
     Settings,
+    ThinkingLevelName,
     ToolPoolConfig,
     read_part,
     set_fields,
 )
 from pi_actors.runtime import RestartPolicy
+from pi_actors.thinking import THINKING_LEVELS
 
 MODEL = T.Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:1")
 
@@ -152,6 +154,7 @@ def test_a_bad_sandbox_size_is_still_refused_with_its_reason(tmp_path):
 def test_the_thinking_levels_are_one_list():
     from pi_actors.cli.main import build_parser
 
-    assert THINKING_LEVELS == ("off", "minimal", "low", "medium", "high", "xhigh")
+    assert THINKING_LEVELS == ("off", *get_args(T.ThinkingLevel)) == ("off", "minimal", "low", "medium", "high", "xhigh")
+    assert get_args(ThinkingLevelName) == THINKING_LEVELS
     thinking = next(a for a in build_parser()._actions if a.dest == "thinking")
     assert tuple(thinking.choices or ()) == THINKING_LEVELS

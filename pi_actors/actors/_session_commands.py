@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 import trio
 
-from ..ai import THINKING_LEVELS
 from ..ai import types as T
 from ..runtime import RemoteError
+from ..thinking import THINKING_LEVELS
 
 __all__ = ["SessionCommands"]
 

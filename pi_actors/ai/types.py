@@ -14,9 +14,11 @@ are omitted from the encoding when unset (pi leaves them ``undefined``).
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal, Union, get_args
+from typing import Any, ClassVar, Literal, Union
 
 import msgspec
+
+from ..thinking import THINKING_LEVELS
 
 __all__ = [
     "Api",
@@ -64,10 +66,7 @@ __all__ = [
 Api = str
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
-#: Every thinking level a user may choose, weakest first: ``off`` and then the
-#: :data:`ThinkingLevel` values a request can carry. The one list the CLI, the TUI, the RPC
-#: mode and the coordinator check a level against.
-THINKING_LEVELS: tuple[str, ...] = ("off", *get_args(ThinkingLevel))
+# THINKING_LEVELS (``off`` and then these) is defined once, in ``pi_actors.thinking``.
 
 
 def now_ms() -> int:

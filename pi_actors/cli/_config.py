@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ai.types import THINKING_LEVELS
+from ..thinking import THINKING_LEVELS
 
 __all__ = ["agent_dir", "ConfigError", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
 

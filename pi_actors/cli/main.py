@@ -30,7 +30,7 @@ VERSION = "0.1.0"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..ai.types import THINKING_LEVELS
+    from ..thinking import THINKING_LEVELS
 
     p = argparse.ArgumentParser(
         prog="pi-actors",

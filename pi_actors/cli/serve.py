@@ -44,7 +44,7 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..ai.types import THINKING_LEVELS
+    from ..thinking import THINKING_LEVELS
 
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")

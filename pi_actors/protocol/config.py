@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-from ..agent import QueueMode, ToolExecutionMode
+from ..agent import AgentThinkingLevel, QueueMode, ToolExecutionMode
 from ..ai.options import DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS
 from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS
 from ..ai.types import Model
@@ -59,7 +59,8 @@ __all__ = [
     "settings_error",
 ]
 
-ThinkingLevelName = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+#: A thinking level as settings and the coordinator take it (``pi_actors.thinking``).
+ThinkingLevelName = AgentThinkingLevel
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 Milliseconds = Annotated[float, msgspec.Meta(ge=0)]
