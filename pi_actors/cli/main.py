@@ -145,10 +145,13 @@ def runtime_config(
         StoreConfig,
         ToolPoolConfig,
     )
+    from ..thinking import THINKING_LEVELS
     from ._config import ConfigError
     from ._settings import parse_settings, stream_limits
 
     typed = parse_settings(settings)
+    if thinking not in THINKING_LEVELS:
+        raise ConfigError(f"unknown thinking level {thinking!r}; pass --thinking with one of {', '.join(THINKING_LEVELS)}")
     # Actor processes start in "/" (runtime._spawn): every path they get must be absolute.
     cwd, agent_dir = os.path.abspath(cwd), os.path.abspath(agent_dir)
     session_dir = _absolute(session_dir)
@@ -189,7 +192,7 @@ def runtime_config(
         coordinator=CoordinatorConfig(
             cwd=cwd,
             model=model,
-            thinking_level=thinking,  # type: ignore[arg-type]  # (argparse and the session check it)
+            thinking_level=thinking,  # type: ignore[arg-type]  # (checked above)
             system_prompt=system_prompt,
             tools=list(tools),
             session=chosen,
