@@ -9,7 +9,7 @@ one-line error naming the key.
 from __future__ import annotations
 
 import json
-from typing import get_args
+from typing import get_args, get_type_hints
 
 import msgspec
 import pytest
@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_actors.ai import types as T
+from pi_actors.choices import SANDBOX_MODES, THINKING_LEVELS
 from pi_actors.cli._config import ConfigError
 from pi_actors.cli._settings import load_settings, parse_settings
 from pi_actors.cli.main import runtime_config
@@ -32,7 +33,6 @@ from pi_actors.protocol.config import (
     set_fields,
 )
 from pi_actors.runtime import RestartPolicy
-from pi_actors.thinking import THINKING_LEVELS
 
 MODEL = T.Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:1")
 
@@ -151,8 +151,20 @@ def test_a_bad_sandbox_size_is_still_refused_with_its_reason(tmp_path):
         _config(tmp_path, settings={"sandbox": {"memory": "lots"}})
 
 
-def test_the_thinking_levels_are_one_list():
+def test_the_thinking_levels_and_sandbox_modes_are_one_list_each():
+    from pi_actors.cli import serve, tool_host
     from pi_actors.cli.main import build_parser
+    from pi_actors.coding.sandbox import MODES
+    from pi_actors.protocol.config import SandboxConfig
+
+    def choices(parser, dest):
+        return tuple(next(a for a in parser._actions if a.dest == dest).choices or ())
+
+    literal, _none = get_args(get_type_hints(SandboxConfig)["mode"])
+    assert MODES == SANDBOX_MODES == get_args(literal)
+    for parser in (build_parser(), serve.build_parser(), tool_host.build_parser()):
+        assert choices(parser, "sandbox") == SANDBOX_MODES
+    assert choices(serve.build_parser(), "thinking") == THINKING_LEVELS
 
     assert THINKING_LEVELS == ("off", *get_args(T.ThinkingLevel)) == ("off", "minimal", "low", "medium", "high", "xhigh")
     assert get_args(ThinkingLevelName) == THINKING_LEVELS

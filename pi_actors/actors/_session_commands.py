@@ -15,8 +15,8 @@ import msgspec
 import trio
 
 from ..ai import types as T
+from ..choices import THINKING_LEVELS
 from ..runtime import RemoteError
-from ..thinking import THINKING_LEVELS
 
 __all__ = ["SessionCommands"]
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 
-from ..thinking import THINKING_LEVELS
+from ..choices import THINKING_LEVELS
 
 __all__ = [
     "Api",
@@ -66,7 +66,7 @@ __all__ = [
 Api = str
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
-# THINKING_LEVELS (``off`` and then these) is defined once, in ``pi_actors.thinking``.
+# THINKING_LEVELS (``off`` and then these) is defined once, in ``pi_actors.choices``.
 
 
 def now_ms() -> int:

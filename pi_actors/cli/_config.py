@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..thinking import THINKING_LEVELS
+from ..choices import THINKING_LEVELS
 
 __all__ = ["agent_dir", "ConfigError", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
 

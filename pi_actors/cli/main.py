@@ -30,7 +30,7 @@ VERSION = "0.1.0"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..thinking import THINKING_LEVELS
+    from ..choices import SANDBOX_MODES, THINKING_LEVELS
 
     p = argparse.ArgumentParser(
         prog="pi-actors",
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tools", action="store_true", help="no built-in tools")
     p.add_argument(
         "--sandbox",
-        choices=["off", "read-only", "workspace-write"],
+        choices=SANDBOX_MODES,
         help="where tools may write: workspace-write (default on Linux: the working directory and a private /tmp), "
         "read-only, or off (no sandbox)",
     )
@@ -135,6 +135,7 @@ def runtime_config(
     """
     import msgspec
 
+    from ..choices import THINKING_LEVELS
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..protocol.config import (
         CoordinatorConfig,
@@ -145,7 +146,6 @@ def runtime_config(
         StoreConfig,
         ToolPoolConfig,
     )
-    from ..thinking import THINKING_LEVELS
     from ._config import ConfigError
     from ._settings import parse_settings, stream_limits
 

@@ -26,9 +26,9 @@ import msgspec
 import trio
 
 from ..actors._event_wire import AgentEventRebuilder
+from ..choices import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
 from ..runtime import ConnectionLost, Peer, RemoteError
-from ..thinking import THINKING_LEVELS
 from ._sessions import print_session_warnings
 from ._supervisor import open_local_runtime
 

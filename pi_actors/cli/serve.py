@@ -44,7 +44,7 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..thinking import THINKING_LEVELS
+    from ..choices import SANDBOX_MODES, THINKING_LEVELS
 
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--tools", help="comma-separated tools of new sessions (default: read,bash,edit,write)")
-    p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
+    p.add_argument("--sandbox", choices=SANDBOX_MODES)
     p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
     p.add_argument("--cwd", help="default working directory of new sessions (default: the root)")
     p.add_argument("--send-queue", type=int, default=1024, help="per-client send queue bound (items)")

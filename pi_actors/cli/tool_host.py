@@ -33,12 +33,14 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..choices import SANDBOX_MODES
+
     p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
     p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/, wss://HOST:PORT/ or unix:PATH of the server")
     add_credential_args(p)
     p.add_argument("--name", required=True)
     p.add_argument("--workspace", required=True, help="directory the tools work in")
-    p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
+    p.add_argument("--sandbox", choices=SANDBOX_MODES)
     p.add_argument("--allow-network", action="store_true")
     p.add_argument("--max-workers", type=int, default=16)
     return p

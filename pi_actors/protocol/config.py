@@ -59,7 +59,7 @@ __all__ = [
     "settings_error",
 ]
 
-#: A thinking level as settings and the coordinator take it (``pi_actors.thinking``).
+#: A thinking level as settings and the coordinator take it (``pi_actors.choices``).
 ThinkingLevelName = AgentThinkingLevel
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ...thinking import THINKING_LEVELS
+from ...choices import THINKING_LEVELS
 from .resources import format_tokens
 from .widgets import Selector, _text_of
 
