@@ -24,14 +24,14 @@ leave a tool unconfined.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from ..agent import AgentThinkingLevel, QueueMode, ToolExecutionMode
 from ..ai.options import DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS
 from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS
 from ..ai.types import Model
+from ..choices import QueueMode, SandboxMode, ThinkingChoice, ToolExecutionMode
 from ..runtime import WireStruct
 
 __all__ = [
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: A thinking level as settings and the coordinator take it (``pi_actors.choices``).
-ThinkingLevelName = AgentThinkingLevel
+ThinkingLevelName = ThinkingChoice
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 Milliseconds = Annotated[float, msgspec.Meta(ge=0)]
@@ -177,7 +177,7 @@ class SandboxConfig(WireStruct):
     """A tool sandbox policy (``SandboxPolicy.to_config``); ``mode`` None is the platform
     default, ``home_allow`` None the default allow-list."""
 
-    mode: Literal["off", "read-only", "workspace-write"] | None = None
+    mode: SandboxMode | None = None
     workspace: str = ""
     allow_network: bool = False
     hidden: list[str] = msgspec.field(default_factory=list)
