@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
-    from ..protocol.config import RuntimeConfig, Settings
+    from ..protocol.config import RuntimeConfig, SessionConfig, Settings
 
 __all__ = ["main", "build_parser"]
 
@@ -113,7 +113,7 @@ def runtime_config(
     no_session: bool = False,
     session_dir: str | None = None,
     agent_dir: str,
-    session: dict[str, Any] | None = None,
+    session: SessionConfig | dict[str, Any] | None = None,
     settings: Settings | dict[str, Any] | None = None,
     models: list[Any] | None = None,
     log_file: str | None = None,
@@ -124,8 +124,8 @@ def runtime_config(
 ) -> RuntimeConfig:
     """The configuration handed to the actor processes (``pi_actors.protocol.config``).
 
-    ``session``: the session choice (``SessionConfig``'s camelCase document; default: a new
-    session in ``session_dir``, none saved with ``no_session``). ``settings``: settings.json
+    ``session``: the session choice (a ``SessionConfig`` or its camelCase document; default: a
+    new session in ``session_dir``, none saved with ``no_session``). ``settings``: settings.json
     (typed, or the document ``load_settings`` gave). ``sandbox``: the tool sandbox policy
     (``off``, ``read-only``, ``workspace-write``; None is the platform default,
     ``workspace-write`` on Linux), with ``cwd`` as the workspace; the agent directory, the
@@ -145,6 +145,7 @@ def runtime_config(
         SessionConfig,
         StoreConfig,
         ToolPoolConfig,
+        read_part,
     )
     from ._config import ConfigError
     from ._settings import parse_settings, stream_limits
@@ -160,9 +161,9 @@ def runtime_config(
         chosen = SessionConfig(no_session=no_session, session_dir=session_dir, agent_dir=agent_dir)
     else:
         try:
-            chosen = msgspec.convert(session, SessionConfig)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(f"bad session choice: {exc}") from None
+            chosen = read_part(session, SessionConfig)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         chosen = msgspec.structs.replace(
             chosen, session_dir=_absolute(chosen.session_dir), resume=_absolute(chosen.resume),
             fork_from=_absolute(chosen.fork_from), agent_dir=_absolute(chosen.agent_dir),
