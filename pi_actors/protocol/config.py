@@ -7,7 +7,7 @@ typed sub-Structs). Every part crosses a process boundary as its dict form
 (``msgspec.to_builtins``; camelCase keys, defaults left out) and is read back on the other
 side with :func:`read_part`, so readers use attributes, never ``.get(...)`` chains.
 
-The wire form is the one the actors have always read. Four provider/tool-pool keys predate
+The wire form is the one the actors have always read. Five provider/tool-pool keys predate
 the camelCase rule and keep their snake_case names (``runtime_api_keys``,
 ``api_key_sources``, ``warm_api``, ``max_workers``, ``warm_on_request``).
 
