@@ -170,10 +170,18 @@ def test_restart_intensity_allows_max_restarts_per_window_with_growing_back_off(
     assert intensity.next_delay("x", now=10.5) == 0.4
 
 
-def test_supervision_settings_are_read_from_settings_json_and_bad_values_keep_defaults():
-    policy = RestartPolicy.from_json({"maxRestarts": 2, "heartbeatTimeout": 0.5, "restartWindow": "soon", "heartbeatInterval": -1})
+def test_supervision_settings_are_read_from_settings_json_and_bad_values_are_refused_by_key():
+    from pi_actors.cli._config import ConfigError
+    from pi_actors.cli._settings import parse_settings
+    from pi_actors.protocol.config import set_fields
+
+    policy = RestartPolicy(**set_fields(parse_settings({"supervision": {"maxRestarts": 2, "heartbeatTimeout": 0.5}}).supervision))
     assert (policy.max_restarts, policy.heartbeat_timeout) == (2, 0.5)
     assert (policy.window, policy.heartbeat_interval) == (RestartPolicy().window, RestartPolicy().heartbeat_interval)
+    with pytest.raises(ConfigError, match=r"supervision.restartWindow: Expected `float \| null`, got `str`"):
+        parse_settings({"supervision": {"restartWindow": "soon"}})
+    with pytest.raises(ConfigError, match=r"supervision.heartbeatInterval: Expected `float` > 0"):
+        parse_settings({"supervision": {"heartbeatInterval": -1}})
 
 
 async def _linked_peers(nursery, handler=None):

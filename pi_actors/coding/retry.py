@@ -94,25 +94,6 @@ class RetrySettings:
     base_delay_ms: int = 2000
     max_delay_ms: int = DEFAULT_MAX_RETRY_DELAY_MS
 
-    @classmethod
-    def from_json(cls, data: Any) -> RetrySettings:
-        """From pi's ``settings.json`` ``retry`` object; missing or bad fields default."""
-        data = data if isinstance(data, dict) else {}
-        base = cls()
-
-        def number(key: str, default: int) -> int:
-            value = data.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            return value if ok else default
-
-        enabled = data.get("enabled")
-        return cls(
-            enabled=enabled if isinstance(enabled, bool) else base.enabled,
-            max_retries=number("maxRetries", base.max_retries),
-            base_delay_ms=number("baseDelayMs", base.base_delay_ms),
-            max_delay_ms=number("maxDelayMs", base.max_delay_ms),
-        )
-
 
 def _stop_reason(message: Any) -> Any:
     if isinstance(message, AssistantMessage):
