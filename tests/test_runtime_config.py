@@ -170,3 +170,14 @@ def test_the_thinking_levels_and_sandbox_modes_are_one_list_each():
     assert get_args(ThinkingLevelName) == THINKING_LEVELS
     thinking = next(a for a in build_parser()._actions if a.dest == "thinking")
     assert tuple(thinking.choices or ()) == THINKING_LEVELS
+
+
+def test_the_supervisor_and_an_unsandboxed_tool_drop_the_same_credential_names():
+    from pi_actors.actors.local import secret_env_names
+    from pi_actors.coding.sandbox.env import unsandboxed_environment
+
+    env = {n: "x" for n in ("ANTHROPIC_BASE", "OPENAI_ORG", "GH_TOKEN", "DB_PASSWORD", "AWS_ACCESS_KEY_ID", "MY_API_KEY",
+                            "PATH", "HOME", "TOKENIZERS_PARALLELISM", "KEYBOARD")}  # fmt: skip
+    dropped = set(env) - set(unsandboxed_environment(env))
+    assert set(secret_env_names(env)) == dropped
+    assert dropped == {"ANTHROPIC_BASE", "OPENAI_ORG", "GH_TOKEN", "DB_PASSWORD", "AWS_ACCESS_KEY_ID", "MY_API_KEY"}
