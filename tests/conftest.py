@@ -13,6 +13,7 @@ import trio
 
 from pi_actors.ai import types as T
 from pi_actors.cli.main import runtime_config
+from pi_actors.protocol.config import RuntimeConfig
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 
 CLI = str(Path(sys.executable).with_name("pi-actors"))
@@ -90,9 +91,12 @@ def env(tmp_path, scripted):
     return Env(tmp_path, scripted)
 
 
-def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=None, context_window=128000) -> dict:
-    """Actor configuration for an in-process UI: the scripted model, no session file.
-    Auto-retry is off unless ``settings`` turns it on (its back-off would wait seconds)."""
+def actor_config(
+    server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=None, context_window=128000, session=None
+) -> RuntimeConfig:
+    """Actor configuration for an in-process UI: the scripted model, no session file unless
+    ``session`` (a ``SessionConfig`` document) chooses one. Auto-retry is off unless
+    ``settings`` turns it on (its back-off would wait seconds)."""
     model = T.Model(
         id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai,
         context_window=context_window,
@@ -105,6 +109,7 @@ def actor_config(server: ScriptedLLM, cwd, tools=("read", "bash"), *, settings=N
         cwd=str(cwd),
         system_prompt="You are a test.",
         no_session=True,
+        session=session,
         agent_dir=str(cwd),
         runtime_keys={"scripted": "k"},
         key_sources={},

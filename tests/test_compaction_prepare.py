@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.sessions import Branch, roles, tool_session
@@ -82,9 +83,17 @@ def test_should_compact_when_context_passes_window_minus_reserve():
 
 
 def test_settings_read_pi_settings_json_with_defaults():
-    assert CompactionSettings.from_json({"reserveTokens": 100, "keepRecentTokens": 5}) == CompactionSettings(True, 100, 5)
-    assert CompactionSettings.from_json({"enabled": "yes", "reserveTokens": -1}) == CompactionSettings()
-    assert CompactionSettings.from_json(None) == CompactionSettings(True, 16384, 20000)
+    from pi_actors.cli._config import ConfigError
+    from pi_actors.cli._settings import parse_settings
+    from pi_actors.protocol.config import set_fields
+
+    section = parse_settings({"compaction": {"reserveTokens": 100, "keepRecentTokens": 5}}).compaction
+    assert CompactionSettings(**set_fields(section)) == CompactionSettings(True, 100, 5)
+    assert CompactionSettings(**set_fields(parse_settings(None).compaction)) == CompactionSettings(True, 16384, 20000)
+    with pytest.raises(ConfigError, match=r"compaction.enabled: Expected `bool"):
+        parse_settings({"compaction": {"enabled": "yes"}})
+    with pytest.raises(ConfigError, match=r"compaction.reserveTokens: Expected `int` >= 0"):
+        parse_settings({"compaction": {"reserveTokens": -1}})
 
 
 def test_last_assistant_usage_skips_aborted_and_errors():

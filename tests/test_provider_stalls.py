@@ -286,6 +286,7 @@ def test_the_delay_travels_in_the_message_and_is_read_back(base, delay, maximum)
 
 def test_the_timeouts_and_the_maximum_delay_come_from_settings_json(tmp_path):
     from pi_actors.cli._settings import load_settings, stream_limits
+    from pi_actors.protocol.config import Settings, StreamLimits
 
     home, work = tmp_path / "home", tmp_path / "work"
     (work / ".pi-actors").mkdir(parents=True)
@@ -296,8 +297,8 @@ def test_the_timeouts_and_the_maximum_delay_come_from_settings_json(tmp_path):
     settings, warnings = load_settings(str(home), str(work))
     assert warnings == ["Warning (settings): provider.idleTimeoutMs must be a number of milliseconds, "
                         "0 or more; using 120000"]
-    assert stream_limits(settings) == {"firstByteTimeoutMs": 5000, "idleTimeoutMs": 120000, "maxRetryDelayMs": 90000}
-    assert stream_limits({}) == {"firstByteTimeoutMs": 120000, "idleTimeoutMs": 120000, "maxRetryDelayMs": 60000}
+    assert stream_limits(settings) == StreamLimits(first_byte_timeout_ms=5000, idle_timeout_ms=120000, max_retry_delay_ms=90000)
+    assert stream_limits(Settings()) == StreamLimits(first_byte_timeout_ms=120000, idle_timeout_ms=120000, max_retry_delay_ms=60000)
 
 
 async def test_a_stalled_provider_is_retried_by_the_cli_with_the_settings_timeout(scripted, env):

@@ -60,8 +60,15 @@ def test_backoff_doubles_from_the_base_delay():
 
 
 def test_settings_read_pi_settings_json_with_defaults():
-    assert RetrySettings.from_json({"enabled": False, "maxRetries": 5, "baseDelayMs": 10}) == RetrySettings(False, 5, 10, 60000)
-    assert RetrySettings.from_json({"maxRetries": "3"}) == RetrySettings() == RetrySettings(True, 3, 2000, 60000)
+    from pi_actors.cli._config import ConfigError
+    from pi_actors.cli._settings import parse_settings
+    from pi_actors.protocol.config import set_fields
+
+    section = parse_settings({"retry": {"enabled": False, "maxRetries": 5, "baseDelayMs": 10}}).retry
+    assert RetrySettings(**set_fields(section)) == RetrySettings(False, 5, 10, 60000)
+    assert RetrySettings(**set_fields(parse_settings({}).retry)) == RetrySettings() == RetrySettings(True, 3, 2000, 60000)
+    with pytest.raises(ConfigError, match=r"retry.maxRetries: Expected `int \| null`, got `str`"):
+        parse_settings({"retry": {"maxRetries": "3"}})
 
 
 async def test_a_retry_waits_its_delay_then_succeeds(autojump_clock):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -173,15 +174,19 @@ def test_without_bwrap_the_sandbox_is_unavailable_with_the_reason(monkeypatch, t
 def test_the_cli_configuration_carries_the_policy_and_hides_the_agent_and_session_directories(tmp_path):
     model = T.Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:1")
     common = dict(model=model, thinking="off", tools=["read"], cwd=str(tmp_path), system_prompt="", agent_dir="/agent")
-    config = runtime_config(**common, session_dir="/sessions", runtime_keys={}, key_sources={})
+    # (the tool pool's part as it crosses to its process: SandboxPolicy.to_config's shape)
+    config = msgspec.to_builtins(runtime_config(**common, session_dir="/sessions", runtime_keys={}, key_sources={}))
     policy = SandboxPolicy.from_config(config["tools"]["sandbox"])
     assert policy.mode == "workspace-write" and policy.workspace == str(tmp_path) and not policy.allow_network
     assert set(policy.hidden) == {"/agent", "/sessions"}
-    config = runtime_config(**common, session_dir="/sessions", log_file="/var/log/pi.log", runtime_keys={}, key_sources={})
+    config = msgspec.to_builtins(
+        runtime_config(**common, session_dir="/sessions", log_file="/var/log/pi.log", runtime_keys={}, key_sources={})
+    )
     assert set(SandboxPolicy.from_config(config["tools"]["sandbox"]).hidden) == {"/agent", "/sessions", "/var/log/pi.log"}
-    config = runtime_config(**common, runtime_keys={}, key_sources={}, sandbox="off", allow_network=True)
-    assert config["tools"]["sandbox"]["mode"] == "off" and config["tools"]["sandbox"]["allowNetwork"] is True
-    assert os.path.isabs(config["tools"]["sandbox"]["workspace"])
+    typed = runtime_config(**common, runtime_keys={}, key_sources={}, sandbox="off", allow_network=True)
+    assert typed.tools.sandbox is not None
+    assert typed.tools.sandbox.mode == "off" and typed.tools.sandbox.allow_network is True
+    assert os.path.isabs(typed.tools.sandbox.workspace)
 
 
 def test_a_bwrap_that_cannot_create_namespaces_makes_the_sandbox_unavailable_with_its_message(monkeypatch, tmp_path):

@@ -167,8 +167,7 @@ async def test_the_session_store_refuses_a_file_another_writer_holds(scripted, t
     with SessionWriter.create(str(tmp_path), str(tmp_path), lazy=False) as held:
         held.append_message(_user("mine"))
         before = open(held.path, "rb").read()
-        config = actor_config(scripted, tmp_path)
-        config["coordinator"]["session"] = {"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path}
+        config = actor_config(scripted, tmp_path, session={"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path})
         async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
             with pytest.raises(RemoteError) as refused:
                 await coordinator.call("session")
@@ -184,8 +183,7 @@ async def test_a_session_taken_after_the_clis_check_is_still_a_one_line_refusal(
 
     with SessionWriter.create(str(tmp_path), str(tmp_path), lazy=False) as held:
         held.append_message(_user("mine"))
-        config = actor_config(scripted, tmp_path)
-        config["coordinator"]["session"] = {"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path}
+        config = actor_config(scripted, tmp_path, session={"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path})
         try:
             await run_prompts(config, ["hi"], PrintRenderer())
         except BaseException as exc:  # noqa: BLE001 - judged below, as main() judges it

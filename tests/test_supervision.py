@@ -19,8 +19,8 @@ from conftest import actor_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.actors.local import open_local_runtime
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.runtime import (
     ActorDied,
     MessageTooLarge,
@@ -115,8 +115,7 @@ async def test_a_killed_tool_pool_fails_the_tool_call_in_flight_and_later_tool_c
 
 
 async def test_a_killed_coordinator_is_restarted_with_the_session_reloaded_from_its_file(scripted, tmp_path):
-    config = actor_config(scripted, tmp_path)
-    config["coordinator"]["session"] = {"noSession": False, "sessionDir": str(tmp_path / "sessions"), "agentDir": str(tmp_path)}
+    config = actor_config(scripted, tmp_path, session={"noSession": False, "sessionDir": str(tmp_path / "sessions"), "agentDir": str(tmp_path)})
     scripted.script += [Reply(text="first answer"), Reply(text="hangs", hang_after_start=True), Reply(text="after the restart")]
     processes: dict = {}
     with trio.fail_after(60):
@@ -171,10 +170,18 @@ def test_restart_intensity_allows_max_restarts_per_window_with_growing_back_off(
     assert intensity.next_delay("x", now=10.5) == 0.4
 
 
-def test_supervision_settings_are_read_from_settings_json_and_bad_values_keep_defaults():
-    policy = RestartPolicy.from_json({"maxRestarts": 2, "heartbeatTimeout": 0.5, "restartWindow": "soon", "heartbeatInterval": -1})
+def test_supervision_settings_are_read_from_settings_json_and_bad_values_are_refused_by_key():
+    from pi_actors.cli._config import ConfigError
+    from pi_actors.cli._settings import parse_settings
+    from pi_actors.protocol.config import set_fields
+
+    policy = RestartPolicy(**set_fields(parse_settings({"supervision": {"maxRestarts": 2, "heartbeatTimeout": 0.5}}).supervision))
     assert (policy.max_restarts, policy.heartbeat_timeout) == (2, 0.5)
     assert (policy.window, policy.heartbeat_interval) == (RestartPolicy().window, RestartPolicy().heartbeat_interval)
+    with pytest.raises(ConfigError, match=r"supervision.restartWindow: Expected `float \| null`, got `str`"):
+        parse_settings({"supervision": {"restartWindow": "soon"}})
+    with pytest.raises(ConfigError, match=r"supervision.heartbeatInterval: Expected `float` > 0"):
+        parse_settings({"supervision": {"heartbeatInterval": -1}})
 
 
 async def _linked_peers(nursery, handler=None):

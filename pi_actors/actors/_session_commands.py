@@ -14,11 +14,11 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, cast
 
-import msgspec
 import trio
 
 from ..agent import AgentThinkingLevel, QueueMode
 from ..ai import types as T
+from ..choices import THINKING_LEVELS
 from ..protocol import coordinator as P
 from ..runtime import Empty, Interface, RemoteError, TypedCall, implements
 
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from .coordinator import Coordinator
 
 __all__ = ["SessionCommands", "THINKING_LEVELS"]
-
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 Entry = dict[str, Any]
 
@@ -172,11 +170,11 @@ class SessionCommands:
     # -- model and thinking level ------------------------------------------------------------
 
     def _models(self) -> list[T.Model]:
-        return [msgspec.convert(m, T.Model) for m in self.c.config.get("models") or []]
+        return list(self.c.config.models)
 
     @implements(P.GET_AVAILABLE_MODELS)
     async def get_available_models(self, args: Empty, call: TypedCall[Empty, None]) -> P.Models:
-        return P.Models(models=self.c.config.get("models") or [])
+        return P.Models(models=T.to_plain(self.c.config.models))
 
     @implements(P.SET_MODEL)
     async def set_model(self, args: P.SetModelArgs, call: TypedCall[P.SetModelArgs, None]) -> T.Model:
@@ -215,15 +213,15 @@ class SessionCommands:
             await self.c.agent.wait_for_idle()
 
     def _session_dirs(self) -> dict[str, Any]:
-        cfg = self.c.config.get("session") or {}
-        return {"cwd": self.c.cwd, "sessionDir": cfg.get("sessionDir"), "agentDir": cfg.get("agentDir")}
+        cfg = self.c.config.session
+        return {"cwd": self.c.cwd, "sessionDir": cfg.session_dir, "agentDir": cfg.agent_dir}
 
     @implements(P.NEW_SESSION)
     async def new_session(self, args: P.NewSessionArgs, call: TypedCall[P.NewSessionArgs, None]) -> P.NewSessionResult:
         await self._stop_run()
         self.c.agent.reset()
         current = (self.c.session or {}).get("path")
-        no_session = bool((self.c.config.get("session") or {}).get("noSession"))
+        no_session = self.c.config.session.no_session
         session = await self.c.store.call("open", {**self._session_dirs(), "noSession": no_session})
         self.c.session = session
         self.c.agent.session_id = self.c.session_id
@@ -330,10 +328,10 @@ class SessionCommands:
 
         tree = await self._entries()
         header = (self.c.session or {}).get("header") or {}
-        exports = self.c.config.get("exports") or {}
+        exports = self.c.config.exports
         path = args.output_path
         if path:
-            if exports.get("callerPath") is False:
+            if not exports.caller_path:
                 raise RemoteError(
                     "invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory"
                 )
@@ -344,7 +342,7 @@ class SessionCommands:
             return P.ExportHtmlResult(path=written)
         base = (self.c.session or {}).get("path")
         stem = os.path.basename(base)[: -len(".jsonl")] if base else f"pi-session-{header.get('id', 'export')}"
-        directory = exports.get("dir") if "dir" in exports else (os.path.dirname(base) if base else self.c.cwd)
+        directory = exports.dir if not exports.caller_path else (exports.dir or (os.path.dirname(base) if base else self.c.cwd))
         if not directory:
             raise RemoteError("write_failed", "export_html: this session has no directory to write the export in")
         html = render_html(header, tree["entries"], tree.get("leafId")).encode("utf-8")

@@ -48,6 +48,7 @@ from ..coding.retry import RetrySettings
 from ..coding.tools import MUTATING_TOOLS
 from ..coding.tools.paths import resolve_to_cwd
 from ..protocol import coordinator as P
+from ..protocol.config import CoordinatorConfig, read_part, set_fields
 from ..protocol.events import StreamRebuilder, strip_agent_event
 from ..runtime import (
     ActorDied,
@@ -93,30 +94,31 @@ def _error_message(model: T.Model, text: str) -> T.AssistantMessage:
 
 
 class Coordinator:
-    def __init__(self, config: dict[str, Any], provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer) -> None:
+    def __init__(self, config: CoordinatorConfig, provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer) -> None:
         from ..coding.tools import TOOL_SPECS
 
         self.config = config
+        settings = config.settings
         self.provider = provider
         self.tools_peer = tools
         self.store = store
-        self.cwd: str = config.get("cwd") or os.getcwd()
+        self.cwd: str = config.cwd or os.getcwd()
         #: Called with the session file's path (None: not saved) whenever it changes.
         self.on_session_path: Any = None
         self._session: dict[str, Any] | None = None
-        tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.get("tools") or [] if n in TOOL_SPECS]
+        tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.tools if n in TOOL_SPECS]
         self.agent = Agent(
             initial_state={
-                "system_prompt": config.get("systemPrompt") or "",
-                "model": msgspec.convert(config["model"], T.Model),
-                "thinking_level": config.get("thinkingLevel") or "off",
+                "system_prompt": config.system_prompt,
+                "model": config.model,
+                "thinking_level": config.thinking_level,
                 "tools": tools_list,
             },
             stream_fn=self.stream_fn,
             convert_to_llm=convert_to_llm,
-            steering_mode=config.get("steeringMode") or (config.get("settings") or {}).get("steeringMode") or "one-at-a-time",
-            follow_up_mode=config.get("followUpMode") or (config.get("settings") or {}).get("followUpMode") or "one-at-a-time",
-            tool_execution=config.get("toolExecution") or (config.get("settings") or {}).get("toolExecution") or "parallel",
+            steering_mode=settings.steering_mode,
+            follow_up_mode=settings.follow_up_mode,
+            tool_execution=settings.tool_execution,
         )
         self.agent.subscribe(self._on_event)
         #: The UI call that started the current run: it receives the run's events.
@@ -130,14 +132,13 @@ class Coordinator:
         self._published: list[Any] = []
         self._published_stream: Any = None
         self._sink_quiet = False
-        settings = config.get("settings") or {}
-        self.log = JsonLog(config.get("logFile"), "coordinator")
+        self.log = JsonLog(config.log_file, "coordinator")
         self._requests = 0
         self.commands = SessionCommands(self)
         self.upkeep = Upkeep(
             self,
-            compaction=CompactionSettings.from_json(settings.get("compaction")),
-            retry=RetrySettings.from_json(settings.get("retry")),
+            compaction=CompactionSettings(**set_fields(settings.compaction)),
+            retry=RetrySettings(**set_fields(settings.retry)),
         )
 
     @property
@@ -539,12 +540,14 @@ def _blocks(content: Any) -> list[Any]:
         return [T.TextContent(text=str(content))]
 
 
-async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> None:
     """Actor entry: answer the UI's hello at once, connect to provider, tool pool and store,
     then serve the UI until it disconnects. A start-up failure is reported to every UI call.
 
     ``links["control"]`` (optional): the supervisor's control channel (module docstring);
-    ``config["relink"]`` names the links it re-links after a restart."""
+    ``config``: a ``protocol.config.CoordinatorConfig`` (or its dict form); its ``relink``
+    names the links it re-links after a restart."""
+    part = read_part(config, CoordinatorConfig)
     ready = trio.Event()
     state: dict[str, Any] = {}
 
@@ -556,7 +559,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
         return await router(call)
 
     control = links.get("control")
-    relink = set(config.get("relink") or ()) if control is not None else set()
+    relink = set(part.relink) if control is not None else set()
     slots = {
         "provider": PeerSlot("provider", "provider", "request", supervised="provider" in relink),
         "tools": PeerSlot("tools", "tool pool", "tool call", supervised="tools" in relink),
@@ -564,7 +567,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
     outbox_send, outbox = trio.open_memory_channel[dict[str, Any]](64)
     async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle) as ui:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
-            log = JsonLog(config.get("logFile"), "coordinator")
+            log = JsonLog(part.log_file, "coordinator")
             if control is not None:
                 nursery.start_soon(serve_control, FdChannel.from_stream(control), slots, nursery, outbox, log.event)
             try:
@@ -574,7 +577,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
                 )
                 for name in ("provider", "tools"):
                     await slots[name].hold(nursery, links[name])
-                coord = Coordinator(config, slots["provider"], slots["tools"], store)
+                coord = Coordinator(part, slots["provider"], slots["tools"], store)
                 if control is not None:
 
                     def report(path: str | None) -> None:
@@ -584,15 +587,15 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: dict[str,
                             pass
 
                     coord.on_session_path = report
-                session_cfg = config.get("session") or {}
+                chosen = part.session
                 await coord.open_session(
                     {
                         "cwd": coord.cwd,
-                        "sessionDir": session_cfg.get("sessionDir"),
-                        "agentDir": session_cfg.get("agentDir"),
-                        "noSession": bool(session_cfg.get("noSession")),
-                        "resume": session_cfg.get("resume"),
-                        "forkFrom": session_cfg.get("forkFrom"),
+                        "sessionDir": chosen.session_dir,
+                        "agentDir": chosen.agent_dir,
+                        "noSession": chosen.no_session,
+                        "resume": chosen.resume,
+                        "forkFrom": chosen.fork_from,
                     }
                 )
                 state["router"] = coord.router()

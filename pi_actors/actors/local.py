@@ -13,7 +13,7 @@ for the coordinator):
 
 * every child is a watched actor (``runtime.start_watched_actor``): its exit is seen at once
   (pidfd), and one that stops answering liveness checks (SIGSTOP, a blocked event loop) is
-  killed. Settings ``supervision`` (see ``RestartPolicy.from_json``) tune both.
+  killed. Settings ``supervision`` (``protocol.config.SupervisionSection``) tune both.
 * A dead provider or tool pool is restarted and re-linked to the running coordinator: this
   process creates the new socketpair (API keys never leave it and the provider) and passes
   the coordinator's end over a control channel (``FdChannel``, SCM_RIGHTS), after telling it
@@ -37,14 +37,16 @@ Tool processes and the coordinator get an environment without credentials.
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import trio
 
+from ..coding.sandbox.env import is_credential_name
+from ..protocol.config import RuntimeConfig, read_part, set_fields
 from ..runtime import (
     ConnectionLost,
     FdChannel,
@@ -61,13 +63,18 @@ from ._coordinator_link import CoordinatorLink
 
 __all__ = ["CoordinatorLink", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
 
-_SECRET = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
 
 def secret_env_names(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Names of the variables of ``env`` (default: this process's environment) that may hold
     credentials: they are never given to the coordinator, the store or a tool process."""
     names = os.environ if env is None else env
-    return tuple(name for name in names if _SECRET.search(name))
+    return tuple(name for name in names if is_credential_name(name))
+
+
+def _wire(part: msgspec.Struct) -> dict[str, Any]:
+    """A configuration part as it crosses to an actor process (camelCase, defaults left out)."""
+    doc: dict[str, Any] = msgspec.to_builtins(part)
+    return doc
 
 
 class _Supervisor:
@@ -78,7 +85,7 @@ class _Supervisor:
 
     def __init__(
         self,
-        config: dict[str, Any],
+        config: RuntimeConfig,
         link: CoordinatorLink,
         *,
         policy: RestartPolicy,
@@ -99,7 +106,6 @@ class _Supervisor:
         self.closing = False
         self.session_path: str | None = None
         self.scrubbed = child_environment(scrub=secret_env_names())
-        self.part = {key: config.get(key) or {} for key in ("provider", "tools", "store", "coordinator")}
         self.nursery: trio.Nursery | None = None
         self._generation_scope: trio.CancelScope | None = None
         #: Warm standbys by actor name: started, warmed up, waiting for their coordinator.
@@ -154,15 +160,14 @@ class _Supervisor:
             self._generation_scope.cancel()
 
     def _coordinator_config(self) -> dict[str, Any]:
-        cfg = dict(self.part["coordinator"])
+        """The coordinator's part as sent: after a restart it resumes the session file it
+        last reported; ``relink`` names the links this supervisor re-links."""
+        part = self.config.coordinator
+        session = part.session
         if self.session_path is not None:
-            session = dict(cfg.get("session") or {})
-            for key in ("forkFrom", "noSession"):
-                session.pop(key, None)
-            session["resume"] = self.session_path
-            cfg["session"] = session
-        cfg["relink"] = ["provider"] + (["tools"] if self.tools_link is None else [])
-        return cfg
+            session = msgspec.structs.replace(session, resume=self.session_path, fork_from=None, no_session=False)
+        relink = ["provider"] + (["tools"] if self.tools_link is None else [])
+        return _wire(msgspec.structs.replace(part, session=session, relink=relink))
 
     async def _generation(self, task_status: Any) -> str:
         """One start of the whole set; returns how its coordinator (or store) ended. The
@@ -191,13 +196,13 @@ class _Supervisor:
                         coordinator_links["tools"] = self.tools_link
                     if self.store_with_coordinator:
                         entry = "pi_actors.actors.local:run_coordinator_with_store"
-                        config: Any = {"coordinator": self._coordinator_config(), "store": self.part["store"]}
+                        config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
                     else:
                         coord_store, store = link_pair()
                         owned += [coord_store, store]
                         watched["session-store"] = await self._spawn(
                             "session-store", "pi_actors.actors.session_store:run_session_store",
-                            {"coordinator": store}, self.part["store"], self.scrubbed,
+                            {"coordinator": store}, _wire(self.config.store), self.scrubbed,
                         )  # fmt: skip
                         coordinator_links["store"] = coord_store
                         entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
@@ -278,12 +283,12 @@ class _Supervisor:
         ours, theirs = link_pair()
         try:
             if name == "provider":
-                config = {**self.part["provider"], "standby": standby}
+                config = _wire(msgspec.structs.replace(self.config.provider, standby=standby))
                 actor = await self._spawn(
                     name, "pi_actors.actors.provider:run_provider", {"coordinator": theirs}, config, None, record=not standby
                 )
             else:
-                config = {**self.part["tools"], "standby": standby}
+                config = _wire(msgspec.structs.replace(self.config.tools, standby=standby))
                 actor = await self._spawn(
                     name, "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": theirs}, config, self.scrubbed,
                     record=not standby,
@@ -394,7 +399,7 @@ async def _first_down(actors: list[WatchedActor]) -> str:
 
 @asynccontextmanager
 async def open_local_runtime(
-    config: dict[str, Any],
+    config: RuntimeConfig | dict[str, Any],
     *,
     shutdown_grace: float = 3.0,
     tools_link: Any = None,
@@ -406,8 +411,8 @@ async def open_local_runtime(
     announce: bool = True,
     spares: bool = False,
 ) -> AsyncIterator[CoordinatorLink]:
-    """Spawn and supervise the actors for ``config`` (keys provider, tools, store,
-    coordinator) and yield the UI's :class:`CoordinatorLink`; see the module docstring.
+    """Spawn and supervise the actors for ``config`` (a ``RuntimeConfig``, or its dict form)
+    and yield the UI's :class:`CoordinatorLink`; see the module docstring.
 
     ``tools_link``: a socket to use as the coordinator's "tools" link instead of spawning a
     tool pool (the caller serves ``run_tool`` on the other end, e.g. a remote tool host).
@@ -424,9 +429,9 @@ async def open_local_runtime(
     a restart does not wait for an interpreter, the SDK import and the sandbox's start-up
     (one idle process each; for long sessions, not one-shot runs; settings can turn it off:
     ``supervision.spares``)."""
+    config = read_part(config, RuntimeConfig)
     if policy is None:
-        settings = (config.get("coordinator") or {}).get("settings") or {}
-        policy = RestartPolicy.from_json(settings.get("supervision"))
+        policy = RestartPolicy(**set_fields(config.coordinator.settings.supervision))
     link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,

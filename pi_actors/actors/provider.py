@@ -24,11 +24,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import msgspec
 import trio
 
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
+from ..protocol.config import ProviderConfig, read_part
 from ..protocol.events import CoalescingSender
 from ..protocol.provider import PROVIDER, STREAM, StreamArgs
 from ..runtime import JsonLog, RemoteError, Router, TypedCall, implements
@@ -37,19 +39,14 @@ __all__ = ["run_provider", "ProviderActor"]
 
 
 class ProviderActor:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self._runtime_keys: dict[str, str] = dict(config.get("runtime_api_keys") or {})
-        self._key_sources: dict[str, str] = dict(config.get("api_key_sources") or {})
+    def __init__(self, config: ProviderConfig | dict[str, Any] | None) -> None:
+        config = read_part(config, ProviderConfig)
+        self._runtime_keys: dict[str, str] = dict(config.runtime_api_keys)
+        self._key_sources: dict[str, str] = dict(config.api_key_sources)
         self._resolved: dict[str, str | None] = {}
-        self.log = JsonLog(config.get("logFile"), "provider")
-        limits = config.get("limits") or {}
+        self.log = JsonLog(config.log_file, "provider")
         #: The stream options every call gets unless it sets them (snake_case ``extra`` keys).
-        self._limits: dict[str, Any] = {
-            name: limits[key]
-            for key, name in (("firstByteTimeoutMs", "first_byte_timeout_ms"), ("idleTimeoutMs", "idle_timeout_ms"),
-                              ("maxRetryDelayMs", "max_retry_delay_ms"))
-            if key in limits
-        }
+        self._limits: dict[str, Any] = msgspec.structs.asdict(config.limits)
         #: Set once the start-up warm-up of the expected SDK is over (see ``warm_up``); streams
         #: wait for it so two threads never import the same provider module at once.
         self.warmed = trio.Event()
@@ -135,7 +132,7 @@ class ProviderActor:
         return final
 
 
-async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+async def run_provider(links: dict[str, trio.SocketStream], config: Any) -> None:
     """Actor entry: serve the coordinator link until it closes.
 
     The SDK of the expected API (``warm_api``) is imported and warmed up from the start, while
@@ -145,9 +142,10 @@ async def run_provider(links: dict[str, trio.SocketStream], config: dict[str, An
     from ..ai.providers._common import reuse_clients
     from ._serve_link import serve_coordinator_link
 
-    actor = ProviderActor(config or {})
-    standby = bool((config or {}).get("standby"))  # a supervisor's spare: see _serve_link
+    part = read_part(config, ProviderConfig)
+    actor = ProviderActor(part)
     async with reuse_clients(), trio.open_nursery() as nursery:
-        nursery.start_soon(actor.warm_up, (config or {}).get("warm_api"))
-        await serve_coordinator_link(links["coordinator"], role="provider", handler=Router.serving(actor, PROVIDER), standby=standby)
+        nursery.start_soon(actor.warm_up, part.warm_api)
+        # A supervisor's spare (standby) waits for its coordinator: see _serve_link.
+        await serve_coordinator_link(links["coordinator"], role="provider", handler=Router.serving(actor, PROVIDER), standby=part.standby)
         nursery.cancel_scope.cancel()

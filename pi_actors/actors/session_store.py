@@ -237,12 +237,15 @@ class SessionStore:
 
 
 async def run_session_store(links: dict[str, trio.SocketStream], config: Any) -> None:
-    """Actor entry: serve the coordinator link until it closes. ``config["ownerPid"]``: the
-    pid a refused second writer is told about (default: the process that started this one)."""
+    """Actor entry: serve the coordinator link until it closes. ``config``: a
+    ``protocol.config.StoreConfig`` (or its dict form); its ``owner_pid`` is the pid a refused
+    second writer is told about (default: the process that started this one)."""
     import os
 
-    owner = (config or {}).get("ownerPid") if isinstance(config, dict) else None
-    store = SessionStore(owner_pid=owner if isinstance(owner, int) and owner > 0 else os.getppid())
+    from ..protocol.config import StoreConfig, read_part
+
+    owner = read_part(config, StoreConfig).owner_pid
+    store = SessionStore(owner_pid=owner if owner is not None and owner > 0 else os.getppid())
     try:
         async with open_peer(links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE)) as peer:
             await peer.closed_event.wait()

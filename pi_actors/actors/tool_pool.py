@@ -60,7 +60,7 @@ import trio
 
 from ..ai.types import TextContent
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
-from ._sandboxed import describe_exit, launch_zygote
+from ..protocol.config import ToolPoolConfig, read_part
 from ..protocol.pool import (
     POOL,
     RUN_TOOL,
@@ -85,6 +85,7 @@ from ..runtime import (
     open_method,
     open_peer,
 )
+from ._sandboxed import describe_exit, launch_zygote
 from ._serve_link import serve_coordinator_link
 from ._zygote import ForkedProcess, Zygote
 
@@ -569,14 +570,14 @@ def _error_result(text: str) -> ToolResult:
     return ToolResult(content=[TextContent(text=text)], details=None, is_error=True)
 
 
-async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
+async def run_tool_pool(links: dict[str, trio.SocketStream], config: Any) -> None:
     """Actor entry: serve the coordinator link; own every worker process.
 
-    ``config``: ``max_workers``, ``warm``, ``warm_on_request``, ``sandbox`` (a
-    :meth:`SandboxPolicy.to_config` document; absent means the platform default policy).
+    ``config``: a ``protocol.config.ToolPoolConfig`` (or its dict form): ``max_workers``,
+    ``warm``, ``warm_on_request``, ``sandbox`` (absent: the platform default policy).
     """
-    config = config or {}
-    policy = SandboxPolicy.from_config(config.get("sandbox"))
+    part = read_part(config, ToolPoolConfig)
+    policy = SandboxPolicy.from_config(None if part.sandbox is None else msgspec.to_builtins(part.sandbox))
     if not policy.sandboxed:
         print("pi-actors: tools run without a sandbox (--sandbox off)", file=sys.stderr, flush=True)
     elif os.getuid() == 0:
@@ -586,14 +587,14 @@ async def run_tool_pool(links: dict[str, trio.SocketStream], config: dict[str, A
     if policy.sandboxed:
         sweep_stale_private_tmps()
     async with trio.open_nursery() as nursery:
-        pool = ToolPool(nursery, max_workers=int(config.get("max_workers", 32)), warm=int(config.get("warm", 2)), policy=policy)
+        pool = ToolPool(nursery, max_workers=part.max_workers, warm=part.warm, policy=policy)
         try:
-            if not config.get("warm_on_request"):
+            if not part.warm_on_request:
                 pool.request_warm()
             elif policy.workspace or not policy.sandboxed:
                 nursery.start_soon(pool.prepare)
             await serve_coordinator_link(
-                links["coordinator"], role="tool-pool", handler=Router.serving(pool, POOL), standby=bool(config.get("standby"))
+                links["coordinator"], role="tool-pool", handler=Router.serving(pool, POOL), standby=part.standby
             )
         finally:
             pool.close()

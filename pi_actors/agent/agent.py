@@ -28,12 +28,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
 import trio
 
 from ..ai.abort import AbortSignal
 from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, now_ms
+from ..choices import QueueMode
 from .loop import run_agent_loop, run_agent_loop_continue
 from .types import (
     AgentContext,
@@ -48,7 +49,6 @@ from .types import (
 
 __all__ = ["Agent", "AgentState", "QueueMode", "BUSY_PROMPT", "BUSY_CONTINUE"]
 
-QueueMode = Literal["one-at-a-time", "all"]
 
 BUSY_PROMPT = (
     "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."

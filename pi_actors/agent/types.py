@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Union
 
 import msgspec
 
@@ -34,6 +34,7 @@ from ..ai.types import (
     ToolCall,
     ToolResultMessage,
 )
+from ..choices import ThinkingChoice, ToolExecutionMode
 
 __all__ = [
     "AgentMessage",
@@ -72,8 +73,7 @@ __all__ = [
 AgentMessage = Any
 """A ``Message`` or any custom object with a ``role`` attribute."""
 
-AgentThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
-ToolExecutionMode = Literal["parallel", "sequential"]
+AgentThinkingLevel = ThinkingChoice  # (pi_actors.choices: defined once)
 
 
 def message_role(message: Any) -> str | None:

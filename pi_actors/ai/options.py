@@ -39,6 +39,8 @@ __all__ = [
     "StreamFunction",
     "CacheRetention",
     "DEFAULT_THINKING_BUDGETS",
+    "DEFAULT_FIRST_BYTE_TIMEOUT_MS",
+    "DEFAULT_IDLE_TIMEOUT_MS",
     "extra_option",
     "resolve_cache_retention",
     "build_base_options",
@@ -48,6 +50,10 @@ __all__ = [
 ]
 
 CacheRetention = Literal["none", "short", "long"]
+#: How long a provider stream may wait for its response headers, then for each read of its
+#: body, before it ends as stalled (``extra`` ``first_byte_timeout_ms``/``idle_timeout_ms``).
+DEFAULT_FIRST_BYTE_TIMEOUT_MS = 120_000
+DEFAULT_IDLE_TIMEOUT_MS = 120_000
 
 
 class StreamOptions(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):

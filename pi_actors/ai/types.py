@@ -18,10 +18,13 @@ from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 
+from ..choices import THINKING_LEVELS
+
 __all__ = [
     "Api",
     "StopReason",
     "ThinkingLevel",
+    "THINKING_LEVELS",
     "TextContent",
     "ThinkingContent",
     "ImageContent",
@@ -63,6 +66,7 @@ __all__ = [
 Api = str
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+# THINKING_LEVELS (``off`` and then these) is defined once, in ``pi_actors.choices``.
 
 
 def now_ms() -> int:

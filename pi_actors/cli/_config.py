@@ -15,9 +15,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..choices import THINKING_LEVELS
+
 __all__ = ["agent_dir", "ConfigError", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
 
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _DEFAULT_IDS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1"}
 
 

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from msgspec.structs import replace
+
+from ..protocol.config import SessionConfig
 from ._config import ConfigError
 
 __all__ = ["SessionChoice", "NoSessionSelected", "choose_session", "print_session_warnings"]
@@ -36,7 +39,7 @@ class NoSessionSelected(Exception):
 
 @dataclass
 class SessionChoice:
-    config: dict[str, Any] = field(default_factory=dict)
+    config: SessionConfig = field(default_factory=SessionConfig)
     # {"provider", "modelId"} and thinking level saved in the session, to restore.
     model: dict | None = None
     thinking: str | None = None
@@ -115,7 +118,7 @@ def choose_session(
     chosen = [name for name, on in (("--no-session", no_session), ("-c", continue_), ("-r", resume), ("--session", session), ("--fork", fork)) if on]
     if len(chosen) > 1:
         raise ConfigError(f"Choose one of {', '.join(chosen)}")
-    base = {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir}
+    base = SessionConfig(no_session=no_session, session_dir=session_dir, agent_dir=agent_dir)
     if no_session:
         return SessionChoice(config=base)
     directory = session_dir or default_session_dir(agent_dir, cwd)
@@ -135,9 +138,9 @@ def choose_session(
     if not fork:
         _refuse_if_open_elsewhere(path, session_id)
     if fork:
-        return SessionChoice(config={**base, "forkFrom": path}, model=model, thinking=thinking)
+        return SessionChoice(config=replace(base, fork_from=path), model=model, thinking=thinking)
     if session and os.path.dirname(os.path.abspath(path)) != os.path.abspath(directory) and os.sep not in session:
         raise ConfigError(
             f"Session {os.path.basename(path)} belongs to another project; use --fork {session} to copy it here"
         )
-    return SessionChoice(config={**base, "resume": path}, model=model, thinking=thinking)
+    return SessionChoice(config=replace(base, resume=path), model=model, thinking=thinking)

@@ -14,9 +14,15 @@ ours (not pi's)
 data — before its response headers, and between two reads of its body — before it is
 ended as stalled and retried (default 120000 each; 0 = no limit).
 
-A number setting of the wrong type or below 0 is reported (``Warning (settings):
-provider.idleTimeoutMs must be a number of milliseconds, 0 or more; using 120000``) and its
-default used. :func:`stream_limits` gives the provider actor its limits.
+A setting of the wrong type (``"retry": {"maxRetries": "3"}``, ``"sandbox": {"memory":
+true}``, an unknown sandbox key) is an error: :class:`ConfigError` with one line naming the
+file and the key; the CLI prints it as ``Error: …`` and exits 1. Two kinds of bad value keep
+pi's leniency and are reported as warnings, with the default used: a millisecond setting that
+is not a number of 0 or more (``Warning (settings): provider.idleTimeoutMs must be a number
+of milliseconds, 0 or more; using 120000``) and a ``toolExecution`` that is neither mode.
+
+:func:`parse_settings` gives the typed form (``pi_actors.protocol.config.Settings``);
+:func:`stream_limits` the provider actor's limits.
 """
 
 from __future__ import annotations
@@ -25,17 +31,22 @@ import json
 import os
 from typing import Any
 
-__all__ = ["load_settings", "stream_limits", "FIRST_BYTE_TIMEOUT_MS", "IDLE_TIMEOUT_MS", "MAX_RETRY_DELAY_MS"]
+import msgspec
 
-FIRST_BYTE_TIMEOUT_MS = 120000
-IDLE_TIMEOUT_MS = 120000
-MAX_RETRY_DELAY_MS = 60000
+from ..ai.options import DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS
+from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS
+from ..coding.retry import RetrySettings
+from ..protocol.config import Settings, StreamLimits, settings_error
+from ._config import ConfigError
+
+__all__ = ["load_settings", "parse_settings", "stream_limits"]
+
 #: (block, key, default) of the millisecond settings checked on load.
 _MILLISECONDS = (
-    ("provider", "firstByteTimeoutMs", FIRST_BYTE_TIMEOUT_MS),
-    ("provider", "idleTimeoutMs", IDLE_TIMEOUT_MS),
-    ("retry", "maxDelayMs", MAX_RETRY_DELAY_MS),
-    ("retry", "baseDelayMs", 2000),
+    ("provider", "firstByteTimeoutMs", DEFAULT_FIRST_BYTE_TIMEOUT_MS),
+    ("provider", "idleTimeoutMs", DEFAULT_IDLE_TIMEOUT_MS),
+    ("retry", "maxDelayMs", DEFAULT_MAX_RETRY_DELAY_MS),
+    ("retry", "baseDelayMs", RetrySettings.base_delay_ms),
 )
 
 
@@ -55,9 +66,11 @@ def _read(path: str, warnings: list[str]) -> dict:
 
 
 def load_settings(agent_dir: str, cwd: str) -> tuple[dict[str, Any], list[str]]:
-    """The effective settings and the warnings to show."""
+    """The effective settings document (each file checked against :class:`Settings`) and the
+    warnings to show. Raises ConfigError naming the file and the key of a mistyped setting."""
     warnings: list[str] = []
-    merged = _read(os.path.join(agent_dir, "settings.json"), warnings)
+    global_path = os.path.join(agent_dir, "settings.json")
+    merged = _checked(_read(global_path, warnings), global_path, warnings)
     project_path = os.path.join(cwd, ".pi-actors", "settings.json")
     project = _read(project_path, warnings)
     if "sandbox" in project:
@@ -65,19 +78,41 @@ def load_settings(agent_dir: str, cwd: str) -> tuple[dict[str, Any], list[str]]:
         del project["sandbox"]
         warnings.append(
             f"Warning (settings): the sandbox settings in {project_path} are ignored; "
-            f"set them in {os.path.join(agent_dir, 'settings.json')}"
+            f"set them in {global_path}"
         )
+    project = _checked(project, project_path, warnings)
     for key, value in project.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
-    mode = merged.get("toolExecution")
+    return merged, warnings
+
+
+def parse_settings(doc: Settings | dict[str, Any] | None) -> Settings:
+    """The typed settings of a document :func:`load_settings` gave (or of ``None``: all
+    defaults). Raises ConfigError naming the key of a mistyped setting."""
+    if isinstance(doc, Settings):
+        return doc
+    try:
+        return msgspec.convert(doc or {}, Settings)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(settings_error(exc, "settings")) from None
+
+
+def _checked(doc: dict[str, Any], path: str, warnings: list[str]) -> dict[str, Any]:
+    """``doc`` with the lenient values replaced (and reported), then checked against
+    :class:`Settings`: a mistyped setting raises ConfigError naming ``path`` and the key."""
+    mode = doc.get("toolExecution")
     if mode is not None and mode not in ("parallel", "sequential"):
         warnings.append(f'Warning (settings): toolExecution must be "parallel" or "sequential", not {mode!r}; using "parallel"')
-        del merged["toolExecution"]
-    _check_milliseconds(merged, warnings)
-    return merged, warnings
+        del doc["toolExecution"]
+    _check_milliseconds(doc, warnings)
+    try:
+        msgspec.convert(doc, Settings)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(settings_error(exc, path)) from None
+    return doc
 
 
 def _is_ms(value: Any) -> bool:
@@ -101,17 +136,13 @@ def _check_milliseconds(settings: dict, warnings: list[str]) -> None:
             section = settings[block] = {**section, key: default}
 
 
-def stream_limits(settings: dict[str, Any]) -> dict[str, int]:
-    """The provider actor's limits for every stream, in ms (0 = none): ``firstByteTimeoutMs``
-    and ``idleTimeoutMs`` (settings ``provider.*``), ``maxRetryDelayMs`` (``retry.maxDelayMs``)."""
-
-    def get(block: str, key: str, default: int) -> int:
-        section = settings.get(block)
-        value = section.get(key) if isinstance(section, dict) else None
-        return int(value) if _is_ms(value) else default
-
-    return {
-        "firstByteTimeoutMs": get("provider", "firstByteTimeoutMs", FIRST_BYTE_TIMEOUT_MS),
-        "idleTimeoutMs": get("provider", "idleTimeoutMs", IDLE_TIMEOUT_MS),
-        "maxRetryDelayMs": get("retry", "maxDelayMs", MAX_RETRY_DELAY_MS),
-    }
+def stream_limits(settings: Settings | dict[str, Any]) -> StreamLimits:
+    """The provider actor's limits for every stream: ``provider.firstByteTimeoutMs`` and
+    ``provider.idleTimeoutMs``, and ``retry.maxDelayMs`` as the longest ``Retry-After``."""
+    typed = parse_settings(settings)
+    max_delay = typed.retry.max_delay_ms
+    return StreamLimits(
+        first_byte_timeout_ms=typed.provider.first_byte_timeout_ms,
+        idle_timeout_ms=typed.provider.idle_timeout_ms,
+        max_retry_delay_ms=DEFAULT_MAX_RETRY_DELAY_MS if max_delay is None else max_delay,
+    )

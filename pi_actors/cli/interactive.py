@@ -9,14 +9,14 @@ input exits. prompt_toolkit and rich are imported only on the TUI's path.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import trio
 
+from ..actors import open_local_runtime
+from ..protocol.config import RuntimeConfig
 from ..runtime import RemoteError
 from ._client import send_prompt
 from ._render import LiveRenderer
-from ..actors import open_local_runtime
 
 __all__ = ["run_interactive"]
 
@@ -28,7 +28,7 @@ def use_tui() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and term not in ("", "dumb") and os.environ.get("PI_ACTORS_PLAIN") != "1"
 
 
-async def run_interactive(config: dict[str, Any], initial: list[str]) -> int:
+async def run_interactive(config: RuntimeConfig, initial: list[str]) -> int:
     if use_tui():
         from .tui import run_tui
 
@@ -36,10 +36,10 @@ async def run_interactive(config: dict[str, Any], initial: list[str]) -> int:
     return await run_plain(config, initial)
 
 
-async def run_plain(config: dict[str, Any], initial: list[str]) -> int:
+async def run_plain(config: RuntimeConfig, initial: list[str]) -> int:
     renderer = LiveRenderer()
-    model = config["coordinator"]["model"]
-    print(f"pi-actors — {model['provider']}/{model['id']} in {config['coordinator']['cwd']}  (/quit to exit)")
+    model = config.coordinator.model
+    print(f"pi-actors — {model.provider}/{model.id} in {config.coordinator.cwd}  (/quit to exit)")
     pending = list(initial)
     async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
         from ._sessions import print_session_warnings

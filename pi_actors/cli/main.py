@@ -19,7 +19,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from ..protocol.config import RuntimeConfig, SessionConfig, Settings
 
 __all__ = ["main", "build_parser"]
 
@@ -27,6 +30,8 @@ VERSION = "0.1.0"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..choices import SANDBOX_MODES, THINKING_LEVELS
+
     p = argparse.ArgumentParser(
         prog="pi-actors",
         description="A multi-process coding agent on trio, in the lineage of pi.",
@@ -38,14 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
     p.add_argument("--model", help="model id, provider/id, optionally with :thinking suffix")
     p.add_argument("--api-key", help="API key for the chosen provider (not saved)")
-    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"], help="thinking level")
+    p.add_argument("--thinking", choices=THINKING_LEVELS, help="thinking level")
     p.add_argument("--system-prompt", help="replace the system prompt (text or file)")
     p.add_argument("--append-system-prompt", help="append to the system prompt (text or file)")
     p.add_argument("--tools", help="comma-separated active tools (default: read,bash,edit,write)")
     p.add_argument("--no-tools", action="store_true", help="no built-in tools")
     p.add_argument(
         "--sandbox",
-        choices=["off", "read-only", "workspace-write"],
+        choices=SANDBOX_MODES,
         help="where tools may write: workspace-write (default on Linux: the working directory and a private /tmp), "
         "read-only, or off (no sandbox)",
     )
@@ -98,12 +103,6 @@ def _create_hidden_paths(log_file: str | None, session_dir: str | None) -> None:
         pass
 
 
-def _absolute_paths(doc: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
-    if doc is None:
-        return None
-    return {k: (os.path.abspath(v) if k in keys and isinstance(v, str) and v else v) for k, v in doc.items()}
-
-
 def runtime_config(
     *,
     model: Any,
@@ -114,75 +113,111 @@ def runtime_config(
     no_session: bool = False,
     session_dir: str | None = None,
     agent_dir: str,
-    session: dict[str, Any] | None = None,
-    settings: dict[str, Any] | None = None,
+    session: SessionConfig | dict[str, Any] | None = None,
+    settings: Settings | dict[str, Any] | None = None,
     models: list[Any] | None = None,
     log_file: str | None = None,
     runtime_keys: dict[str, str],
     key_sources: dict[str, str],
     sandbox: str | None = None,
     allow_network: bool = False,
-) -> dict[str, Any]:
-    """The configuration documents handed to each actor process.
+) -> RuntimeConfig:
+    """The configuration handed to the actor processes (``pi_actors.protocol.config``).
 
-    ``sandbox``: the tool sandbox policy (``off``, ``read-only``, ``workspace-write``; None
-    is the platform default, ``workspace-write`` on Linux), with ``cwd`` as the workspace;
-    the agent directory, the session directory and the log file are hidden from tools;
-    ``settings["sandbox"]`` sets the limits and the home allow-list (SandboxPolicy.from_settings).
+    ``session``: the session choice (a ``SessionConfig`` or its camelCase document; default: a
+    new session in ``session_dir``, none saved with ``no_session``). ``settings``: settings.json
+    (typed, or the document ``load_settings`` gave). ``sandbox``: the tool sandbox policy
+    (``off``, ``read-only``, ``workspace-write``; None is the platform default,
+    ``workspace-write`` on Linux), with ``cwd`` as the workspace; the agent directory, the
+    session directories and the log file are hidden from tools; ``settings.sandbox`` sets the
+    limits and the home allow-list (SandboxPolicy.from_settings). Raises ConfigError (one line
+    naming the key) for a bad setting.
     """
-    from ..ai import types as T
-    from ..coding.sandbox import SandboxPolicy, default_mode
-    from ._settings import stream_limits
+    import msgspec
 
+    from ..choices import THINKING_LEVELS
+    from ..coding.sandbox import SandboxPolicy, default_mode
+    from ..protocol.config import (
+        CoordinatorConfig,
+        ProviderConfig,
+        RuntimeConfig,
+        SandboxConfig,
+        SessionConfig,
+        StoreConfig,
+        ToolPoolConfig,
+        read_part,
+    )
+    from ._config import ConfigError
+    from ._settings import parse_settings, stream_limits
+
+    typed = parse_settings(settings)
+    if thinking not in THINKING_LEVELS:
+        raise ConfigError(f"unknown thinking level {thinking!r}; pass --thinking with one of {', '.join(THINKING_LEVELS)}")
     # Actor processes start in "/" (runtime._spawn): every path they get must be absolute.
     cwd, agent_dir = os.path.abspath(cwd), os.path.abspath(agent_dir)
-    session_dir = os.path.abspath(session_dir) if session_dir else session_dir
-    log_file = os.path.abspath(log_file) if log_file else log_file
-    session = _absolute_paths(session, ("sessionDir", "resume", "forkFrom", "agentDir"))
-    session_dirs = [session_dir, *((session or {}).get(k) for k in ("sessionDir", "resume", "forkFrom"))]
+    session_dir = _absolute(session_dir)
+    log_file = _absolute(log_file)
+    if session is None:
+        chosen = SessionConfig(no_session=no_session, session_dir=session_dir, agent_dir=agent_dir)
+    else:
+        try:
+            chosen = read_part(session, SessionConfig)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        chosen = msgspec.structs.replace(
+            chosen, session_dir=_absolute(chosen.session_dir), resume=_absolute(chosen.resume),
+            fork_from=_absolute(chosen.fork_from), agent_dir=_absolute(chosen.agent_dir),
+        )  # fmt: skip
+    session_dirs = [session_dir, chosen.session_dir, chosen.resume, chosen.fork_from]
     try:
         policy = SandboxPolicy.from_settings(
-            (settings or {}).get("sandbox"),
+            msgspec.to_builtins(typed.sandbox),
             mode=sandbox or default_mode(),
             workspace=cwd,
             allow_network=allow_network,
-            hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if isinstance(p, str) and p),
+            hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if p),
         )
     except ValueError as exc:
-        from ._config import ConfigError
-
         raise ConfigError(str(exc)) from None
-    return {
-        "provider": {"runtime_api_keys": runtime_keys, "api_key_sources": key_sources, "warm_api": model.api, "logFile": log_file,
-                     "limits": stream_limits(settings or {})},
+    return RuntimeConfig(
+        provider=ProviderConfig(
+            runtime_api_keys=runtime_keys, api_key_sources=key_sources, warm_api=model.api, log_file=log_file,
+            limits=stream_limits(typed),
+        ),
         # Workers warm up when the first prompt starts, overlapping the model's first reply
         # instead of competing with start-up for the CPU.
-        "tools": {"max_workers": 32, "warm": 2, "warm_on_request": True, "sandbox": policy.to_config(), "logFile": log_file},
-        "store": {"logFile": log_file},
-        "coordinator": {
-            "cwd": cwd,
-            "model": T.to_plain(model),
-            "thinkingLevel": thinking,
-            "systemPrompt": system_prompt,
-            "tools": tools,
-            "session": session or {"noSession": no_session, "sessionDir": session_dir, "agentDir": agent_dir},
-            "settings": settings or {},
-            "logFile": log_file,
+        tools=ToolPoolConfig(
+            warm_on_request=True, sandbox=msgspec.convert(policy.to_config(), SandboxConfig), log_file=log_file
+        ),
+        store=StoreConfig(log_file=log_file),
+        coordinator=CoordinatorConfig(
+            cwd=cwd,
+            model=model,
+            thinking_level=thinking,  # type: ignore[arg-type]  # (checked above)
+            system_prompt=system_prompt,
+            tools=list(tools),
+            session=chosen,
+            settings=typed,
+            log_file=log_file,
             # The models a session may switch to (set_model, and restoring a resumed one).
-            "models": [T.to_plain(m) for m in (models or [model])],
-        },
-    }
+            models=list(models or [model]),
+        ),
+    )
 
 
-async def run_prompts(config: dict[str, Any], prompts: list[str], renderer: Any) -> int:
+def _absolute(path: str | None) -> str | None:
+    return os.path.abspath(path) if path else path
+
+
+async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any) -> int:
     """Start the local runtime, send each prompt in turn, feed every event to ``renderer``.
 
     The answer is printed (``renderer.finish()``) as soon as the last run has ended, before
     the actors are shut down; the exit still waits for every process."""
+    from ..actors import open_local_runtime
     from ..runtime import RemoteError
     from ._client import send_prompt
     from ._sessions import print_session_warnings
-    from ..actors import open_local_runtime
 
     # One run per invocation: a coordinator that dies ends it (one line, exit 1) rather than
     # restarting; a dead provider or tool pool is restarted and the run goes on or fails clearly.

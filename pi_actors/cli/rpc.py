@@ -25,19 +25,20 @@ from typing import Any
 import msgspec
 import trio
 
+from ..actors import open_local_runtime
+from ..choices import THINKING_LEVELS
+from ..protocol.config import RuntimeConfig
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
-from ..actors import open_local_runtime
 
 __all__ = ["run_rpc", "RpcSession"]
 
 _encoder = msgspec.json.Encoder()
-_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 
 class RpcSession:
-    def __init__(self, coordinator: Peer, out: Any, config: dict) -> None:
+    def __init__(self, coordinator: Peer, out: Any, config: RuntimeConfig) -> None:
         self.c = coordinator
         self.out = out
         self.config = config
@@ -202,7 +203,7 @@ class RpcSession:
         if not (state.get("model") or {}).get("reasoning"):
             return None
         level = state.get("thinkingLevel") or "off"
-        nxt = _LEVELS[(_LEVELS.index(level) + 1) % len(_LEVELS)] if level in _LEVELS else "off"
+        nxt = THINKING_LEVELS[(THINKING_LEVELS.index(level) + 1) % len(THINKING_LEVELS)] if level in THINKING_LEVELS else "off"
         return await self.c.call("set_thinking_level", {"level": nxt})
 
     async def cmd_set_steering_mode(self, request: dict, nursery: trio.Nursery) -> None:
@@ -274,7 +275,7 @@ async def _lines(stream: trio.abc.ReceiveStream):
         yield buffer.removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-async def run_rpc(config: dict[str, Any]) -> int:
+async def run_rpc(config: RuntimeConfig) -> int:
     """Serve pi's RPC protocol on this process's stdin/stdout until end of input.
 
     A coordinator that dies is restarted with the session reloaded from its file: the

@@ -44,6 +44,8 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..choices import SANDBOX_MODES, THINKING_LEVELS
+
     p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
@@ -61,9 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="connections open in all; past it new ones are closed at once (default 512)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
-    p.add_argument("--thinking", choices=["off", "minimal", "low", "medium", "high", "xhigh"])
+    p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--tools", help="comma-separated tools of new sessions (default: read,bash,edit,write)")
-    p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
+    p.add_argument("--sandbox", choices=SANDBOX_MODES)
     p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
     p.add_argument("--cwd", help="default working directory of new sessions (default: the root)")
     p.add_argument("--send-queue", type=int, default=1024, help="per-client send queue bound (items)")
@@ -185,6 +187,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
     """``cwd -> actor configuration`` for new sessions, from the flags (as the CLI does)."""
     from ..coding.system_prompt import build_system_prompt
     from ..coding.tools import DEFAULT_TOOLS, TOOL_SPECS
+    from ..protocol.config import RuntimeConfig
     from ._config import agent_dir, choose_model, load_model_registry
     from ._settings import load_settings
     from .main import runtime_config
@@ -199,7 +202,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
         thinking = "off"
     tools = [t.strip() for t in args.tools.split(",") if t.strip() in TOOL_SPECS] if args.tools else [t for t in DEFAULT_TOOLS if t in TOOL_SPECS]
 
-    def make(cwd: str) -> dict[str, Any]:
+    def make(cwd: str) -> RuntimeConfig:
         if not os.path.isdir(cwd):
             raise ValueError(f"{cwd} is not a directory")
         settings, _warnings = load_settings(adir, cwd)

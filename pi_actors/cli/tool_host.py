@@ -39,12 +39,14 @@ __all__ = ["main", "build_parser", "ToolHost"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..choices import SANDBOX_MODES
+
     p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
     p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/, wss://HOST:PORT/ or unix:PATH of the server")
     add_credential_args(p)
     p.add_argument("--name", required=True)
     p.add_argument("--workspace", required=True, help="directory the tools work in")
-    p.add_argument("--sandbox", choices=["off", "read-only", "workspace-write"])
+    p.add_argument("--sandbox", choices=SANDBOX_MODES)
     p.add_argument("--allow-network", action="store_true")
     p.add_argument("--max-workers", type=int, default=16)
     return p
@@ -75,13 +77,15 @@ class ToolHost:
 
 
 async def run_tool_host(args: argparse.Namespace) -> int:
+    import msgspec
     import trio
 
+    from ..actors import secret_env_names
     from ..coding.sandbox import SandboxPolicy, default_mode
     from ..coding.tools import TOOL_SPECS
-    from ..runtime import child_environment, link_pair, open_peer, start_actor
+    from ..protocol.config import SandboxConfig, ToolPoolConfig
+    from ..runtime import ConnectionLost, RemoteError, child_environment, link_pair, open_peer, start_actor
     from ..server.client import ConnectionRefused, connect
-    from ..actors import secret_env_names
 
     workspace = os.path.abspath(args.workspace)
     if not os.path.isdir(workspace):
@@ -92,7 +96,9 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     # The agent directory (configuration, sessions) and the token file are hidden from the tools.
     hidden = tuple(os.path.abspath(p) for p in (args.token_file, agent_dir()) if p)
     policy = SandboxPolicy(mode=args.sandbox or default_mode(), workspace=workspace, allow_network=args.allow_network, hidden=hidden)
-    config = {"max_workers": args.max_workers, "warm": 1, "sandbox": policy.to_config()}
+    config = msgspec.to_builtins(
+        ToolPoolConfig(max_workers=args.max_workers, warm=1, sandbox=msgspec.convert(policy.to_config(), SandboxConfig))
+    )
     async with trio.open_nursery() as nursery:
         ours, theirs = link_pair()
         await start_actor(

@@ -58,7 +58,7 @@ from typing import Any, Literal
 import trio
 
 from ..ai.abort import AbortSignal
-from ..ai.retry_after import delay_exceeds_maximum, requested_delay_ms
+from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS, delay_exceeds_maximum, requested_delay_ms
 from ..ai.types import AssistantMessage
 from .compaction.auto import OverflowDetector, is_overflow_error
 from .compaction.messages import as_plain
@@ -92,26 +92,7 @@ class RetrySettings:
     enabled: bool = True
     max_retries: int = 3
     base_delay_ms: int = 2000
-    max_delay_ms: int = 60000
-
-    @classmethod
-    def from_json(cls, data: Any) -> RetrySettings:
-        """From pi's ``settings.json`` ``retry`` object; missing or bad fields default."""
-        data = data if isinstance(data, dict) else {}
-        base = cls()
-
-        def number(key: str, default: int) -> int:
-            value = data.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            return value if ok else default
-
-        enabled = data.get("enabled")
-        return cls(
-            enabled=enabled if isinstance(enabled, bool) else base.enabled,
-            max_retries=number("maxRetries", base.max_retries),
-            base_delay_ms=number("baseDelayMs", base.base_delay_ms),
-            max_delay_ms=number("maxDelayMs", base.max_delay_ms),
-        )
+    max_delay_ms: int = DEFAULT_MAX_RETRY_DELAY_MS
 
 
 def _stop_reason(message: Any) -> Any:

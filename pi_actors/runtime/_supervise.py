@@ -70,32 +70,6 @@ class RestartPolicy:
     start_timeout: float = 60.0
     spares: bool = True
 
-    @classmethod
-    def from_json(cls, data: Any) -> RestartPolicy:
-        """From settings (``supervision``: maxRestarts, restartWindow, backoffFirst, backoffMax,
-        heartbeatInterval, heartbeatTimeout, startTimeout, spares); a missing or invalid field
-        keeps its default."""
-        data = data if isinstance(data, dict) else {}
-        base = cls()
-
-        def number(key: str, default: float, *, integer: bool = False) -> Any:
-            value = data.get(key)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-            if integer:
-                ok = ok and isinstance(value, int)
-            return value if ok else default
-
-        return cls(
-            max_restarts=number("maxRestarts", base.max_restarts, integer=True),
-            window=float(number("restartWindow", base.window)),
-            backoff_first=float(number("backoffFirst", base.backoff_first)),
-            backoff_max=float(number("backoffMax", base.backoff_max)),
-            heartbeat_interval=float(number("heartbeatInterval", base.heartbeat_interval)),
-            heartbeat_timeout=float(number("heartbeatTimeout", base.heartbeat_timeout)),
-            start_timeout=float(number("startTimeout", base.start_timeout)),
-            spares=data["spares"] if isinstance(data.get("spares"), bool) else base.spares,
-        )
-
 
 class TooManyRestarts(Exception):
     """The restart-intensity limit was reached: the supervised set fails for good."""

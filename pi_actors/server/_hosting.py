@@ -15,7 +15,6 @@ configuration), ``startup_failed``, ``server_draining``.
 
 from __future__ import annotations
 
-import copy
 import logging
 import socket
 import uuid
@@ -24,8 +23,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
+from msgspec.structs import replace
 
 from ..actors.local import CoordinatorLink, open_local_runtime
+from ..protocol.config import ExportsConfig, RuntimeConfig, SessionConfig, read_part
 from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
 from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
 from ._auth import Identity
@@ -109,20 +110,20 @@ class SessionHosting:
         except CwdRefused as exc:
             raise RemoteError("invalid_request", str(exc)) from None
 
-    def _session_config(self, config: dict, record: SessionRecord | None) -> dict:
+    def _session_config(self, config: RuntimeConfig | dict[str, Any], record: SessionRecord | None) -> RuntimeConfig:
         """``config`` with this server's private paths hidden from the session's tools, and
-        (with a state directory) the session's own file and directory."""
-        config = copy.deepcopy(config)
-        sandbox = (config.get("tools") or {}).get("sandbox")
-        if isinstance(sandbox, dict):
-            sandbox["hidden"] = [*(sandbox.get("hidden") or []), *sorted(self.hidden_paths)]
-        coordinator = config.setdefault("coordinator", {})
+        (with a state directory) the session's own file and directory; exports go only there."""
+        config = read_part(config, RuntimeConfig)
+        tools, coordinator = config.tools, config.coordinator
+        if tools.sandbox is not None:
+            hidden = [*tools.sandbox.hidden, *sorted(self.hidden_paths)]
+            tools = replace(tools, sandbox=replace(tools.sandbox, hidden=hidden))
         directory = self.index.directory(record) if (self.index is not None and record is not None) else None
-        coordinator["exports"] = {"dir": directory, "callerPath": False}
+        coordinator = replace(coordinator, exports=ExportsConfig(dir=directory, caller_path=False))
         if record is not None and self.index is not None:
-            previous = coordinator.get("session") or {}
-            coordinator["session"] = {"resume": self.index.file_path(record), "sessionDir": directory, "agentDir": previous.get("agentDir")}
-        return config
+            session = SessionConfig(resume=self.index.file_path(record), session_dir=directory, agent_dir=coordinator.session.agent_dir)
+            coordinator = replace(coordinator, session=session)
+        return replace(config, tools=tools, coordinator=coordinator)
 
     async def create_session(self, args: CreateArgs, identity: Identity) -> str:
         """``create``: start a new session owned by ``identity``; its id. Raises RemoteError
@@ -170,7 +171,7 @@ class SessionHosting:
             del self._opening[record.id]
             opening.set()
 
-    async def _start(self, session: _Session, config: dict) -> None:
+    async def _start(self, session: _Session, config: RuntimeConfig) -> None:
         assert self._nursery is not None
         try:
             async with self._start_limiter:
@@ -183,7 +184,7 @@ class SessionHosting:
                 raise refusal from None
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
 
-    async def _host_session(self, session: _Session, config: dict, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _host_session(self, session: _Session, config: RuntimeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         started = False
         try:
             async with trio.open_nursery() as nursery:

@@ -89,6 +89,7 @@ from typing import Any
 
 import trio
 
+from ..protocol.config import RuntimeConfig
 from ..protocol.server import ListResult, SessionInfo, ToolHostInfo
 from ..runtime import ConnectionLost, Peer, RemoteError, open_peer
 from ..runtime._accept import Admission, ConnectionLimits
@@ -117,7 +118,7 @@ class Server(SessionHosting):
 
     def __init__(
         self,
-        make_config: Callable[[str], dict[str, Any]],
+        make_config: Callable[[str], RuntimeConfig],
         *,
         name: str = "pi-actors-server",
         send_queue: int = 1024,

@@ -54,7 +54,7 @@ import trio
 
 from ..abort import AbortSignal
 from ..catalog import calculate_cost
-from ..options import Emit, StreamOptions, extra_option
+from ..options import DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, Emit, StreamOptions, extra_option
 from ..partial_json import parse_tool_arguments
 from ..retry_after import DEFAULT_MAX_RETRY_DELAY_MS, describe_retry_after, parse_retry_after
 from ..types import (
@@ -100,8 +100,6 @@ _log = logging.getLogger(__name__)
 
 ABORTED_MESSAGE = "Request was aborted"
 _CLOSE_TIMEOUT = 2.0
-DEFAULT_FIRST_BYTE_TIMEOUT_MS = 120_000
-DEFAULT_IDLE_TIMEOUT_MS = 120_000
 
 
 class ProviderError(Exception):

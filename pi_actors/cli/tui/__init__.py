@@ -13,9 +13,11 @@ from typing import Any
 
 import trio
 
+from ...actors import open_local_runtime
+from ...ai import types as T
+from ...protocol.config import RuntimeConfig
 from ...runtime import RemoteError
 from .._sessions import print_session_warnings
-from ...actors import open_local_runtime
 
 __all__ = ["run_tui", "run_app"]
 
@@ -54,12 +56,12 @@ async def run_app(controller: Any, ui: Any, initial: list[str]) -> None:
         raise errors[0]
 
 
-async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
+async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
     from .._config import agent_dir
     from .app import TuiApp
     from .controller import Controller
 
-    coord_cfg = config["coordinator"]
+    coord_cfg = config.coordinator
     async with open_local_runtime(
         config, store_with_coordinator=True, restart_coordinator=True, announce=False, spares=True
     ) as coordinator:
@@ -75,20 +77,20 @@ async def run_tui(config: dict[str, Any], initial: list[str]) -> int:
             state = await coordinator.call("get_state") or {}
         except RemoteError:
             messages, state = [], {}
-        session_cfg = coord_cfg.get("session") or {}
+        session_cfg = coord_cfg.session
         path = session.get("path")
         info = {
-            "cwd": coord_cfg["cwd"],
-            "agentDir": session_cfg.get("agentDir") or agent_dir(),
-            "model": state.get("model") or coord_cfg["model"],
-            "thinkingLevel": state.get("thinkingLevel") or coord_cfg.get("thinkingLevel") or "off",
+            "cwd": coord_cfg.cwd,
+            "agentDir": session_cfg.agent_dir or agent_dir(),
+            "model": state.get("model") or T.to_plain(coord_cfg.model),
+            "thinkingLevel": state.get("thinkingLevel") or coord_cfg.thinking_level,
             "sessionPath": path,
-            "sessionDir": session_cfg.get("sessionDir") or (os.path.dirname(path) if path else None),
+            "sessionDir": session_cfg.session_dir or (os.path.dirname(path) if path else None),
             "sessionName": session.get("name"),
             "messages": messages,
-            "autoCompaction": ((coord_cfg.get("settings") or {}).get("compaction") or {}).get("enabled", True) is not False,
+            "autoCompaction": coord_cfg.settings.compaction.enabled is not False,
         }
-        controller = Controller(coordinator, coord_cfg["cwd"])
+        controller = Controller(coordinator, coord_cfg.cwd)
         ui = TuiApp(controller, info)
         async with trio.open_nursery() as nursery:
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from rich.text import Text
 
+from ...choices import THINKING_LEVELS
 from .resources import format_tokens
 from .widgets import Selector, _text_of
 
 __all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS"]
 
-THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"]
 HOTKEYS = [
     ("Enter", "send; while the agent runs: queue a steering message"),
     ("Alt+Enter", "while the agent runs: queue a follow-up message"),

@@ -1,8 +1,8 @@
 """Token accounting for compaction (pi spec §3.1–§3.2).
 
 - :class:`CompactionSettings` — ``enabled`` (True), ``reserve_tokens`` (16384),
-  ``keep_recent_tokens`` (20000); :meth:`CompactionSettings.from_json` reads pi's
-  ``settings.json`` ``compaction`` object (camelCase).
+  ``keep_recent_tokens`` (20000); pi's ``settings.json`` ``compaction`` object is read
+  (typed, checked) as ``protocol.config.CompactionSection``.
 - :func:`calculate_context_tokens` — ``totalTokens`` or, when it is 0, the sum of
   input + output + cacheRead + cacheWrite.
 - :func:`estimate_tokens` — ceil(chars / 4) for one message, chars counted as pi does.
@@ -46,22 +46,6 @@ class CompactionSettings:
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
-
-    @classmethod
-    def from_json(cls, data: Any) -> CompactionSettings:
-        """From pi's ``settings.json`` ``compaction`` object; missing or bad fields default."""
-        data = data if isinstance(data, dict) else {}
-        base = cls()
-        enabled = data.get("enabled")
-        return cls(
-            enabled=enabled if isinstance(enabled, bool) else base.enabled,
-            reserve_tokens=_int(data.get("reserveTokens"), base.reserve_tokens),
-            keep_recent_tokens=_int(data.get("keepRecentTokens"), base.keep_recent_tokens),
-        )
-
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 def js_len(text: str) -> int:

@@ -48,6 +48,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...choices import SANDBOX_MODES
+
 __all__ = [
     "MODES",
     "DEFAULT_HOME_ALLOW",
@@ -59,7 +61,7 @@ __all__ = [
     "parse_size",
 ]
 
-MODES = ("off", "read-only", "workspace-write")
+MODES = SANDBOX_MODES  # (defined once, in pi_actors.choices)
 
 
 class SandboxUnavailable(Exception):

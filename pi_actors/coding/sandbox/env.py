@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["ALLOWED", "looks_secret", "sandbox_environment", "unsandboxed_environment"]
+__all__ = ["ALLOWED", "CREDENTIAL_NAME", "is_credential_name", "looks_secret", "sandbox_environment", "unsandboxed_environment"]
 
 ALLOWED = frozenset(
     """
@@ -38,8 +38,15 @@ _SECRET = re.compile(
 )
 
 
-# For policy "off": the same rule as the supervisor's, which the user's tools may rely on.
-_CREDENTIAL = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
+#: The credential-name rule: environment variables no tool process and no coordinator gets
+#: (the supervisor scrubs them from every child but the provider; policy "off" drops them too,
+#: and the user's tools may rely on exactly this rule). Defined here, once.
+CREDENTIAL_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY_ID|_PASSWORD)$|^ANTHROPIC_|^OPENAI_")
+
+
+def is_credential_name(name: str) -> bool:
+    """True for an environment variable that holds a credential by :data:`CREDENTIAL_NAME`."""
+    return bool(CREDENTIAL_NAME.search(name))
 
 
 def looks_secret(name: str) -> bool:
@@ -60,4 +67,4 @@ def sandbox_environment(source: Mapping[str, str]) -> dict[str, str]:
 
 
 def unsandboxed_environment(source: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in source.items() if not _CREDENTIAL.search(name)}
+    return {name: value for name, value in source.items() if not is_credential_name(name)}
