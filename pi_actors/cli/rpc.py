@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ..actors.local import CoordinatorLink
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
 from ._sessions import print_session_warnings
@@ -37,7 +38,12 @@ _LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 
 
 class RpcSession:
-    def __init__(self, coordinator: Peer, out: Any, config: dict) -> None:
+    """One RPC client's commands, translated to calls of the coordinator's methods
+    (:data:`pi_actors.protocol.coordinator.COORDINATOR`). Arguments are passed on as given,
+    so a mistyped one is refused by the coordinator's router with an error naming the field
+    (``fork: Expected `str`, got `int` - at `$.entryId```), answered to that request only."""
+
+    def __init__(self, coordinator: Peer | CoordinatorLink, out: Any, config: dict) -> None:
         self.c = coordinator
         self.out = out
         self.config = config
@@ -215,10 +221,11 @@ class RpcSession:
         return await self.c.call("compact", {"customInstructions": request.get("customInstructions")})
 
     async def cmd_set_auto_compaction(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("set_auto", {"what": "compaction", "enabled": bool(request["enabled"])})
+        # Passed as given: a non-boolean is refused naming the field, not read as truthy.
+        await self.c.call("set_auto", {"what": "compaction", "enabled": request["enabled"]})
 
     async def cmd_set_auto_retry(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("set_auto", {"what": "retry", "enabled": bool(request["enabled"])})
+        await self.c.call("set_auto", {"what": "retry", "enabled": request["enabled"]})
 
     async def cmd_bash(self, request: dict, nursery: trio.Nursery) -> dict:
         return await self.c.call("bash", {"command": request["command"]})
