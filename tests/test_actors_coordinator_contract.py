@@ -1,0 +1,81 @@
+"""The coordinator's contract (``pi_actors.protocol.coordinator``) against the coordinator:
+every declared method has exactly one handler, every one is served by a running coordinator,
+and what it answers matches the declaration."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+import trio
+from conftest import actor_config
+
+from pi_actors.actors.coordinator import Coordinator
+from pi_actors.actors.local import open_local_runtime
+from pi_actors.protocol import coordinator as P
+from pi_actors.runtime import RemoteError, call_method
+from pi_actors.testing.scripted_server import Reply
+
+
+async def test_every_coordinator_method_has_one_handler(scripted, tmp_path):
+    # Building the router raises if a declared method has no handler or a handler
+    # implements an undeclared one; the two halves split the interface without overlap.
+    # (No link is used: the coordinator is built only to build its router.)
+    config = actor_config(scripted, tmp_path)["coordinator"]
+    coordinator = Coordinator(config, provider=None, tools=None, store=None)  # type: ignore[arg-type]
+    router = coordinator.router()
+    assert router.fallback is not None
+    served_here = set(router.methods)
+    served_by_commands = set(coordinator.commands.INTERFACE.methods)
+    assert not served_here & served_by_commands
+    assert served_here | served_by_commands == set(P.COORDINATOR.methods)
+
+
+async def test_a_running_coordinator_serves_every_declared_method(scripted, tmp_path):
+    # Arguments of the wrong shape reach the router of every method and are refused there,
+    # naming what was wrong; not one method is unknown to the coordinator.
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        for method in P.COORDINATOR:
+            with pytest.raises(RemoteError) as info:
+                await coordinator.call(method.name, ["not", "an", "object"])
+            assert info.value.code == "invalid_request", (method.name, info.value)
+            assert info.value.message.startswith(f"{method.name}: Expected `object`")
+        state = await coordinator.call("get_state")
+        assert state["isStreaming"] is False
+
+
+async def test_answers_match_their_declarations_and_keep_pis_keys(scripted, tmp_path):
+    scripted.script.append(Reply(text="Hi."))
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        await coordinator.call("prompt", {"text": "hello"})
+        # The typed caller side decodes what the coordinator answers ...
+        state = await call_method(coordinator, P.GET_STATE)  # type: ignore[arg-type]
+        assert state.message_count == 2 and state.model is not None and state.model.id == "scripted-model"
+        described = await call_method(coordinator, P.SESSION)  # type: ignore[arg-type]
+        assert described.path is None and described.header is not None and described.warnings == []
+        stats = await call_method(coordinator, P.GET_SESSION_STATS)  # type: ignore[arg-type]
+        assert stats.user_messages == 1 and stats.session_file is None
+        # ... and the wire keeps every key clients read, null ones included.
+        raw = await coordinator.call("get_state")
+        assert raw["sessionFile"] is None and set(raw) == {
+            "model", "thinkingLevel", "isStreaming", "messageCount", "pendingMessageCount", "steeringMode",
+            "followUpMode", "sessionFile", "sessionId", "autoCompactionEnabled", "autoRetryEnabled",
+        }  # fmt: skip
+        assert await coordinator.call("get_last_assistant_text") == {"text": "Hi."}
+
+
+async def test_a_subscription_update_matches_its_declaration(scripted, tmp_path):
+    scripted.script.append(Reply(text="Streamed."))
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        async with coordinator.open_call("subscribe", {}) as sub:
+            first = msgspec.convert(await sub.__anext__(), P.SubscriptionUpdate)
+            assert first.snapshot is not None and first.snapshot.seq == 0 and first.snapshot.stream_message is None
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(coordinator.call, "prompt", {"text": "go", "events": False})
+                seqs = []
+                async for chunk in sub:
+                    update = msgspec.convert(chunk, P.SubscriptionUpdate)
+                    assert update.snapshot is None and update.event is not None
+                    seqs.append(update.seq)
+                    if update.event["type"] == "agent_end":
+                        break
+            assert seqs == list(range(1, len(seqs) + 1))
