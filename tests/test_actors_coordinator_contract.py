@@ -8,6 +8,8 @@ import msgspec
 import pytest
 import trio
 from conftest import actor_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_actors.actors.coordinator import Coordinator
 from pi_actors.actors.local import open_local_runtime
@@ -28,6 +30,26 @@ async def test_every_coordinator_method_has_one_handler(scripted, tmp_path):
     served_by_commands = set(coordinator.commands.INTERFACE.methods)
     assert not served_here & served_by_commands
     assert served_here | served_by_commands == set(P.COORDINATOR.methods)
+
+
+_leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.binary(max_size=8)
+_trees = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4))
+#: Argument objects that use the declared keys (camelCase) with values of any type.
+_KEYS = sorted({f.encode_name for m in P.COORDINATOR for f in msgspec.structs.fields(m.args)})
+_hostile_args = _trees | st.dictionaries(st.sampled_from(_KEYS), _trees, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=st.sampled_from(list(P.COORDINATOR)), args=_hostile_args)
+def test_any_argument_tree_is_accepted_as_declared_or_refused_as_an_invalid_request(method, args):
+    # What a client can send as arguments: either it converts to the declared Struct, or the
+    # call is refused with one clear invalid_request naming the method — never another error.
+    try:
+        decoded = method.decode_args(args)
+    except RemoteError as exc:
+        assert exc.code == "invalid_request" and exc.message.startswith(f"{method.name}: ")
+    else:
+        assert isinstance(decoded, method.args)
 
 
 async def test_a_running_coordinator_serves_every_declared_method(scripted, tmp_path):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.coordinator import PROMPT, PromptArgs
 from ..protocol.events import AgentEventRebuilder
-from ..runtime import Peer
+from ..runtime import Peer, open_method
 
 __all__ = ["send_prompt"]
 
@@ -14,7 +15,7 @@ async def send_prompt(coordinator: Peer, text: str, renderer: Any) -> None:
     """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
     ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run."""
     rebuild = AgentEventRebuilder()
-    async with coordinator.open_call("prompt", {"text": text}) as call:
+    async with open_method(coordinator, PROMPT, PromptArgs(text=text)) as call:
         async for event in call:
             renderer.event(rebuild.apply(event))
         await call.result()
