@@ -13,9 +13,12 @@ from hypothesis import strategies as st
 
 from pi_actors.actors.coordinator import Coordinator
 from pi_actors.actors.local import open_local_runtime
+from pi_actors.coding.retry import retry_end_event, retry_start_event
 from pi_actors.protocol import coordinator as P
-from pi_actors.runtime import RemoteError, call_method
+from pi_actors.protocol.events import WireEvent, event_to_plain
+from pi_actors.runtime import RemoteError, call_method, open_method
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 
 async def test_every_coordinator_method_has_one_handler(scripted, tmp_path):
@@ -101,3 +104,50 @@ async def test_a_subscription_update_matches_its_declaration(scripted, tmp_path)
                     if update.event["type"] == "agent_end":
                         break
             assert seqs == list(range(1, len(seqs) + 1))
+
+
+def _same_tree(a, b) -> bool:
+    """Equal, with every mapping's keys in the same order (what the encoder writes)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same_tree(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+async def test_every_event_of_a_run_is_a_declared_event_byte_for_byte(scripted, tmp_path):
+    # The typed events (protocol.events.WireEvent) describe exactly what is sent: each chunk
+    # of a run with text, a tool call and its result converts to its Struct and back to the
+    # same tree, keys in the same order.
+    scripted.script.append(Reply(text="Running it.", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo hi"})]))
+    scripted.script.append(Reply(text="Done."))
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        raw = []
+        async with coordinator.open_call("prompt", {"text": "go"}) as call:
+            async for chunk in call:
+                raw.append(chunk)
+            await call.result()
+        kinds = {chunk["type"] for chunk in raw}
+        assert {"message_update", "tool_execution_start", "tool_execution_end", "turn_end", "agent_end"} <= kinds
+        for chunk in raw:
+            assert _same_tree(event_to_plain(msgspec.convert(chunk, WireEvent)), chunk), chunk["type"]
+        # A typed caller gets the Structs.
+        scripted.script.append(Reply(text="Again."))
+        async with open_method(coordinator, P.PROMPT, P.PromptArgs(text="again")) as typed:  # type: ignore[arg-type]
+            events = [event async for event in typed]
+            await typed.result()
+        assert type(events[0]).__name__ == "AgentStart" and type(events[-1]).__name__ == "AgentEnd"
+
+
+def test_the_session_events_are_declared_events_byte_for_byte():
+    produced = [
+        retry_start_event(1, 3, 2000, "overloaded"),
+        retry_end_event(True, 2),
+        retry_end_event(False, 3, "still overloaded"),
+        {"type": "auto_compaction_start", "reason": "threshold"},
+        {"type": "auto_compaction_end", "result": {"summary": "s"}, "aborted": False, "willRetry": True},
+        {"type": "auto_compaction_end", "aborted": True, "willRetry": False},
+        {"type": "auto_compaction_end", "aborted": False, "willRetry": False, "errorMessage": "failed"},
+    ]
+    for event in produced:
+        assert _same_tree(event_to_plain(msgspec.convert(event, WireEvent)), event), event

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.coordinator import PROMPT, PromptArgs
-from ..protocol.events import AgentEventRebuilder
+from ..protocol.events import AgentEventRebuilder, event_to_plain
 from ..runtime import Peer, open_method
 
 __all__ = ["send_prompt"]
@@ -17,5 +17,5 @@ async def send_prompt(coordinator: Peer, text: str, renderer: Any) -> None:
     rebuild = AgentEventRebuilder()
     async with open_method(coordinator, PROMPT, PromptArgs(text=text)) as call:
         async for event in call:
-            renderer.event(rebuild.apply(event))
+            renderer.event(rebuild.apply(event_to_plain(event)))
         await call.result()
