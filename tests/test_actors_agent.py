@@ -15,8 +15,8 @@ import trio
 from _procs import cmdline, live_pids, parent_pid
 from conftest import actor_config
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.cli._supervisor import open_local_runtime
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.runtime import Peer, RemoteError
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall

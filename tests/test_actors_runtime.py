@@ -13,8 +13,8 @@ import pytest
 from _procs import cmdline, live_pids, wait_exited
 from conftest import actor_config
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.cli._supervisor import open_local_runtime
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import trio
 from conftest import actor_config
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.cli._client import send_prompt
 from pi_actors.cli._supervisor import open_local_runtime
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 

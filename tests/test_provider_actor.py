@@ -15,9 +15,9 @@ import trio
 from test_ai_providers import hello_context, model_for, start_llm  # noqa: F401
 
 from pi_actors import ai
-from pi_actors.protocol.events import CoalescingSender, StreamRebuilder, strip_stream_event
 from pi_actors.actors.provider import ProviderActor
 from pi_actors.ai import types as T
+from pi_actors.protocol.events import CoalescingSender, StreamRebuilder, strip_stream_event
 from pi_actors.runtime import RemoteError, link_pair, open_peer, start_actor
 from pi_actors.testing import Reply, ScriptToolCall
 

@@ -16,11 +16,11 @@ import trio
 import trio.lowlevel
 from _procs import cmdline, live_pids, parent_pid
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.ai import types as T
 from pi_actors.cli._supervisor import open_local_runtime
 from pi_actors.cli.main import runtime_config
 from pi_actors.coding.session import SessionWriter, load_session
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.runtime import RemoteError
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall

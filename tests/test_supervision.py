@@ -19,8 +19,8 @@ from conftest import actor_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.actors.local import open_local_runtime
+from pi_actors.protocol.events import AgentEventRebuilder
 from pi_actors.runtime import (
     ActorDied,
     MessageTooLarge,
