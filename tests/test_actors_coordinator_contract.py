@@ -15,7 +15,7 @@ from pi_actors.actors.coordinator import Coordinator
 from pi_actors.actors.local import open_local_runtime
 from pi_actors.coding.retry import retry_end_event, retry_start_event
 from pi_actors.protocol import coordinator as P
-from pi_actors.protocol.events import WireEvent, event_to_plain
+from pi_actors.protocol.events import AgentEnd, WireEvent, event_to_plain
 from pi_actors.runtime import RemoteError, call_method, open_method
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -101,7 +101,8 @@ async def test_a_subscription_update_matches_its_declaration(scripted, tmp_path)
                     update = msgspec.convert(chunk, P.SubscriptionUpdate)
                     assert update.snapshot is None and update.event is not None
                     seqs.append(update.seq)
-                    if update.event["type"] == "agent_end":
+                    assert _same_tree(event_to_plain(update.event), chunk["event"])
+                    if isinstance(update.event, AgentEnd):
                         break
             assert seqs == list(range(1, len(seqs) + 1))
 
