@@ -176,12 +176,16 @@ async def test_a_provider_process_dying_mid_stream_ends_the_run_with_an_error_no
         assert [e for e in events if e["type"] == "message_end"][-1]["message"]["stopReason"] == "error"
 
 
-async def test_steer_and_follow_up_need_text(scripted, tmp_path):
+async def test_steer_follow_up_and_prompt_without_text_are_refused_naming_the_field(scripted, tmp_path):
     async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
-        for method in ("steer", "follow_up", "prompt"):
+        for method, args in (("steer", {}), ("follow_up", {"text": 5}), ("prompt", {"text": None})):
             with pytest.raises(RemoteError) as info:
-                await coordinator.call(method, {})
-            assert info.value.code == "invalid_args"
+                await coordinator.call(method, args)
+            assert info.value.code == "invalid_request"
+            assert "$.text" in info.value.message or "field `text`" in info.value.message
+        # Nothing was queued or started: the session answers as before.
+        state = await coordinator.call("get_state")
+        assert state["isStreaming"] is False and state["pendingMessageCount"] == 0
         with pytest.raises(RemoteError) as info:
             await coordinator.call("continue", {})
         assert info.value.code == "invalid_state"

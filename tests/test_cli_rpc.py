@@ -157,3 +157,30 @@ async def test_bash_compact_and_session_commands(scripted, env):
     messages = await rpc.request({"id": "m", "type": "get_messages"})
     assert messages["data"]["messages"][0]["role"] == "compactionSummary"
     assert await _close(rpc) == 0
+
+
+async def test_a_mistyped_argument_is_refused_naming_the_field_and_the_session_goes_on(scripted, env):
+    scripted.script.append(Reply(text="Still here."))
+    rpc = await _open(env, "--session-dir", str(env.sessions))
+    mistyped = {
+        "fork": {"entryId": 5},
+        "set_session_name": {"name": 5},
+        "compact": {"customInstructions": 5},
+        "export_html": {"outputPath": 5},
+        "set_auto_compaction": {"enabled": "no"},
+    }
+    for n, (command, fields) in enumerate(mistyped.items()):
+        response = await rpc.request({"id": f"m{n}", "type": command, **fields})
+        field = next(iter(fields))
+        assert response["success"] is False and response["command"] == command, response
+        assert f"$.{field}" in response["error"], response
+    # Nothing happened behind the errors: no export anywhere, auto-compaction still on ...
+    assert not list(env.work.glob("*.html")) and not list(env.sessions.rglob("*.html"))
+    state = await rpc.request({"id": "s", "type": "get_state"})
+    assert state["data"]["autoCompactionEnabled"] is True
+    # ... and the session goes on.
+    await rpc.request({"id": "p", "type": "prompt", "message": "hello"})
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    text = await rpc.request({"id": "t", "type": "get_last_assistant_text"})
+    assert text["data"] == {"text": "Still here."}
+    assert await _close(rpc) == 0

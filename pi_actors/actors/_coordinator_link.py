@@ -14,9 +14,13 @@ from typing import Any
 
 import trio
 
+from ..protocol.coordinator import CONTINUE, PROMPT
 from ..runtime import ActorDied, ConnectionLost, OutgoingCall, Peer, RemoteError
 
 __all__ = ["CoordinatorLink"]
+
+#: The methods that run the agent: their end marks the end of a run.
+_RUNS = frozenset({PROMPT.name, CONTINUE.name})
 
 #: How long a failed UI call waits for the report of how its coordinator died.
 _REASON_WAIT = 2.0
@@ -156,13 +160,13 @@ class CoordinatorLink:
                 with trio.move_on_after(_REASON_WAIT):
                     await down.wait()
             how = self._reasons.get(generation, "closed its connection")
-            what = "prompt" if method in ("prompt", "continue") else f"{method!r} call"
+            what = "prompt" if method in _RUNS else f"{method!r} call"
             after = ""
             if self.restartable and self.failure is None:
                 after = " (it is restarting and reloads the session from its file)"
             raise ActorDied(f"the coordinator process {how}; the outcome of the {what} is unknown{after}") from None
         finally:
-            if method in ("prompt", "continue"):
+            if method in _RUNS:
                 self.first_run_done.set()
                 self.run_ended.set()
                 self.run_ended = trio.Event()

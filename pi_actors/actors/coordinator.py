@@ -278,11 +278,11 @@ class Coordinator:
         return msgspec.convert(self.session, P.SessionDescription)
 
     @implements(P.PROMPT)
-    async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.AgentEventData]) -> None:
+    async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.WireEvent]) -> None:
         await self._run(call.incoming, T.UserMessage(content=args.text, timestamp=T.now_ms()), quiet=not args.events)
 
     @implements(P.CONTINUE)
-    async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.AgentEventData]) -> None:
+    async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.WireEvent]) -> None:
         await self._run(call.incoming, None, quiet=not args.events)
 
     @implements(P.STEER)

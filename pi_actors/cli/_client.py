@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.coordinator import PROMPT
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import Peer
 
@@ -12,9 +13,14 @@ __all__ = ["send_prompt"]
 
 async def send_prompt(coordinator: Peer, text: str, renderer: Any) -> None:
     """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
-    ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run."""
+    ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run.
+
+    The events are read as the plain trees they are on the wire, not decoded to
+    ``protocol.events.WireEvent`` Structs (``open_method``): the rebuilder works on the
+    trees, and converting each delta to a tagged union and back would cost more than the
+    rest of its handling (msgspec.convert does not cache a union's type information)."""
     rebuild = AgentEventRebuilder()
-    async with coordinator.open_call("prompt", {"text": text}) as call:
+    async with coordinator.open_call(PROMPT.name, {"text": text}) as call:
         async for event in call:
             renderer.event(rebuild.apply(event))
         await call.result()

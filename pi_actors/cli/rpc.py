@@ -26,6 +26,7 @@ import msgspec
 import trio
 
 from ..actors import open_local_runtime
+from ..actors.local import CoordinatorLink
 from ..choices import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
 from ..protocol.events import AgentEventRebuilder
@@ -38,7 +39,12 @@ _encoder = msgspec.json.Encoder()
 
 
 class RpcSession:
-    def __init__(self, coordinator: Peer, out: Any, config: RuntimeConfig) -> None:
+    """One RPC client's commands, translated to calls of the coordinator's methods
+    (:data:`pi_actors.protocol.coordinator.COORDINATOR`). Arguments are passed on as given,
+    so a mistyped one is refused by the coordinator's router with an error naming the field
+    (``fork: Expected `str`, got `int` - at `$.entryId```), answered to that request only."""
+
+    def __init__(self, coordinator: Peer | CoordinatorLink, out: Any, config: RuntimeConfig) -> None:
         self.c = coordinator
         self.out = out
         self.config = config
@@ -216,10 +222,11 @@ class RpcSession:
         return await self.c.call("compact", {"customInstructions": request.get("customInstructions")})
 
     async def cmd_set_auto_compaction(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("set_auto", {"what": "compaction", "enabled": bool(request["enabled"])})
+        # Passed as given: a non-boolean is refused naming the field, not read as truthy.
+        await self.c.call("set_auto", {"what": "compaction", "enabled": request["enabled"]})
 
     async def cmd_set_auto_retry(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("set_auto", {"what": "retry", "enabled": bool(request["enabled"])})
+        await self.c.call("set_auto", {"what": "retry", "enabled": request["enabled"]})
 
     async def cmd_bash(self, request: dict, nursery: trio.Nursery) -> dict:
         return await self.c.call("bash", {"command": request["command"]})

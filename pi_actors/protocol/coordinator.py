@@ -33,11 +33,12 @@ from typing import Any, Literal
 
 from ..ai.types import Model
 from ..runtime import Empty, Interface, Method, WireStruct
-from .events import AgentEventData
+from .events import AgentEventData, WireEvent
 
 __all__ = [
     "COORDINATOR",
     "AgentEventData",
+    "WireEvent",
     "BashArgs",
     "BashResult",
     "CompactArgs",
@@ -194,7 +195,7 @@ class SubscriptionUpdate(WireStruct):
 
     snapshot: Snapshot | None = None
     seq: int | None = None
-    event: AgentEventData | None = None
+    event: WireEvent | None = None
 
 
 class Tree(WireStruct):
@@ -377,8 +378,8 @@ SESSION: Method[Empty, None, SessionDescription] = Method(
     "any warnings from loading it.",
 )  # fmt: skip
 
-PROMPT: Method[PromptArgs, AgentEventData, Empty] = Method(
-    "prompt", args=PromptArgs, result=Empty, chunk=AgentEventData, cooperative=True,
+PROMPT: Method[PromptArgs, WireEvent, Empty] = Method(
+    "prompt", args=PromptArgs, result=Empty, chunk=WireEvent, cooperative=True,
     errors={
         "busy": "a run is already active (use steer or follow_up, or wait)",
         "write_failed": "a finished message could not be saved; the run stopped",
@@ -390,8 +391,8 @@ PROMPT: Method[PromptArgs, AgentEventData, Empty] = Method(
     "arrives.",
 )  # fmt: skip
 
-CONTINUE: Method[ContinueArgs, AgentEventData, Empty] = Method(
-    "continue", args=ContinueArgs, result=Empty, chunk=AgentEventData, cooperative=True,
+CONTINUE: Method[ContinueArgs, WireEvent, Empty] = Method(
+    "continue", args=ContinueArgs, result=Empty, chunk=WireEvent, cooperative=True,
     errors={
         "busy": "a run is already active",
         "invalid_state": "there is nothing to continue from",

@@ -6,9 +6,14 @@ Events are pi's, as plain JSON-like trees with camelCase keys: the AgentEvents
 ``message_update``, ``message_end``, ``tool_execution_start``, ``tool_execution_update``,
 ``tool_execution_end``) and the session events of the coordinator's upkeep
 (``auto_retry_start``, ``auto_retry_end``, ``auto_compaction_start``, ``auto_compaction_end``),
-each with its ``type``. Their type on the wire is :data:`AgentEventData` (a ``dict``): a
-tagged union of Structs would have to reproduce every message shape, custom messages
-included, byte for byte, and is left for later.
+each with its ``type``. :data:`WireEvent` declares them as a tagged union of Structs (the
+``chunk`` of ``prompt``/``continue``, the ``event`` of a subscription update), byte for byte
+the trees that are sent: the event's own fields are typed, the messages and tool results
+inside stay plain trees (``dict``; the transcript also holds custom messages such as
+``bashExecution``). The coordinator builds and sends the plain trees (:data:`AgentEventData`);
+a typed caller (``open_method``) receives the Structs and turns one back into the plain tree
+the rebuilder takes with :func:`event_to_plain`. A UI on the hot path (every delta) reads the
+plain trees instead: msgspec converts to a union ~20 times slower than to one Struct.
 
 In-process, every AssistantMessageEvent carries ``partial``: the live message being built.
 Sent as is, a reply of N deltas would cost O(N²) bytes. On the wire, therefore:
@@ -43,13 +48,31 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 import trio
 
 from ..ai import types as T
 from ..ai.partial_json import parse_streaming_json
+from ..runtime import WireStruct
 
 __all__ = [
     "AgentEventData",
+    "WireEvent",
+    "event_to_plain",
+    "AgentStart",
+    "AgentEnd",
+    "TurnStart",
+    "TurnEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "MessageEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "ToolExecutionEnd",
+    "AutoRetryStart",
+    "AutoRetryEnd",
+    "AutoCompactionStart",
+    "AutoCompactionEnd",
     "DELTA_TYPES",
     "strip_stream_event",
     "StreamRebuilder",
@@ -60,6 +83,114 @@ __all__ = [
 
 #: One event on the wire (see the module docstring): ``{"type": ..., ...}`` in pi's shapes.
 AgentEventData = dict[str, Any]
+
+#: A message (or tool result) inside an event, in pi's JSON shape.
+_Tree = dict[str, Any]
+
+
+class _Event(WireStruct, tag_field="type"):
+    """An event: ``type`` first, then its fields in pi's order; no field is left out unless
+    it is declared with a default."""
+
+
+class AgentStart(_Event, tag="agent_start"):
+    """A run starts."""
+
+
+class AgentEnd(_Event, tag="agent_end"):
+    """A run ended; ``messages`` are the ones it added."""
+
+    messages: list[_Tree]
+
+
+class TurnStart(_Event, tag="turn_start"):
+    """A turn (one LLM call and its tool calls) starts."""
+
+
+class TurnEnd(_Event, tag="turn_end"):
+    message: _Tree
+    tool_results: list[_Tree]
+
+
+class MessageStart(_Event, tag="message_start"):
+    message: _Tree
+
+
+class MessageUpdate(_Event, tag="message_update"):
+    """A streamed change of the assistant message. On the wire without ``message`` (and,
+    for a delta, the inner event's ``partial``): :class:`AgentEventRebuilder` restores them."""
+
+    assistant_message_event: _Tree
+    message: _Tree | None = None
+
+
+class MessageEnd(_Event, tag="message_end"):
+    """A finished message; it is in the session file before this is sent."""
+
+    message: _Tree
+
+
+class ToolExecutionStart(_Event, tag="tool_execution_start"):
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+class ToolExecutionUpdate(_Event, tag="tool_execution_update"):
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    partial_result: Any
+
+
+class ToolExecutionEnd(_Event, tag="tool_execution_end"):
+    tool_call_id: str
+    tool_name: str
+    result: _Tree
+    is_error: bool
+
+
+class AutoRetryStart(_Event, tag="auto_retry_start"):
+    """A retryable provider error: the run is retried after ``delayMs``."""
+
+    attempt: int
+    max_attempts: int
+    delay_ms: int | float
+    error_message: str | None
+
+
+class AutoRetryEnd(_Event, tag="auto_retry_end"):
+    success: bool
+    attempt: int
+    final_error: str | None = None
+
+
+class AutoCompactionStart(_Event, tag="auto_compaction_start"):
+    #: ``threshold`` or ``overflow``.
+    reason: str
+
+
+class AutoCompactionEnd(_Event, tag="auto_compaction_end", kw_only=True):
+    #: The compaction's ``{summary, firstKeptEntryId, tokensBefore, details}``, if one was made.
+    result: _Tree | None = None
+    aborted: bool
+    will_retry: bool
+    error_message: str | None = None
+
+
+#: Every event a run streams (tagged by ``type``).
+WireEvent = (
+    AgentStart | AgentEnd | TurnStart | TurnEnd | MessageStart | MessageUpdate | MessageEnd
+    | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd
+    | AutoRetryStart | AutoRetryEnd | AutoCompactionStart | AutoCompactionEnd
+)  # fmt: skip
+
+
+def event_to_plain(event: WireEvent) -> AgentEventData:
+    """A typed event as the plain tree it was on the wire (what the rebuilder takes)."""
+    data: AgentEventData = msgspec.to_builtins(event)
+    return data
+
 
 DELTA_TYPES = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
