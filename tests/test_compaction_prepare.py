@@ -83,8 +83,7 @@ def test_should_compact_when_context_passes_window_minus_reserve():
 
 
 def test_settings_read_pi_settings_json_with_defaults():
-    from pi_actors.cli._config import ConfigError
-    from pi_actors.cli._settings import parse_settings
+    from pi_actors.cli import ConfigError, parse_settings
     from pi_actors.protocol.config import set_fields
 
     section = parse_settings({"compaction": {"reserveTokens": 100, "keepRecentTokens": 5}}).compaction

@@ -340,7 +340,7 @@ def test_the_bash_tool_says_where_writes_go():
 
 
 def test_a_project_settings_file_in_the_workspace_cannot_loosen_the_sandbox(tmp_path):
-    from pi_actors.cli._settings import load_settings
+    from pi_actors.cli import load_settings
 
     agent, ws = tmp_path / "agent", tmp_path / "ws"
     (ws / ".pi-actors").mkdir(parents=True)

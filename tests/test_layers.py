@@ -204,8 +204,6 @@ OWN_PACKAGE = {
 #: Private modules a test still imports from another package, each waiting on a branch of
 #: issue 14 that changes the module. Remove an entry once that branch is merged.
 PENDING: dict[str, str] = {
-    # settings become the typed RuntimeConfig (branch `config`)
-    "pi_actors.cli._settings": "config",
 }
 
 

@@ -285,7 +285,7 @@ def test_the_delay_travels_in_the_message_and_is_read_back(base, delay, maximum)
 
 
 def test_the_timeouts_and_the_maximum_delay_come_from_settings_json(tmp_path):
-    from pi_actors.cli._settings import load_settings, stream_limits
+    from pi_actors.cli import load_settings, stream_limits
     from pi_actors.protocol.config import Settings, StreamLimits
 
     home, work = tmp_path / "home", tmp_path / "work"

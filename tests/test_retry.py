@@ -60,8 +60,7 @@ def test_backoff_doubles_from_the_base_delay():
 
 
 def test_settings_read_pi_settings_json_with_defaults():
-    from pi_actors.cli._config import ConfigError
-    from pi_actors.cli._settings import parse_settings
+    from pi_actors.cli import ConfigError, parse_settings
     from pi_actors.protocol.config import set_fields
 
     section = parse_settings({"retry": {"enabled": False, "maxRetries": 5, "baseDelayMs": 10}}).retry

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from pi_actors.ai import types as T
 from pi_actors.choices import SANDBOX_MODES, THINKING_LEVELS
-from pi_actors.cli._config import ConfigError
-from pi_actors.cli._settings import load_settings, parse_settings
+from pi_actors.cli import ConfigError, load_settings, parse_settings
 from pi_actors.cli.main import runtime_config
 from pi_actors.protocol.config import (
     CoordinatorConfig,

@@ -171,8 +171,7 @@ def test_restart_intensity_allows_max_restarts_per_window_with_growing_back_off(
 
 
 def test_supervision_settings_are_read_from_settings_json_and_bad_values_are_refused_by_key():
-    from pi_actors.cli._config import ConfigError
-    from pi_actors.cli._settings import parse_settings
+    from pi_actors.cli import ConfigError, parse_settings
     from pi_actors.protocol.config import set_fields
 
     policy = RestartPolicy(**set_fields(parse_settings({"supervision": {"maxRestarts": 2, "heartbeatTimeout": 0.5}}).supervision))

@@ -25,8 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ..actors import open_local_runtime
-from ..actors.local import CoordinatorLink
+from ..actors import CoordinatorLink, open_local_runtime
 from ..choices import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
 from ..protocol.events import AgentEventRebuilder
