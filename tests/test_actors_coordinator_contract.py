@@ -25,7 +25,7 @@ async def test_every_coordinator_method_has_one_handler(scripted, tmp_path):
     # Building the router raises if a declared method has no handler or a handler
     # implements an undeclared one; the two halves split the interface without overlap.
     # (No link is used: the coordinator is built only to build its router.)
-    config = actor_config(scripted, tmp_path)["coordinator"]
+    config = actor_config(scripted, tmp_path).coordinator
     coordinator = Coordinator(config, provider=None, tools=None, store=None)  # type: ignore[arg-type]
     router = coordinator.router()
     assert router.fallback is not None
