@@ -51,9 +51,16 @@ def all_interfaces() -> list[Interface]:
     """Every actor interface of the application protocol, in document order."""
     from . import coordinator, pool, provider, server, store
 
-    return [coordinator.COORDINATOR, provider.PROVIDER, pool.POOL, store.STORE, server.SERVER] + list(
-        getattr(pool, "EXTRA_INTERFACES", ())
-    )
+    return [
+        coordinator.COORDINATOR,
+        provider.PROVIDER,
+        pool.POOL,
+        pool.WORKER,
+        pool.TOOL_HOST,
+        store.STORE,
+        server.SERVER,
+        server.TOOL_PROXY,
+    ]
 
 
 # -- type walking ------------------------------------------------------------------------------
@@ -249,8 +256,9 @@ def vectors(interfaces: list[Interface]) -> dict[str, Any]:
     for iface in interfaces:
         for m in iface:
             mid = _method_id(iface, m)
-            args = _example(mi.type_info(m.args))
-            msgspec.convert(args, m.args, strict=True)  # the example must be valid
+            # The example must be valid; the vector holds its canonical encoding (what an
+            # encoder writes for the typed value: defaults the Struct always writes included).
+            args = msgspec.to_builtins(msgspec.convert(_example(mi.type_info(m.args)), m.args, strict=True))
             frame = encode_message(Call(id=1, method=m.name, args=args))
             calls.append({"name": mid, "args": args, "cbor": frame.hex()})
             methods[mid] = {
