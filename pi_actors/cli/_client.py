@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..actors import CoordinatorLink
 from ..protocol.coordinator import PROMPT
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import Peer
@@ -11,7 +12,7 @@ from ..runtime import Peer
 __all__ = ["send_prompt"]
 
 
-async def send_prompt(coordinator: Peer, text: str, renderer: Any) -> None:
+async def send_prompt(coordinator: Peer | CoordinatorLink, text: str, renderer: Any) -> None:
     """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
     ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run.
 

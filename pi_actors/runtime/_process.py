@@ -21,7 +21,7 @@ __all__ = ["ChildProcess"]
 class ChildProcess:
     """A started child; ``await wait()`` reaps it, ``terminate``/``kill`` signal it."""
 
-    def __init__(self, popen: subprocess.Popen) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self._popen = popen
         self.pid: int = popen.pid
         try:

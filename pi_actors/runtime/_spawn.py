@@ -104,7 +104,8 @@ async def start_actor(
     finally:
         for sock in links.values():
             sock.close()
-    return await nursery.start(_own_process, process, boot, grace)
+    started: ChildProcess = await nursery.start(_own_process, process, boot, grace)
+    return started
 
 
 async def _own_process(process: ChildProcess, boot: bytes, grace: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:

@@ -100,7 +100,7 @@ class RestartIntensity:
         self._times.append(now)
         if earlier == 0:
             return 0.0
-        return min(policy.backoff_max, policy.backoff_first * 2 ** (earlier - 1))
+        return float(min(policy.backoff_max, policy.backoff_first * 2 ** (earlier - 1)))
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -119,7 +119,7 @@ class _Watched(trio.abc.Stream):
             raise
         if not data:
             self.ended.set()
-        return data
+        return bytes(data)
 
     async def send_all(self, data: Any) -> None:
         await self._stream.send_all(data)
@@ -146,7 +146,7 @@ async def _start_tls(stream: trio.abc.Stream, context: ssl.SSLContext) -> trio.S
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
         return None
-    tls = trio.SSLStream(_Watched(stream, first), context, server_side=True, https_compatible=True)
+    tls = trio.SSLStream(_Watched(stream, bytes(first)), context, server_side=True, https_compatible=True)
     try:
         await tls.do_handshake()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -166,7 +166,7 @@ class _AdmittingRequest:
         return getattr(self._request, name)
 
     async def accept(self, **kwargs: Any) -> WebSocketConnection:
-        ws = await self._request.accept(**kwargs)
+        ws: WebSocketConnection = await self._request.accept(**kwargs)
         self._ticket.admit()
         return ws
 
