@@ -152,3 +152,21 @@ def test_the_session_events_are_declared_events_byte_for_byte():
     ]
     for event in produced:
         assert _same_tree(event_to_plain(msgspec.convert(event, WireEvent)), event), event
+
+
+async def test_writes_and_edits_of_one_file_share_one_ordering_key_so_they_run_in_call_order(scripted, tmp_path):
+    # The one same-file ordering: the agent loop runs calls with the same exclusive_key one
+    # after another in call order (tests/test_agent_loop.py); the coordinator keys write and
+    # edit by real path, so spellings of one file agree and other files or tools do not.
+    config = actor_config(scripted, tmp_path, tools=("read", "bash", "write", "edit")).coordinator
+    coordinator = Coordinator(config, provider=None, tools=None, store=None)  # type: ignore[arg-type]
+    tools = {tool.name: tool for tool in coordinator.agent.state.tools}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "sub")
+    key_write = tools["write"].exclusive_key
+    key_edit = tools["edit"].exclusive_key
+    assert key_write is not None and key_edit is not None
+    same = {key_write({"path": "sub/a.txt"}), key_write({"path": "./sub/../sub/a.txt"}), key_edit({"path": str(tmp_path / "link" / "a.txt")})}
+    assert len(same) == 1
+    assert key_write({"path": "sub/b.txt"}) not in same
+    assert tools["read"].exclusive_key is None and tools["bash"].exclusive_key is None

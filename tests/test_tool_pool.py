@@ -16,8 +16,6 @@ import trio
 from _procs import live_pids, wait_exited
 from support.sandbox import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
 
-from pi_actors.actors.tool_pool import _PathOrder
-
 MODES = ["workspace-write", "off"]
 
 
@@ -237,63 +235,6 @@ async def test_a_worker_killed_mid_call_gives_an_error_naming_the_signal_and_is_
 # -- ordering ------------------------------------------------------------------------------
 
 
-async def test_writes_to_one_path_run_one_after_another_in_call_order_other_calls_overlap(tmp_path):
-    os.mkfifo(tmp_path / "shared")
-    os.mkfifo(tmp_path / "other")
-    results: list[dict] = []
-    other_done = trio.Event()
-    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "max_workers": 4}) as pool:
-
-        async def call(args: dict, task_status=trio.TASK_STATUS_IGNORED) -> None:
-            full = {"toolCallId": "w", "name": "write", "args": args, "cwd": str(tmp_path)}
-            async with pool.peer.open_call("run_tool", full) as out:
-                task_status.started()  # the call has been sent
-                results.append(await out.result())
-            if args["path"] == "other":
-                other_done.set()
-
-        async with trio.open_nursery() as nursery:
-            await nursery.start(call, {"path": "shared", "content": "first"})
-            await nursery.start(call, {"path": "./shared", "content": "second"})
-            await nursery.start(call, {"path": "other", "content": "elsewhere"})
-            # A write to another path is not held up by the blocked one...
-            assert await drain_fifo(tmp_path / "other") == b"elsewhere"
-            with trio.fail_after(10):
-                await other_done.wait()
-            # ...while the second write to "shared" waits for the first without taking a
-            # worker: one worker is (or is being started to be) blocked in the first write,
-            # one served "other" — never a third.
-            assert len(worker_pids()) <= 2
-            data = await drain_fifo(tmp_path / "shared")
-            if data == b"first":  # the reader may also catch the second write in one go
-                data += await drain_fifo(tmp_path / "shared")
-            assert data == b"firstsecond"  # in call order
-    assert [r["isError"] for r in results] == [False, False, False]
-
-
-async def test_edits_of_one_file_apply_in_call_order(tmp_path):
-    results: list[dict] = []
-    calls = [
-        ("write", {"path": "f.txt", "content": "one\n"}),
-        ("edit", {"path": "f.txt", "oldText": "one", "newText": "two"}),
-        ("edit", {"path": "f.txt", "oldText": "two", "newText": "three"}),
-        ("edit", {"path": "f.txt", "oldText": "three", "newText": "four"}),
-    ]
-    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
-
-        async def call(name: str, args: dict, task_status=trio.TASK_STATUS_IGNORED) -> None:
-            full = {"toolCallId": name, "name": name, "args": args, "cwd": str(tmp_path)}
-            async with pool.peer.open_call("run_tool", full) as out:
-                task_status.started()
-                results.append(await out.result())
-
-        async with trio.open_nursery() as nursery:
-            for name, args in calls:
-                await nursery.start(call, name, args)
-    assert [r["isError"] for r in results] == [False] * 4, results
-    assert (tmp_path / "f.txt").read_text() == "four\n"
-
-
 async def test_bash_calls_run_concurrently(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
@@ -307,21 +248,6 @@ async def test_bash_calls_run_concurrently(tmp_path):
             nursery.start_soon(run, "reader", "cat pipe")
             nursery.start_soon(run, "writer", "echo through > pipe; echo sent")
     assert text_of(results["reader"]) == "through\n" and text_of(results["writer"]) == "sent\n"
-
-
-async def test_path_order_follows_the_ordering_key_not_the_arrival():
-    order = _PathOrder()
-    ran: list[int] = []
-
-    async def hold(key: int) -> None:
-        async with order.hold("/p", (key, key)):
-            ran.append(key)
-            await trio.lowlevel.checkpoint()
-
-    async with trio.open_nursery() as nursery:
-        for key in (3, 1, 2):  # arrive together, out of order (e.g. by callIndex)
-            nursery.start_soon(hold, key)
-    assert ran == [1, 2, 3]
 
 
 # -- no silent fallback --------------------------------------------------------------------

@@ -219,8 +219,6 @@ class Coordinator:
                 "args": params,
                 "cwd": self.cwd,
                 "sessionId": self.session_id,
-                # Its place in the assistant's message: the pool runs same-path writes in this order.
-                "callIndex": self._call_index(tool_call_id),
             }
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
@@ -252,17 +250,10 @@ class Coordinator:
 
     def _changed_path(self, params: Any) -> str | None:
         """The file a write/edit changes, so that the agent runs one reply's calls on the
-        same file one after another, in call order (the pool also orders them by real path,
-        but only among calls that reach it together)."""
+        same file one after another, in call order. This is the only same-file ordering: the
+        pool runs whatever reaches it at once."""
         path = params.get("path") if isinstance(params, dict) else None
         return os.path.realpath(resolve_to_cwd(path, self.cwd)) if isinstance(path, str) else None
-
-    def _call_index(self, tool_call_id: str) -> int | None:
-        for message in reversed(self.agent.state.messages):
-            if isinstance(message, T.AssistantMessage):
-                calls = [b.id for b in message.content if isinstance(b, T.ToolCall)]
-                return calls.index(tool_call_id) if tool_call_id in calls else None
-        return None
 
     # -- serving the UI ----------------------------------------------------------------------
 

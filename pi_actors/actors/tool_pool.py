@@ -4,7 +4,7 @@ It serves :data:`pi_actors.protocol.pool.POOL` to the coordinator (and, in ``pi-
 tool-host``, to the host's link), and calls :data:`~pi_actors.protocol.pool.WORKER` on its
 workers:
 
-- ``run_tool {toolCallId, name, args, cwd[, callIndex]}`` → chunks are partial results, the
+- ``run_tool {toolCallId, name, args, cwd}`` → chunks are partial results, the
   result is ``{content, details, isError}``. Tool failures, a sandbox that cannot be set up
   and a worker that crashed are all results with ``isError: true`` and a clear text; a
   ``cancel`` ends the call with ``Command aborted`` (bash: after the output so far) /
@@ -29,10 +29,10 @@ sandbox's memory limit (the zygote's cgroup counted an OOM kill during the call)
 first ``bash`` result of the pool (the session) whose command wrote to the private ``/tmp``
 says that ``/tmp`` is discarded (see :mod:`pi_actors.coding.sandbox.notes`).
 
-Ordering: calls of ``write``/``edit`` on the same file (same real path) run one after
-another, in call order — ``callIndex`` when the caller sends it, else the order in which the
-calls were sent; every other call runs at once. (Calls started by one trio nursery may be
-*sent* in any order, so a caller that needs its own order kept sends ``callIndex``.)
+Ordering: every call runs at once, in its own worker. Calls that change the same file are
+ordered before they get here, by the agent loop (``AgentTool.exclusive_key``: the coordinator
+keys ``write``/``edit`` by real path, so one reply's calls on one file run one after another,
+in call order) — one mechanism, in one place.
 
 Ownership: every zygote process is owned by a task of the pool's nursery that waits for its
 exit, and every worker by a task that waits until the zygote has reaped it. When the pool ends
@@ -44,7 +44,6 @@ the control sockets all the same: the zygotes and their workers follow it.
 
 from __future__ import annotations
 
-import bisect
 import os
 import shutil
 import signal
@@ -52,7 +51,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import msgspec
@@ -143,42 +142,6 @@ async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-class _PathOrder:
-    """Calls that change one path run one at a time, lowest ordering key first."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[str, list[tuple[Any, int]]] = {}
-        self._busy: set[str] = set()
-        self._changed = trio.Event()
-        self._tickets = 0
-
-    @asynccontextmanager
-    async def hold(self, path: str, key: Any) -> AsyncIterator[None]:
-        self._tickets += 1
-        ticket = (key, self._tickets)
-        queue = self._waiting.setdefault(path, [])
-        bisect.insort(queue, ticket)
-        try:
-            # Let calls that arrived together register before the first of them starts.
-            await trio.lowlevel.checkpoint()
-            while path in self._busy or queue[0] != ticket:
-                await self._changed.wait()
-            self._busy.add(path)
-        finally:
-            queue.remove(ticket)
-            if not queue:
-                self._waiting.pop(path, None)
-        try:
-            yield
-        finally:
-            self._busy.discard(path)
-            self._notify()
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-
 class ToolPool:
     def __init__(
         self, nursery: trio.Nursery, *, max_workers: int = 32, warm: int = 2, policy: SandboxPolicy | None = None
@@ -194,7 +157,6 @@ class ToolPool:
         self._warm_requested = False
         self._warming = 0  # warm workers starting; they will land in _idle
         self._waiting = 0  # calls inside acquire()
-        self._order = _PathOrder()
         self._tmp_notice_given = False  # see _sandbox_notes
         self._closing = False
         self._zygotes: dict[str | None, Zygote] = {}
@@ -437,17 +399,6 @@ class ToolPool:
 
     # -- calls -------------------------------------------------------------------------------
 
-    def _ordering(self, args: RunToolArgs, call_id: int) -> tuple[str, Any] | None:
-        """(path, key) when the call changes a file, for :class:`_PathOrder`."""
-        from ..coding.tools import MUTATING_TOOLS
-        from ..coding.tools.paths import resolve_to_cwd
-
-        path = args.args.get("path")
-        if args.name not in MUTATING_TOOLS or not isinstance(path, str):
-            return None
-        key = (args.call_index if args.call_index is not None else call_id, call_id)
-        return os.path.realpath(resolve_to_cwd(path, args.cwd)), key
-
     @implements(WARM)
     async def serve_warm(self, args: Empty, call: TypedCall[Empty, None]) -> None:
         """``warm``: start the warm workers (once)."""
@@ -455,32 +406,24 @@ class ToolPool:
 
     @implements(RUN_TOOL)
     async def serve_run_tool(self, args: RunToolArgs, call: TypedCall[RunToolArgs, ToolUpdate]) -> ToolResult:
-        """``run_tool``: wait for this call's turn (same-path writes) and a worker, run it there.
+        """``run_tool``: wait for a worker and run the call there.
         Every failure to run is a result (see the module docstring)."""
         name, cwd = args.name, args.cwd
         aborted = _error_result("Command aborted" if name == "bash" else "Operation aborted")
         if self.policy.sandboxed and not os.path.isdir(cwd):
             return _error_result(f"Tool {name} was not run: the working directory {cwd} does not exist")
-        ordering = self._ordering(args, call.incoming.id)
-        async with AsyncExitStack() as stack:
-
-            async def wait_turn() -> _Worker:
-                if ordering is not None:  # held until the call ends
-                    await stack.enter_async_context(self._order.hold(*ordering))
-                return await self.acquire(self._key(cwd))
-
-            try:
-                worker = await _unless_cancelled(call.cancel_requested, wait_turn())
-            except SandboxUnavailable as exc:
-                return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
-            except OSError as exc:
-                return _error_result(f"Tool {name} was not run: no tool worker could be started: {exc}")
-            if worker is None:
-                return aborted
-            try:
-                return await self._run_on(worker, call, args)
-            finally:
-                self.release(worker)
+        try:
+            worker = await _unless_cancelled(call.cancel_requested, self.acquire(self._key(cwd)))
+        except SandboxUnavailable as exc:
+            return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
+        except OSError as exc:
+            return _error_result(f"Tool {name} was not run: no tool worker could be started: {exc}")
+        if worker is None:
+            return aborted
+        try:
+            return await self._run_on(worker, call, args)
+        finally:
+            self.release(worker)
 
     async def _run_on(self, worker: _Worker, call: TypedCall[RunToolArgs, ToolUpdate], args: RunToolArgs) -> ToolResult:
         assert worker.peer is not None
@@ -489,7 +432,7 @@ class ToolPool:
         watch_tmp = worker.key is not None and args.name == "bash" and not self._tmp_notice_given
         run = WorkerRunArgs(
             tool_call_id=args.tool_call_id, name=args.name, cwd=args.cwd, args=args.args,
-            session_id=args.session_id, call_index=args.call_index, watch_tmp=watch_tmp,
+            session_id=args.session_id, watch_tmp=watch_tmp,
         )  # fmt: skip
         try:
             async with open_method(worker.peer, WORKER_RUN, run) as out:

@@ -44,16 +44,14 @@ __all__ = [
 
 
 class RunToolArgs(WireStruct, kw_only=True):
-    """One tool call. ``callIndex``: its place in the assistant's message — the pool runs
-    ``write``/``edit`` calls on the same real path in that order (absent: in arrival order).
-    ``sessionId`` is for logs."""
+    """One tool call, run at once in its own worker (the caller orders calls that must not
+    overlap: the agent loop's ``exclusive_key``). ``sessionId`` is for logs."""
 
     tool_call_id: str
     name: str
     cwd: str
     args: dict[str, Any] = {}
     session_id: str | None = None
-    call_index: int | None = None
 
 
 class ToolUpdate(WireStruct):
