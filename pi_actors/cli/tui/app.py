@@ -1,6 +1,8 @@
 """The prompt_toolkit side of the TUI: its state, the threads' doors, what is printed above
-the live area, and the reactions to events and submissions. The live area, editor, footer
-and key bindings are in ``screen`` (a mixin), the slash commands in ``commands``.
+the live area, and the reactions to events and submissions. It holds two parts and calls
+them: the live area, editor, footer and key bindings (``self.screen``, a
+:class:`~.screen.ScreenLayout`, which builds the prompt_toolkit application) and the slash
+commands (``self.commands``, a :class:`~.commands.SlashCommands`).
 
 Threads and loops: trio stays the core. ``run_tui`` (in ``__init__``) runs in the trio
 thread, owns the coordinator Peer through a :class:`Controller`, and starts this
@@ -70,18 +72,24 @@ BUILTINS = {
 _FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
 
 
-class TuiApp(SlashCommands, ScreenLayout):
+class TuiApp:
+    """The TUI's state and reactions; it holds the screen and the slash commands as parts.
+
+    ``controller`` is the trio side (``submit(*cmd)``); ``info`` the session as it opened
+    (``cwd``, ``agentDir``, ``model``, ``thinkingLevel``, optionally ``sessionPath``,
+    ``sessionDir``, ``sessionName``, ``messages``, ``autoCompaction``, ``remote``)."""
+
     def __init__(self, controller: Any, info: dict[str, Any]) -> None:
         self.ctl = controller
         controller.ui = self
         self.cwd: str = info["cwd"]
         self.agent_dir: str = info["agentDir"]
-        self.model: dict = info["model"]
+        self.model: dict[str, Any] = info["model"]
         self.thinking: str = info["thinkingLevel"]
         self.session_path: str | None = info.get("sessionPath")
         self.session_dir: str | None = info.get("sessionDir")
         self.session_name: str | None = info.get("sessionName")
-        self.messages: list[dict] = list(info.get("messages") or [])
+        self.messages: list[dict[str, Any]] = list(info.get("messages") or [])
         self.auto_compaction = bool(info.get("autoCompaction", True))
         #: "URL · session ID" when attached to a server's session (``pi-actors attach``).
         self.remote: str | None = info.get("remote")
@@ -90,27 +98,23 @@ class TuiApp(SlashCommands, ScreenLayout):
         self._restored = list(self.messages)  # the transcript the session opened with
         #: Assistant messages of every branch of the session file (the footer's totals, as
         #: pi's); None until the tree has been read (then the transcript is used).
-        self.session_usage: list[dict] | None = None
+        self.session_usage: list[dict[str, Any]] | None = None
         self._models: list[Any] | None = None
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
         self.running = False
         self.show_thinking = True
         self.expand_tools = False
-        self.stream: dict | None = None  # the assistant message being streamed
-        self.tools: dict[str, dict] = {}  # running tool calls by id
+        self.stream: dict[str, Any] | None = None  # the assistant message being streamed
+        self.tools: dict[str, dict[str, Any]] = {}  # running tool calls by id
         self.queued: list[tuple[str, str, str]] = []  # (kind, text sent, text shown)
         self.bash_running: str | None = None
         self.status: str | None = None
         self.selector: Selector | None = None
-        self._md_cache: tuple[Any, Any] | None = None
         self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
-        self._last_ctrl_c = 0.0
-        self._last_esc = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = queue.SimpleQueue()
         self._started = time.monotonic()
-        self.git_branch = self._git_branch()
         os.makedirs(self.agent_dir, exist_ok=True)
         self.buffer = Buffer(
             multiline=True,
@@ -119,11 +123,13 @@ class TuiApp(SlashCommands, ScreenLayout):
             complete_while_typing=True,
             tempfile_suffix=".pi.md",
         )
-        self.app = self._build()
+        self.commands = SlashCommands(self)
+        self.screen = ScreenLayout(self)
+        self.app = self.screen.application
 
     # -- threads -----------------------------------------------------------------------------
 
-    def post(self, fn: Callable, *args: Any) -> None:
+    def post(self, fn: Callable[..., object], *args: Any) -> None:
         """Run ``fn(*args)`` on the UI loop (callable from any thread)."""
         self._pending.put((fn, args))
         loop = self._loop
@@ -153,7 +159,7 @@ class TuiApp(SlashCommands, ScreenLayout):
         self._loop = asyncio.get_running_loop()
         self._print_banner()
         self._loop.call_soon(self._drain)
-        self.refresh_session_info()
+        self.commands.refresh_session_info()
         ticker = asyncio.ensure_future(self._tick())
         try:
             await self.app.run_async()
@@ -169,15 +175,9 @@ class TuiApp(SlashCommands, ScreenLayout):
 
     # -- printing above the live area -----------------------------------------------------------
 
-    def _width(self) -> int:
-        try:
-            return max(20, self.app.output.get_size().columns)
-        except Exception:  # noqa: BLE001
-            return 80
-
     def render(self, *renderables: Any) -> str:
         out = io.StringIO()
-        con = Console(file=out, force_terminal=True, color_system="256", width=self._width(), highlight=False)
+        con = Console(file=out, force_terminal=True, color_system="256", width=self.screen.width(), highlight=False)
         for r in renderables:
             con.print(r)
         return out.getvalue()
@@ -235,7 +235,7 @@ class TuiApp(SlashCommands, ScreenLayout):
             if parts:
                 self.print_text(*parts)
         elif role == "toolResult":
-            self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId")), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
+            self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
         elif role in ("compactionSummary", "branchSummary"):
@@ -320,7 +320,7 @@ class TuiApp(SlashCommands, ScreenLayout):
             self.status = None
             if kind == "auto_compaction_end":
                 self.print_text(Text("Context compacted automatically.", style="dim"))
-                self._reload_messages()  # the footer's context use follows the new transcript
+                self.commands.reload_messages()  # the footer's context use follows the new transcript
 
     def resync(self, snap: dict) -> None:
         """After a reconnect (remote): the session as the server now has it. The transcript
@@ -403,9 +403,7 @@ class TuiApp(SlashCommands, ScreenLayout):
         if text.startswith("/"):
             name, _, rest = text[1:].partition(" ")
             name, rest = name.strip(), rest.strip()
-            handler = getattr(self, f"cmd_{name}", None) if name in BUILTINS else None
-            if handler is not None:
-                handler(rest)
+            if self.commands.run(name, rest):
                 return
             if name.startswith("skill:") and name[6:] in self.skills:
                 text = expand_skill(self.skills[name[6:]], rest)
@@ -442,7 +440,7 @@ class TuiApp(SlashCommands, ScreenLayout):
     # -- slash commands -------------------------------------------------------------------------
 
     def open_selector(self, selector: Selector) -> None:
-        proxy = self.buffer_for_selector
+        proxy = self.screen.selector_buffer
         self.selector = None
         proxy.reset()
         proxy.text = selector.filter
