@@ -180,7 +180,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if ta != tb:
         return False
     if ta == "array":
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if ta == "object":
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return a == b

@@ -132,9 +132,9 @@ def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
     if p.get("apiKey"):
         cfg.api_keys[name] = p["apiKey"]
         if p.get("authHeader"):
-            key = resolve_config_value(p["apiKey"])
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
+            resolved = resolve_config_value(p["apiKey"])
+            if resolved:
+                headers["Authorization"] = f"Bearer {resolved}"
     settings = {k: v for k, v in (("baseUrl", p.get("baseUrl")), ("headers", headers), ("compat", compat)) if v}
     if settings:
         cfg.provider_settings[name] = settings

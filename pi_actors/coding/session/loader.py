@@ -145,7 +145,7 @@ def _reattach(
             last = entries[position]["id"]
             position += 1
         before[number] = last
-    for index, (entry, number) in enumerate(zip(entries, lines)):
+    for index, (entry, number) in enumerate(zip(entries, lines, strict=False)):
         parent = entry.get("parentId")
         if not isinstance(parent, str) or parent in known:
             continue
