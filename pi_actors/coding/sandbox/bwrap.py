@@ -288,7 +288,7 @@ def build_argv(
     essentials = essential_paths()
     plan.rebind(essentials, unless_inside=workspace)
     plan.argv += ["--bind" if policy.mode == "workspace-write" else "--ro-bind", workspace, workspace]
-    if home_inner:
+    if home_inner and home is not None:
         hide_home()
         plan.rebind(essentials, roots=[home])
     for path in later:

@@ -223,6 +223,7 @@ def load_session(path: str) -> LoadedSession:
             if found is not None:
                 links.setdefault(found[0], found[1])
             continue
+        assert record is not None  # parse_line gives a record or a reason
         if is_tail:
             ends_with_newline = False
         records.append(record)
