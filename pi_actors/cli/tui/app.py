@@ -123,6 +123,19 @@ class TuiApp:
             complete_while_typing=True,
             tempfile_suffix=".pi.md",
         )
+        #: AgentEvent type → how it changes the screen.
+        self._event_handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "message_start": self._on_message_start,
+            "message_update": self._on_message_update,
+            "message_end": self._on_message_end,
+            "tool_execution_start": self._on_tool_start,
+            "tool_execution_update": self._on_tool_update,
+            "tool_execution_end": self._on_tool_end,
+            "auto_compaction_start": self._on_compaction_start,
+            "auto_compaction_end": self._on_compaction_end,
+            "auto_retry_start": self._on_retry_start,
+            "auto_retry_end": self._on_retry_end,
+        }
         self.commands = SlashCommands(self)
         self.screen = ScreenLayout(self)
         self.app = self.screen.application
@@ -277,50 +290,64 @@ class TuiApp:
         self.tools.clear()
         self.status = None
 
-    def on_event(self, event: dict) -> None:
-        kind = event.get("type")
-        if kind == "message_start":
-            msg = event.get("message") or {}
-            if msg.get("role") == "assistant":
-                self.stream = msg
-            elif msg.get("role") == "user":
-                text = _text_of(msg.get("content"))
-                for i, q in enumerate(self.queued):
-                    if q[1] == text:
-                        del self.queued[i]
-                        break
-                self.print_message(msg)
-        elif kind == "message_update":
-            if event.get("message"):
-                self.stream = event["message"]
-        elif kind == "message_end":
-            msg = event.get("message") or {}
-            if msg.get("role") == "assistant":
-                self.stream = None
-                self.messages.append(msg)
-                if self.session_usage is not None:
-                    self.session_usage.append(msg)
-                self.print_message(msg)
-            elif msg.get("role") in ("user", "toolResult"):
-                self.messages.append(msg)
-        elif kind == "tool_execution_start":
-            self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
-        elif kind == "tool_execution_update":
-            tc = self.tools.get(event.get("toolCallId", ""))
-            if tc is not None:
-                tc["output"] = _text_of((event.get("partialResult") or {}).get("content"))
-        elif kind == "tool_execution_end":
-            tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
-            self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
-        elif kind == "auto_compaction_start":
-            self.status = "Auto-compacting... (esc to cancel)"
-        elif kind == "auto_retry_start":
-            self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
-        elif kind in ("auto_compaction_end", "auto_retry_end"):
-            self.status = None
-            if kind == "auto_compaction_end":
-                self.print_text(Text("Context compacted automatically.", style="dim"))
-                self.commands.reload_messages()  # the footer's context use follows the new transcript
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Show one AgentEvent (pi's shape): the handler for its ``type``; others are ignored."""
+        handler = self._event_handlers.get(event.get("type") or "")
+        if handler is not None:
+            handler(event)
+
+    def _on_message_start(self, event: dict[str, Any]) -> None:
+        msg = event.get("message") or {}
+        if msg.get("role") == "assistant":
+            self.stream = msg
+        elif msg.get("role") == "user":
+            text = _text_of(msg.get("content"))
+            for i, q in enumerate(self.queued):
+                if q[1] == text:
+                    del self.queued[i]
+                    break
+            self.print_message(msg)
+
+    def _on_message_update(self, event: dict[str, Any]) -> None:
+        if event.get("message"):
+            self.stream = event["message"]
+
+    def _on_message_end(self, event: dict[str, Any]) -> None:
+        msg = event.get("message") or {}
+        if msg.get("role") == "assistant":
+            self.stream = None
+            self.messages.append(msg)
+            if self.session_usage is not None:
+                self.session_usage.append(msg)
+            self.print_message(msg)
+        elif msg.get("role") in ("user", "toolResult"):
+            self.messages.append(msg)
+
+    def _on_tool_start(self, event: dict[str, Any]) -> None:
+        self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
+
+    def _on_tool_update(self, event: dict[str, Any]) -> None:
+        tc = self.tools.get(event.get("toolCallId", ""))
+        if tc is not None:
+            tc["output"] = _text_of((event.get("partialResult") or {}).get("content"))
+
+    def _on_tool_end(self, event: dict[str, Any]) -> None:
+        tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
+        self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
+
+    def _on_compaction_start(self, event: dict[str, Any]) -> None:
+        self.status = "Auto-compacting... (esc to cancel)"
+
+    def _on_retry_start(self, event: dict[str, Any]) -> None:
+        self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
+
+    def _on_compaction_end(self, event: dict[str, Any]) -> None:
+        self.status = None
+        self.print_text(Text("Context compacted automatically.", style="dim"))
+        self.commands.reload_messages()  # the footer's context use follows the new transcript
+
+    def _on_retry_end(self, event: dict[str, Any]) -> None:
+        self.status = None
 
     def resync(self, snap: dict) -> None:
         """After a reconnect (remote): the session as the server now has it. The transcript

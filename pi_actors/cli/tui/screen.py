@@ -169,143 +169,155 @@ class ScreenLayout:
         return [("fg:ansibrightblack", line1[:width] + "\n"), (pct_style, left), ("", " " * pad), ("fg:ansibrightblack", right)]
 
     def _build(self) -> Application:
-        editor_focus = has_focus(self.tui.buffer)
+        """The prompt_toolkit application: the layout and the key bindings."""
+        root = FloatContainer(self._body(), floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
+        app: Application = Application(
+            layout=Layout(root, focused_element=self.tui.buffer),
+            key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
+            style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
+            full_screen=False,
+            mouse_support=False,
+            erase_when_done=False,
+        )
+        # A lone Esc is flushed after ttimeoutlen; a key sequence starting with Esc (Alt+key)
+        # waits timeoutlen for its next key: short, so Esc (abort, double-Esc) feels immediate.
+        app.ttimeoutlen = 0.05
+        app.timeoutlen = 0.25
+        return app
+
+    def _key_bindings(self) -> KeyBindings:
+        """Keys of the editor, of the open selector, and global ones (see ``HOTKEYS``)."""
+        editor = has_focus(self.tui.buffer)
         selecting = Condition(lambda: self.tui.selector is not None)
         kb = KeyBindings()
+        for keys, handler, when in [
+            (("enter",), self._on_enter, editor),
+            (("escape", "enter"), lambda _: self.tui.submit("follow_up"), editor),
+            ((Keys.BracketedPaste,), lambda event: self.tui.paste(event.data), editor),
+            # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
+            (("c-g",), lambda _: self.tui.buffer.open_in_editor(validate_and_handle=False), editor),
+            (("c-j",), lambda _: self.tui.buffer.insert_text("\n"), editor),
+            (("tab",), self._on_tab, editor),
+            (("escape",), self._on_escape, ~selecting),
+            (("c-d",), self._on_ctrl_d, editor),
+            (("s-tab",), self._on_cycle_thinking, editor),
+            (("c-l",), lambda _: self.tui.commands.cmd_model(""), editor),
+            (("up",), self._on_selector_up, selecting),
+            (("down",), self._on_selector_down, selecting),
+            (("enter",), self._on_selector_enter, selecting),
+            (("escape",), lambda _: self.tui.close_selector(), selecting),
+        ]:
+            kb.add(*keys, filter=when)(handler)
+        kb.add("c-c")(self._on_ctrl_c)
+        kb.add("c-t")(self._on_toggle_thinking)
+        kb.add("c-o")(self._on_toggle_tools)
+        return kb
 
-        @kb.add("enter", filter=editor_focus)
-        def _enter(event: Any) -> None:
-            b = self.tui.buffer
-            if b.complete_state and b.complete_state.current_completion:
-                b.apply_completion(b.complete_state.current_completion)
-                return
-            if b.document.text_before_cursor.endswith("\\"):
-                b.delete_before_cursor(1)
-                b.insert_text("\n")
-                return
+    def _on_enter(self, event: Any) -> None:
+        b = self.tui.buffer
+        if b.complete_state and b.complete_state.current_completion:
+            b.apply_completion(b.complete_state.current_completion)
+        elif b.document.text_before_cursor.endswith("\\"):
+            b.delete_before_cursor(1)
+            b.insert_text("\n")
+        else:
             self.tui.submit("steer")
 
-        @kb.add("escape", "enter", filter=editor_focus)
-        def _alt_enter(event: Any) -> None:
-            self.tui.submit("follow_up")
+    def _on_tab(self, event: Any) -> None:
+        b = self.tui.buffer
+        if b.complete_state:
+            b.complete_next()
+        else:
+            b.start_completion(select_first=True)
 
-        @kb.add(Keys.BracketedPaste, filter=editor_focus)
-        def _paste(event: Any) -> None:
-            self.tui.paste(event.data)
-
-        @kb.add("c-g", filter=editor_focus)
-        def _external_editor(event: Any) -> None:
-            # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
-            self.tui.buffer.open_in_editor(validate_and_handle=False)
-
-        @kb.add("c-j", filter=editor_focus)
-        def _newline(event: Any) -> None:
-            self.tui.buffer.insert_text("\n")
-
-        @kb.add("tab", filter=editor_focus)
-        def _tab(event: Any) -> None:
-            b = self.tui.buffer
-            if b.complete_state:
-                b.complete_next()
-            else:
-                b.start_completion(select_first=True)
-
-        @kb.add("escape", filter=~selecting)
-        def _escape(event: Any) -> None:
-            if self.tui.buffer.complete_state:
-                self.tui.buffer.cancel_completion()
-            elif self.tui.running or self.tui.bash_running:
-                # Queued messages stay queued at the coordinator (its abort keeps the queues),
-                # so they stay on screen until a later run delivers them.
-                self.tui.ctl.submit("abort")
-            elif self.tui.buffer.text.startswith("!"):
-                self.tui.buffer.reset()
-            elif not self.tui.buffer.text:
-                # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
-                now = time.monotonic()
-                if now - self._last_esc < 0.6:
-                    self._last_esc = 0.0
-                    self.tui.commands.cmd_tree("")
-                else:
-                    self._last_esc = now
-
-        @kb.add("c-c")
-        def _ctrl_c(event: Any) -> None:
+    def _on_escape(self, event: Any) -> None:
+        tui = self.tui
+        if tui.buffer.complete_state:
+            tui.buffer.cancel_completion()
+        elif tui.running or tui.bash_running:
+            # Queued messages stay queued at the coordinator (its abort keeps the queues),
+            # so they stay on screen until a later run delivers them.
+            tui.ctl.submit("abort")
+        elif tui.buffer.text.startswith("!"):
+            tui.buffer.reset()
+        elif not tui.buffer.text:
+            # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
             now = time.monotonic()
-            if self.tui.selector is not None:
-                self.tui.close_selector()
-            elif now - self._last_ctrl_c < 1.0:
-                self.tui.exit_app()
-                return
+            if now - self._last_esc < 0.6:
+                self._last_esc = 0.0
+                tui.commands.cmd_tree("")
             else:
-                self.tui.buffer.reset()
-            self._last_ctrl_c = now
+                self._last_esc = now
 
-        @kb.add("c-d", filter=editor_focus)
-        def _ctrl_d(event: Any) -> None:
-            if not self.tui.buffer.text:
-                self.tui.exit_app()
-            else:
-                self.tui.buffer.delete()
+    def _on_ctrl_c(self, event: Any) -> None:
+        now = time.monotonic()
+        if self.tui.selector is not None:
+            self.tui.close_selector()
+        elif now - self._last_ctrl_c < 1.0:
+            self.tui.exit_app()
+            return
+        else:
+            self.tui.buffer.reset()
+        self._last_ctrl_c = now
 
-        @kb.add("c-t")
-        def _toggle_thinking(event: Any) -> None:
-            self.tui.show_thinking = not self.tui.show_thinking
-            self.tui.show_status(f"Thinking blocks: {'shown' if self.tui.show_thinking else 'hidden'}")
+    def _on_ctrl_d(self, event: Any) -> None:
+        if not self.tui.buffer.text:
+            self.tui.exit_app()
+        else:
+            self.tui.buffer.delete()
 
-        @kb.add("s-tab", filter=editor_focus)
-        def _cycle_thinking(event: Any) -> None:
-            if not self.tui.model.get("reasoning"):
-                self.tui.show_status("Current model does not support thinking")
-                return
-            levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
-            nxt = levels[(levels.index(self.tui.thinking) + 1) % len(levels)] if self.tui.thinking in levels else "off"
-            self.tui.commands.cmd_thinking(nxt)
+    def _on_toggle_thinking(self, event: Any) -> None:
+        self.tui.show_thinking = not self.tui.show_thinking
+        self.tui.show_status(f"Thinking blocks: {'shown' if self.tui.show_thinking else 'hidden'}")
 
-        @kb.add("c-o")
-        def _toggle_tools(event: Any) -> None:
-            self.tui.expand_tools = not self.tui.expand_tools
-            self.tui.show_status(f"Tool output: {'expanded' if self.tui.expand_tools else 'collapsed'}")
+    def _on_cycle_thinking(self, event: Any) -> None:
+        if not self.tui.model.get("reasoning"):
+            self.tui.show_status("Current model does not support thinking")
+            return
+        levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
+        thinking = self.tui.thinking
+        nxt = levels[(levels.index(thinking) + 1) % len(levels)] if thinking in levels else "off"
+        self.tui.commands.cmd_thinking(nxt)
 
-        @kb.add("c-l", filter=editor_focus)
-        def _select_model(event: Any) -> None:
-            self.tui.commands.cmd_model("")
+    def _on_toggle_tools(self, event: Any) -> None:
+        self.tui.expand_tools = not self.tui.expand_tools
+        self.tui.show_status(f"Tool output: {'expanded' if self.tui.expand_tools else 'collapsed'}")
 
-        @kb.add("up", filter=selecting)
-        def _sel_up(event: Any) -> None:
-            assert self.tui.selector is not None
+    def _on_selector_up(self, event: Any) -> None:
+        if self.tui.selector is not None:
             self.tui.selector.index = max(0, self.tui.selector.index - 1)
 
-        @kb.add("down", filter=selecting)
-        def _sel_down(event: Any) -> None:
-            assert self.tui.selector is not None
+    def _on_selector_down(self, event: Any) -> None:
+        if self.tui.selector is not None:
             self.tui.selector.index += 1
 
-        @kb.add("enter", filter=selecting)
-        def _sel_enter(event: Any) -> None:
-            sel = self.tui.selector
-            assert sel is not None
-            items = sel.visible()
-            self.tui.close_selector()
-            if items:
-                sel.on_select(items[min(sel.index, len(items) - 1)][1])
+    def _on_selector_enter(self, event: Any) -> None:
+        sel = self.tui.selector
+        if sel is None:
+            return
+        items = sel.visible()
+        self.tui.close_selector()
+        if items:
+            sel.on_select(items[min(sel.index, len(items) - 1)][1])
 
-        @kb.add("escape", filter=selecting)
-        def _sel_escape(event: Any) -> None:
-            self.tui.close_selector()
+    def _rule(self) -> Window:
+        """A horizontal rule around the editor, coloured by mode: bash, else thinking level."""
 
-        def rule() -> Window:
-            def style() -> str:
-                if self.tui.buffer.text.startswith("!"):
-                    return "fg:ansiyellow"  # bash mode
-                return "fg:" + _LEVEL_COLOURS.get(self.tui.thinking, "ansibrightblack")  # as pi: by thinking level
+        def style() -> str:
+            if self.tui.buffer.text.startswith("!"):
+                return "fg:ansiyellow"  # bash mode
+            return "fg:" + _LEVEL_COLOURS.get(self.tui.thinking, "ansibrightblack")  # as pi: by thinking level
 
-            return Window(height=1, char="─", style=style)
+        return Window(height=1, char="─", style=style)
+
+    def _body(self) -> HSplit:
+        """Live area, queued messages, spinner, selector, editor between rules, footer."""
+        selecting = Condition(lambda: self.tui.selector is not None)
 
         def editor_prefix(lineno: int, wrap: int) -> StyleAndTextTuples:
             return [("bold", "› " if lineno == 0 and wrap == 0 else "  ")]
 
-        body = HSplit(
+        return HSplit(
             [
                 ConditionalContainer(
                     Window(FormattedTextControl(self._live), dont_extend_height=True, wrap_lines=False),
@@ -328,26 +340,13 @@ class ScreenLayout:
                     ),
                     filter=selecting,
                 ),
-                rule(),
+                self._rule(),
                 Window(BufferControl(self.tui.buffer), height=Dimension(min=1, max=10), wrap_lines=True, get_line_prefix=editor_prefix, dont_extend_height=True),
-                rule(),
+                self._rule(),
                 Window(FormattedTextControl(self._footer), height=2),
             ]
         )
-        root = FloatContainer(body, floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
-        app: Application = Application(
-            layout=Layout(root, focused_element=self.tui.buffer),
-            key_bindings=merge_key_bindings([load_key_bindings(), kb]),
-            style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
-            full_screen=False,
-            mouse_support=False,
-            erase_when_done=False,
-        )
-        # A lone Esc is flushed after ttimeoutlen; a key sequence starting with Esc (Alt+key)
-        # waits timeoutlen for its next key: short, so Esc (abort, double-Esc) feels immediate.
-        app.ttimeoutlen = 0.05
-        app.timeoutlen = 0.25
-        return app
+
 
 
 class _SelectorBuffer(Buffer):
