@@ -226,33 +226,40 @@ class TuiApp:
     def show_user_submission(self, text: str) -> None:
         pass  # user messages are printed when the coordinator starts them (message_start)
 
-    def print_message(self, m: dict) -> None:
+    def print_message(self, m: dict[str, Any]) -> None:
+        """Print a finished message above the live area, as its role is shown."""
         role = m.get("role")
         if role == "user":
             shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
             self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
         elif role == "assistant":
-            for b in m.get("content") or []:
-                if b.get("type") == "toolCall":
-                    self._call_args[b.get("id")] = b.get("arguments")
-            parts: list[Any] = []
-            for b in m.get("content") or []:
-                if b.get("type") == "thinking" and b.get("thinking", "").strip():
-                    parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
-                elif b.get("type") == "text" and b.get("text", "").strip():
-                    parts.append(Markdown(b["text"], code_theme="monokai"))
-            if m.get("stopReason") == "aborted":
-                parts.append(Text("Operation aborted", style="red"))
-            elif m.get("stopReason") == "error":
-                parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
-            if parts:
-                self.print_text(*parts)
+            self._print_assistant(m)
         elif role == "toolResult":
             self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
         elif role in ("compactionSummary", "branchSummary"):
             self.print_text(Text(f"[{role}] " + (m.get("summary") or "")[:300], style="dim"))
+
+    def _print_assistant(self, m: dict[str, Any]) -> None:
+        """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown, and how the
+        message ended if not normally; its tool calls' arguments are kept for their results."""
+        content = m.get("content") or []
+        for b in content:
+            if b.get("type") == "toolCall":
+                self._call_args[b.get("id")] = b.get("arguments")
+        parts: list[Any] = []
+        for b in content:
+            if b.get("type") == "thinking" and b.get("thinking", "").strip():
+                parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
+            elif b.get("type") == "text" and b.get("text", "").strip():
+                parts.append(Markdown(b["text"], code_theme="monokai"))
+        if m.get("stopReason") == "aborted":
+            parts.append(Text("Operation aborted", style="red"))
+        elif m.get("stopReason") == "error":
+            parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
+        if parts:
+            self.print_text(*parts)
 
     def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool) -> None:
         head = Text.assemble(("● ", "red" if is_error else "green"), (_tool_label(name, args) if args is not None else name, "bold"))

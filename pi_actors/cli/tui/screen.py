@@ -72,16 +72,10 @@ class ScreenLayout:
         return list(self._md_cache[1])
 
     def _live(self) -> list[Any]:
+        """The live area: the reply being streamed, running tools with their last output
+        lines, a running ``!command``; only the tail that fits (18 wrapped lines)."""
         width = self.width()
-        frags: list[Any] = []
-        if self.tui.stream:
-            for b in self.tui.stream.get("content") or []:
-                if b.get("type") == "thinking" and b.get("thinking"):
-                    frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.tui.show_thinking else "Thinking...") + "\n"))
-                elif b.get("type") == "text" and b.get("text"):
-                    frags += self._markdown_fragments(b["text"], width)
-                elif b.get("type") == "toolCall":
-                    frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
+        frags = self._stream_fragments(width)
         for tc in self.tui.tools.values():
             frags.append(("bold", "● " + _tool_label(tc["name"] or "?", tc["args"]) + "\n"))
             out = (tc.get("output") or "").rstrip("\n").splitlines()[-5:]
@@ -90,20 +84,7 @@ class ScreenLayout:
         if self.tui.bash_running:
             frags.append(("fg:ansiyellow", f"$ {self.tui.bash_running}  (running, esc to cancel)\n"))
         # Keep only the tail that fits: the finished message is printed in full at its end.
-        wrapped: list[list[Any]] = []
-        for line in split_lines(frags):
-            cur: list[Any] = []
-            used = 0
-            for frag in line:
-                style, text = frag[0], frag[1]
-                while text:
-                    if used >= width:
-                        wrapped.append(cur)
-                        cur, used = [], 0
-                    piece, text = text[: width - used], text[width - used :]
-                    cur.append((style, piece))
-                    used += len(piece)
-            wrapped.append(cur)
+        wrapped = _wrap(frags, width)
         while wrapped and not any(f[1].strip() for f in wrapped[-1]):
             wrapped.pop()
         result: list[Any] = []
@@ -112,6 +93,18 @@ class ScreenLayout:
                 result.append(("", "\n"))
             result.extend(line)
         return result
+
+    def _stream_fragments(self, width: int) -> list[Any]:
+        """The assistant message being streamed: thinking dimmed, text as Markdown, tool calls."""
+        frags: list[Any] = []
+        for b in (self.tui.stream or {}).get("content") or []:
+            if b.get("type") == "thinking" and b.get("thinking"):
+                frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.tui.show_thinking else "Thinking...") + "\n"))
+            elif b.get("type") == "text" and b.get("text"):
+                frags += self._markdown_fragments(b["text"], width)
+            elif b.get("type") == "toolCall":
+                frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
+        return frags
 
     def _queued(self) -> StyleAndTextTuples:
         frags: StyleAndTextTuples = []
@@ -379,3 +372,22 @@ def _git_branch(cwd: str) -> str | None:
         if parent == d:
             return None
         d = parent
+
+
+def _wrap(frags: list[Any], width: int) -> list[list[Any]]:
+    """``frags`` as lines of at most ``width`` characters (hard wrap, styles kept)."""
+    wrapped: list[list[Any]] = []
+    for line in split_lines(frags):
+        cur: list[Any] = []
+        used = 0
+        for frag in line:
+            style, text = frag[0], frag[1]
+            while text:
+                if used >= width:
+                    wrapped.append(cur)
+                    cur, used = [], 0
+                piece, text = text[: width - used], text[width - used :]
+                cur.append((style, piece))
+                used += len(piece)
+        wrapped.append(cur)
+    return wrapped
