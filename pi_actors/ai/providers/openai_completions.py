@@ -218,6 +218,17 @@ def build_params(model: Model, context: Context, options: StreamOptions,
         params[compat.max_tokens_field] = options.max_tokens
     if options.temperature is not None:
         params["temperature"] = options.temperature
+    params.update(_tool_params(context, options, compat))
+    if model.reasoning:
+        params.update(_reasoning_params(options, compat))
+    params.update(_routing_params(model, compat))
+    return params
+
+
+def _tool_params(context: Context, options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """``tools`` (empty when the history has tool calls but no tools are offered: some servers
+    refuse such a history otherwise) and ``tool_choice``."""
+    params: dict[str, Any] = {}
     if context.tools:
         tools = []
         for tool in context.tools:
@@ -231,14 +242,24 @@ def build_params(model: Model, context: Context, options: StreamOptions,
     tool_choice = extra_option(options, "tool_choice")
     if tool_choice is not None:
         params["tool_choice"] = tool_choice
-    if model.reasoning:
-        effort = extra_option(options, "reasoning_effort")
-        if compat.thinking_format in ("zai", "qwen"):
-            params["enable_thinking"] = bool(effort)
-        elif compat.thinking_format == "qwen-chat-template":
-            params["chat_template_kwargs"] = {"enable_thinking": bool(effort)}
-        elif effort and compat.supports_reasoning_effort:
-            params["reasoning_effort"] = compat.reasoning_effort_map.get(effort, effort)
+    return params
+
+
+def _reasoning_params(options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """The reasoning switch in the server's own format (a reasoning model only)."""
+    effort = extra_option(options, "reasoning_effort")
+    if compat.thinking_format in ("zai", "qwen"):
+        return {"enable_thinking": bool(effort)}
+    if compat.thinking_format == "qwen-chat-template":
+        return {"chat_template_kwargs": {"enable_thinking": bool(effort)}}
+    if effort and compat.supports_reasoning_effort:
+        return {"reasoning_effort": compat.reasoning_effort_map.get(effort, effort)}
+    return {}
+
+
+def _routing_params(model: Model, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """Provider routing for OpenRouter and the Vercel AI gateway, when configured."""
+    params: dict[str, Any] = {}
     url = model.base_url or ""
     if "openrouter.ai" in url and (model.compat or {}).get("openRouterRouting"):
         params["provider"] = compat.open_router_routing
