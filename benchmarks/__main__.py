@@ -35,7 +35,7 @@ def machine() -> dict[str, str]:
     info = {"nproc": str(os.cpu_count())}
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        info["cpu"] = next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("Model name")), "?")
+        info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
     except (OSError, subprocess.SubprocessError):
         info["cpu"] = platform.processor() or "?"
     try:
@@ -211,7 +211,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
         lines += ["## Budgets (issue 9)", "", report.budget_lines(report.budgets(results, pi_reason), markdown=True), ""]
     if micro:
         lines += ["## Micro-benchmarks", "", report.micro_table(micro, markdown=True), ""]
-        lines += [f"- {l}" for l in report.landscape_lines(micro)]
+        lines += [f"- {ln}" for ln in report.landscape_lines(micro)]
         lines.append("")
     path.write_text("\n".join(lines) + notes)
 

@@ -12,6 +12,7 @@ See :mod:`benchmarks.procs` for how wall, CPU and memory are taken, and
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -21,8 +22,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import scenarios as S
 from .clis import Pi, PiActors
@@ -178,6 +181,49 @@ def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float
             shutil.rmtree(session_dir, ignore_errors=True)
 
 
+def _run_quiet(measure: Any, facts: dict, max_other: float, retries: int, say: Any) -> tuple[Any, str | None, float]:
+    """One measured run, repeated (after 3, 9, 27 s) while other processes kept more than
+    ``max_other`` CPUs busy, up to ``retries`` times; returns the run, its problem and the load."""
+    attempt = 0
+    while True:
+        m, problem = measure()
+        other = m.extra.get("other_cpus", 0.0)
+        if problem is not None or other <= max_other or attempt == retries:
+            return m, problem, other
+        facts["repeated"] = facts.get("repeated", 0) + 1
+        say(f"other processes kept {other:.2f} CPUs busy: run again")
+        time.sleep(min(30, 3 * 3**attempt))  # 3, 9, 27 s: let the other job finish
+        attempt += 1
+
+
+def _say(progress: Callable[[str], object], label: str, text: str) -> None:
+    progress(f"{label} {text}")
+
+
+def _note_orphans(facts: dict, cli_name: str, m: Any) -> None:
+    """Count the processes a run left behind (reparented to us), by name pattern."""
+    if not m.orphans:
+        return
+    note = facts.setdefault("reparented", {}).setdefault(cli_name, {"runs": 0, "processes": 0, "names": set()})
+    note["runs"] += 1
+    note["processes"] += m.orphans
+    note["names"].update(re.sub(r"-\d+$", "-*", n.split(" -- ")[-1].split("/")[-1]) for n in m.extra.get("orphan_names", []))
+
+
+def _record(res: Any, idle: Any, cli_name: str, m: Any, problem: str | None) -> None:
+    """File a run under its scenario (and its start-up-until-idle twin), or its failure."""
+    if problem is not None:
+        res.failures.setdefault(cli_name, []).append(problem)
+        return
+    res.runs.setdefault(cli_name, []).append(m)
+    if idle is None:
+        return
+    if m.extra.get("idle") is not None:
+        idle.runs.setdefault(cli_name, []).append(m.extra["idle"])
+    else:
+        idle.failures.setdefault(cli_name, []).append("never went idle")
+
+
 def run_scenarios(
     scenarios: list[Scenario],
     *,
@@ -230,31 +276,14 @@ def run_scenarios(
                 if res.scenario.name == "startup-idle":
                     continue
                 for cli in order:
-                    for attempt in range(retries + 1):
-                        m, problem = _run_one(cli, res.scenario, server, workdir, poll)
-                        other = m.extra.get("other_cpus", 0.0)
-                        if problem is not None or other <= max_other or attempt == retries:
-                            break
-                        facts["repeated"] = facts.get("repeated", 0) + 1
-                        progress(f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} other processes kept {other:.2f} CPUs busy: run again")
-                        time.sleep(min(30, 3 * 3**attempt))  # 3, 9, 27 s: let the other job finish
-                    if m.orphans:
-                        note = facts.setdefault("reparented", {}).setdefault(cli.name, {"runs": 0, "processes": 0, "names": set()})
-                        note["runs"] += 1
-                        note["processes"] += m.orphans
-                        note["names"].update(
-                            re.sub(r"-\d+$", "-*", n.split(" -- ")[-1].split("/")[-1]) for n in m.extra.get("orphan_names", [])
-                        )
+                    label = f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9}"
+                    measure = functools.partial(_run_one, cli, res.scenario, server, workdir, poll)
+                    say = functools.partial(_say, progress, label)
+                    m, problem, other = _run_quiet(measure, facts, max_other, retries, say)
+                    _note_orphans(facts, cli.name, m)
+                    _record(res, idle.get(res.scenario.key), cli.name, m, problem)
                     if problem is None:
                         facts.setdefault("other_cpus", []).append(other)
-                        res.runs.setdefault(cli.name, []).append(m)
-                        if res.scenario.key in idle:
-                            if m.extra.get("idle") is not None:
-                                idle[res.scenario.key].runs.setdefault(cli.name, []).append(m.extra["idle"])
-                            else:
-                                idle[res.scenario.key].failures.setdefault(cli.name, []).append("never went idle")
-                    else:
-                        res.failures.setdefault(cli.name, []).append(problem)
                     progress(
                         f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} "
                         + (f"{m.wall:7.3f} s wall {m.cpu:7.3f} s cpu {m.max_rss_kb / 1024:6.1f} MiB  (others: {other:.2f} CPUs)" if problem is None else f"FAILED: {problem}")

@@ -74,8 +74,6 @@ async def main(rounds: int) -> None:
 
 
 async def measure(rounds: int, spares: bool) -> None:
-    replies: list[Reply] = []
-
     def script(body: dict) -> Reply:
         # A request whose last message is the user's "tool" prompt answers with a tool call.
         last = (body.get("messages") or [{}])[-1]

@@ -65,7 +65,7 @@ async def _baseline_hello(n: int) -> list[float]:
         t0 = time.perf_counter()
         async with trio.open_nursery() as nursery:
 
-            async def serve():
+            async def serve(sb: trio.SocketStream = sb) -> None:
                 async with open_peer(sb, side="server", role="server", name="s", handler=echo) as p:
                     await p.closed_event.wait()
 

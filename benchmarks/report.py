@@ -64,10 +64,10 @@ SCENARIO_HEADER = ["scenario", "CLI", "wall (median)", "CPU user+sys (median)", 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     for r in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)))
     return "\n".join(lines)
 
 

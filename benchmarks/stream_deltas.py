@@ -35,8 +35,8 @@ from typing import Any
 
 import trio
 
-from pi_actors.protocol.events import StreamRebuilder
 from pi_actors.ai import types as T
+from pi_actors.protocol.events import StreamRebuilder
 from pi_actors.runtime import link_pair, open_peer, start_actor
 
 PIECE = "abc "

@@ -41,6 +41,7 @@ async def test_thinking_is_shown_dimmed_and_ctrl_t_collapses_it(scripted, pane):
     await pane.type("first")
     await pane.keys("Enter")
     await pane.wait_for("The answer is 42.")
+    await pane.wait_for_gone("esc to abort")  # printed above the live area, not still streaming
     colored = await pane.screen(escapes=True)
     assert "\x1b[0;2;3m\x1b[39m\x1b[49mLet me weigh the options." in colored or "\x1b[2;3mLet me weigh" in colored  # dim italic
     await pane.keys("C-t")

@@ -1,7 +1,10 @@
 """The tool phase of a turn (spec/pi-core.md §3.7, with DESIGN's differences; see loop.py).
 
-``ToolPhase`` is mixed into the loop's run object: it runs the tool calls of one assistant
-message — preflight (lookup, ``prepare_arguments``, validation, ``before_tool_call``),
+A ``ToolPhase`` is the tool phase of one turn, an object the loop's run creates for the
+batch and calls (``await ToolPhase(...).run(message, calls)``), given what it needs
+explicitly: the context, the config, the abort signal, the run's event sink, the callback
+that records a tool result message, and a view of the sink's failure. It runs the tool calls
+of one assistant message — preflight (lookup, ``prepare_arguments``, validation, ``before_tool_call``),
 execution (all runnable calls at once in parallel mode, one after another in sequential
 mode — the agent's setting, or forced for the batch by a tool declaring
 ``execution_mode="sequential"``), ``after_tool_call`` — and emits every call's outcome in call order. Every call ends
@@ -11,6 +14,7 @@ loop to end the run after ``turn_end``; a sink failure is raised at once.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +29,6 @@ from .types import (
     AfterToolCallResult,
     AgentContext,
     AgentLoopConfig,
-    AgentMessage,
     AgentToolResult,
     BeforeToolCallContext,
     BeforeToolCallResult,
@@ -99,25 +102,34 @@ class Batch:
 
 
 class ToolPhase:
-    """Mixin: needs ``context``, ``config``, ``signal``, ``_sink_failure``, ``_turn_results``,
-    ``emit(event)``, ``_announce(message)`` and ``_poll(getter)`` from the run object."""
+    """The tool phase of one turn.
 
-    context: AgentContext
-    config: AgentLoopConfig
-    signal: AbortSignal | None
-    _sink_failure: SinkFailed | None
-    _turn_results: list[ToolResultMessage]
+    ``context`` supplies the tools (and is handed to the hooks); ``emit(event)`` is the run's
+    serialized event sink (it raises the run's ``SinkFailed`` once the sink has failed);
+    ``record(result)`` announces a tool result message (``message_start``/``message_end``) and
+    adds it to the run's messages and the turn's results; ``sink_failure()`` is the run's sink
+    failure, if any, which no callback error may hide."""
 
-    async def emit(self, event: Any) -> None:  # provided by the run
-        raise NotImplementedError
+    def __init__(
+        self,
+        *,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        signal: AbortSignal | None,
+        emit: Callable[[Any], Awaitable[None]],
+        record: Callable[[ToolResultMessage], Awaitable[None]],
+        sink_failure: Callable[[], SinkFailed | None],
+    ) -> None:
+        self.context = context
+        self.config = config
+        self.signal = signal
+        self.emit = emit
+        self._record = record
+        self._sink_failure = sink_failure
 
-    async def _announce(self, message: AgentMessage) -> None:  # provided by the run
-        raise NotImplementedError
-
-    async def _poll(self, getter: Any) -> list[AgentMessage]:  # provided by the run
-        raise NotImplementedError
-
-    async def _tool_phase(self, message: AssistantMessage, blocks: list[ToolCall]) -> Batch:
+    async def run(self, message: AssistantMessage, blocks: list[ToolCall]) -> Batch:
+        """Run the tool calls ``blocks`` of ``message``; every call gets exactly one result,
+        in call order. A callback failure is returned in the batch; a sink failure raises."""
         calls = [_Call(block=b) for b in blocks]
         if message.stop_reason == "length":
             for call in calls:
@@ -187,8 +199,9 @@ class ToolPhase:
 
     def _check_failure(self, exc: Exception) -> Exception:
         """A callback failure in the tool phase; a sink failure is re-raised at once."""
-        if self._sink_failure is not None:
-            raise self._sink_failure
+        failure = self._sink_failure()
+        if failure is not None:
+            raise failure
         return exc
 
     def _any_sequential_tool(self, calls: list[_Call]) -> bool:
@@ -313,6 +326,5 @@ class ToolPhase:
             is_error=outcome.is_error,
             timestamp=now_ms(),
         )
-        await self._announce(message)
-        self._turn_results.append(message)
+        await self._record(message)
         return message

@@ -178,7 +178,11 @@ def _require_stream_fn(stream_fn: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Run(ToolPhase):
+class _Run:
+    """One agent run: its working context, its event sink (serialized; a failure of the sink
+    ends the run at once), the open turn, and the messages it added. Each turn's tool calls
+    are run by a :class:`~._tools.ToolPhase` it creates for the batch."""
+
     def __init__(
         self,
         context: AgentContext,
@@ -222,6 +226,24 @@ class _Run(ToolPhase):
         await self.emit(MessageEndEvent(message=message))
         self.context.messages.append(message)
         self.new_messages.append(message)
+
+    async def _record_tool_result(self, message: ToolResultMessage) -> None:
+        await self._announce(message)
+        self._turn_results.append(message)
+
+    def _tool_phase(self) -> ToolPhase:
+        """The tool phase of the current turn, given the run's parts it needs."""
+        return ToolPhase(
+            context=self.context,
+            config=self.config,
+            signal=self.signal,
+            emit=self.emit,
+            record=self._record_tool_result,
+            sink_failure=lambda: self._sink_failure,
+        )
+
+    def _aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
 
     async def _start_turn(self) -> None:
         self._turn_open = True
@@ -280,7 +302,7 @@ class _Run(ToolPhase):
                 terminate = False
                 failure: Exception | None = None
                 if calls:
-                    batch = await self._tool_phase(message, calls)
+                    batch = await self._tool_phase().run(message, calls)
                     results = batch.results
                     terminate, failure = batch.terminate, batch.failure
                 more_tool_calls = bool(calls) and not terminate

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import trio
 
@@ -80,7 +80,7 @@ class Call:
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-Block = Union[Text, Thinking, Call]
+Block = Text | Thinking | Call
 
 
 def fake_model(id: str = "fake-model", provider: str = "fake", api: str = "openai-responses") -> Model:

@@ -39,6 +39,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["ToolArgumentsError", "validate_tool_arguments", "format_validation_error"]
@@ -137,42 +138,61 @@ def _parse_number(text: str) -> int | float | _Fail:
 
 
 def _coerce_to(value: Any, kind: str) -> Any:
-    source = _json_type(value)
-    if kind in ("number", "integer"):
-        if source == "string":
-            number = _parse_number(value)
-        elif source == "boolean":
-            number = 1 if value else 0
-        elif source == "null":
-            number = 0
-        else:
-            return _FAIL
-        if isinstance(number, _Fail):
-            return _FAIL
-        if kind == "integer":
-            return int(number) if _is_integral(number) else _FAIL
-        return number
-    if kind == "string":
-        if source == "number":
-            return _js_number_text(value)
-        if source == "boolean":
-            return "true" if value else "false"
-        if source == "null":
-            return ""
-        return _FAIL
-    if kind == "boolean":
-        if source == "string" and value in ("true", "false"):
-            return value == "true"
-        if source == "number" and value in (0, 1):
-            return value == 1
-        if source == "null":
-            return False
-        return _FAIL
-    if kind == "null":
-        if value == "" or (source in ("number", "boolean") and value == 0):
-            return None
-        return _FAIL
+    """``value`` coerced to the JSON type ``kind`` (as Ajv's ``coerceTypes``), or ``_FAIL``."""
+    coerce = _COERCIONS.get(kind)
+    return coerce(value, _json_type(value)) if coerce is not None else _FAIL
+
+
+def _to_number(value: Any, source: str) -> Any:
+    if source == "string":
+        return _parse_number(value)
+    if source == "boolean":
+        return 1 if value else 0
+    if source == "null":
+        return 0
     return _FAIL
+
+
+def _to_integer(value: Any, source: str) -> Any:
+    number = _to_number(value, source)
+    if isinstance(number, _Fail):
+        return _FAIL
+    return int(number) if _is_integral(number) else _FAIL
+
+
+def _to_string(value: Any, source: str) -> Any:
+    if source == "number":
+        return _js_number_text(value)
+    if source == "boolean":
+        return "true" if value else "false"
+    if source == "null":
+        return ""
+    return _FAIL
+
+
+def _to_boolean(value: Any, source: str) -> Any:
+    if source == "string" and value in ("true", "false"):
+        return value == "true"
+    if source == "number" and value in (0, 1):
+        return value == 1
+    if source == "null":
+        return False
+    return _FAIL
+
+
+def _to_null(value: Any, source: str) -> Any:
+    if value == "" or (source in ("number", "boolean") and value == 0):
+        return None
+    return _FAIL
+
+
+_COERCIONS: dict[str, Callable[[Any, str], Any]] = {
+    "number": _to_number,
+    "integer": _to_integer,
+    "string": _to_string,
+    "boolean": _to_boolean,
+    "null": _to_null,
+}
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -180,7 +200,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if ta != tb:
         return False
     if ta == "array":
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if ta == "object":
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return a == b

@@ -122,39 +122,51 @@ def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
     headers = _resolved_headers(p.get("headers"), where)
     compat = _check_dict(p.get("compat"), f"{where}.compat")
     overrides = _check_dict(p.get("modelOverrides"), f"{where}.modelOverrides")
-    if models:
-        if not p.get("baseUrl"):
-            raise _Invalid(f"{where}: baseUrl is required when models are defined")
-        if not p.get("apiKey"):
-            raise _Invalid(f"{where}: apiKey is required when models are defined")
-    elif not (p.get("baseUrl") or compat or overrides):
-        raise _Invalid(f"{where}: specify baseUrl, compat, modelOverrides or models")
+    _check_provider_says_enough(p, where, bool(models), bool(compat or overrides))
     if p.get("apiKey"):
         cfg.api_keys[name] = p["apiKey"]
         if p.get("authHeader"):
-            key = resolve_config_value(p["apiKey"])
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
+            resolved = resolve_config_value(p["apiKey"])
+            if resolved:
+                headers["Authorization"] = f"Bearer {resolved}"
     settings = {k: v for k, v in (("baseUrl", p.get("baseUrl")), ("headers", headers), ("compat", compat)) if v}
     if settings:
         cfg.provider_settings[name] = settings
     if overrides:
         cfg.model_overrides[name] = {k: _check_dict(v, f"{where}.modelOverrides.{k}") for k, v in overrides.items()}
 
-    out = []
-    for i, spec in enumerate(models):
-        if isinstance(spec, dict):
-            spec = dict(spec)
-            spec.setdefault("api", p.get("api"))
-            spec.setdefault("baseUrl", p.get("baseUrl"))
-            if spec.get("api") is None:
-                raise _Invalid(f"{where}.models[{i}]: api is required (on the model or the provider)")
-            model_headers = {**headers, **_resolved_headers(spec.get("headers"), f"{where}.models[{i}]")}
-            spec["headers"] = model_headers or None
-            model_compat = {**compat, **_check_dict(spec.get("compat"), f"{where}.models[{i}].compat")}
-            spec["compat"] = model_compat or None
-        out.append(_build_model(name, spec, i))
-    return out
+    return [_build_model(name, _with_provider_defaults(spec, p, headers, compat, f"{where}.models[{i}]"), i)
+            for i, spec in enumerate(models)]
+
+
+def _check_provider_says_enough(p: dict[str, Any], where: str, has_models: bool, customizes: bool) -> None:
+    """A provider defining models needs ``baseUrl`` and ``apiKey``; one without models must
+    at least change something (``baseUrl``, ``compat`` or ``modelOverrides``)."""
+    if has_models:
+        if not p.get("baseUrl"):
+            raise _Invalid(f"{where}: baseUrl is required when models are defined")
+        if not p.get("apiKey"):
+            raise _Invalid(f"{where}: apiKey is required when models are defined")
+    elif not (p.get("baseUrl") or customizes):
+        raise _Invalid(f"{where}: specify baseUrl, compat, modelOverrides or models")
+
+
+def _with_provider_defaults(spec: Any, p: dict[str, Any], headers: dict[str, str], compat: dict[str, Any],
+                            where: str) -> Any:
+    """A model spec with the provider's ``api``, ``baseUrl``, headers and compat filled in
+    (the model's own win); a spec that is not an object is left for ``_build_model`` to refuse."""
+    if not isinstance(spec, dict):
+        return spec
+    spec = dict(spec)
+    spec.setdefault("api", p.get("api"))
+    spec.setdefault("baseUrl", p.get("baseUrl"))
+    if spec.get("api") is None:
+        raise _Invalid(f"{where}: api is required (on the model or the provider)")
+    model_headers = {**headers, **_resolved_headers(spec.get("headers"), where)}
+    spec["headers"] = model_headers or None
+    model_compat = {**compat, **_check_dict(spec.get("compat"), f"{where}.compat")}
+    spec["compat"] = model_compat or None
+    return spec
 
 
 def read_models_json(path: str | os.PathLike[str]) -> ModelsJson:

@@ -69,10 +69,10 @@ async def _dispatch(model: Model | str, context: Context, options: StreamOptions
             placeholder = Model(id=model_id, api="unknown", provider=provider or "unknown")
             return await guard.fail(placeholder, unknown_model_message(model))
         model = found
-    provider = get_api_provider(model.api)
-    if provider is None:
+    api_provider = get_api_provider(model.api)
+    if api_provider is None:
         return await guard.fail(model, f"No API provider registered for api: {model.api}")
-    fn = provider.stream_simple if simple else provider.stream
+    fn = api_provider.stream_simple if simple else api_provider.stream
     try:
         result = await fn(model, context, options, guard.emit)
     except Exception as exc:

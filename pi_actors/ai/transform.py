@@ -22,6 +22,7 @@ from collections.abc import Callable
 import msgspec
 
 from .types import (
+    AssistantContent,
     AssistantMessage,
     Message,
     Model,
@@ -40,7 +41,7 @@ NormalizeId = Callable[[str, Model, AssistantMessage], str]
 def _convert_assistant(msg: AssistantMessage, model: Model, normalize_id: NormalizeId | None,
                        id_map: dict[str, str]) -> AssistantMessage:
     same = msg.provider == model.provider and msg.api == model.api and msg.model == model.id
-    blocks = []
+    blocks: list[AssistantContent] = []
     for block in msg.content:
         if isinstance(block, ThinkingContent):
             if block.redacted:

@@ -14,7 +14,7 @@ are omitted from the encoding when unset (pi leaves them ``undefined``).
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -105,9 +105,9 @@ class ToolCall(_Block, tag="toolCall"):
     thought_signature: str | None = None
 
 
-UserContent = Union[TextContent, ImageContent]
-AssistantContent = Union[TextContent, ThinkingContent, ToolCall]
-ToolResultContent = Union[TextContent, ImageContent]
+UserContent = TextContent | ImageContent
+AssistantContent = TextContent | ThinkingContent | ToolCall
+ToolResultContent = TextContent | ImageContent
 
 
 class UsageCost(msgspec.Struct, rename="camel", kw_only=True):
@@ -181,7 +181,7 @@ class ToolResultMessage(_Message, tag="toolResult"):
     details: Any = None
 
 
-Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+Message = UserMessage | AssistantMessage | ToolResultMessage
 
 
 class Tool(msgspec.Struct, rename="camel", kw_only=True):
@@ -308,20 +308,20 @@ class ErrorEvent(_Event, tag="error"):
     error: AssistantMessage
 
 
-AssistantMessageEvent = Union[
-    StartEvent,
-    TextStartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    ThinkingStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ToolCallStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    DoneEvent,
-    ErrorEvent,
-]
+AssistantMessageEvent = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
 
 
 def to_plain(obj: Any) -> Any:

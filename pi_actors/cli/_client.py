@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
-from ..actors import CoordinatorLink
 from ..protocol.coordinator import PROMPT
 from ..protocol.events import AgentEventRebuilder
-from ..runtime import Peer
+from ..runtime import OutgoingCall
 
 __all__ = ["send_prompt"]
 
 
-async def send_prompt(coordinator: Peer | CoordinatorLink, text: str, renderer: Any) -> None:
+class CallOpener(Protocol):
+    """What ``send_prompt`` needs of the coordinator: a ``Peer`` or a ``CoordinatorLink``."""
+
+    def open_call(self, method: str, args: Any = ..., target: str = ...) -> AbstractAsyncContextManager[OutgoingCall]: ...
+
+
+async def send_prompt(coordinator: CallOpener, text: str, renderer: Any) -> None:
     """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
     ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run.
 

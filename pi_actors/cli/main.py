@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -277,26 +277,44 @@ def _export(paths: list[str]) -> int:
 
 
 def _run(argv: Sequence[str]) -> int:
-    if argv and argv[0] == "demo":
-        from .demo import main as demo_main
-
-        return demo_main(list(argv[1:]))
-    if argv and argv[0] in ("serve", "attach", "tool-host"):
-        from importlib import import_module
-
-        sub = import_module(f".{argv[0].replace('-', '_')}", __package__)
-        return sub.main(list(argv[1:]))
+    """Run the command line ``argv``: a subcommand, a listing or export, or a session in
+    the mode the options choose. Returns the exit code; user mistakes raise ConfigError or
+    UsageError (one line, exit 1, in :func:`main`)."""
+    sub = _subcommand(argv)
+    if sub is not None:
+        return sub(list(argv[1:]))
     args = build_parser().parse_args(argv)
     if args.list_models is not None:
         return _list_models(args.list_models)
     if args.export:
         return _export(args.export)
+    messages = _initial_messages(args)
+    interactive = not args.print_mode and args.mode == "text"
+    if not messages and not interactive and args.mode != "rpc":
+        raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
+    config = _session_config(args)
+    if config is None:
+        print("No session selected", file=sys.stderr)
+        return 0
+    return _start(args, config, messages, interactive)
 
-    from ..coding.system_prompt import build_system_prompt
-    from ._config import ConfigError, agent_dir, choose_model, load_model_registry
-    from ._sessions import NoSessionSelected, choose_session
-    from ._settings import load_settings
 
+def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
+    """The entry point of the subcommand ``argv`` names (``demo``, ``serve``, ``attach``,
+    ``tool-host``), or None when ``argv`` is a session's command line."""
+    from importlib import import_module
+
+    if not argv or argv[0] not in ("demo", "serve", "attach", "tool-host"):
+        return None
+    module = import_module(f".{argv[0].replace('-', '_')}", __package__)
+    entry: Callable[[list[str]], int] = module.main
+    return entry
+
+
+def _initial_messages(args: argparse.Namespace) -> list[str]:
+    """The prompts to send first: the arguments, after the text piped on stdin (which
+    switches to print mode). RPC mode takes its prompts from stdin as commands, so it
+    refuses prompt arguments."""
     messages = list(args.messages)
     if args.mode == "rpc":
         if messages:
@@ -306,9 +324,17 @@ def _run(argv: Sequence[str]) -> int:
         if piped:
             messages.insert(0, piped)
             args.print_mode = True
-    interactive = not args.print_mode and args.mode == "text"
-    if not messages and not interactive and args.mode != "rpc":
-        raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
+    return messages
+
+
+def _session_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The runtime configuration for the session the options choose (model, thinking level,
+    tools, system prompt, session file, sandbox), with warnings about the model registry and
+    the settings printed on stderr; None when the user chose no session to resume."""
+    from ..coding.system_prompt import build_system_prompt
+    from ._config import ConfigError, agent_dir, choose_model, load_model_registry
+    from ._sessions import NoSessionSelected, choose_session
+    from ._settings import load_settings
 
     reg = load_model_registry()
     for err in reg.errors:
@@ -332,26 +358,16 @@ def _run(argv: Sequence[str]) -> int:
             fork=args.fork,
         )
     except NoSessionSelected:
-        print("No session selected", file=sys.stderr)
-        return 0
-    model_arg, provider_arg = args.model, args.provider
-    if model_arg is None and provider_arg is None and not session.model and isinstance(settings.get("defaultModel"), str):
-        model_arg = settings["defaultModel"]
-        if isinstance(settings.get("defaultProvider"), str) and "/" not in model_arg:
-            model_arg = f"{settings['defaultProvider']}/{model_arg}"
-    if model_arg is None and provider_arg is None and session.model:
-        # A resumed session continues with its model, when that model is still known.
-        saved = f"{session.model.get('provider')}/{session.model.get('modelId')}"
-        if any(f"{m.provider}/{m.id}" == saved for m in reg.models):
-            model_arg = saved
-    choice = choose_model(reg, provider=provider_arg, model=model_arg, api_key=args.api_key)
-    default_level = settings.get("defaultThinkingLevel") if isinstance(settings.get("defaultThinkingLevel"), str) else None
-    thinking = args.thinking or choice.thinking or session.thinking or default_level or "off"
-    if not choice.model.reasoning:
-        thinking = "off"
+        return None
+    model_arg = args.model
+    if model_arg is None and args.provider is None:
+        model_arg = _implied_model(settings, session.model, reg.models)
+    choice = choose_model(reg, provider=args.provider, model=model_arg, api_key=args.api_key)
+    thinking = _thinking_level(args.thinking, choice, session.thinking, settings)
     tools = _tool_names(args)
-    _create_hidden_paths(os.path.abspath(args.log_file) if args.log_file else None, args.session_dir)
-    config = runtime_config(
+    log_file = os.path.abspath(args.log_file) if args.log_file else None
+    _create_hidden_paths(log_file, args.session_dir)
+    return runtime_config(
         model=choice.model,
         thinking=thinking,
         tools=tools,
@@ -363,13 +379,43 @@ def _run(argv: Sequence[str]) -> int:
         session=session.config,
         settings=settings,
         models=reg.models,
-        log_file=os.path.abspath(args.log_file) if args.log_file else None,
+        log_file=log_file,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
         allow_network=args.allow_network,
     )
 
+
+def _implied_model(settings: dict[str, Any], saved: dict[str, Any] | None, models: list[Any]) -> str | None:
+    """The model to use when neither ``--model`` nor ``--provider`` is given: a resumed
+    session's own model while it is still known, else the settings' ``defaultModel``
+    (qualified by ``defaultProvider``), else None (the registry's choice)."""
+    if saved:
+        wanted = f"{saved.get('provider')}/{saved.get('modelId')}"
+        if any(f"{m.provider}/{m.id}" == wanted for m in models):
+            return wanted
+        return None
+    default = settings.get("defaultModel")
+    if not isinstance(default, str):
+        return None
+    provider = settings.get("defaultProvider")
+    return f"{provider}/{default}" if isinstance(provider, str) and "/" not in default else default
+
+
+def _thinking_level(flag: str | None, choice: Any, saved: str | None, settings: dict[str, Any]) -> str:
+    """The thinking level: ``--thinking``, the model argument's ``:level`` suffix, the resumed
+    session's level, the settings' ``defaultThinkingLevel``, else ``off``; always ``off`` for
+    a model without reasoning."""
+    if not choice.model.reasoning:
+        return "off"
+    default = settings.get("defaultThinkingLevel")
+    level: str = flag or choice.thinking or saved or (default if isinstance(default, str) else None) or "off"
+    return level
+
+
+def _start(args: argparse.Namespace, config: dict[str, Any], messages: list[str], interactive: bool) -> int:
+    """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends."""
     import trio
 
     from ._render import JsonRenderer, PrintRenderer

@@ -25,7 +25,7 @@ INTERRUPTED_TOOL_TEXT = "Tool call was interrupted: no result was recorded befor
 _LLM_ROLES = ("user", "assistant", "toolResult")
 
 
-def from_session_messages(messages: list[dict]) -> list[Any]:
+def from_session_messages(messages: list[Any]) -> list[Any]:
     """Session messages (pi's JSON shapes) as transcript items: Structs for the LLM roles,
     dicts for the app roles. A malformed LLM-role message is kept as a dict (and skipped by
     ``convert_to_llm``) rather than losing the rest of the session."""

@@ -39,7 +39,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import h11
 import msgspec
@@ -53,7 +53,7 @@ _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
-_API_BY_PATH = {_OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic"}
+_API_BY_PATH: dict[str, Literal["openai", "responses", "anthropic"]] = {_OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic"}
 _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames}
 _WRITE_SIZE = 65536
 _CACHE_SIZE = 16

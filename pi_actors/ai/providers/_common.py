@@ -415,7 +415,7 @@ def describe_error(exc: BaseException) -> str:
         msg = _body_message(getattr(exc, "body", None))
         if msg is None:
             try:
-                msg = exc.response.text.strip()[:4000] or None  # type: ignore[attr-defined]
+                msg = exc.response.text.strip()[:4000] or None
             except Exception:
                 msg = None
         if status < 400:  # an error event inside a 200 stream (Anthropic): no status to report

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
@@ -37,6 +38,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -64,7 +66,7 @@ API = "anthropic-messages"
 # The official API's host: a base URL containing it gets the 1-hour cache TTL for long retention.
 OFFICIAL_HOST = "api.anthropic.com"
 
-_STOP_REASONS = {"end_turn": "stop", "pause_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+_STOP_REASONS: dict[str, StopReason] = {"end_turn": "stop", "pause_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                  "tool_use": "toolUse", "refusal": "error", "sensitive": "error"}
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
@@ -248,9 +250,30 @@ class _Mapper:
 
     def __init__(self, run: StreamRun, context: Context, oauth: bool) -> None:
         self.run = run
-        self.blocks: dict[int, int] = {}  # wire block index -> our content index
+        self.blocks: dict[Any, int] = {}  # wire block index -> our content index
         self.stop_seen = False
         self.tool_names = {t.name.lower(): t.name for t in context.tools or []} if oauth else {}
+        #: Event type → handler; block type → start; delta type → apply.
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {
+            "message_start": self._message_start,
+            "content_block_start": self._block_start,
+            "content_block_delta": self._block_delta,
+            "content_block_stop": self._block_stop,
+            "message_delta": self._message_delta,
+            "error": self._error,
+        }
+        self._block_starts: dict[Any, Callable[[dict[str, Any]], Awaitable[int]]] = {
+            "text": self._text_start,
+            "thinking": self._thinking_start,
+            "redacted_thinking": self._redacted_start,
+            "tool_use": self._tool_use_start,
+        }
+        self._block_deltas: dict[Any, Callable[[int, dict[str, Any]], Awaitable[None]]] = {
+            "text_delta": self._text_delta,
+            "thinking_delta": self._thinking_delta,
+            "input_json_delta": self._json_delta,
+            "signature_delta": self._signature_delta,
+        }
 
     def _usage(self, usage: dict[str, Any], overwrite_only_present: bool) -> None:
         u = self.run.output.usage
@@ -265,68 +288,88 @@ class _Mapper:
         self.run.update_cost()
 
     async def sse(self, name: str | None, data: bytes) -> None:
+        """Apply one SSE event: its JSON ``type`` (else the SSE event name) picks the handler;
+        events of other types (``ping``, ``message_stop``...) are ignored. Raises
+        ProviderError for malformed data, an unknown stop reason and an in-stream error."""
         ev = decode_json(data)
         if not isinstance(ev, dict):
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
-        kind = ev.get("type") or name
-        run = self.run
-        if kind == "content_block_delta":
-            i = self.blocks.get(ev.get("index"))  # type: ignore[arg-type]
-            if i is None:
-                return
-            delta = ev.get("delta") or {}
-            dtype = delta.get("type")
-            if dtype == "text_delta":
-                await run.text_delta(i, delta.get("text") or "")
-            elif dtype == "thinking_delta":
-                await run.thinking_delta(i, delta.get("thinking") or "")
-            elif dtype == "input_json_delta":
-                await run.toolcall_delta(i, delta.get("partial_json") or "")
-            elif dtype == "signature_delta":
-                block = run.output.content[i]
-                if isinstance(block, ThinkingContent):
-                    block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
-        elif kind == "message_start":
-            message = ev.get("message") or {}
-            if isinstance(message.get("id"), str) and message["id"]:
-                note_response(run, message["id"], message.get("model"))
-            usage = message.get("usage")
-            if usage:
-                self._usage(usage, overwrite_only_present=False)
-        elif kind == "content_block_start":
-            block = ev.get("content_block") or {}
-            btype, index = block.get("type"), ev.get("index")
-            if btype == "text":
-                self.blocks[index] = await run.text_start()  # type: ignore[index]
-            elif btype == "thinking":
-                self.blocks[index] = await run.thinking_start(signature="")  # type: ignore[index]
-            elif btype == "redacted_thinking":
-                self.blocks[index] = await run.thinking_start(  # type: ignore[index]
-                    signature=block.get("data") or "", text="[Reasoning redacted]", redacted=True)
-            elif btype == "tool_use":
-                name = block.get("name") or ""
-                name = self.tool_names.get(name.lower(), name)
-                initial = block.get("input")
-                self.blocks[index] = await run.toolcall_start(  # type: ignore[index]
-                    block.get("id") or "", name, initial if isinstance(initial, dict) else {})
-        elif kind == "content_block_stop":
-            i = self.blocks.pop(ev.get("index"), None)  # type: ignore[arg-type]
-            if i is not None:
-                await run.end_block(i)
-        elif kind == "message_delta":
-            reason = (ev.get("delta") or {}).get("stop_reason")
-            if reason:
-                mapped = _STOP_REASONS.get(reason)
-                if mapped is None:
-                    raise ProviderError(f"Unhandled stop reason: {reason}")
-                run.output.stop_reason = mapped
-                self.stop_seen = True
-            if ev.get("usage"):
-                self._usage(ev["usage"], overwrite_only_present=True)
-        elif kind == "error":
-            error = ev.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
-            raise ProviderError(message or json.dumps(ev))
+        handler = self._handlers.get(ev.get("type") or name or "")
+        if handler is not None:
+            await handler(ev)
+
+    async def _message_start(self, ev: dict[str, Any]) -> None:
+        message = ev.get("message") or {}
+        if isinstance(message.get("id"), str) and message["id"]:
+            note_response(self.run, message["id"], message.get("model"))
+        usage = message.get("usage")
+        if usage:
+            self._usage(usage, overwrite_only_present=False)
+
+    async def _block_start(self, ev: dict[str, Any]) -> None:
+        block = ev.get("content_block") or {}
+        start = self._block_starts.get(block.get("type"))
+        if start is not None:
+            self.blocks[ev.get("index")] = await start(block)
+
+    async def _text_start(self, block: dict[str, Any]) -> int:
+        return await self.run.text_start()
+
+    async def _thinking_start(self, block: dict[str, Any]) -> int:
+        return await self.run.thinking_start(signature="")
+
+    async def _redacted_start(self, block: dict[str, Any]) -> int:
+        return await self.run.thinking_start(signature=block.get("data") or "", text="[Reasoning redacted]", redacted=True)
+
+    async def _tool_use_start(self, block: dict[str, Any]) -> int:
+        name = block.get("name") or ""
+        name = self.tool_names.get(name.lower(), name)
+        initial = block.get("input")
+        return await self.run.toolcall_start(block.get("id") or "", name, initial if isinstance(initial, dict) else {})
+
+    async def _block_delta(self, ev: dict[str, Any]) -> None:
+        i = self.blocks.get(ev.get("index"))
+        if i is None:
+            return
+        delta = ev.get("delta") or {}
+        apply = self._block_deltas.get(delta.get("type"))
+        if apply is not None:
+            await apply(i, delta)
+
+    async def _text_delta(self, i: int, delta: dict[str, Any]) -> None:
+        await self.run.text_delta(i, delta.get("text") or "")
+
+    async def _thinking_delta(self, i: int, delta: dict[str, Any]) -> None:
+        await self.run.thinking_delta(i, delta.get("thinking") or "")
+
+    async def _json_delta(self, i: int, delta: dict[str, Any]) -> None:
+        await self.run.toolcall_delta(i, delta.get("partial_json") or "")
+
+    async def _signature_delta(self, i: int, delta: dict[str, Any]) -> None:
+        block = self.run.output.content[i]
+        if isinstance(block, ThinkingContent):
+            block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
+
+    async def _block_stop(self, ev: dict[str, Any]) -> None:
+        i = self.blocks.pop(ev.get("index"), None)
+        if i is not None:
+            await self.run.end_block(i)
+
+    async def _message_delta(self, ev: dict[str, Any]) -> None:
+        reason = (ev.get("delta") or {}).get("stop_reason")
+        if reason:
+            mapped = _STOP_REASONS.get(reason)
+            if mapped is None:
+                raise ProviderError(f"Unhandled stop reason: {reason}")
+            self.run.output.stop_reason = mapped
+            self.stop_seen = True
+        if ev.get("usage"):
+            self._usage(ev["usage"], overwrite_only_present=True)
+
+    async def _error(self, ev: dict[str, Any]) -> None:
+        error = ev.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        raise ProviderError(message or json.dumps(ev))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,8 +377,8 @@ class _Mapper:
 
 
 def _make_client(model: Model, options: StreamOptions, api_key: str, oauth: bool) -> anthropic.AsyncAnthropic:
-    auth = {"auth_token": api_key} if oauth else {"api_key": api_key}
-    return anthropic.AsyncAnthropic(**auth, base_url=model.base_url or None, max_retries=0,
+    return anthropic.AsyncAnthropic(api_key=None if oauth else api_key, auth_token=api_key if oauth else None,
+                                    base_url=model.base_url or None, max_retries=0,
                                     default_headers=_headers(model, options, oauth),
                                     http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
 

@@ -46,6 +46,7 @@ from ..types import (
     ImageContent,
     Message,
     Model,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -67,15 +68,15 @@ from ._common import (
     warm_up_client,
 )
 from ._sse import decode_json, read_sse
+from .openai_compat import OpenAICompletionsCompat, get_compat
 
 _decode = msgspec.json.Decoder().decode
-from .openai_compat import OpenAICompletionsCompat, get_compat
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "warm_up"]
 
 API = "openai-completions"
 
-_STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse",
+_STOP_REASONS: dict[str, StopReason] = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse",
                  "function_call": "toolUse", "content_filter": "error"}
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -217,6 +218,17 @@ def build_params(model: Model, context: Context, options: StreamOptions,
         params[compat.max_tokens_field] = options.max_tokens
     if options.temperature is not None:
         params["temperature"] = options.temperature
+    params.update(_tool_params(context, options, compat))
+    if model.reasoning:
+        params.update(_reasoning_params(options, compat))
+    params.update(_routing_params(model, compat))
+    return params
+
+
+def _tool_params(context: Context, options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """``tools`` (empty when the history has tool calls but no tools are offered: some servers
+    refuse such a history otherwise) and ``tool_choice``."""
+    params: dict[str, Any] = {}
     if context.tools:
         tools = []
         for tool in context.tools:
@@ -230,14 +242,24 @@ def build_params(model: Model, context: Context, options: StreamOptions,
     tool_choice = extra_option(options, "tool_choice")
     if tool_choice is not None:
         params["tool_choice"] = tool_choice
-    if model.reasoning:
-        effort = extra_option(options, "reasoning_effort")
-        if compat.thinking_format in ("zai", "qwen"):
-            params["enable_thinking"] = bool(effort)
-        elif compat.thinking_format == "qwen-chat-template":
-            params["chat_template_kwargs"] = {"enable_thinking": bool(effort)}
-        elif effort and compat.supports_reasoning_effort:
-            params["reasoning_effort"] = compat.reasoning_effort_map.get(effort, effort)
+    return params
+
+
+def _reasoning_params(options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """The reasoning switch in the server's own format (a reasoning model only)."""
+    effort = extra_option(options, "reasoning_effort")
+    if compat.thinking_format in ("zai", "qwen"):
+        return {"enable_thinking": bool(effort)}
+    if compat.thinking_format == "qwen-chat-template":
+        return {"chat_template_kwargs": {"enable_thinking": bool(effort)}}
+    if effort and compat.supports_reasoning_effort:
+        return {"reasoning_effort": compat.reasoning_effort_map.get(effort, effort)}
+    return {}
+
+
+def _routing_params(model: Model, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """Provider routing for OpenRouter and the Vercel AI gateway, when configured."""
+    params: dict[str, Any] = {}
     url = model.base_url or ""
     if "openrouter.ai" in url and (model.compat or {}).get("openRouterRouting"):
         params["provider"] = compat.open_router_routing
@@ -321,16 +343,20 @@ class _Mapper:
         await self.chunk(chunk)
 
     async def _text(self, text: str) -> None:
-        if self.open_kind != "text":
+        i = self.open
+        if self.open_kind != "text" or i is None:
             await self.close_open()
-            self.open, self.open_kind = await self.run.text_start(), "text"
-        await self.run.text_delta(self.open, text)
+            i = await self.run.text_start()
+            self.open, self.open_kind = i, "text"
+        await self.run.text_delta(i, text)
 
     async def _thinking(self, thought: str, signature: str | None) -> None:
-        if self.open_kind != "thinking":
+        i = self.open
+        if self.open_kind != "thinking" or i is None:
             await self.close_open()
-            self.open, self.open_kind = await self.run.thinking_start(signature=signature), "thinking"
-        await self.run.thinking_delta(self.open, thought)
+            i = await self.run.thinking_start(signature=signature)
+            self.open, self.open_kind = i, "thinking"
+        await self.run.thinking_delta(i, thought)
 
     async def _content_parts(self, parts: list[Any]) -> None:
         """``delta.content`` as a list of typed parts (Mistral's reasoning models): ``text``
@@ -351,6 +377,8 @@ class _Mapper:
                     await self._thinking(inner, None)
 
     async def chunk(self, chunk: dict[str, Any]) -> None:
+        """Apply one chunk: its id and model, its usage (on the chunk, or on the choice as
+        Moonshot sends it), the first choice's finish reason, then its delta."""
         run = self.run
         if run.output.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
             note_response(run, chunk["id"], chunk.get("model"))
@@ -362,17 +390,37 @@ class _Mapper:
             return
         choice = choices[0]
         if not usage and choice.get("usage"):
-            self._usage(choice["usage"])  # Moonshot puts usage on the choice
-        finish = choice.get("finish_reason")
-        if finish:
-            self.saw_finish = True
-            reason = _STOP_REASONS.get(finish)
-            if reason is None:
-                raise ProviderError(f"Unhandled stop reason: {finish}")
-            run.output.stop_reason = reason
+            self._usage(choice["usage"])
+        if choice.get("finish_reason"):
+            self._finish(choice["finish_reason"])
         delta = choice.get("delta")
-        if not delta:
-            return
+        if delta:
+            await self._delta(delta)
+
+    def _finish(self, finish: Any) -> None:
+        self.saw_finish = True
+        reason = _STOP_REASONS.get(finish)
+        if reason is None:
+            raise ProviderError(f"Unhandled stop reason: {finish}")
+        self.run.output.stop_reason = reason
+
+    async def _delta(self, delta: dict[str, Any]) -> None:
+        """One choice's delta: content, reasoning, tool-call pieces, reasoning details."""
+        if await self._content(delta):
+            return  # the common case: nothing but content
+        for field in _REASONING_FIELDS:
+            thought = delta.get(field)
+            if isinstance(thought, str) and thought:
+                await self._thinking(thought, field)
+                break
+        for call in delta.get("tool_calls") or ():
+            await self._tool_call(call)
+        for detail in delta.get("reasoning_details") or ():
+            self._reasoning_detail(detail)
+
+    async def _content(self, delta: dict[str, Any]) -> bool:
+        """``delta.content``: text, or a list of typed parts. True when the delta holds
+        nothing else (so the other fields need no look)."""
         text = delta.get("content")
         if isinstance(text, list):
             await self._content_parts(text)
@@ -381,35 +429,47 @@ class _Mapper:
                                 "(expected text or a list of parts)")
         elif text:
             await self._text(text)
-            if len(delta) == 1 or (len(delta) == 2 and "role" in delta):
-                return  # the common case: nothing but content
-        for field in _REASONING_FIELDS:
-            thought = delta.get(field)
-            if isinstance(thought, str) and thought:
-                await self._thinking(thought, field)
-                break
-        for call in delta.get("tool_calls") or ():
-            call_id, index = call.get("id"), call.get("index")
-            fn = call.get("function") or {}
-            block = run.output.content[self.open] if self.open_kind == "toolCall" else None
-            if block is None or (call_id and call_id != block.id) or \
-                    (index is not None and self.tool_index is not None and index != self.tool_index):
-                await self.close_open()
-                # The id and name the first chunk gives are on the partial at toolcall_start.
-                self.open, self.open_kind = await run.toolcall_start(call_id or "", fn.get("name") or ""), "toolCall"
-                block = run.output.content[self.open]
-            self.tool_index = index
-            if call_id:
-                block.id = call_id
-            if fn.get("name"):
-                block.name = fn["name"]
-            await run.toolcall_delta(self.open, fn.get("arguments") or "")
-        for detail in delta.get("reasoning_details") or ():
-            if isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted" \
-                    and detail.get("id") and detail.get("data"):
-                for b in run.output.content:
-                    if isinstance(b, ToolCall) and b.id == detail["id"]:
-                        b.thought_signature = json.dumps(detail, separators=(",", ":"))
+            return len(delta) == 1 or (len(delta) == 2 and "role" in delta)
+        return False
+
+    def _open_tool_call(self) -> tuple[int, ToolCall] | None:
+        """The open block and its ToolCall, if a tool call is open."""
+        i = self.open
+        if self.open_kind != "toolCall" or i is None:
+            return None
+        block = self.run.output.content[i]
+        return (i, block) if isinstance(block, ToolCall) else None
+
+    async def _tool_call(self, call: dict[str, Any]) -> None:
+        """A piece of a tool call: a new ``id``, or an ``index`` other than the open call's,
+        starts a new call (the id and name the first piece gives are on the partial at
+        ``toolcall_start``); otherwise it continues the open one."""
+        call_id, index = call.get("id"), call.get("index")
+        fn = call.get("function") or {}
+        current = self._open_tool_call()
+        if current is None or (call_id and call_id != current[1].id) or \
+                (index is not None and self.tool_index is not None and index != self.tool_index):
+            await self.close_open()
+            i = await self.run.toolcall_start(call_id or "", fn.get("name") or "")
+            self.open, self.open_kind = i, "toolCall"
+            current = self._open_tool_call()
+            assert current is not None  # just started
+        i, block = current
+        self.tool_index = index
+        if call_id:
+            block.id = call_id
+        if fn.get("name"):
+            block.name = fn["name"]
+        await self.run.toolcall_delta(i, fn.get("arguments") or "")
+
+    def _reasoning_detail(self, detail: Any) -> None:
+        """An encrypted reasoning detail (OpenRouter) is kept on the tool call it names."""
+        if not (isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted"
+                and detail.get("id") and detail.get("data")):
+            return
+        for b in self.run.output.content:
+            if isinstance(b, ToolCall) and b.id == detail["id"]:
+                b.thought_signature = json.dumps(detail, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import openai
@@ -243,7 +244,7 @@ def _texts(parts: Any) -> list[str]:
 def _error_text(ev: dict[str, Any]) -> str:
     """The message of an in-stream ``error`` event: its code and message sit on the event
     itself or (as OpenAI sends them) nested under ``error``."""
-    nested = ev.get("error") if isinstance(ev.get("error"), dict) else {}
+    nested: dict[str, Any] = ev["error"] if isinstance(ev.get("error"), dict) else {}
     code = ev.get("code") or nested.get("code") or nested.get("type")
     message = ev.get("message") or nested.get("message")
     if not message:
@@ -264,63 +265,112 @@ class _Mapper:
         self.finished = False
         self.open_index: Any = None  # output_index of the open item (ids may rotate: Copilot)
         self.requested_tier = requested_tier
+        #: Event type → handler (events of any other type carry nothing for the message).
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {
+            "response.output_text.delta": self._text_delta,
+            "response.refusal.delta": self._text_delta,
+            "response.function_call_arguments.delta": self._arguments_delta,
+            "response.function_call_arguments.done": self._arguments_done,
+            "response.reasoning_summary_text.delta": self._summary_delta,
+            "response.reasoning_text.delta": self._raw_reasoning_delta,
+            "response.reasoning_summary_part.added": self._summary_part_added,
+            "response.reasoning_summary_part.done": self._summary_part_done,
+            "response.output_item.added": self._output_item_added,
+            "response.output_item.done": self._output_item_done,
+            "response.created": self._created,
+            "response.in_progress": self._created,
+            "response.completed": self._completed_event,
+            "response.incomplete": self._completed_event,
+            "response.failed": self._failed,
+            "error": self._error,
+        }
 
     async def sse(self, name: str | None, data: bytes) -> None:
+        """Apply one SSE event: its JSON ``type`` (else the SSE event name) picks the handler;
+        events of other types are ignored. Raises ProviderError for malformed data and for
+        the stream's own failure events."""
         if data == b"[DONE]":
             return  # some servers end the stream the chat-completions way; completion is checked apart
         ev = decode_json(data)
         if not isinstance(ev, dict):
             raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
-        kind = ev.get("type") or name
-        run, i = self.run, self.open
-        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            if i is not None and self.open_type == "message":
-                await run.text_delta(i, ev.get("delta") or "")
-        elif kind == "response.function_call_arguments.delta":
-            if i is not None and self.open_type == "function_call":
-                await run.toolcall_delta(i, ev.get("delta") or "")
-        elif kind == "response.reasoning_summary_text.delta":
-            if i is not None and self.open_type == "reasoning":
-                await run.thinking_delta(i, ev.get("delta") or "")
-        elif kind == "response.reasoning_text.delta":  # raw reasoning (OpenRouter, LM Studio, gpt-oss)
-            if i is not None and self.open_type == "reasoning":
-                part = ev.get("content_index")
-                if self.raw_part is not None and part != self.raw_part:
-                    await run.thinking_delta(i, "\n\n")  # parts are joined as the final text is
-                self.raw_part = part
-                await run.thinking_delta(i, ev.get("delta") or "")
-        elif kind == "response.reasoning_summary_part.added":
-            # Parts are joined by a blank line, in the deltas exactly as in the final text.
-            if self.summary and i is not None and self.open_type == "reasoning":
-                await run.thinking_delta(i, "\n\n")
-            self.summary.append("")
-        elif kind == "response.reasoning_summary_part.done":
-            part = ev.get("part") or {}
-            if self.summary:
-                self.summary[-1] = part.get("text") or ""
-        elif kind == "response.function_call_arguments.done":
-            if i is not None and self.open_type == "function_call":
-                run.set_tool_json(i, ev.get("arguments") or "")
-        elif kind == "response.output_item.added":
-            await self._item_added(ev.get("item") or {}, ev.get("output_index"))
-        elif kind == "response.output_item.done":
-            await self._item_done(ev.get("item") or {}, ev.get("output_index"))
-        elif kind in ("response.created", "response.in_progress"):
-            response = ev.get("response") or {}
-            if isinstance(response.get("id"), str) and response["id"]:
-                note_response(run, response["id"], response.get("model"))
-        elif kind in ("response.completed", "response.incomplete"):
-            self._completed(ev.get("response") or {})
-        elif kind == "response.failed":
-            response = ev.get("response") or {}
-            error, details = response.get("error"), response.get("incomplete_details")
-            if error:
-                raise ProviderError(f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
-            if details and details.get("reason"):
-                raise ProviderError(f"incomplete: {details['reason']}")
-            raise ProviderError("Unknown error (no error details in response)")
-        elif kind == "error":
-            raise ProviderError(_error_text(ev))
+        handler = self._handlers.get(ev.get("type") or name or "")
+        if handler is not None:
+            await handler(ev)
+
+    def _open_as(self, item_type: str) -> int | None:
+        """The open block, if the open item is of ``item_type``."""
+        return self.open if self.open_type == item_type else None
+
+    async def _text_delta(self, ev: dict[str, Any]) -> None:
+        i = self._open_as("message")
+        if i is not None:
+            await self.run.text_delta(i, ev.get("delta") or "")
+
+    async def _arguments_delta(self, ev: dict[str, Any]) -> None:
+        i = self._open_as("function_call")
+        if i is not None:
+            await self.run.toolcall_delta(i, ev.get("delta") or "")
+
+    async def _arguments_done(self, ev: dict[str, Any]) -> None:
+        i = self._open_as("function_call")
+        if i is not None:
+            self.run.set_tool_json(i, ev.get("arguments") or "")
+
+    async def _summary_delta(self, ev: dict[str, Any]) -> None:
+        i = self._open_as("reasoning")
+        if i is not None:
+            await self.run.thinking_delta(i, ev.get("delta") or "")
+
+    async def _raw_reasoning_delta(self, ev: dict[str, Any]) -> None:
+        """Raw reasoning text (OpenRouter, LM Studio, gpt-oss); its parts are joined by a blank
+        line, as the final text is."""
+        i = self._open_as("reasoning")
+        if i is None:
+            return
+        part = ev.get("content_index")
+        if self.raw_part is not None and part != self.raw_part:
+            await self.run.thinking_delta(i, "\n\n")
+        self.raw_part = part
+        await self.run.thinking_delta(i, ev.get("delta") or "")
+
+    async def _summary_part_added(self, ev: dict[str, Any]) -> None:
+        # Parts are joined by a blank line, in the deltas exactly as in the final text.
+        i = self._open_as("reasoning")
+        if self.summary and i is not None:
+            await self.run.thinking_delta(i, "\n\n")
+        self.summary.append("")
+
+    async def _summary_part_done(self, ev: dict[str, Any]) -> None:
+        part = ev.get("part") or {}
+        if self.summary:
+            self.summary[-1] = part.get("text") or ""
+
+    async def _output_item_added(self, ev: dict[str, Any]) -> None:
+        await self._item_added(ev.get("item") or {}, ev.get("output_index"))
+
+    async def _output_item_done(self, ev: dict[str, Any]) -> None:
+        await self._item_done(ev.get("item") or {}, ev.get("output_index"))
+
+    async def _created(self, ev: dict[str, Any]) -> None:
+        response = ev.get("response") or {}
+        if isinstance(response.get("id"), str) and response["id"]:
+            note_response(self.run, response["id"], response.get("model"))
+
+    async def _completed_event(self, ev: dict[str, Any]) -> None:
+        self._completed(ev.get("response") or {})
+
+    async def _failed(self, ev: dict[str, Any]) -> None:
+        response = ev.get("response") or {}
+        error, details = response.get("error"), response.get("incomplete_details")
+        if error:
+            raise ProviderError(f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
+        if details and details.get("reason"):
+            raise ProviderError(f"incomplete: {details['reason']}")
+        raise ProviderError("Unknown error (no error details in response)")
+
+    async def _error(self, ev: dict[str, Any]) -> None:
+        raise ProviderError(_error_text(ev))
 
     async def _end_open_early(self) -> None:
         """A new item starts while one is still open (OpenRouter starts the message before its

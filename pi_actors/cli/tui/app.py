@@ -1,6 +1,8 @@
 """The prompt_toolkit side of the TUI: its state, the threads' doors, what is printed above
-the live area, and the reactions to events and submissions. The live area, editor, footer
-and key bindings are in ``screen`` (a mixin), the slash commands in ``commands``.
+the live area, and the reactions to events and submissions. It holds two parts and calls
+them: the live area, editor, footer and key bindings (``self.screen``, a
+:class:`~.screen.ScreenLayout`, which builds the prompt_toolkit application) and the slash
+commands (``self.commands``, a :class:`~.commands.SlashCommands`).
 
 Threads and loops: trio stays the core. ``run_tui`` (in ``__init__``) runs in the trio
 thread, owns the coordinator Peer through a :class:`Controller`, and starts this
@@ -70,18 +72,24 @@ BUILTINS = {
 _FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
 
 
-class TuiApp(SlashCommands, ScreenLayout):
+class TuiApp:
+    """The TUI's state and reactions; it holds the screen and the slash commands as parts.
+
+    ``controller`` is the trio side (``submit(*cmd)``); ``info`` the session as it opened
+    (``cwd``, ``agentDir``, ``model``, ``thinkingLevel``, optionally ``sessionPath``,
+    ``sessionDir``, ``sessionName``, ``messages``, ``autoCompaction``, ``remote``)."""
+
     def __init__(self, controller: Any, info: dict[str, Any]) -> None:
         self.ctl = controller
         controller.ui = self
         self.cwd: str = info["cwd"]
         self.agent_dir: str = info["agentDir"]
-        self.model: dict = info["model"]
+        self.model: dict[str, Any] = info["model"]
         self.thinking: str = info["thinkingLevel"]
         self.session_path: str | None = info.get("sessionPath")
         self.session_dir: str | None = info.get("sessionDir")
         self.session_name: str | None = info.get("sessionName")
-        self.messages: list[dict] = list(info.get("messages") or [])
+        self.messages: list[dict[str, Any]] = list(info.get("messages") or [])
         self.auto_compaction = bool(info.get("autoCompaction", True))
         #: "URL · session ID" when attached to a server's session (``pi-actors attach``).
         self.remote: str | None = info.get("remote")
@@ -90,27 +98,23 @@ class TuiApp(SlashCommands, ScreenLayout):
         self._restored = list(self.messages)  # the transcript the session opened with
         #: Assistant messages of every branch of the session file (the footer's totals, as
         #: pi's); None until the tree has been read (then the transcript is used).
-        self.session_usage: list[dict] | None = None
+        self.session_usage: list[dict[str, Any]] | None = None
         self._models: list[Any] | None = None
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
         self.running = False
         self.show_thinking = True
         self.expand_tools = False
-        self.stream: dict | None = None  # the assistant message being streamed
-        self.tools: dict[str, dict] = {}  # running tool calls by id
+        self.stream: dict[str, Any] | None = None  # the assistant message being streamed
+        self.tools: dict[str, dict[str, Any]] = {}  # running tool calls by id
         self.queued: list[tuple[str, str, str]] = []  # (kind, text sent, text shown)
         self.bash_running: str | None = None
         self.status: str | None = None
         self.selector: Selector | None = None
-        self._md_cache: tuple[Any, Any] | None = None
         self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
-        self._last_ctrl_c = 0.0
-        self._last_esc = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = queue.SimpleQueue()
         self._started = time.monotonic()
-        self.git_branch = self._git_branch()
         os.makedirs(self.agent_dir, exist_ok=True)
         self.buffer = Buffer(
             multiline=True,
@@ -119,11 +123,26 @@ class TuiApp(SlashCommands, ScreenLayout):
             complete_while_typing=True,
             tempfile_suffix=".pi.md",
         )
-        self.app = self._build()
+        #: AgentEvent type → how it changes the screen.
+        self._event_handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "message_start": self._on_message_start,
+            "message_update": self._on_message_update,
+            "message_end": self._on_message_end,
+            "tool_execution_start": self._on_tool_start,
+            "tool_execution_update": self._on_tool_update,
+            "tool_execution_end": self._on_tool_end,
+            "auto_compaction_start": self._on_compaction_start,
+            "auto_compaction_end": self._on_compaction_end,
+            "auto_retry_start": self._on_retry_start,
+            "auto_retry_end": self._on_retry_end,
+        }
+        self.commands = SlashCommands(self)
+        self.screen = ScreenLayout(self)
+        self.app = self.screen.application
 
     # -- threads -----------------------------------------------------------------------------
 
-    def post(self, fn: Callable, *args: Any) -> None:
+    def post(self, fn: Callable[..., object], *args: Any) -> None:
         """Run ``fn(*args)`` on the UI loop (callable from any thread)."""
         self._pending.put((fn, args))
         loop = self._loop
@@ -153,7 +172,7 @@ class TuiApp(SlashCommands, ScreenLayout):
         self._loop = asyncio.get_running_loop()
         self._print_banner()
         self._loop.call_soon(self._drain)
-        self.refresh_session_info()
+        self.commands.refresh_session_info()
         ticker = asyncio.ensure_future(self._tick())
         try:
             await self.app.run_async()
@@ -169,15 +188,9 @@ class TuiApp(SlashCommands, ScreenLayout):
 
     # -- printing above the live area -----------------------------------------------------------
 
-    def _width(self) -> int:
-        try:
-            return max(20, self.app.output.get_size().columns)
-        except Exception:  # noqa: BLE001
-            return 80
-
     def render(self, *renderables: Any) -> str:
         out = io.StringIO()
-        con = Console(file=out, force_terminal=True, color_system="256", width=self._width(), highlight=False)
+        con = Console(file=out, force_terminal=True, color_system="256", width=self.screen.width(), highlight=False)
         for r in renderables:
             con.print(r)
         return out.getvalue()
@@ -213,33 +226,40 @@ class TuiApp(SlashCommands, ScreenLayout):
     def show_user_submission(self, text: str) -> None:
         pass  # user messages are printed when the coordinator starts them (message_start)
 
-    def print_message(self, m: dict) -> None:
+    def print_message(self, m: dict[str, Any]) -> None:
+        """Print a finished message above the live area, as its role is shown."""
         role = m.get("role")
         if role == "user":
             shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
             self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
         elif role == "assistant":
-            for b in m.get("content") or []:
-                if b.get("type") == "toolCall":
-                    self._call_args[b.get("id")] = b.get("arguments")
-            parts: list[Any] = []
-            for b in m.get("content") or []:
-                if b.get("type") == "thinking" and b.get("thinking", "").strip():
-                    parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
-                elif b.get("type") == "text" and b.get("text", "").strip():
-                    parts.append(Markdown(b["text"], code_theme="monokai"))
-            if m.get("stopReason") == "aborted":
-                parts.append(Text("Operation aborted", style="red"))
-            elif m.get("stopReason") == "error":
-                parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
-            if parts:
-                self.print_text(*parts)
+            self._print_assistant(m)
         elif role == "toolResult":
-            self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId")), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
+            self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
         elif role in ("compactionSummary", "branchSummary"):
             self.print_text(Text(f"[{role}] " + (m.get("summary") or "")[:300], style="dim"))
+
+    def _print_assistant(self, m: dict[str, Any]) -> None:
+        """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown, and how the
+        message ended if not normally; its tool calls' arguments are kept for their results."""
+        content = m.get("content") or []
+        for b in content:
+            if b.get("type") == "toolCall":
+                self._call_args[b.get("id")] = b.get("arguments")
+        parts: list[Any] = []
+        for b in content:
+            if b.get("type") == "thinking" and b.get("thinking", "").strip():
+                parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
+            elif b.get("type") == "text" and b.get("text", "").strip():
+                parts.append(Markdown(b["text"], code_theme="monokai"))
+        if m.get("stopReason") == "aborted":
+            parts.append(Text("Operation aborted", style="red"))
+        elif m.get("stopReason") == "error":
+            parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
+        if parts:
+            self.print_text(*parts)
 
     def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool) -> None:
         head = Text.assemble(("● ", "red" if is_error else "green"), (_tool_label(name, args) if args is not None else name, "bold"))
@@ -277,50 +297,64 @@ class TuiApp(SlashCommands, ScreenLayout):
         self.tools.clear()
         self.status = None
 
-    def on_event(self, event: dict) -> None:
-        kind = event.get("type")
-        if kind == "message_start":
-            msg = event.get("message") or {}
-            if msg.get("role") == "assistant":
-                self.stream = msg
-            elif msg.get("role") == "user":
-                text = _text_of(msg.get("content"))
-                for i, q in enumerate(self.queued):
-                    if q[1] == text:
-                        del self.queued[i]
-                        break
-                self.print_message(msg)
-        elif kind == "message_update":
-            if event.get("message"):
-                self.stream = event["message"]
-        elif kind == "message_end":
-            msg = event.get("message") or {}
-            if msg.get("role") == "assistant":
-                self.stream = None
-                self.messages.append(msg)
-                if self.session_usage is not None:
-                    self.session_usage.append(msg)
-                self.print_message(msg)
-            elif msg.get("role") in ("user", "toolResult"):
-                self.messages.append(msg)
-        elif kind == "tool_execution_start":
-            self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
-        elif kind == "tool_execution_update":
-            tc = self.tools.get(event.get("toolCallId", ""))
-            if tc is not None:
-                tc["output"] = _text_of((event.get("partialResult") or {}).get("content"))
-        elif kind == "tool_execution_end":
-            tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
-            self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
-        elif kind == "auto_compaction_start":
-            self.status = "Auto-compacting... (esc to cancel)"
-        elif kind == "auto_retry_start":
-            self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
-        elif kind in ("auto_compaction_end", "auto_retry_end"):
-            self.status = None
-            if kind == "auto_compaction_end":
-                self.print_text(Text("Context compacted automatically.", style="dim"))
-                self._reload_messages()  # the footer's context use follows the new transcript
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Show one AgentEvent (pi's shape): the handler for its ``type``; others are ignored."""
+        handler = self._event_handlers.get(event.get("type") or "")
+        if handler is not None:
+            handler(event)
+
+    def _on_message_start(self, event: dict[str, Any]) -> None:
+        msg = event.get("message") or {}
+        if msg.get("role") == "assistant":
+            self.stream = msg
+        elif msg.get("role") == "user":
+            text = _text_of(msg.get("content"))
+            for i, q in enumerate(self.queued):
+                if q[1] == text:
+                    del self.queued[i]
+                    break
+            self.print_message(msg)
+
+    def _on_message_update(self, event: dict[str, Any]) -> None:
+        if event.get("message"):
+            self.stream = event["message"]
+
+    def _on_message_end(self, event: dict[str, Any]) -> None:
+        msg = event.get("message") or {}
+        if msg.get("role") == "assistant":
+            self.stream = None
+            self.messages.append(msg)
+            if self.session_usage is not None:
+                self.session_usage.append(msg)
+            self.print_message(msg)
+        elif msg.get("role") in ("user", "toolResult"):
+            self.messages.append(msg)
+
+    def _on_tool_start(self, event: dict[str, Any]) -> None:
+        self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
+
+    def _on_tool_update(self, event: dict[str, Any]) -> None:
+        tc = self.tools.get(event.get("toolCallId", ""))
+        if tc is not None:
+            tc["output"] = _text_of((event.get("partialResult") or {}).get("content"))
+
+    def _on_tool_end(self, event: dict[str, Any]) -> None:
+        tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
+        self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
+
+    def _on_compaction_start(self, event: dict[str, Any]) -> None:
+        self.status = "Auto-compacting... (esc to cancel)"
+
+    def _on_retry_start(self, event: dict[str, Any]) -> None:
+        self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
+
+    def _on_compaction_end(self, event: dict[str, Any]) -> None:
+        self.status = None
+        self.print_text(Text("Context compacted automatically.", style="dim"))
+        self.commands.reload_messages()  # the footer's context use follows the new transcript
+
+    def _on_retry_end(self, event: dict[str, Any]) -> None:
+        self.status = None
 
     def resync(self, snap: dict) -> None:
         """After a reconnect (remote): the session as the server now has it. The transcript
@@ -403,9 +437,7 @@ class TuiApp(SlashCommands, ScreenLayout):
         if text.startswith("/"):
             name, _, rest = text[1:].partition(" ")
             name, rest = name.strip(), rest.strip()
-            handler = getattr(self, f"cmd_{name}", None) if name in BUILTINS else None
-            if handler is not None:
-                handler(rest)
+            if self.commands.run(name, rest):
                 return
             if name.startswith("skill:") and name[6:] in self.skills:
                 text = expand_skill(self.skills[name[6:]], rest)
@@ -442,7 +474,7 @@ class TuiApp(SlashCommands, ScreenLayout):
     # -- slash commands -------------------------------------------------------------------------
 
     def open_selector(self, selector: Selector) -> None:
-        proxy = self.buffer_for_selector
+        proxy = self.screen.selector_buffer
         self.selector = None
         proxy.reset()
         proxy.text = selector.filter

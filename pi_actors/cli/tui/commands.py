@@ -1,21 +1,27 @@
 """The TUI's slash commands and the session views they open (/model … /fork).
 
-A mixin of ``TuiApp`` (``app.py``): every ``cmd_<name>(rest)`` runs on the UI loop and talks
-to the coordinator through ``self.call(method, args, then)``, whose callback runs on the UI
-loop again. Split from ``app.py``, which keeps the screen model, rendering and key bindings.
+:class:`SlashCommands` is a part that :class:`~.app.TuiApp` holds (``app.commands``); it is
+given the app it acts on. ``run(name, rest)`` dispatches ``/name rest`` through one table
+(name → handler); every handler runs on the UI loop and talks to the coordinator through
+``app.call(method, args, then)``, whose callback runs on the UI loop again. The screen model,
+printing and submissions stay in ``app``; the live area and key bindings are in ``screen``.
 """
 
 from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from ...choices import THINKING_LEVELS
 from .resources import format_tokens
 from .widgets import Selector, _text_of
+
+if TYPE_CHECKING:
+    from .app import TuiApp
 
 __all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS"]
 
@@ -39,75 +45,103 @@ HOTKEYS = [
 
 
 class SlashCommands:
-    """Slash commands of the TUI (mixed into ``TuiApp``)."""
+    """The built-in slash commands of one TUI; ``tui`` is the TuiApp they act on (its state,
+    its printing, its coordinator calls and its selector)."""
+
+    def __init__(self, tui: TuiApp) -> None:
+        self.tui = tui
+        #: ``/name`` → handler taking the rest of the line (see ``BUILTINS`` in ``app``).
+        self.table: dict[str, Callable[[str], None]] = {
+            "model": self.cmd_model,
+            "thinking": self.cmd_thinking,
+            "compact": self.cmd_compact,
+            "new": self.cmd_new,
+            "resume": self.cmd_resume,
+            "session": self.cmd_session,
+            "tree": self.cmd_tree,
+            "fork": self.cmd_fork,
+            "name": self.cmd_name,
+            "copy": self.cmd_copy,
+            "export": self.cmd_export,
+            "hotkeys": self.cmd_hotkeys,
+            "quit": self.cmd_quit,
+        }
+
+    def run(self, name: str, rest: str) -> bool:
+        """Run the built-in command ``name`` with ``rest``; False if there is none."""
+        handler = self.table.get(name)
+        if handler is None:
+            return False
+        handler(rest)
+        return True
 
     def cmd_quit(self, rest: str) -> None:
-        self.exit_app()
+        self.tui.exit_app()
 
     def cmd_hotkeys(self, rest: str) -> None:
         t = Text()
         for key, what in HOTKEYS:
             t.append(f"  {key:<18}", style="bold")
             t.append(what + "\n")
-        self.print_text(Text("Keyboard shortcuts", style="bold underline"), t)
+        self.tui.print_text(Text("Keyboard shortcuts", style="bold underline"), t)
 
-    def _set_model(self, m: Any) -> None:
+    def set_model(self, m: Any) -> None:
         from ...ai import types as T
 
         def done(result: Any) -> None:
-            self.model = result if isinstance(result, dict) and result.get("id") else T.to_plain(m)
-            self.show_status(f"Model: {self.model.get('provider')}/{self.model.get('id')}")
-            self.call("get_state", {}, lambda st: setattr(self, "thinking", (st or {}).get("thinkingLevel", self.thinking)))
+            self.tui.model = result if isinstance(result, dict) and result.get("id") else T.to_plain(m)
+            self.tui.show_status(f"Model: {self.tui.model.get('provider')}/{self.tui.model.get('id')}")
+            self.tui.call("get_state", {}, lambda st: setattr(self.tui, "thinking", (st or {}).get("thinkingLevel", self.tui.thinking)))
 
-        self.call("set_model", {"model": T.to_plain(m)}, done)
+        self.tui.call("set_model", {"model": T.to_plain(m)}, done)
 
     def cmd_model(self, rest: str) -> None:
-        models = self.models()
+        models = self.tui.models()
         if rest:
             exact = [m for m in models if f"{m.provider}/{m.id}" == rest or m.id == rest]
             if len(exact) == 1:
-                self._set_model(exact[0])
+                self.set_model(exact[0])
                 return
-        current = f"{self.model.get('provider')}/{self.model.get('id')}"
+        current = f"{self.tui.model.get('provider')}/{self.tui.model.get('id')}"
         items = [(f"{m.provider}/{m.id}" + ("  ✓" if f"{m.provider}/{m.id}" == current else ""), m) for m in models]
         index = next((i for i, m in enumerate(models) if f"{m.provider}/{m.id}" == current), 0)
-        self.open_selector(Selector("Select model", items, self._set_model, initial=rest, index=0 if rest else index))
+        self.tui.open_selector(Selector("Select model", items, self.set_model, initial=rest, index=0 if rest else index))
 
     def cmd_thinking(self, rest: str) -> None:
         def choose(level: str) -> None:
             def done(result: Any) -> None:
-                self.thinking = (result or {}).get("level", level)
-                self.show_status(f"Thinking level: {self.thinking}")
+                self.tui.thinking = (result or {}).get("level", level)
+                self.tui.show_status(f"Thinking level: {self.tui.thinking}")
 
-            self.call("set_thinking_level", {"level": level}, done)
+            self.tui.call("set_thinking_level", {"level": level}, done)
 
         if rest in THINKING_LEVELS:
             choose(rest)
         elif rest:
-            self.show_error(f"Unknown thinking level {rest!r}; one of {', '.join(THINKING_LEVELS)}")
+            self.tui.show_error(f"Unknown thinking level {rest!r}; one of {', '.join(THINKING_LEVELS)}")
         else:
-            items = [(lv + ("  ✓" if lv == self.thinking else ""), lv) for lv in THINKING_LEVELS]
-            self.open_selector(Selector("Thinking level", items, choose, index=THINKING_LEVELS.index(self.thinking) if self.thinking in THINKING_LEVELS else 0))
+            items = [(lv + ("  ✓" if lv == self.tui.thinking else ""), lv) for lv in THINKING_LEVELS]
+            self.tui.open_selector(Selector("Thinking level", items, choose, index=THINKING_LEVELS.index(self.tui.thinking) if self.tui.thinking in THINKING_LEVELS else 0))
 
     def cmd_compact(self, rest: str) -> None:
-        self.status = "Compacting context..."
+        self.tui.status = "Compacting context..."
 
         def done(result: Any) -> None:
-            self.status = None
+            self.tui.status = None
             before = (result or {}).get("tokensBefore")
-            self.print_text(Text(f"Compacted context ({format_tokens(before or 0)} tokens before).", style="dim"))
-            self._reload_messages()
+            self.tui.print_text(Text(f"Compacted context ({format_tokens(before or 0)} tokens before).", style="dim"))
+            self.reload_messages()
 
-        self.call("compact", {"customInstructions": rest} if rest else {}, done)
+        self.tui.call("compact", {"customInstructions": rest} if rest else {}, done)
 
-    def _reload_messages(self, reprint: bool = False) -> None:
+    def reload_messages(self, reprint: bool = False) -> None:
         def got(result: Any) -> None:
-            self.messages = list((result or {}).get("messages") or [])
+            self.tui.messages = list((result or {}).get("messages") or [])
             if reprint:
-                for m in self.messages[-40:]:
-                    self.print_message(m)
+                for m in self.tui.messages[-40:]:
+                    self.tui.print_message(m)
 
-        self.call("get_messages", {}, got)
+        self.tui.call("get_messages", {}, got)
 
     def refresh_session_info(self) -> None:
         """Session name and all-branch usage from the session's entries."""
@@ -115,54 +149,54 @@ class SlashCommands:
         def got(tree: Any) -> None:
             entries = (tree or {}).get("entries") or []
             names = [e.get("name") for e in entries if e.get("type") == "session_info" and e.get("name")]
-            self.session_name = names[-1] if names else None
-            self.session_usage = [
+            self.tui.session_name = names[-1] if names else None
+            self.tui.session_usage = [
                 e["message"] for e in entries if e.get("type") == "message" and (e.get("message") or {}).get("role") == "assistant"
             ]
 
-        self.call("tree", {}, got)
+        self.tui.call("tree", {}, got)
 
-    def _after_session_change(self, result: Any, what: str) -> None:
-        self.session_path = (result or {}).get("path") or self.session_path
-        self.session_name = None
-        self.session_usage = None
+    def after_session_change(self, result: Any, what: str) -> None:
+        self.tui.session_path = (result or {}).get("path") or self.tui.session_path
+        self.tui.session_name = None
+        self.tui.session_usage = None
         self.refresh_session_info()
-        self.queued.clear()  # a new or switched session starts with empty queues
-        self.show_status(f"{what}: {self.session_path or '(not saved)'}")
+        self.tui.queued.clear()  # a new or switched session starts with empty queues
+        self.tui.show_status(f"{what}: {self.tui.session_path or '(not saved)'}")
         for warning in (result or {}).get("warnings") or []:
-            self.show_error(f"Warning: {warning}")
-        self.call("get_state", {}, self._apply_state)
-        self._reload_messages(reprint=what != "New session")
+            self.tui.show_error(f"Warning: {warning}")
+        self.tui.call("get_state", {}, self.apply_state)
+        self.reload_messages(reprint=what != "New session")
 
-    def _apply_state(self, st: Any) -> None:
+    def apply_state(self, st: Any) -> None:
         st = st or {}
         if isinstance(st.get("model"), dict):
-            self.model = st["model"]
-        self.thinking = st.get("thinkingLevel", self.thinking)
+            self.tui.model = st["model"]
+        self.tui.thinking = st.get("thinkingLevel", self.tui.thinking)
 
     def cmd_new(self, rest: str) -> None:
-        self.call("new_session", {}, lambda r: self._after_session_change(r, "New session"))
+        self.tui.call("new_session", {}, lambda r: self.after_session_change(r, "New session"))
 
     def cmd_resume(self, rest: str) -> None:
-        if getattr(self, "remote", None):
-            self.show_error("/resume picks a session file on this machine; for another session on the server run: pi-actors attach URL --session ID")
+        if self.tui.remote:
+            self.tui.show_error("/resume picks a session file on this machine; for another session on the server run: pi-actors attach URL --session ID")
             return
         from datetime import datetime
 
         from ...coding.session import list_sessions
 
-        directory = self.session_dir or (os.path.dirname(self.session_path) if self.session_path else None)
+        directory = self.tui.session_dir or (os.path.dirname(self.tui.session_path) if self.tui.session_path else None)
         sessions = list_sessions(directory) if directory else []
         if not sessions:
-            self.show_error("No sessions to resume here.")
+            self.tui.show_error("No sessions to resume here.")
             return
         items = []
         for info in sessions[:200]:
             when = datetime.fromtimestamp(info.modified_ms / 1000).strftime("%Y-%m-%d %H:%M")
             title = (info.name or info.first_message or "").replace("\n", " ")[:60]
             items.append((f"{when}  {info.message_count:>3} msgs  {title}", info.path))
-        self.open_selector(
-            Selector("Resume session", items, lambda p: self.call("switch_session", {"sessionPath": p}, lambda r: self._after_session_change(r, "Resumed")))
+        self.tui.open_selector(
+            Selector("Resume session", items, lambda p: self.tui.call("switch_session", {"sessionPath": p}, lambda r: self.after_session_change(r, "Resumed")))
         )
 
     def cmd_session(self, rest: str) -> None:
@@ -170,7 +204,7 @@ class SlashCommands:
             st = st or {}
             tok = st.get("tokens") or {}
             lines = [
-                f"Name: {self.session_name or '(none)'}",
+                f"Name: {self.tui.session_name or '(none)'}",
                 f"File: {st.get('sessionFile') or '(not saved)'}",
                 f"ID: {st.get('sessionId')}",
                 f"Messages: {st.get('userMessages', 0)} user, {st.get('assistantMessages', 0)} assistant, "
@@ -179,38 +213,38 @@ class SlashCommands:
                 f"{tok.get('cacheWrite', 0)} cache write, {tok.get('total', 0)} total",
                 f"Cost: ${st.get('cost', 0.0):.4f}",
             ]
-            self.print_text(Text("Session", style="bold underline"), Text("\n".join(lines)))
+            self.tui.print_text(Text("Session", style="bold underline"), Text("\n".join(lines)))
 
-        self.call("get_session_stats", {}, show)
+        self.tui.call("get_session_stats", {}, show)
 
     def cmd_name(self, rest: str) -> None:
         if not rest:
-            self.show_status(f"Session name: {self.session_name}" if self.session_name else "Usage: /name <name>")
+            self.tui.show_status(f"Session name: {self.tui.session_name}" if self.tui.session_name else "Usage: /name <name>")
             return
 
         def done(_: Any) -> None:
-            self.session_name = rest
-            self.show_status(f"Session name: {rest}")
+            self.tui.session_name = rest
+            self.tui.show_status(f"Session name: {rest}")
 
-        self.call("set_session_name", {"name": rest}, done)
+        self.tui.call("set_session_name", {"name": rest}, done)
 
     def cmd_copy(self, rest: str) -> None:
         def done(result: Any) -> None:
             text = (result or {}).get("text")
             if not text:
-                self.show_error("No agent messages to copy yet.")
+                self.tui.show_error("No agent messages to copy yet.")
                 return
             seq = "\x1b]52;c;" + base64.b64encode(text.encode()).decode() + "\x07"
             if os.environ.get("TMUX"):
                 seq = "\x1bPtmux;" + seq.replace("\x1b", "\x1b\x1b") + "\x1b\\"
-            self.print_ansi(seq)
-            self.show_status("Copied last agent message to clipboard")
+            self.tui.print_ansi(seq)
+            self.tui.show_status("Copied last agent message to clipboard")
 
-        self.call("get_last_assistant_text", {}, done)
+        self.tui.call("get_last_assistant_text", {}, done)
 
     def cmd_export(self, rest: str) -> None:
-        args = {"outputPath": os.path.abspath(os.path.join(self.cwd, os.path.expanduser(rest)))} if rest else {}
-        self.call("export_html", args, lambda r: self.show_status(f"Session exported to: {(r or {}).get('path')}"))
+        args = {"outputPath": os.path.abspath(os.path.join(self.tui.cwd, os.path.expanduser(rest)))} if rest else {}
+        self.tui.call("export_html", args, lambda r: self.tui.show_status(f"Session exported to: {(r or {}).get('path')}"))
 
     def cmd_tree(self, rest: str) -> None:
         def show(tree: Any) -> None:
@@ -239,7 +273,7 @@ class SlashCommands:
                     label = f"{role}: {text}"[:100]
                 items.append(("  " * depth[e.get("id")] + label, e.get("id")))
             if not items:
-                self.show_status("The session is empty.")
+                self.tui.show_status("The session is empty.")
                 return
             # The active point: the deepest shown entry on the leaf's path (the leaf itself
             # may be an entry that is not shown, such as a session name).
@@ -253,27 +287,27 @@ class SlashCommands:
 
             def go(target: str) -> None:
                 if target == active:
-                    self.show_status("Already at this point")
+                    self.tui.show_status("Already at this point")
                     return
 
                 def done(result: Any) -> None:
                     text = (result or {}).get("editorText")
                     if text:
-                        self.buffer.text = text
-                    self.show_status("Navigated to selected point")
-                    self._reload_messages()
+                        self.tui.buffer.text = text
+                    self.tui.show_status("Navigated to selected point")
+                    self.reload_messages()
 
-                self.call("navigate", {"targetId": target}, done)
+                self.tui.call("navigate", {"targetId": target}, done)
 
-            self.open_selector(Selector("Session tree (enter: go there)", items, go, index=idx))
+            self.tui.open_selector(Selector("Session tree (enter: go there)", items, go, index=idx))
 
-        self.call("tree", {}, show)
+        self.tui.call("tree", {}, show)
 
     def cmd_fork(self, rest: str) -> None:
         def show(result: Any) -> None:
             msgs = (result or {}).get("messages") or []
             if not msgs:
-                self.show_status("No messages to fork from")
+                self.tui.show_status("No messages to fork from")
                 return
             items = [(m.get("text", "").replace("\n", " ")[:100], m.get("entryId")) for m in msgs]
 
@@ -281,12 +315,12 @@ class SlashCommands:
                 def forked(r: Any) -> None:
                     text, path = (r or {}).get("text"), (r or {}).get("path")
                     if text:
-                        self.buffer.text = text
+                        self.tui.buffer.text = text
                     if path:
-                        self.call("switch_session", {"sessionPath": path}, lambda s: self._after_session_change(s, "Forked to"))
+                        self.tui.call("switch_session", {"sessionPath": path}, lambda s: self.after_session_change(s, "Forked to"))
 
-                self.call("fork", {"entryId": entry_id}, forked)
+                self.tui.call("fork", {"entryId": entry_id}, forked)
 
-            self.open_selector(Selector("Fork from message", items, go, index=len(items) - 1))
+            self.tui.open_selector(Selector("Fork from message", items, go, index=len(items) - 1))
 
-        self.call("fork_messages", {}, show)
+        self.tui.call("fork_messages", {}, show)

@@ -80,8 +80,9 @@ class _View:
         from .controller import Controller
 
         session = snap.get("session") or {}
+        cwd = os.getcwd()  # @-completion and attachments read local files
         info = {
-            "cwd": os.getcwd(),  # @-completion and attachments read local files
+            "cwd": cwd,
             "agentDir": self.agent_dir,
             "model": snap.get("model") or {},
             "thinkingLevel": snap.get("thinkingLevel") or "off",
@@ -91,7 +92,7 @@ class _View:
             "messages": snap.get("messages") or [],
             "remote": f"{self.address} · session {self.session_id}",
         }
-        self.controller = Controller(self.attachment, info["cwd"], render_prompt_events=False)
+        self.controller = Controller(self.attachment, cwd, render_prompt_events=False)
         self.ui = TuiApp(self.controller, info)
         if snap.get("isStreaming"):
             self.ui.running = True

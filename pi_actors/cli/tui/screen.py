@@ -1,19 +1,22 @@
 """The TUI's screen: the live area at the bottom (the reply being streamed, running tools,
-queued messages, spinner, selector), the editor, the footer and the key bindings — a mixin
-of :class:`~.app.TuiApp`, which owns the state these read (see ``app`` for the screen model
-and the threads). Everything here runs on the UI thread.
+queued messages, spinner, selector), the editor, the footer and the key bindings.
+
+:class:`ScreenLayout` is a part that :class:`~.app.TuiApp` holds (``tui.screen``): it is given
+the app whose state it shows and whose actions its keys trigger, and builds the
+prompt_toolkit ``Application`` (``screen.application``). See ``app`` for the screen model and
+the threads. Everything here runs on the UI thread.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, has_focus
-from prompt_toolkit.formatted_text import ANSI, to_formatted_text
+from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.defaults import load_key_bindings
@@ -29,6 +32,9 @@ from .commands import THINKING_LEVELS
 from .resources import context_percent, format_tokens, usage_totals
 from .widgets import _tool_label
 
+if TYPE_CHECKING:
+    from .app import TuiApp
+
 __all__ = ["ScreenLayout"]
 
 _LEVEL_COLOURS = {"minimal": "#5f5f87", "low": "#5f87af", "medium": "#81a2be", "high": "#b294bb", "xhigh": "#d183e8"}
@@ -36,64 +42,49 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 class ScreenLayout:
-    """Mixin: the live area, footer, key bindings and the prompt_toolkit Application."""
+    """The live area, footer, key bindings and the prompt_toolkit Application of ``tui``.
 
-    def _git_branch(self) -> str | None:
-        d = self.cwd
-        while True:
-            head = os.path.join(d, ".git", "HEAD")
-            if os.path.isfile(head):
-                try:
-                    ref = open(head, encoding="utf-8").read().strip()
-                except OSError:
-                    return None
-                return ref.rpartition("/")[2] if ref.startswith("ref:") else "detached"
-            parent = os.path.dirname(d)
-            if parent == d:
-                return None
-            d = parent
+    Build it once ``tui.buffer`` (the editor) exists; ``application`` is then ready to run."""
+
+    def __init__(self, tui: TuiApp) -> None:
+        self.tui = tui
+        self._md_cache: tuple[tuple[str, int], StyleAndTextTuples] | None = None
+        self._last_ctrl_c = 0.0
+        self._last_esc = 0.0
+        #: The selector's filter line (one Buffer; its text is the open selector's filter).
+        self.selector_buffer = _SelectorBuffer(tui)
+        self.git_branch = _git_branch(tui.cwd)
+        self.application = self._build()
+
+    def width(self) -> int:
+        """The terminal's width in columns (80 when it cannot be read; at least 20)."""
+        try:
+            return max(20, self.application.output.get_size().columns)
+        except Exception:  # noqa: BLE001 - no terminal (yet): a usable default
+            return 80
 
     def _markdown_fragments(self, text: str, width: int) -> list[Any]:
         """The streaming text rendered as Markdown (cached: redraws without new text are free)."""
         key = (text, width)
         if self._md_cache is None or self._md_cache[0] != key:
-            ansi = self.render(Markdown(text, code_theme="monokai"))
+            ansi = self.tui.render(Markdown(text, code_theme="monokai"))
             self._md_cache = (key, to_formatted_text(ANSI(ansi)))
         return list(self._md_cache[1])
 
     def _live(self) -> list[Any]:
-        width = self._width()
-        frags: list[Any] = []
-        if self.stream:
-            for b in self.stream.get("content") or []:
-                if b.get("type") == "thinking" and b.get("thinking"):
-                    frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.show_thinking else "Thinking...") + "\n"))
-                elif b.get("type") == "text" and b.get("text"):
-                    frags += self._markdown_fragments(b["text"], width)
-                elif b.get("type") == "toolCall":
-                    frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
-        for tc in self.tools.values():
+        """The live area: the reply being streamed, running tools with their last output
+        lines, a running ``!command``; only the tail that fits (18 wrapped lines)."""
+        width = self.width()
+        frags = self._stream_fragments(width)
+        for tc in self.tui.tools.values():
             frags.append(("bold", "● " + _tool_label(tc["name"] or "?", tc["args"]) + "\n"))
             out = (tc.get("output") or "").rstrip("\n").splitlines()[-5:]
             if out:
                 frags.append(("fg:ansibrightblack", "".join("  " + ln[: width - 3] + "\n" for ln in out)))
-        if self.bash_running:
-            frags.append(("fg:ansiyellow", f"$ {self.bash_running}  (running, esc to cancel)\n"))
+        if self.tui.bash_running:
+            frags.append(("fg:ansiyellow", f"$ {self.tui.bash_running}  (running, esc to cancel)\n"))
         # Keep only the tail that fits: the finished message is printed in full at its end.
-        wrapped: list[list[Any]] = []
-        for line in split_lines(frags):
-            cur: list[Any] = []
-            used = 0
-            for frag in line:
-                style, text = frag[0], frag[1]
-                while text:
-                    if used >= width:
-                        wrapped.append(cur)
-                        cur, used = [], 0
-                    piece, text = text[: width - used], text[width - used :]
-                    cur.append((style, piece))
-                    used += len(piece)
-            wrapped.append(cur)
+        wrapped = _wrap(frags, width)
         while wrapped and not any(f[1].strip() for f in wrapped[-1]):
             wrapped.pop()
         result: list[Any] = []
@@ -103,29 +94,41 @@ class ScreenLayout:
             result.extend(line)
         return result
 
-    def _queued(self) -> list[tuple[str, str]]:
-        frags = []
-        for kind, _sent, shown in self.queued:
+    def _stream_fragments(self, width: int) -> list[Any]:
+        """The assistant message being streamed: thinking dimmed, text as Markdown, tool calls."""
+        frags: list[Any] = []
+        for b in (self.tui.stream or {}).get("content") or []:
+            if b.get("type") == "thinking" and b.get("thinking"):
+                frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.tui.show_thinking else "Thinking...") + "\n"))
+            elif b.get("type") == "text" and b.get("text"):
+                frags += self._markdown_fragments(b["text"], width)
+            elif b.get("type") == "toolCall":
+                frags.append(("bold", "● " + _tool_label(b.get("name", "?"), b.get("arguments")) + "\n"))
+        return frags
+
+    def _queued(self) -> StyleAndTextTuples:
+        frags: StyleAndTextTuples = []
+        for kind, _sent, shown in self.tui.queued:
             frags.append(("fg:ansicyan", f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
-        hint = "↳ sent at the agent's next step (esc aborts the run)" if self.running else "↳ still queued: sent during the next run"
+        hint = "↳ sent at the agent's next step (esc aborts the run)" if self.tui.running else "↳ still queued: sent during the next run"
         frags.append(("fg:ansibrightblack", hint))
         return frags
 
-    def _status(self) -> list[tuple[str, str]]:
+    def _status(self) -> StyleAndTextTuples:
         spin = SPINNER[int(time.monotonic() * 10) % len(SPINNER)]
-        if self.status:
-            return [("fg:ansicyan", f"{spin} {self.status}")]
-        secs = int(time.monotonic() - self._started)
+        if self.tui.status:
+            return [("fg:ansicyan", f"{spin} {self.tui.status}")]
+        secs = int(time.monotonic() - self.tui._started)
         return [("fg:ansicyan", f"{spin} Working... ({secs}s, esc to abort)")]
 
-    def _selector_view(self) -> list[tuple[str, str]]:
-        sel = self.selector
+    def _selector_view(self) -> StyleAndTextTuples:
+        sel = self.tui.selector
         if sel is None:
             return []
         items = sel.visible()
         sel.index = max(0, min(sel.index, len(items) - 1))
         start = max(0, min(sel.index - 5, len(items) - 10))
-        frags: list[tuple[str, str]] = [("bold", sel.title + "\n")]
+        frags: StyleAndTextTuples = [("bold", sel.title + "\n")]
         for i, (label, _) in enumerate(items[start : start + 10], start):
             frags.append(("reverse" if i == sel.index else "", ("→ " if i == sel.index else "  ") + label + "\n"))
         if not items:
@@ -133,14 +136,14 @@ class ScreenLayout:
         frags.append(("fg:ansibrightblack", f"  ({len(items)} items; type to filter, ↑↓ move, enter select, esc cancel)"))
         return frags
 
-    def _footer(self) -> list[tuple[str, str]]:
-        width = self._width()
+    def _footer(self) -> StyleAndTextTuples:
+        width = self.width()
         home = os.path.expanduser("~")
-        cwd = "~" + self.cwd[len(home) :] if self.cwd.startswith(home) else self.cwd
-        line1 = (f"remote {self.remote}" if self.remote else cwd + (f" ({self.git_branch})" if self.git_branch else "")) + (
-            f" • {self.session_name}" if self.session_name else ""
+        cwd = "~" + self.tui.cwd[len(home) :] if self.tui.cwd.startswith(home) else self.tui.cwd
+        line1 = (f"remote {self.tui.remote}" if self.tui.remote else cwd + (f" ({self.git_branch})" if self.git_branch else "")) + (
+            f" • {self.tui.session_name}" if self.tui.session_name else ""
         )
-        tot = usage_totals(self.session_usage if self.session_usage is not None else self.messages)
+        tot = usage_totals(self.tui.session_usage if self.tui.session_usage is not None else self.tui.messages)
         parts = []
         for key, sym in (("input", "↑"), ("output", "↓"), ("cacheRead", "R"), ("cacheWrite", "W")):
             if tot[key]:
@@ -148,186 +151,22 @@ class ScreenLayout:
         if not parts:
             parts = ["↑0", "↓0"]
         parts.append(f"${tot['cost']:.3f}")
-        window = int(self.model.get("contextWindow") or 0)
-        pct = context_percent(self.messages, window)
-        parts.append((f"{pct:.1f}%/{format_tokens(window)}" if pct is not None else f"?/{format_tokens(window)}") + (" (auto)" if self.auto_compaction else ""))
+        window = int(self.tui.model.get("contextWindow") or 0)
+        pct = context_percent(self.tui.messages, window)
+        parts.append((f"{pct:.1f}%/{format_tokens(window)}" if pct is not None else f"?/{format_tokens(window)}") + (" (auto)" if self.tui.auto_compaction else ""))
         left = " ".join(parts)
-        right = f"({self.model.get('provider')}) {self.model.get('id')}"
-        right += f" • {self.thinking}" if self.model.get("reasoning") and self.thinking != "off" else (" • thinking off" if self.model.get("reasoning") else "")
+        right = f"({self.tui.model.get('provider')}) {self.tui.model.get('id')}"
+        right += f" • {self.tui.thinking}" if self.tui.model.get("reasoning") and self.tui.thinking != "off" else (" • thinking off" if self.tui.model.get("reasoning") else "")
         pad = max(2, width - len(left) - len(right))
         pct_style = "fg:ansired" if (pct or 0) > 90 else "fg:ansiyellow" if (pct or 0) > 70 else "fg:ansibrightblack"
         return [("fg:ansibrightblack", line1[:width] + "\n"), (pct_style, left), ("", " " * pad), ("fg:ansibrightblack", right)]
 
     def _build(self) -> Application:
-        editor_focus = has_focus(self.buffer)
-        selecting = Condition(lambda: self.selector is not None)
-        kb = KeyBindings()
-
-        @kb.add("enter", filter=editor_focus)
-        def _enter(event: Any) -> None:
-            b = self.buffer
-            if b.complete_state and b.complete_state.current_completion:
-                b.apply_completion(b.complete_state.current_completion)
-                return
-            if b.document.text_before_cursor.endswith("\\"):
-                b.delete_before_cursor(1)
-                b.insert_text("\n")
-                return
-            self.submit("steer")
-
-        @kb.add("escape", "enter", filter=editor_focus)
-        def _alt_enter(event: Any) -> None:
-            self.submit("follow_up")
-
-        @kb.add(Keys.BracketedPaste, filter=editor_focus)
-        def _paste(event: Any) -> None:
-            self.paste(event.data)
-
-        @kb.add("c-g", filter=editor_focus)
-        def _external_editor(event: Any) -> None:
-            # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
-            self.buffer.open_in_editor(validate_and_handle=False)
-
-        @kb.add("c-j", filter=editor_focus)
-        def _newline(event: Any) -> None:
-            self.buffer.insert_text("\n")
-
-        @kb.add("tab", filter=editor_focus)
-        def _tab(event: Any) -> None:
-            b = self.buffer
-            if b.complete_state:
-                b.complete_next()
-            else:
-                b.start_completion(select_first=True)
-
-        @kb.add("escape", filter=~selecting)
-        def _escape(event: Any) -> None:
-            if self.buffer.complete_state:
-                self.buffer.cancel_completion()
-            elif self.running or self.bash_running:
-                # Queued messages stay queued at the coordinator (its abort keeps the queues),
-                # so they stay on screen until a later run delivers them.
-                self.ctl.submit("abort")
-            elif self.buffer.text.startswith("!"):
-                self.buffer.reset()
-            elif not self.buffer.text:
-                # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
-                now = time.monotonic()
-                if now - self._last_esc < 0.6:
-                    self._last_esc = 0.0
-                    self.cmd_tree("")
-                else:
-                    self._last_esc = now
-
-        @kb.add("c-c")
-        def _ctrl_c(event: Any) -> None:
-            now = time.monotonic()
-            if self.selector is not None:
-                self.close_selector()
-            elif now - self._last_ctrl_c < 1.0:
-                self.exit_app()
-                return
-            else:
-                self.buffer.reset()
-            self._last_ctrl_c = now
-
-        @kb.add("c-d", filter=editor_focus)
-        def _ctrl_d(event: Any) -> None:
-            if not self.buffer.text:
-                self.exit_app()
-            else:
-                self.buffer.delete()
-
-        @kb.add("c-t")
-        def _toggle_thinking(event: Any) -> None:
-            self.show_thinking = not self.show_thinking
-            self.show_status(f"Thinking blocks: {'shown' if self.show_thinking else 'hidden'}")
-
-        @kb.add("s-tab", filter=editor_focus)
-        def _cycle_thinking(event: Any) -> None:
-            if not self.model.get("reasoning"):
-                self.show_status("Current model does not support thinking")
-                return
-            levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
-            nxt = levels[(levels.index(self.thinking) + 1) % len(levels)] if self.thinking in levels else "off"
-            self.cmd_thinking(nxt)
-
-        @kb.add("c-o")
-        def _toggle_tools(event: Any) -> None:
-            self.expand_tools = not self.expand_tools
-            self.show_status(f"Tool output: {'expanded' if self.expand_tools else 'collapsed'}")
-
-        @kb.add("c-l", filter=editor_focus)
-        def _select_model(event: Any) -> None:
-            self.cmd_model("")
-
-        @kb.add("up", filter=selecting)
-        def _sel_up(event: Any) -> None:
-            assert self.selector is not None
-            self.selector.index = max(0, self.selector.index - 1)
-
-        @kb.add("down", filter=selecting)
-        def _sel_down(event: Any) -> None:
-            assert self.selector is not None
-            self.selector.index += 1
-
-        @kb.add("enter", filter=selecting)
-        def _sel_enter(event: Any) -> None:
-            sel = self.selector
-            assert sel is not None
-            items = sel.visible()
-            self.close_selector()
-            if items:
-                sel.on_select(items[min(sel.index, len(items) - 1)][1])
-
-        @kb.add("escape", filter=selecting)
-        def _sel_escape(event: Any) -> None:
-            self.close_selector()
-
-        def rule() -> Window:
-            def style() -> str:
-                if self.buffer.text.startswith("!"):
-                    return "fg:ansiyellow"  # bash mode
-                return "fg:" + _LEVEL_COLOURS.get(self.thinking, "ansibrightblack")  # as pi: by thinking level
-
-            return Window(height=1, char="─", style=style)
-
-        def editor_prefix(lineno: int, wrap: int) -> list[tuple[str, str]]:
-            return [("bold", "› " if lineno == 0 and wrap == 0 else "  ")]
-
-        body = HSplit(
-            [
-                ConditionalContainer(
-                    Window(FormattedTextControl(self._live), dont_extend_height=True, wrap_lines=False),
-                    filter=Condition(lambda: bool(self.stream or self.tools or self.bash_running)),
-                ),
-                ConditionalContainer(
-                    Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=True),
-                    filter=Condition(lambda: bool(self.queued)),
-                ),
-                ConditionalContainer(
-                    Window(FormattedTextControl(self._status), height=1),
-                    filter=Condition(lambda: self.running or self.status is not None),
-                ),
-                ConditionalContainer(
-                    HSplit(
-                        [
-                            Window(FormattedTextControl(self._selector_view), dont_extend_height=True),
-                            Window(BufferControl(self.buffer_for_selector), height=1, get_line_prefix=lambda *_: [("bold", "search: ")]),
-                        ]
-                    ),
-                    filter=selecting,
-                ),
-                rule(),
-                Window(BufferControl(self.buffer), height=Dimension(min=1, max=10), wrap_lines=True, get_line_prefix=editor_prefix, dont_extend_height=True),
-                rule(),
-                Window(FormattedTextControl(self._footer), height=2),
-            ]
-        )
-        root = FloatContainer(body, floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
+        """The prompt_toolkit application: the layout and the key bindings."""
+        root = FloatContainer(self._body(), floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
         app: Application = Application(
-            layout=Layout(root, focused_element=self.buffer),
-            key_bindings=merge_key_bindings([load_key_bindings(), kb]),
+            layout=Layout(root, focused_element=self.tui.buffer),
+            key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
             style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
             full_screen=False,
             mouse_support=False,
@@ -339,18 +178,174 @@ class ScreenLayout:
         app.timeoutlen = 0.25
         return app
 
-    @property
-    def buffer_for_selector(self) -> Buffer:
-        """The selector's filter line (a placeholder buffer while no selector is open)."""
-        if not hasattr(self, "_selector_proxy"):
-            self._selector_proxy = _SelectorBuffer(self)
-        return self._selector_proxy
+    def _key_bindings(self) -> KeyBindings:
+        """Keys of the editor, of the open selector, and global ones (see ``HOTKEYS``)."""
+        editor = has_focus(self.tui.buffer)
+        selecting = Condition(lambda: self.tui.selector is not None)
+        kb = KeyBindings()
+        for keys, handler, when in [
+            (("enter",), self._on_enter, editor),
+            (("escape", "enter"), lambda _: self.tui.submit("follow_up"), editor),
+            ((Keys.BracketedPaste,), lambda event: self.tui.paste(event.data), editor),
+            # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
+            (("c-g",), lambda _: self.tui.buffer.open_in_editor(validate_and_handle=False), editor),
+            (("c-j",), lambda _: self.tui.buffer.insert_text("\n"), editor),
+            (("tab",), self._on_tab, editor),
+            (("escape",), self._on_escape, ~selecting),
+            (("c-d",), self._on_ctrl_d, editor),
+            (("s-tab",), self._on_cycle_thinking, editor),
+            (("c-l",), lambda _: self.tui.commands.cmd_model(""), editor),
+            (("up",), self._on_selector_up, selecting),
+            (("down",), self._on_selector_down, selecting),
+            (("enter",), self._on_selector_enter, selecting),
+            (("escape",), lambda _: self.tui.close_selector(), selecting),
+        ]:
+            kb.add(*keys, filter=when)(handler)
+        kb.add("c-c")(self._on_ctrl_c)
+        kb.add("c-t")(self._on_toggle_thinking)
+        kb.add("c-o")(self._on_toggle_tools)
+        return kb
+
+    def _on_enter(self, event: Any) -> None:
+        b = self.tui.buffer
+        if b.complete_state and b.complete_state.current_completion:
+            b.apply_completion(b.complete_state.current_completion)
+        elif b.document.text_before_cursor.endswith("\\"):
+            b.delete_before_cursor(1)
+            b.insert_text("\n")
+        else:
+            self.tui.submit("steer")
+
+    def _on_tab(self, event: Any) -> None:
+        b = self.tui.buffer
+        if b.complete_state:
+            b.complete_next()
+        else:
+            b.start_completion(select_first=True)
+
+    def _on_escape(self, event: Any) -> None:
+        tui = self.tui
+        if tui.buffer.complete_state:
+            tui.buffer.cancel_completion()
+        elif tui.running or tui.bash_running:
+            # Queued messages stay queued at the coordinator (its abort keeps the queues),
+            # so they stay on screen until a later run delivers them.
+            tui.ctl.submit("abort")
+        elif tui.buffer.text.startswith("!"):
+            tui.buffer.reset()
+        elif not tui.buffer.text:
+            # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
+            now = time.monotonic()
+            if now - self._last_esc < 0.6:
+                self._last_esc = 0.0
+                tui.commands.cmd_tree("")
+            else:
+                self._last_esc = now
+
+    def _on_ctrl_c(self, event: Any) -> None:
+        now = time.monotonic()
+        if self.tui.selector is not None:
+            self.tui.close_selector()
+        elif now - self._last_ctrl_c < 1.0:
+            self.tui.exit_app()
+            return
+        else:
+            self.tui.buffer.reset()
+        self._last_ctrl_c = now
+
+    def _on_ctrl_d(self, event: Any) -> None:
+        if not self.tui.buffer.text:
+            self.tui.exit_app()
+        else:
+            self.tui.buffer.delete()
+
+    def _on_toggle_thinking(self, event: Any) -> None:
+        self.tui.show_thinking = not self.tui.show_thinking
+        self.tui.show_status(f"Thinking blocks: {'shown' if self.tui.show_thinking else 'hidden'}")
+
+    def _on_cycle_thinking(self, event: Any) -> None:
+        if not self.tui.model.get("reasoning"):
+            self.tui.show_status("Current model does not support thinking")
+            return
+        levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
+        thinking = self.tui.thinking
+        nxt = levels[(levels.index(thinking) + 1) % len(levels)] if thinking in levels else "off"
+        self.tui.commands.cmd_thinking(nxt)
+
+    def _on_toggle_tools(self, event: Any) -> None:
+        self.tui.expand_tools = not self.tui.expand_tools
+        self.tui.show_status(f"Tool output: {'expanded' if self.tui.expand_tools else 'collapsed'}")
+
+    def _on_selector_up(self, event: Any) -> None:
+        if self.tui.selector is not None:
+            self.tui.selector.index = max(0, self.tui.selector.index - 1)
+
+    def _on_selector_down(self, event: Any) -> None:
+        if self.tui.selector is not None:
+            self.tui.selector.index += 1
+
+    def _on_selector_enter(self, event: Any) -> None:
+        sel = self.tui.selector
+        if sel is None:
+            return
+        items = sel.visible()
+        self.tui.close_selector()
+        if items:
+            sel.on_select(items[min(sel.index, len(items) - 1)][1])
+
+    def _rule(self) -> Window:
+        """A horizontal rule around the editor, coloured by mode: bash, else thinking level."""
+
+        def style() -> str:
+            if self.tui.buffer.text.startswith("!"):
+                return "fg:ansiyellow"  # bash mode
+            return "fg:" + _LEVEL_COLOURS.get(self.tui.thinking, "ansibrightblack")  # as pi: by thinking level
+
+        return Window(height=1, char="─", style=style)
+
+    def _body(self) -> HSplit:
+        """Live area, queued messages, spinner, selector, editor between rules, footer."""
+        selecting = Condition(lambda: self.tui.selector is not None)
+
+        def editor_prefix(lineno: int, wrap: int) -> StyleAndTextTuples:
+            return [("bold", "› " if lineno == 0 and wrap == 0 else "  ")]
+
+        return HSplit(
+            [
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._live), dont_extend_height=True, wrap_lines=False),
+                    filter=Condition(lambda: bool(self.tui.stream or self.tui.tools or self.tui.bash_running)),
+                ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=True),
+                    filter=Condition(lambda: bool(self.tui.queued)),
+                ),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._status), height=1),
+                    filter=Condition(lambda: self.tui.running or self.tui.status is not None),
+                ),
+                ConditionalContainer(
+                    HSplit(
+                        [
+                            Window(FormattedTextControl(self._selector_view), dont_extend_height=True),
+                            Window(BufferControl(self.selector_buffer), height=1, get_line_prefix=lambda *_: [("bold", "search: ")]),
+                        ]
+                    ),
+                    filter=selecting,
+                ),
+                self._rule(),
+                Window(BufferControl(self.tui.buffer), height=Dimension(min=1, max=10), wrap_lines=True, get_line_prefix=editor_prefix, dont_extend_height=True),
+                self._rule(),
+                Window(FormattedTextControl(self._footer), height=2),
+            ]
+        )
+
 
 
 class _SelectorBuffer(Buffer):
     """One Buffer object for the filter line; its text is the open selector's filter."""
 
-    def __init__(self, tui: Any) -> None:
+    def __init__(self, tui: TuiApp) -> None:
         super().__init__(multiline=False)
         self.tui = tui
         self.on_text_changed += lambda _: self._sync()
@@ -360,3 +355,39 @@ class _SelectorBuffer(Buffer):
         if sel is not None:
             sel.filter = self.text
             sel.index = 0
+
+
+def _git_branch(cwd: str) -> str | None:
+    """The git branch checked out at ``cwd`` or above (``detached`` for a detached HEAD), or None."""
+    d = cwd
+    while True:
+        head = os.path.join(d, ".git", "HEAD")
+        if os.path.isfile(head):
+            try:
+                ref = open(head, encoding="utf-8").read().strip()
+            except OSError:
+                return None
+            return ref.rpartition("/")[2] if ref.startswith("ref:") else "detached"
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _wrap(frags: list[Any], width: int) -> list[list[Any]]:
+    """``frags`` as lines of at most ``width`` characters (hard wrap, styles kept)."""
+    wrapped: list[list[Any]] = []
+    for line in split_lines(frags):
+        cur: list[Any] = []
+        used = 0
+        for frag in line:
+            style, text = frag[0], frag[1]
+            while text:
+                if used >= width:
+                    wrapped.append(cur)
+                    cur, used = [], 0
+                piece, text = text[: width - used], text[width - used :]
+                cur.append((style, piece))
+                used += len(piece)
+        wrapped.append(cur)
+    return wrapped

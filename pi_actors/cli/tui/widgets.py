@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import Completer, Completion
@@ -51,46 +51,52 @@ class TuiCompleter(Completer):
     def __init__(self, tui: TuiApp) -> None:
         self.tui = tui
 
-    def get_completions(self, document: Any, complete_event: Any) -> Any:
+    def get_completions(self, document: Any, complete_event: Any) -> Iterator[Completion]:
+        """``/commands``, model ids after ``/model ``, and ``@`` file paths."""
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text and "\n" not in text:
-            for name, desc in self.tui.command_list():
-                if name.startswith(text[1:]):
-                    yield Completion("/" + name, start_position=-len(text), display="/" + name, display_meta=desc)
+            yield from self._commands(text)
+        elif text.startswith("/model ") and "\n" not in text:
+            yield from self._models(text[len("/model ") :].lower())
+        else:
+            m = re.search(r"(?:^|\s)@(\S*)$", text)
+            if m:
+                yield from self._paths(m.group(1))
+
+    def _commands(self, text: str) -> Iterator[Completion]:
+        for name, desc in self.tui.command_list():
+            if name.startswith(text[1:]):
+                yield Completion("/" + name, start_position=-len(text), display="/" + name, display_meta=desc)
+
+    def _models(self, word: str) -> Iterator[Completion]:
+        for m in self.tui.models():
+            full = f"{m.provider}/{m.id}"
+            if word in full.lower():
+                yield Completion(full, start_position=-len(word))
+
+    def _paths(self, prefix: str) -> Iterator[Completion]:
+        """Up to 20 entries of the directory typed so far; then, for a bare name of two or
+        more characters, deeper paths containing it (pi searches with fd)."""
+        dirpart, base = os.path.split(prefix)
+        directory = os.path.join(self.tui.cwd, os.path.expanduser(dirpart))
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
             return
-        if text.startswith("/model ") and "\n" not in text:
-            word = text[len("/model ") :].lower()
-            for m in self.tui.models():
-                full = f"{m.provider}/{m.id}"
-                if word in full.lower():
-                    yield Completion(full, start_position=-len(word))
-            return
-        m = re.search(r"(?:^|\s)@(\S*)$", text)
-        if m:
-            prefix = m.group(1)
-            dirpart, base = os.path.split(prefix)
-            directory = os.path.join(self.tui.cwd, os.path.expanduser(dirpart))
-            try:
-                names = sorted(os.listdir(directory))
-            except OSError:
+        shown = 0
+        for name in names:
+            if (name.startswith(".") and not base.startswith(".")) or not name.lower().startswith(base.lower()):
+                continue
+            full = os.path.join(dirpart, name)
+            if os.path.isdir(os.path.join(directory, name)):
+                full += "/"
+            yield Completion("@" + full, start_position=-len(prefix) - 1, display=full)
+            shown += 1
+            if shown >= 20:
                 return
-            shown = 0
-            for name in names:
-                if name.startswith(".") and not base.startswith("."):
-                    continue
-                if not name.lower().startswith(base.lower()):
-                    continue
-                full = os.path.join(dirpart, name)
-                if os.path.isdir(os.path.join(directory, name)):
-                    full += "/"
-                yield Completion("@" + full, start_position=-len(prefix) - 1, display=full)
-                shown += 1
-                if shown >= 20:
-                    return
-            if not dirpart and len(base) >= 2:
-                # Deeper files whose path contains what was typed (pi searches with fd).
-                for rel in _walk_matches(self.tui.cwd, base.lower(), 20 - shown):
-                    yield Completion("@" + rel, start_position=-len(prefix) - 1, display=rel)
+        if not dirpart and len(base) >= 2:
+            for rel in _walk_matches(self.tui.cwd, base.lower(), 20 - shown):
+                yield Completion("@" + rel, start_position=-len(prefix) - 1, display=rel)
 
 
 def _walk_matches(root: str, needle: str, limit: int, budget: int = 5000) -> list[str]:

@@ -184,7 +184,6 @@ async def compact(
     ``settings`` defaults to the preparation's; only ``reserve_tokens`` is read here.
     """
     reserve = (settings or preparation.settings).reserve_tokens
-    common = dict(reserve_tokens=reserve, api_key=api_key, signal=signal, session_id=session_id)
 
     if preparation.is_split_turn and preparation.turn_prefix_messages:
         results: dict[str, str | BaseException] = {}
@@ -199,24 +198,29 @@ async def compact(
             if not preparation.messages_to_summarize:
                 return NO_PRIOR_HISTORY
             return await generate_summary(
-                preparation.messages_to_summarize, model, stream_fn,
-                custom_instructions=custom_instructions, previous_summary=preparation.previous_summary, **common,
+                preparation.messages_to_summarize, model, stream_fn, reserve_tokens=reserve, api_key=api_key,
+                signal=signal, session_id=session_id,
+                custom_instructions=custom_instructions, previous_summary=preparation.previous_summary,
             )
 
         async def prefix() -> str:
-            return await generate_turn_prefix_summary(preparation.turn_prefix_messages, model, stream_fn, **common)
+            return await generate_turn_prefix_summary(
+                preparation.turn_prefix_messages, model, stream_fn, reserve_tokens=reserve, api_key=api_key,
+                signal=signal, session_id=session_id,
+            )
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run, "history", history)
             nursery.start_soon(run, "prefix", prefix)
-        failures = [results[k] for k in ("history", "prefix") if isinstance(results[k], CompactionError)]
+        failures = [r for r in (results["history"], results["prefix"]) if isinstance(r, CompactionError)]
         if failures:
             raise next((f for f in failures if isinstance(f, CompactionCancelled)), failures[0])
         summary = f"{results['history']}\n\n---\n\n**Turn Context (split turn):**\n\n{results['prefix']}"
     else:
         summary = await generate_summary(
-            preparation.messages_to_summarize, model, stream_fn,
-            custom_instructions=custom_instructions, previous_summary=preparation.previous_summary, **common,
+            preparation.messages_to_summarize, model, stream_fn, reserve_tokens=reserve, api_key=api_key,
+            signal=signal, session_id=session_id,
+            custom_instructions=custom_instructions, previous_summary=preparation.previous_summary,
         )
 
     read_files, modified_files = compute_file_lists(preparation.file_ops)

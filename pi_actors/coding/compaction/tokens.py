@@ -55,7 +55,7 @@ def js_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _usage_field(usage: Any, camel: str, snake: str) -> int:
+def _usage_field(usage: Any, camel: str, snake: str) -> float:
     value = usage.get(camel, 0) if isinstance(usage, dict) else getattr(usage, snake, 0)
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 

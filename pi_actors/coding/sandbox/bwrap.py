@@ -224,6 +224,40 @@ class _Plan:
                 self.argv += ["--ro-bind", path, path]
 
 
+def _base_plan(policy: SandboxPolicy) -> _Plan:
+    """The read-only root with fresh /dev, /proc, /dev/shm, /tmp and /run (and the host's
+    DNS resolver when the network is allowed)."""
+    limits = policy.limits
+    plan = _Plan()
+    plan.argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    plan.argv += ["--perms", "1777", "--size", str(limits.shm_size), "--tmpfs", "/dev/shm"]
+    plan.argv += ["--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp"]
+    plan.argv += ["--perms", "0755", "--size", str(MASK_SIZE), "--tmpfs", "/run"]
+    plan.covered += ["/dev", "/tmp", "/run"]
+    plan.read_only += ["/dev", "/run"]
+    if policy.allow_network and os.path.isdir("/run/systemd/resolve"):
+        plan.argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]  # DNS
+    return plan
+
+
+def _mask_hidden(plan: _Plan, policy: SandboxPolicy, workspace: str, home: str | None, allowed: list[str],
+                 exposed: list[str]) -> list[str]:
+    """Mask the policy's hidden paths that lie outside the workspace and the allow-list now;
+    return those inside, to be masked after the binds that would otherwise uncover them.
+    The workspace itself is never hidden; a path already hidden with $HOME is skipped."""
+    later: list[str] = []
+    for path in hidden_paths(policy):
+        if _inside(workspace, path):
+            continue  # never hide the workspace itself
+        if home and _inside(path, home) and not any(_inside(path, e) for e in exposed):
+            continue  # already hidden with $HOME
+        if _inside(path, workspace) or any(_inside(path, a) for a in allowed):
+            later.append(path)
+        else:
+            plan.mask(path)
+    return later
+
+
 def build_argv(
     policy: SandboxPolicy,
     command: Sequence[str],
@@ -241,19 +275,10 @@ def build_argv(
     if not policy.workspace:
         raise ValueError("a sandbox needs its workspace")
     workspace = os.path.realpath(policy.workspace)
-    limits = policy.limits
     argv = [bwrap, *_namespace_options(policy)]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
-    plan = _Plan()
-    plan.argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    plan.argv += ["--perms", "1777", "--size", str(limits.shm_size), "--tmpfs", "/dev/shm"]
-    plan.argv += ["--perms", "1777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp"]
-    plan.argv += ["--perms", "0755", "--size", str(MASK_SIZE), "--tmpfs", "/run"]
-    plan.covered += ["/dev", "/tmp", "/run"]
-    plan.read_only += ["/dev", "/run"]
-    if policy.allow_network and os.path.isdir("/run/systemd/resolve"):
-        plan.argv += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]  # DNS
+    plan = _base_plan(policy)
 
     # $HOME: an empty read-only tmpfs showing only the allow-list — unless it is the
     # workspace itself (then only the credential stores and hidden paths are masked). When it
@@ -274,21 +299,12 @@ def build_argv(
     if home and not home_inner:
         hide_home()
 
-    later: list[str] = []
-    for path in hidden_paths(policy):
-        if _inside(workspace, path):
-            continue  # never hide the workspace itself
-        if home and _inside(path, home) and not any(_inside(path, e) for e in exposed):
-            continue  # already hidden with $HOME
-        if _inside(path, workspace) or any(_inside(path, a) for a in allowed):
-            later.append(path)
-        else:
-            plan.mask(path)
+    later = _mask_hidden(plan, policy, workspace, home, allowed, exposed)
 
     essentials = essential_paths()
     plan.rebind(essentials, unless_inside=workspace)
     plan.argv += ["--bind" if policy.mode == "workspace-write" else "--ro-bind", workspace, workspace]
-    if home_inner:
+    if home_inner and home is not None:
         hide_home()
         plan.rebind(essentials, roots=[home])
     for path in later:

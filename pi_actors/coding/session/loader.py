@@ -145,7 +145,7 @@ def _reattach(
             last = entries[position]["id"]
             position += 1
         before[number] = last
-    for index, (entry, number) in enumerate(zip(entries, lines)):
+    for index, (entry, number) in enumerate(zip(entries, lines, strict=False)):
         parent = entry.get("parentId")
         if not isinstance(parent, str) or parent in known:
             continue
@@ -174,6 +174,61 @@ def _damage_warning(path: str, damaged: list[DamagedLine]) -> str:
     )
 
 
+@dataclass
+class _Scan:
+    """What reading a session file's lines has found so far (see :func:`load_session`)."""
+
+    path: str
+    warnings: list[str] = field(default_factory=list)
+    torn_tail_bytes: int = 0
+    ends_with_newline: bool = True
+    header: dict | None = None
+    records: list[dict] = field(default_factory=list)
+    record_lines: list[int] = field(default_factory=list)
+    damaged: list[DamagedLine] = field(default_factory=list)
+    links: dict[str, str | None] = field(default_factory=dict)
+
+    def line(self, number: int, raw: bytes, is_tail: bool) -> None:
+        """Line ``number`` (``is_tail``: after the last newline, so unterminated): the
+        header, an entry, an ignored extra header, a damaged line or a torn tail."""
+        record, reason = parse_line(raw)
+        if record is None and is_tail:
+            self.torn_tail_bytes = len(raw)
+            self.warnings.append(
+                f"{self.path}: the last line was incomplete (a crash during a write?) and was dropped ({len(raw)} bytes)"
+            )
+            return
+        if record is not None and self.header is None:
+            problem = header_problem(record, raw)
+            if problem is not None:
+                raise SessionLoadError(f"Not a pi session file ({problem}): {self.path}")
+            self.header = record
+            self._keep(record, number, is_tail)
+            return
+        if record is not None and record.get("type") == "session":
+            self.warnings.append(f"{self.path}: ignored an extra session header on line {number}")
+            return
+        if record is not None:
+            reason = entry_problem(record, raw, with_ids=self.header is not None and _version(self.header) >= 2)
+        if reason is not None:
+            self._damaged(DamagedLine(number, reason, raw), record)
+            return
+        assert record is not None  # parse_line gives a record or a reason
+        self._keep(record, number, is_tail)
+
+    def _keep(self, record: dict, number: int, is_tail: bool) -> None:
+        if is_tail:
+            self.ends_with_newline = False
+        self.records.append(record)
+        self.record_lines.append(number)
+
+    def _damaged(self, line: DamagedLine, record: dict | None) -> None:
+        self.damaged.append(line)
+        found = _links_of(line, record)
+        if found is not None:
+            self.links.setdefault(found[0], found[1])
+
+
 def load_session(path: str) -> LoadedSession:
     try:
         with open(path, "rb") as handle:
@@ -181,52 +236,12 @@ def load_session(path: str) -> LoadedSession:
     except OSError as exc:
         raise SessionLoadError(f"Cannot read session file {path}: {exc.strerror or exc}") from None
 
-    warnings: list[str] = []
+    scan = _Scan(path)
     raw_lines = data.split(b"\n")
-    torn_tail_bytes = 0
-    ends_with_newline = True
-    header: dict | None = None
-    records: list[dict] = []
-    record_lines: list[int] = []
-    damaged: list[DamagedLine] = []
-    links: dict[str, str | None] = {}
     for number, raw in enumerate(raw_lines, start=1):
-        is_tail = number == len(raw_lines)  # after the last "\n": unterminated (or empty)
-        if not raw.strip():
-            continue
-        record, reason = parse_line(raw)
-        if record is None and is_tail:
-            torn_tail_bytes = len(raw)
-            warnings.append(
-                f"{path}: the last line was incomplete (a crash during a write?) and was dropped ({len(raw)} bytes)"
-            )
-            continue
-        if record is not None and header is None:
-            problem = header_problem(record, raw)
-            if problem is not None:
-                raise SessionLoadError(f"Not a pi session file ({problem}): {path}")
-            header = record
-            records.append(record)
-            record_lines.append(number)
-            if is_tail:
-                ends_with_newline = False
-            continue
-        if record is not None and record.get("type") == "session":
-            warnings.append(f"{path}: ignored an extra session header on line {number}")
-            continue
-        if record is not None:
-            reason = entry_problem(record, raw, with_ids=header is not None and _version(header) >= 2)
-        if reason is not None:
-            line = DamagedLine(number, reason, raw)
-            damaged.append(line)
-            found = _links_of(line, record)
-            if found is not None:
-                links.setdefault(found[0], found[1])
-            continue
-        if is_tail:
-            ends_with_newline = False
-        records.append(record)
-        record_lines.append(number)
+        if raw.strip():
+            scan.line(number, raw, is_tail=number == len(raw_lines))
+    header, records, record_lines, damaged, warnings = scan.header, scan.records, scan.record_lines, scan.damaged, scan.warnings
 
     if header is None:
         raise SessionLoadError(f"Not a pi session file (the first record is not a session header): {path}")
@@ -238,7 +253,7 @@ def load_session(path: str) -> LoadedSession:
     entries = records[1:]
     reattached: dict[int, str] = {}
     if migrated_from is None or migrated_from >= 2:
-        reattached = _reattach(entries, record_lines[1:], damaged, links)
+        reattached = _reattach(entries, record_lines[1:], damaged, scan.links)
     leaf_id = entries[-1].get("id") if entries else None
     return LoadedSession(
         path=path,
@@ -247,8 +262,8 @@ def load_session(path: str) -> LoadedSession:
         leaf_id=leaf_id,
         warnings=warnings,
         migrated_from=migrated_from,
-        torn_tail_bytes=torn_tail_bytes,
-        ends_with_newline=ends_with_newline,
+        torn_tail_bytes=scan.torn_tail_bytes,
+        ends_with_newline=scan.ends_with_newline,
         damaged=damaged,
         record_lines=record_lines,
         reattached=reattached,

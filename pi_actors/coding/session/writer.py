@@ -328,7 +328,7 @@ class SessionWriter:
             session_dir, self.header.get("cwd") or "", parent_session=self.path, owner_pid=self.owner_pid
         )
         on_path = {e["id"] for e in path}
-        labels = {t: l for t, l in self.labels().items() if t in on_path}
+        labels = {t: label for t, label in self.labels().items() if t in on_path}
         records = [dict(e) for e in path]
         parent = records[-1]["id"] if records else None
         for target, label in labels.items():
@@ -453,7 +453,7 @@ def _rewrite(loaded: LoadedSession) -> None:
             entry = {**entry, "parentId": loaded.reattached[index]}
         records.append(entry)
     lines = sorted(
-        [(number, encode_line(record)) for number, record in zip(loaded.record_lines, records)]
+        [(number, encode_line(record)) for number, record in zip(loaded.record_lines, records, strict=False)]
         + [(d.number, d.raw + b"\n") for d in loaded.damaged]
     )
     data = b"".join(line for _, line in lines)

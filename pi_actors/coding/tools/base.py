@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import dataclass
+from typing import Literal, overload
 
 
 class ToolError(Exception):
@@ -68,6 +69,10 @@ def validation_error(tool: str, key: str, expected: str) -> ToolError:
     return ToolError(f'Validation failed for tool "{tool}":\n  - {key}: must be {expected}')
 
 
+@overload
+def string_arg(args: dict, tool: str, key: str, *, required: Literal[True] = ...) -> str: ...
+@overload
+def string_arg(args: dict, tool: str, key: str, *, required: bool) -> str | None: ...
 def string_arg(args: dict, tool: str, key: str, *, required: bool = True) -> str | None:
     """``args[key]`` as a string (None when optional and absent); else a validation error."""
     value = args.get(key)

@@ -348,6 +348,7 @@ async def run_bash(
         ending = await _supervise(proc, output, timeout, on_update, abort)
         output.close()
         if ending == "timeout":
+            assert timeout is not None  # only a timeout that was set can elapse
             text, _ = _final_text(output, "")
             raise ToolError(_with_status(text, f"Command timed out after {_js_number(timeout)} seconds"))
         if ending == "abort":

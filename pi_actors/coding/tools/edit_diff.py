@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from .base import js_length
 
@@ -65,7 +65,8 @@ def normalize_for_fuzzy_match(text: str) -> str:
     return _SPACES.sub(" ", text)
 
 
-class Match(NamedTuple):
+@dataclass(frozen=True)
+class Match:
     found: bool
     index: int
     length: int

@@ -167,15 +167,15 @@ class GroupProcess:
                 close_fds=True,
             )
         except BaseException:
-            for fd in {read_fd, write_fd, err_read, err_write} - {None}:
-                os.close(fd)  # type: ignore[arg-type]
+            for fd in {fd for fd in (read_fd, write_fd, err_read, err_write) if fd is not None}:
+                os.close(fd)
             raise
         finally:
             if _namespace_init:
                 _set_oom_score_adj(0)
         os.close(write_fd)
         if separate_stderr:
-            os.close(err_write)  # type: ignore[arg-type]
+            os.close(err_write)
         _live_groups.add(popen.pid)
         return cls(popen, read_fd, err_read)
 
@@ -183,10 +183,9 @@ class GroupProcess:
         """True once the leader has exited (it may still be an unreaped zombie)."""
         if not self._exited:
             try:
-                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                self._exited = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
             except ChildProcessError:
-                info = True  # already reaped elsewhere; treat as exited
-            self._exited = info is not None
+                self._exited = True  # already reaped elsewhere; treat as exited
         return self._exited
 
     async def wait_exited(self) -> None:

@@ -34,7 +34,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
@@ -182,7 +182,7 @@ class _Window:
         self.window_lines = 0
         self.window_bytes = 0  # including the newlines between the window's lines
         self.first_line_bytes = 0
-        self._line: list[bytes] = []  # the current line's bytes, while it may still be kept
+        self._line: list[bytes] | None = []  # the current line's bytes, while it may still be kept
         self._line_len = 0  # raw bytes of the current line
         self._line_size = 0  # its UTF-8 size once decoded
         self._decoder: Any = None  # for a line with non-ASCII bytes
@@ -238,6 +238,7 @@ class _Window:
         """What ``truncate_head`` gives for the window's text."""
         content = "\n".join(self.kept)
         untouched = self.collecting
+        by: Literal["lines", "bytes"] | None
         if untouched:
             by = None
         elif not self.kept:
