@@ -327,14 +327,14 @@ def _initial_messages(args: argparse.Namespace) -> list[str]:
     return messages
 
 
-def _session_config(args: argparse.Namespace) -> dict[str, Any] | None:
+def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     """The runtime configuration for the session the options choose (model, thinking level,
     tools, system prompt, session file, sandbox), with warnings about the model registry and
     the settings printed on stderr; None when the user chose no session to resume."""
     from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
     from ._sessions import NoSessionSelected, choose_session
-    from ._settings import load_settings
+    from ._settings import load_settings, parse_settings
 
     reg = load_model_registry()
     for err in reg.errors:
@@ -359,11 +359,12 @@ def _session_config(args: argparse.Namespace) -> dict[str, Any] | None:
         )
     except NoSessionSelected:
         return None
+    typed = parse_settings(settings)
     model_arg = args.model
     if model_arg is None and args.provider is None:
-        model_arg = _implied_model(settings, session.model, reg.models)
+        model_arg = _implied_model(typed, session.model, reg.models)
     choice = choose_model(reg, provider=args.provider, model=model_arg, api_key=args.api_key)
-    thinking = _thinking_level(args.thinking, choice, session.thinking, settings)
+    thinking = _thinking_level(args.thinking, choice, session.thinking, typed)
     tools = _tool_names(args)
     log_file = os.path.abspath(args.log_file) if args.log_file else None
     _create_hidden_paths(log_file, args.session_dir)
@@ -387,7 +388,7 @@ def _session_config(args: argparse.Namespace) -> dict[str, Any] | None:
     )
 
 
-def _implied_model(settings: dict[str, Any], saved: dict[str, Any] | None, models: list[Any]) -> str | None:
+def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:
     """The model to use when neither ``--model`` nor ``--provider`` is given: a resumed
     session's own model while it is still known, else the settings' ``defaultModel``
     (qualified by ``defaultProvider``), else None (the registry's choice)."""
@@ -396,25 +397,23 @@ def _implied_model(settings: dict[str, Any], saved: dict[str, Any] | None, model
         if any(f"{m.provider}/{m.id}" == wanted for m in models):
             return wanted
         return None
-    default = settings.get("defaultModel")
-    if not isinstance(default, str):
+    default, provider = settings.default_model, settings.default_provider
+    if default is None:
         return None
-    provider = settings.get("defaultProvider")
-    return f"{provider}/{default}" if isinstance(provider, str) and "/" not in default else default
+    return f"{provider}/{default}" if provider is not None and "/" not in default else default
 
 
-def _thinking_level(flag: str | None, choice: Any, saved: str | None, settings: dict[str, Any]) -> str:
+def _thinking_level(flag: str | None, choice: Any, saved: str | None, settings: Settings) -> str:
     """The thinking level: ``--thinking``, the model argument's ``:level`` suffix, the resumed
     session's level, the settings' ``defaultThinkingLevel``, else ``off``; always ``off`` for
     a model without reasoning."""
     if not choice.model.reasoning:
         return "off"
-    default = settings.get("defaultThinkingLevel")
-    level: str = flag or choice.thinking or saved or (default if isinstance(default, str) else None) or "off"
+    level: str = flag or choice.thinking or saved or settings.default_thinking_level or "off"
     return level
 
 
-def _start(args: argparse.Namespace, config: dict[str, Any], messages: list[str], interactive: bool) -> int:
+def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool) -> int:
     """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends."""
     import trio
 
