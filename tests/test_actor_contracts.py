@@ -127,7 +127,7 @@ class _LyingPool:
 async def slot_to(handler: Any) -> AsyncIterator[PeerSlot]:
     """A coordinator's tools slot linked to an actor served by ``handler`` (a socketpair)."""
     a, b = socket.socketpair()
-    wrap = lambda s: trio.SocketStream(trio.socket.from_stdlib_socket(s))  # noqa: E731
+    wrap = lambda s: trio.SocketStream(trio.socket.from_stdlib_socket(s))
     slot = PeerSlot("tools", "tool pool", "tool call", supervised=False)
     async with trio.open_nursery() as nursery:
 

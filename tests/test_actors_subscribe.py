@@ -70,7 +70,7 @@ async def test_a_client_joining_mid_reply_gets_the_partial_message_then_the_rest
                         ready = trio.Event()
                         snapshot_box = {}
 
-                        async def join():
+                        async def join(late=late, ready=ready, snapshot_box=snapshot_box):
                             snapshot_box["s"] = await _collect(coordinator, late, ready)
 
                         nursery.start_soon(join)

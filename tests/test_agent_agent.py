@@ -213,7 +213,7 @@ async def test_state_grows_only_at_message_end_and_equals_previous_plus_agent_en
     before = list(agent.state.messages)
     await agent.prompt("go")
     check_invariants(events, events[-1].messages)
-    grew = [kind for (kind, n), (_, m) in zip(lengths[1:], lengths) if n != m]
+    grew = [kind for (kind, n), (_, m) in zip(lengths[1:], lengths, strict=False) if n != m]
     assert set(grew) == {"message_end"}
     assert agent.state.messages == before + events[-1].messages
     starts = [i for i, e in enumerate(events) if e.type == "tool_execution_start"]

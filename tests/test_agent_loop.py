@@ -942,7 +942,7 @@ async def test_a_raising_sink_propagates_the_original_exception_and_stops_the_st
             await emit(StartEvent(partial=message))
             await emit(TextDeltaEvent(content_index=0, delta="x", partial=message))
         except Exception:  # a provider that swallows errors must not see the sink's
-            raise AssertionError("the sink failure leaked into the stream function")
+            raise AssertionError("the sink failure leaked into the stream function") from None
         reached_end = True
         return message
 

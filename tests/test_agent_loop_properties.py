@@ -80,7 +80,7 @@ def test_every_call_gets_one_result_in_call_order(calls, mode, steer_after):
     first_turn_results = rec.of("turn_end")[0].tool_results
     assert [r.tool_call_id for r in first_turn_results] == [f"c{i}" for i in range(len(calls))]
     # pi 0.73: steering never skips a call, in either mode.
-    for i, (r, (kind, _)) in enumerate(zip(first_turn_results, calls)):
+    for i, (r, (kind, _)) in enumerate(zip(first_turn_results, calls, strict=True)):
         want = expected_text(kind, i)
         if want is not None:
             assert text_of(r) == want

@@ -75,7 +75,7 @@ async def test_parallel_tool_calls_parse_arguments_progressively(api, start_llm)
     tool_blocks = [b for b in result.content if isinstance(b, ai.ToolCall)]
     assert [(b.name, b.arguments) for b in tool_blocks] == [(c.name, c.arguments) for c in calls]
     assert len({b.id for b in tool_blocks}) == 2
-    for index, deltas in seen.items():
+    for deltas in seen.values():
         buffer = ""
         for fragment, arguments in deltas:
             buffer += fragment

@@ -61,7 +61,7 @@ def check_contract(shape: Shape, events: list, result: ai.AssistantMessage) -> N
     deltas: dict[int, list[str]] = {}
     ended: dict[int, object] = {}
     started: list[int] = []
-    for e, kind in zip(events, types):
+    for e, kind in zip(events, types, strict=True):
         if kind in ("text_start", "thinking_start", "toolcall_start"):
             assert e.content_index not in started, f"{kind} twice for block {e.content_index}"
             started.append(e.content_index)
@@ -182,7 +182,7 @@ async def test_a_failure_mid_stream_leaves_no_open_stream_for_the_garbage_collec
     for _ in range(2):
         signal = ai.AbortSignal()
 
-        async def on_event(event):
+        async def on_event(event, signal=signal):
             if tag(event) == "text_delta" and failure == "emit-raises":
                 raise RuntimeError("the listener broke")
             if tag(event) == "text_delta" and failure == "abort-while-reading":

@@ -58,7 +58,7 @@ def test_any_split_of_a_real_stream_gives_the_same_events(make_frames, cuts):
     stream = b"".join(frames.content + frames.closing)
     whole = decode_all([stream])
     points = sorted({min(c, len(stream)) for c in cuts})
-    pieces = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
+    pieces = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
     assert decode_all(pieces) == whole
     assert len(whole) == len(frames.content) + len(frames.closing)
     for _name, data in whole:

@@ -98,9 +98,9 @@ class Rpc:
         """A prompt that must succeed: returns its last assistant message."""
         start = len(self.lines)
         request = await self.send({"type": "prompt", "message": text})
-        await self.wait(lambda l: l.get("id") == request and l.get("type") == "response", start)
-        end = await self.wait(lambda l: l.get("type") == "agent_end", start)
-        failed = [l for l in self.lines[start:] if l.get("id") == request and l.get("success") is False]
+        await self.wait(lambda line: line.get("id") == request and line.get("type") == "response", start)
+        end = await self.wait(lambda line: line.get("type") == "agent_end", start)
+        failed = [line for line in self.lines[start:] if line.get("id") == request and line.get("success") is False]
         assert not failed, failed
         final = [m for m in end["messages"] if m["role"] == "assistant"][-1]
         assert final["stopReason"] in ("stop", "toolUse"), final
@@ -150,7 +150,7 @@ async def _fault(rpc: Rpc, scripted: Any, env: Any, kind: str, sig: int, phase: 
     if phase == "mid-stream":
         scripted.script.append(Reply(text=f"held open {n}", hang_after_start=True))
         request = await rpc.send({"type": "prompt", "message": f"stream {n}"})
-        await rpc.wait(lambda l: l.get("type") == "message_update" and l["message"]["role"] == "assistant", start)
+        await rpc.wait(lambda line: line.get("type") == "message_update" and line["message"]["role"] == "assistant", start)
     elif phase == "mid-tool":
         os.mkfifo(fifo)
         scripted.script += [
@@ -158,38 +158,38 @@ async def _fault(rpc: Rpc, scripted: Any, env: Any, kind: str, sig: int, phase: 
             Reply(text=f"after the tool {n}"),
         ]
         request = await rpc.send({"type": "prompt", "message": f"tool {n}"})
-        await rpc.wait(lambda l: l.get("type") == "tool_execution_update", start)
+        await rpc.wait(lambda line: line.get("type") == "tool_execution_update", start)
     os.kill(_actor_pid(env.marker, kind), sig)
     await rpc.wait_stderr(note, notes + 1)
     if phase == "idle":
         return
     if kind == "coordinator":
         # The prompt in flight fails with one clear error; the set restarts.
-        response = await rpc.wait(lambda l: l.get("id") == request and l.get("success") is False, start)
+        response = await rpc.wait(lambda line: line.get("id") == request and line.get("success") is False, start)
         assert response["error"].startswith(note) and "the outcome of the prompt is unknown" in response["error"]
         if phase == "mid-tool":
             os.unlink(fifo)
             scripted.script.pop()  # the reply after the tool: the run never got there
         return
     if kind == "provider" and phase == "mid-stream":
-        end = await rpc.wait(lambda l: l.get("type") == "agent_end", start)
+        end = await rpc.wait(lambda line: line.get("type") == "agent_end", start)
         final = end["messages"][-1]
         assert final["stopReason"] == "error" and final["errorMessage"].startswith(note)
         assert final["errorMessage"].endswith("the outcome of the request is unknown")
     elif kind == "provider":  # mid-tool: the tool finishes, the next request reaches the new provider
         await _release(fifo)
-        end = await rpc.wait(lambda l: l.get("type") == "agent_end", start)
+        end = await rpc.wait(lambda line: line.get("type") == "agent_end", start)
         assert end["messages"][-1]["content"][0]["text"] == f"after the tool {n}"
     elif phase == "mid-stream":  # the pool died while the model streamed: the run is not hurt
         await rpc.send({"type": "abort"})
-        await rpc.wait(lambda l: l.get("type") == "agent_end", start)
+        await rpc.wait(lambda line: line.get("type") == "agent_end", start)
     else:  # the pool died mid-tool: that call fails clearly, the run goes on
-        end = await rpc.wait(lambda l: l.get("type") == "tool_execution_end", start)
+        end = await rpc.wait(lambda line: line.get("type") == "tool_execution_end", start)
         assert end["isError"] and end["result"]["content"][0]["text"].startswith(note)
         assert end["result"]["content"][0]["text"].endswith("the outcome of the tool call is unknown")
-        end = await rpc.wait(lambda l: l.get("type") == "agent_end", start)
+        end = await rpc.wait(lambda line: line.get("type") == "agent_end", start)
         assert end["messages"][-1]["content"][0]["text"] == f"after the tool {n}"
-    await rpc.wait(lambda l: l.get("id") == request and l.get("type") == "response", start)
+    await rpc.wait(lambda line: line.get("id") == request and line.get("type") == "response", start)
 
 
 async def test_killed_or_stopped_actors_are_restarted_and_the_next_prompt_works(scripted, env):
@@ -221,7 +221,7 @@ async def test_killed_or_stopped_actors_are_restarted_and_the_next_prompt_works(
                     final = await rpc.prompt_ok(f"next {n}")
                     assert final["content"][0]["text"] == f"next {n}", (kind, sig, phase)
                 state_id = await rpc.send({"type": "get_state"})
-                state = await rpc.wait(lambda l: l.get("id") == state_id)
+                state = await rpc.wait(lambda line: line.get("id") == state_id)
                 pids = _marked(env.marker)
                 await proc.stdin.aclose()
                 assert await proc.wait() == 0, rpc.stderr
@@ -234,7 +234,7 @@ async def test_killed_or_stopped_actors_are_restarted_and_the_next_prompt_works(
     path = state["data"]["sessionFile"]
     saved = [json.loads(line) for line in open(path)]
     stamps = {(e["message"]["role"], e["message"]["timestamp"]) for e in saved if e.get("type") == "message"}
-    seen = [l["message"] for l in rpc.lines if l.get("type") == "message_end"]
+    seen = [line["message"] for line in rpc.lines if line.get("type") == "message_end"]
     assert seen and all((m["role"], m["timestamp"]) in stamps for m in seen)
     # Each fault was reported once, in one line; no traceback anywhere.
     assert sum("restarting" in line for line in rpc.stderr) == len(faults), rpc.stderr

@@ -259,7 +259,7 @@ def test_retry_after_headers_are_read_as_the_standard_says():
     assert parse_retry_after({}, now) is None and parse_retry_after(None, now) is None
 
 
-from hypothesis import given  # noqa: E402
+from hypothesis import given
 from hypothesis import strategies as st
 
 

@@ -170,7 +170,7 @@ async def test_a_client_that_stops_reading_is_disconnected_and_nobody_slows_down
 
 async def test_hostile_first_frames_each_get_hello_error_and_the_server_keeps_serving(server):
     inputs = bad_inputs(300, seed=8)
-    statm = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")  # noqa: E731
+    statm = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     rss = []
     limiter = trio.CapacityLimiter(16)
 

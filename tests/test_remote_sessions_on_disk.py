@@ -112,7 +112,7 @@ async def test_sessions_outlive_a_killed_server_and_attached_clients_reattach_by
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
         )
         lines = Lines(follower.stdout)
-        is_a = lambda kind: lambda o: isinstance(o, dict) and o.get("type") == kind  # noqa: E731
+        is_a = lambda kind: lambda o: isinstance(o, dict) and o.get("type") == kind
         with trio.fail_after(60):
             await lines.until(is_a("attached"))
             assert len((await lines.until(is_a("snapshot")))["messages"]) == 2
@@ -182,7 +182,7 @@ async def test_an_attached_client_follows_its_session_across_a_graceful_server_r
             state_dir=str(tmp_path / "state"),
         )
 
-    is_a = lambda kind: lambda o: isinstance(o, dict) and o.get("type") == kind  # noqa: E731
+    is_a = lambda kind: lambda o: isinstance(o, dict) and o.get("type") == kind
     follower = None
     try:
         with trio.fail_after(120):

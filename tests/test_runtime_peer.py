@@ -44,7 +44,7 @@ async def _echo_handler(call: IncomingCall):
 
 def _socket_streams():
     a, b = socket.socketpair()
-    wrap = lambda s: trio.SocketStream(trio.socket.from_stdlib_socket(s))  # noqa: E731
+    wrap = lambda s: trio.SocketStream(trio.socket.from_stdlib_socket(s))
     return wrap(a), wrap(b)
 
 

@@ -115,7 +115,7 @@ def test_entries_chain_through_parent_ids_and_the_leaf_follows(tmp_path):
         writer.append_message(user("three")),
     ]
     assert entries[0]["parentId"] is None
-    for previous, entry in zip(entries, entries[1:]):
+    for previous, entry in zip(entries, entries[1:], strict=False):
         assert entry["parentId"] == previous["id"]
     assert all(HEX8.match(e["id"]) for e in entries) and len({e["id"] for e in entries}) == 4
     assert all(ISO.match(e["timestamp"]) for e in entries)

@@ -186,7 +186,7 @@ async def test_a_session_taken_after_the_clis_check_is_still_a_one_line_refusal(
         config = actor_config(scripted, tmp_path, session={"sessionDir": str(tmp_path), "agentDir": str(tmp_path), "resume": held.path})
         try:
             await run_prompts(config, ["hi"], PrintRenderer())
-        except BaseException as exc:  # noqa: BLE001 - judged below, as main() judges it
+        except BaseException as exc:
             leaves = _leaves(exc)
         else:
             pytest.fail("the run was not refused")

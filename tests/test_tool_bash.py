@@ -507,7 +507,7 @@ async def test_output_that_cannot_be_saved_says_so_instead_of_naming_a_file(monk
     assert result["details"]["truncation"]["totalLines"] == 3001
 
 
-from hypothesis import given  # noqa: E402
+from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 

@@ -302,7 +302,7 @@ async def test_a_killed_pools_private_tmp_is_removed_by_the_next_pool(tmp_path):
     import subprocess
     import tempfile
 
-    gone = subprocess.Popen(["true"])
+    gone = subprocess.Popen(["true"])  # noqa: ASYNC220  # a pid that exits at once
     gone.wait()  # a pid that no longer runs: the "killed pool"
     stale = tempfile.mkdtemp(prefix=f"pi-actors-tmp-{gone.pid}-")
     alive = tempfile.mkdtemp(prefix=f"pi-actors-tmp-{os.getppid()}-")  # its owner still runs

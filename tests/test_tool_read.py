@@ -375,7 +375,7 @@ def _reference(data: bytes, path: str, offset, limit):
     return ("ok", truncation.to_json() if truncation.truncated else truncation.content)
 
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 

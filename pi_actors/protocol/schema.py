@@ -66,6 +66,28 @@ def all_interfaces() -> list[Interface]:
 # -- type walking ------------------------------------------------------------------------------
 
 
+#: CDDL names of the types spelled without looking inside them.
+_CDDL_NAMES: dict[type, str] = {
+    mi.AnyType: "any",
+    mi.NoneType: "null",
+    mi.BoolType: "bool",
+    mi.FloatType: "float",
+    mi.StrType: "tstr",
+    mi.BytesType: "bstr",
+    mi.ByteArrayType: "bstr",
+}
+
+#: Example values of the types that need no look inside them (see ``_example``).
+_SIMPLE_EXAMPLES: dict[type, Any] = {
+    mi.AnyType: None,
+    mi.NoneType: None,
+    mi.BoolType: True,
+    mi.FloatType: 1.5,
+    mi.BytesType: b"\x00",
+    mi.ByteArrayType: b"\x00",
+}
+
+
 class _Walker:
     """Collects every Struct reachable from the methods and spells types in CDDL."""
 
@@ -85,20 +107,11 @@ class _Walker:
         return name
 
     def spell(self, t: mi.Type) -> str:
-        if isinstance(t, mi.AnyType):
-            return "any"
-        if isinstance(t, mi.NoneType):
-            return "null"
-        if isinstance(t, mi.BoolType):
-            return "bool"
+        simple = _CDDL_NAMES.get(type(t))
+        if simple is not None:
+            return simple
         if isinstance(t, mi.IntType):
             return "uint" if (t.ge is not None and t.ge >= 0) else "int"
-        if isinstance(t, mi.FloatType):
-            return "float"
-        if isinstance(t, mi.StrType):
-            return "tstr"
-        if isinstance(t, (mi.BytesType, mi.ByteArrayType)):
-            return "bstr"
         if isinstance(t, mi.LiteralType):
             return " / ".join(json.dumps(v) for v in t.values)
         if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
@@ -209,18 +222,12 @@ def _replace_tables(protocol_md: str, tables: str) -> str:
 
 def _example(t: mi.Type, depth: int = 0) -> Any:
     """A small valid value of type ``t`` (required fields only), for the golden vectors."""
-    if isinstance(t, (mi.AnyType, mi.NoneType)):
-        return None
-    if isinstance(t, mi.BoolType):
-        return True
+    if type(t) in _SIMPLE_EXAMPLES:
+        return _SIMPLE_EXAMPLES[type(t)]
     if isinstance(t, mi.IntType):
         return max(1, t.ge or 0)
-    if isinstance(t, mi.FloatType):
-        return 1.5
     if isinstance(t, mi.StrType):
         return "x" * max(1, t.min_length or 0)
-    if isinstance(t, (mi.BytesType, mi.ByteArrayType)):
-        return b"\x00"
     if isinstance(t, mi.LiteralType):
         return t.values[0]
     if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
