@@ -74,13 +74,19 @@ def remote_error(conn: Connection) -> RemoteProtocolError:
 
 
 def test_the_public_constants():
-    assert (PROTOCOL_NAME, PROTOCOL_VERSION, SUPPORTED_VERSIONS) == ("pi-actors", 1, (1, 1))
+    assert (PROTOCOL_NAME, PROTOCOL_VERSION, SUPPORTED_VERSIONS) == ("pi-actors", 2, (1, 2))
     assert HANDSHAKE_TIMEOUT == 5.0
 
 
 # -- a whole conversation, fed at every split point ---------------------------------------------
 
 ARGS = {"path": "src/main.py", "offset": 0, "text": "naïve ✓", "blob": b"\x00\xff", "ratio": 0.25}
+
+
+#: What the client sends before anything else: its hello, two pipelined calls and a cancel.
+CLIENT_OPENING = (hello(), Call(id=1, method="read", args=ARGS), Call(id=2, method="slow"), Cancel(id=2))
+#: The server's own call to the client.
+SERVER_CALL = Call(id=1, method="confirm", args=["Overwrite?", None, True], target="ui")
 
 
 def conversation() -> tuple[bytes, list, bytes, list]:
@@ -93,7 +99,7 @@ def conversation() -> tuple[bytes, list, bytes, list]:
     to_server = bytearray()
     to_client = bytearray()
     # The client pipelines two calls and a cancel right behind its hello.
-    for msg in (hello(), Call(id=1, method="read", args=ARGS), Call(id=2, method="slow"), Cancel(id=2)):
+    for msg in CLIENT_OPENING:
         to_server += client.send(msg)
     assert client.state is HANDSHAKE
     server.receive_data(bytes(to_server))
@@ -106,7 +112,7 @@ def conversation() -> tuple[bytes, list, bytes, list]:
         Chunk(id=1, seq=1, data={"progress": 0.5}),
         Result(id=1, ok=True, value={"content": "line 1\nline 2\n", "lines": 2}),
         Result(id=2, ok=False, error=ErrorInfo(code="cancelled", message="call cancelled")),
-        Call(id=1, method="confirm", args=["Overwrite?", None, True], target="ui"),
+        SERVER_CALL,
     ):
         to_client += server.send(msg)
     client.receive_data(bytes(to_client))
@@ -139,6 +145,7 @@ def replay_to_server(pieces: list[bytes]) -> list:
         while (event := server.next_event()) is not NEED_DATA:
             if isinstance(event, Hello):
                 server.send(hello_ok(server))  # as an adapter does, before reading on
+                server.send(SERVER_CALL)  # the call the client's chunk and result answer
             events.append(event)
             if event is CLOSED:
                 break
@@ -148,7 +155,8 @@ def replay_to_server(pieces: list[bytes]) -> list:
 def replay_to_client(pieces: list[bytes]) -> list:
     """Feed ``pieces`` to a fresh client that has sent its hello; return all its events."""
     client = Connection("client")
-    client.send(hello())
+    for msg in CLIENT_OPENING:
+        client.send(msg)
     events = []
     for piece in [*pieces, b""]:
         client.receive_data(piece)
@@ -184,16 +192,16 @@ def test_the_server_picks_the_highest_common_version():
 
 
 def test_no_common_version_is_a_version_error_with_the_supported_range():
-    client = Connection("client", versions=(2, 3))
+    client = Connection("client", versions=(3, 4))
     server = Connection("server")
-    server.receive_data(client.send(hello(2, 3)))
+    server.receive_data(client.send(hello(3, 4)))
     err = remote_error(server)
-    assert err.code == "version" and err.supported == [1, 1]
-    assert "2..3" in err.message and "1..1" in err.message
+    assert err.code == "version" and err.supported == [1, 2]
+    assert "3..4" in err.message and "1..2" in err.message
     # The adapter answers with the final hello_error; the client sees it and closes.
     client.receive_data(server.fail(err.code, err.message, err.supported))
     event = client.next_event()
-    assert event == HelloError(code="version", message=err.message, supported=[1, 1])
+    assert event == HelloError(code="version", message=err.message, supported=[1, 2])
     assert client.state is CLOSED and client.next_event() is CLOSED
 
 
@@ -369,7 +377,7 @@ def test_end_of_stream_before_any_hello_is_a_clean_close():
 
 def test_after_the_peer_half_closes_answers_can_still_be_sent():
     client, server = open_pair()
-    server.receive_data(frame(Call(id=1, method="m")) + b"")
+    server.receive_data(client.send(Call(id=1, method="m")))
     server.receive_data(b"")
     assert drain(server) == [Call(id=1, method="m"), CLOSED]
     client.receive_data(server.send(Result(id=1, ok=True, value=42)))
@@ -484,6 +492,8 @@ def test_a_message_larger_than_the_frame_limit_is_not_sent_and_the_connection_li
 
 def test_an_unencodable_message_is_not_sent_and_the_connection_lives_on():
     client, server = open_pair()
+    client.receive_data(server.send(Call(id=1, method="m")))
+    assert client.next_event() == Call(id=1, method="m")
     assert "not finite" in local_error(client, Chunk(id=1, seq=0, data=float("nan")))
     assert client.state is OPEN
     server.receive_data(client.send(Chunk(id=1, seq=0, data=1.5)))
