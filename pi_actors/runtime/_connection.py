@@ -377,7 +377,7 @@ class Connection:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes read from the stream; ``b""`` reports end of stream.
 
         Data arriving after the connection closed is ignored.

@@ -46,7 +46,7 @@ import itertools
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
@@ -575,7 +575,7 @@ def remote_error_of(group: BaseExceptionGroup) -> RemoteError | None:
 async def open_peer(
     stream: trio.abc.Stream,
     *,
-    side: str,
+    side: Literal["client", "server"],
     role: str,
     name: str,
     handler: Handler | None = None,
@@ -608,7 +608,7 @@ async def open_peer(
         await trio.aclose_forcefully(stream)
 
 
-async def _handshake(peer: Peer, conn: P.Connection, *, side: str, role: str, name: str, timeout: float) -> None:
+async def _handshake(peer: Peer, conn: P.Connection, *, side: Literal["client", "server"], role: str, name: str, timeout: float) -> None:
     lo, hi = P.SUPPORTED_VERSIONS
     stream = peer._stream
 
@@ -645,6 +645,7 @@ async def _handshake(peer: Peer, conn: P.Connection, *, side: str, role: str, na
             if not isinstance(event, P.Hello):
                 raise ConnectionLost(f"{name}: peer closed during the handshake")
             peer.peer_role, peer.peer_name = event.role, event.name
+            assert conn.negotiated_version is not None  # set when the Hello was accepted
             await stream.send_all(conn.send(P.HelloOk(version=conn.negotiated_version, role=role, name=name)))
     except P.RemoteProtocolError as exc:
         await peer._fail(exc.code, exc.message, getattr(exc, "supported", None))

@@ -75,8 +75,8 @@ async def follow_session(
                 delay = backoff[0]
                 async with trio.open_nursery() as nursery:
 
-                    async def send_prompts() -> None:
-                        async for text in prompts:
+                    async def send_prompts(source: trio.MemoryReceiveChannel) -> None:
+                        async for text in source:
                             try:
                                 await session.call("prompt", {"text": text})
                             except ConnectionLost as exc:
@@ -88,7 +88,7 @@ async def follow_session(
                         nursery.cancel_scope.cancel()
 
                     if prompts is not None:
-                        nursery.start_soon(send_prompts)
+                        nursery.start_soon(send_prompts, prompts)
                     await _follow_updates(session, view)
 
         try:
