@@ -19,13 +19,16 @@ from pi_actors.testing import Reply
 
 class LossyProxy:
     """Accepts clients on a unix socket and serves each through ``server.serve_stream``,
-    forwarding frames both ways unchanged, except that it drops the first subscription
-    update for which ``drop(event)`` is true and renumbers the chunks after it, so the
-    envelope stays valid and only the subscription's own ``seq`` shows the loss."""
+    forwarding frames both ways unchanged, except at the first subscription update for which
+    ``drop(event)`` is true. With ``overflow=False`` it drops that update and renumbers the
+    chunks after it, so the envelope stays valid and only the subscription's own ``seq``
+    shows the loss; with ``overflow=True`` it ends the subscription there as a publisher
+    does with a subscriber that fell behind (``overflow``) and swallows the rest of it."""
 
-    def __init__(self, server: Any, drop: Any) -> None:
+    def __init__(self, server: Any, drop: Any, *, overflow: bool = False) -> None:
         self.server = server
         self.drop = drop
+        self.overflow = overflow
         self.dropped: dict | None = None
 
     async def serve(self, path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -70,14 +73,23 @@ class LossyProxy:
 
     def lose_one_update(self, subscriptions: set[int]) -> Any:
         shift: dict[int, int] = {}
+        ended: set[int] = set()
 
         def rewrite(payload: bytes) -> bytes:
             msg = P.decode_message(payload)
+            if isinstance(msg, (P.Chunk, P.Result)) and msg.id in ended:
+                if isinstance(msg, P.Result):
+                    ended.discard(msg.id)
+                return b""  # the client already got this call's (fake) result
             if not (isinstance(msg, P.Chunk) and msg.id in subscriptions):
                 return P.encode_frame(payload)
             data = msg.data
             if self.dropped is None and isinstance(data, dict) and "event" in data and self.drop(data["event"]):
                 self.dropped = data
+                if self.overflow:
+                    ended.add(msg.id)
+                    error = P.ErrorInfo(code="overflow", message="subscriber fell behind; resubscribe")
+                    return P.encode_frame(P.encode_message(P.Result(id=msg.id, ok=False, error=error)))
                 shift[msg.id] = 1
                 return b""
             if msg.id in shift:
@@ -145,11 +157,12 @@ def short_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-async def test_a_lost_subscription_update_costs_the_ui_a_redraw_not_a_wrong_transcript(server, scripted, short_dir):
+@pytest.mark.parametrize("overflow", [False, True], ids=["lost-update", "overflow"])
+async def test_a_lost_subscription_update_costs_the_ui_a_redraw_not_a_wrong_transcript(server, scripted, short_dir, overflow):
     scripted.script += [Reply(text="the answer")]
     # Lose the update that ends the user's message: a UI that applies updates blindly would
     # show the answer without the question, for good.
-    proxy = LossyProxy(server, lambda event: event.get("type") == "message_end" and event["message"]["role"] == "user")
+    proxy = LossyProxy(server, lambda event: event.get("type") == "message_end" and event["message"]["role"] == "user", overflow=overflow)
     path = f"{short_dir}/s.sock"
     view = View()
     async with trio.open_nursery() as nursery:
