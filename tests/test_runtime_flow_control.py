@@ -161,6 +161,36 @@ async def test_a_sender_cancelled_while_waiting_for_credit_leaves_no_gap_in_the_
     assert items == [*range(WINDOW), "after"]
 
 
+async def test_two_tasks_streaming_into_one_call_both_wait_for_credit_and_both_finish():
+    async def handler(call: IncomingCall) -> object:
+        async def send(tag: str) -> None:
+            for i in range(2 * WINDOW):
+                await call.send_chunk(f"{tag}{i}")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send, "a")
+            nursery.start_soon(send, "b")
+        return "done"
+
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+
+        async def serve() -> None:
+            async with open_peer(server_stream, side="server", role="s", name="s", handler=handler) as peer:
+                await peer.closed_event.wait()
+
+        nursery.start_soon(serve)
+        async with open_peer(client_stream, side="client", role="c", name="c") as peer:
+            async with peer.open_call("m") as call:
+                await anext(call)
+                await trio.testing.wait_all_tasks_blocked()  # both senders wait for credit
+                with trio.fail_after(10):
+                    items = [item async for item in call]
+                    assert await call.result() == "done"
+        nursery.cancel_scope.cancel()
+    assert len(items) == 4 * WINDOW - 1
+
+
 # -- a peer that breaks the call rules --------------------------------------------------------------
 
 

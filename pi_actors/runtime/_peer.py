@@ -141,7 +141,8 @@ class IncomingCall:
                 pass
             except P.LocalProtocolError as exc:
                 raise RemoteError("internal", f"a chunk could not be encoded: {exc.message}") from None
-            self._credit = trio.Event()
+            if self._credit.is_set():  # (senders of one call share the unset event)
+                self._credit = trio.Event()
             if peer._closed or conn.chunk_allowance(self.id) <= 0:
                 await self._credit.wait()
 
