@@ -354,9 +354,10 @@ class Peer:
     def _send_credit_soon(self, call_id: int, n: int) -> None:
         """Grant ``n`` chunks of credit for our call ``call_id`` from a task of its own: the
         consumer (or the reader) that decided it must never wait for the socket."""
-        if self._closed or self._handler_nursery is None:
-            return
-        self._handler_nursery.start_soon(self._send_credit, call_id, n)
+        nursery = self._handler_nursery
+        if self._closed or nursery is None or nursery.cancel_scope.cancel_called:
+            return  # the connection is ending: credit would not be sent anyway
+        nursery.start_soon(self._send_credit, call_id, n)
 
     async def _send_credit(self, call_id: int, n: int) -> None:
         def frame() -> bytes:
