@@ -77,6 +77,49 @@ def _messages():
     return [("text delta chunk", delta), ("tool call", call), ("tool result 4 KiB", result)]
 
 
+def _connection_path(P: Any, msg: Any) -> tuple[Callable[[], None], str]:
+    """``msg`` through a client/server ``Connection`` pair (send, then receive_data and
+    next_event), keeping the call rules of PROTOCOL §6: a chunk of a call in flight with the
+    next ``seq``; a call or a result together with the minimal result or call that closes it,
+    so that ids are not reused while in flight (that work is included, and labelled)."""
+    import msgspec
+
+    client, server = P.Connection("client"), P.Connection("server")
+    server.receive_data(client.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="ui", name="c")))
+    server.next_event()
+    client.receive_data(server.send(P.HelloOk(version=1, role="coordinator", name="s")))
+    client.next_event()
+    label = "pi-actors Connection.send / receive_data+next_event"
+    replace = msgspec.structs.replace
+    if isinstance(msg, P.Chunk):  # the server's call, streamed by the client
+        client.receive_data(server.send(P.Call(id=msg.id, method="m")))
+        client.next_event()
+        seq = iter(range(1 << 62))
+
+        def chunk() -> None:
+            server.receive_data(client.send(replace(msg, seq=next(seq))))
+            server.next_event()
+
+        return chunk, label
+    if isinstance(msg, P.Call):
+
+        def call() -> None:
+            server.receive_data(client.send(msg))
+            server.next_event()
+            client.receive_data(server.send(P.Result(id=msg.id, ok=True)))
+            client.next_event()
+
+        return call, label + " (+ a minimal result)"
+
+    def result() -> None:  # the client's minimal call, answered by the server
+        server.receive_data(client.send(P.Call(id=msg.id, method="m")))
+        server.next_event()
+        client.receive_data(server.send(msg))
+        client.next_event()
+
+    return result, label + " (+ a minimal call)"
+
+
 def _rate(fn: Callable[[], None], seconds: float, repeat: int) -> float:
     """Calls per second of ``fn`` (best of ``repeat`` runs of about ``seconds`` each)."""
     n = 1
@@ -117,15 +160,7 @@ def bench_codec(seconds: float, repeat: int) -> list[MicroResult]:
             decoder.feed(P.encode_frame(P.encode_message(msg)))
             P.decode_message(decoder.next_frame())
 
-        client, server = P.Connection("client"), P.Connection("server")
-        server.receive_data(client.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="ui", name="c")))
-        server.next_event()
-        client.receive_data(server.send(P.HelloOk(version=1, role="coordinator", name="s")))
-        client.next_event()
-
-        def connection(msg=msg, client=client, server=server) -> None:
-            server.receive_data(client.send(msg))
-            server.next_event()
+        connection, connection_label = _connection_path(P, msg)
 
         cls = type(msg)
 
@@ -143,7 +178,7 @@ def bench_codec(seconds: float, repeat: int) -> list[MicroResult]:
             mp_dec.decode(mp_enc.encode(msg))
 
         out.append(MicroResult(group, "pi-actors encode_message+encode_frame / FrameDecoder+decode_message", _rate(ours, seconds, repeat), "/s"))
-        out.append(MicroResult(group, "pi-actors Connection.send / receive_data+next_event", _rate(connection, seconds, repeat), "/s"))
+        out.append(MicroResult(group, connection_label, _rate(connection, seconds, repeat), "/s"))
         out.append(MicroResult(group, "baseline cbor2.dumps(to_builtins) / cbor2.loads+msgspec.convert, framed", _rate(cbor2_typed, seconds, repeat), "/s", True))
         out.append(MicroResult(group, "baseline cbor2.dumps / cbor2.loads (no validation)", _rate(cbor2_raw, seconds, repeat), "/s", True))
         out.append(MicroResult(group, "reference msgspec msgpack typed (not offered by protocol v1)", _rate(msgpack_typed, seconds, repeat), "/s", True))
