@@ -98,6 +98,49 @@ def _transcript(turns: int) -> list[dict[str, Any]]:
     return out
 
 
+def _connection_path(P: Any, msg: Any) -> tuple[Callable[[], None], str]:
+    """``msg`` through a client/server ``Connection`` pair (send, then receive_data and
+    next_event), keeping the call rules of PROTOCOL §6: a chunk of a call in flight with the
+    next ``seq``; a call or a result together with the minimal result or call that closes it,
+    so that ids are not reused while in flight (that work is included, and labelled)."""
+    import msgspec
+
+    client, server = P.Connection("client"), P.Connection("server")
+    server.receive_data(client.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="ui", name="c")))
+    server.next_event()
+    client.receive_data(server.send(P.HelloOk(version=1, role="coordinator", name="s")))
+    client.next_event()
+    label = "pi-actors Connection.send / receive_data+next_event"
+    replace = msgspec.structs.replace
+    if isinstance(msg, P.Chunk):  # the server's call, streamed by the client
+        client.receive_data(server.send(P.Call(id=msg.id, method="m")))
+        client.next_event()
+        seq = iter(range(1 << 62))
+
+        def chunk() -> None:
+            server.receive_data(client.send(replace(msg, seq=next(seq))))
+            server.next_event()
+
+        return chunk, label
+    if isinstance(msg, P.Call):
+
+        def call() -> None:
+            server.receive_data(client.send(msg))
+            server.next_event()
+            client.receive_data(server.send(P.Result(id=msg.id, ok=True)))
+            client.next_event()
+
+        return call, label + " (+ a minimal result)"
+
+    def result() -> None:  # the client's minimal call, answered by the server
+        server.receive_data(client.send(P.Call(id=msg.id, method="m")))
+        server.next_event()
+        client.receive_data(server.send(msg))
+        client.next_event()
+
+    return result, label + " (+ a minimal call)"
+
+
 def _rates(fns: list[Callable[[], Any]], seconds: float, repeat: int) -> list[float]:
     """Calls per CPU second of each of ``fns``: the best of ``repeat`` rounds of about
     ``seconds`` each, the functions taking turns within every round, so that a busy machine
@@ -158,15 +201,7 @@ def bench_codec(seconds: float, repeat: int) -> list[MicroResult]:
 
             return run
 
-        client, server = P.Connection("client"), P.Connection("server")
-        server.receive_data(client.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="ui", name="c")))
-        server.next_event()
-        client.receive_data(server.send(P.HelloOk(version=1, role="coordinator", name="s")))
-        client.next_event()
-
-        def connection(msg: Any = msg, client: Any = client, server: Any = server) -> None:
-            server.receive_data(client.send(msg))
-            server.next_event()
+        connection, connection_label = _connection_path(P, msg)
 
         def unchecked_encode(msg: Any) -> bytes:
             return cbor2.dumps(msgspec.to_builtins(msg, builtin_types=(bytes, bytearray)))
@@ -182,7 +217,7 @@ def bench_codec(seconds: float, repeat: int) -> list[MicroResult]:
             (f"{ours}, decode", partial(P.decode_message, payload), False),
             (f"{theirs}, decode", partial(cbor2_codec.decode_message, payload), True),
             (f"{ours}, framed round trip", framed(P.encode_message, P.decode_message), False),
-            ("pi-actors Connection.send / receive_data+next_event, round trip", connection, False),
+            (connection_label, connection, False),
             (f"{theirs}, framed round trip", framed(cbor2_codec.encode_message, cbor2_codec.decode_message), True),
             ("reference cbor2 without the §3 checks (envelope validated), framed round trip",
              framed(unchecked_encode, unchecked_decode), True),

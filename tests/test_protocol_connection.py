@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_actors.runtime.protocol import (
+    CHUNK_WINDOW,
     CLOSED,
     HANDSHAKE,
     HANDSHAKE_TIMEOUT,
@@ -21,6 +22,7 @@ from pi_actors.runtime.protocol import (
     Cancel,
     Chunk,
     Connection,
+    Credit,
     ErrorInfo,
     Hello,
     HelloError,
@@ -74,13 +76,19 @@ def remote_error(conn: Connection) -> RemoteProtocolError:
 
 
 def test_the_public_constants():
-    assert (PROTOCOL_NAME, PROTOCOL_VERSION, SUPPORTED_VERSIONS) == ("pi-actors", 1, (1, 1))
+    assert (PROTOCOL_NAME, PROTOCOL_VERSION, SUPPORTED_VERSIONS) == ("pi-actors", 2, (1, 2))
     assert HANDSHAKE_TIMEOUT == 5.0
 
 
 # -- a whole conversation, fed at every split point ---------------------------------------------
 
 ARGS = {"path": "src/main.py", "offset": 0, "text": "naïve ✓", "blob": b"\x00\xff", "ratio": 0.25}
+
+
+#: What the client sends before anything else: its hello, two pipelined calls and a cancel.
+CLIENT_OPENING = (hello(), Call(id=1, method="read", args=ARGS), Call(id=2, method="slow"), Cancel(id=2))
+#: The server's own call to the client.
+SERVER_CALL = Call(id=1, method="confirm", args=["Overwrite?", None, True], target="ui")
 
 
 def conversation() -> tuple[bytes, list, bytes, list]:
@@ -93,7 +101,7 @@ def conversation() -> tuple[bytes, list, bytes, list]:
     to_server = bytearray()
     to_client = bytearray()
     # The client pipelines two calls and a cancel right behind its hello.
-    for msg in (hello(), Call(id=1, method="read", args=ARGS), Call(id=2, method="slow"), Cancel(id=2)):
+    for msg in CLIENT_OPENING:
         to_server += client.send(msg)
     assert client.state is HANDSHAKE
     server.receive_data(bytes(to_server))
@@ -106,7 +114,7 @@ def conversation() -> tuple[bytes, list, bytes, list]:
         Chunk(id=1, seq=1, data={"progress": 0.5}),
         Result(id=1, ok=True, value={"content": "line 1\nline 2\n", "lines": 2}),
         Result(id=2, ok=False, error=ErrorInfo(code="cancelled", message="call cancelled")),
-        Call(id=1, method="confirm", args=["Overwrite?", None, True], target="ui"),
+        SERVER_CALL,
     ):
         to_client += server.send(msg)
     client.receive_data(bytes(to_client))
@@ -139,6 +147,7 @@ def replay_to_server(pieces: list[bytes]) -> list:
         while (event := server.next_event()) is not NEED_DATA:
             if isinstance(event, Hello):
                 server.send(hello_ok(server))  # as an adapter does, before reading on
+                server.send(SERVER_CALL)  # the call the client's chunk and result answer
             events.append(event)
             if event is CLOSED:
                 break
@@ -148,7 +157,8 @@ def replay_to_server(pieces: list[bytes]) -> list:
 def replay_to_client(pieces: list[bytes]) -> list:
     """Feed ``pieces`` to a fresh client that has sent its hello; return all its events."""
     client = Connection("client")
-    client.send(hello())
+    for msg in CLIENT_OPENING:
+        client.send(msg)
     events = []
     for piece in [*pieces, b""]:
         client.receive_data(piece)
@@ -184,16 +194,16 @@ def test_the_server_picks_the_highest_common_version():
 
 
 def test_no_common_version_is_a_version_error_with_the_supported_range():
-    client = Connection("client", versions=(2, 3))
+    client = Connection("client", versions=(3, 4))
     server = Connection("server")
-    server.receive_data(client.send(hello(2, 3)))
+    server.receive_data(client.send(hello(3, 4)))
     err = remote_error(server)
-    assert err.code == "version" and err.supported == [1, 1]
-    assert "2..3" in err.message and "1..1" in err.message
+    assert err.code == "version" and err.supported == [1, 2]
+    assert "3..4" in err.message and "1..2" in err.message
     # The adapter answers with the final hello_error; the client sees it and closes.
     client.receive_data(server.fail(err.code, err.message, err.supported))
     event = client.next_event()
-    assert event == HelloError(code="version", message=err.message, supported=[1, 1])
+    assert event == HelloError(code="version", message=err.message, supported=[1, 2])
     assert client.state is CLOSED and client.next_event() is CLOSED
 
 
@@ -369,7 +379,7 @@ def test_end_of_stream_before_any_hello_is_a_clean_close():
 
 def test_after_the_peer_half_closes_answers_can_still_be_sent():
     client, server = open_pair()
-    server.receive_data(frame(Call(id=1, method="m")) + b"")
+    server.receive_data(client.send(Call(id=1, method="m")))
     server.receive_data(b"")
     assert drain(server) == [Call(id=1, method="m"), CLOSED]
     client.receive_data(server.send(Result(id=1, ok=True, value=42)))
@@ -484,6 +494,8 @@ def test_a_message_larger_than_the_frame_limit_is_not_sent_and_the_connection_li
 
 def test_an_unencodable_message_is_not_sent_and_the_connection_lives_on():
     client, server = open_pair()
+    client.receive_data(server.send(Call(id=1, method="m")))
+    assert client.next_event() == Call(id=1, method="m")
     assert "not finite" in local_error(client, Chunk(id=1, seq=0, data=float("nan")))
     assert client.state is OPEN
     server.receive_data(client.send(Chunk(id=1, seq=0, data=1.5)))
@@ -558,3 +570,230 @@ def test_messages_in_any_order_never_raise_anything_but_remote_protocol_error(si
         conn.send(hello())
     data = b"".join(frame(m) for m in msgs) + noise
     feed_in_pieces(conn, data, sizes)
+
+
+# -- the call rules (PROTOCOL.md §6) --------------------------------------------------------------
+
+
+def open_pair_v2() -> tuple[Connection, Connection]:
+    """An open client/server pair on protocol version 2 (flow control)."""
+    client, server = Connection("client"), Connection("server")
+    server.receive_data(client.send(hello(1, 2)))
+    drain(server)
+    client.receive_data(server.send(hello_ok(server)))
+    drain(client)
+    assert client.flow_control and server.flow_control
+    return client, server
+
+
+def test_a_second_call_with_an_id_still_in_flight_is_fatal_instead_of_replacing_the_first():
+    client, server = open_pair()
+    server.receive_data(frame(Call(id=7, method="first")) + frame(Call(id=7, method="second")))
+    assert server.next_event() == Call(id=7, method="first")
+    err = remote_error(server)
+    assert err.code == "invalid_request" and "duplicate call id 7" in err.message
+    assert server.state is CLOSED
+
+
+def test_an_id_may_be_used_again_once_its_call_was_answered():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=7, method="m")))
+    assert server.next_event() == Call(id=7, method="m")
+    client.receive_data(server.send(Result(id=7, ok=True)))
+    assert client.next_event() == Result(id=7, ok=True)
+    server.receive_data(client.send(Call(id=7, method="again")))
+    assert server.next_event() == Call(id=7, method="again")
+
+
+def test_the_two_directions_have_separate_id_spaces():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=1, method="from the client")))
+    client.receive_data(server.send(Call(id=1, method="from the server")))
+    assert server.next_event() == Call(id=1, method="from the client")
+    assert client.next_event() == Call(id=1, method="from the server")
+
+
+@pytest.mark.parametrize(
+    ("seqs", "expected"),
+    [([0, 2], 1), ([0, 1, 1], 2), ([1], 0), ([0, 0], 1)],
+    ids=["gap", "repeat", "not-from-zero", "zero-twice"],
+)
+def test_a_gap_or_repeat_in_a_calls_chunk_numbers_is_fatal(seqs, expected):
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=3, method="stream")))
+    drain(server)
+    client.receive_data(b"".join(frame(Chunk(id=3, seq=s)) for s in seqs))
+    err = remote_error(client)
+    assert f"numbered {seqs[-1]}, expected {expected}" in err.message
+
+
+def test_each_call_numbers_its_chunks_on_its_own():
+    client, server = open_pair()
+    for call_id in (1, 2):
+        server.receive_data(client.send(Call(id=call_id, method="stream")))
+    drain(server)
+    for call_id, seq in [(1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]:
+        client.receive_data(server.send(Chunk(id=call_id, seq=seq)))
+    assert [(e.id, e.seq) for e in drain(client)[:-1]] == [(1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]
+
+
+@pytest.mark.parametrize(
+    "late", [Result(id=4, ok=True), Chunk(id=4, seq=1)], ids=["second-result", "chunk-after-result"]
+)
+def test_anything_for_a_call_after_its_result_is_fatal(late):
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=4, method="m")))
+    drain(server)
+    client.receive_data(frame(Chunk(id=4, seq=0)) + frame(Result(id=4, ok=True)) + frame(late))
+    assert [type(e) for e in (client.next_event(), client.next_event())] == [Chunk, Result]
+    err = remote_error(client)
+    assert "call 4, which is not in flight" in err.message
+
+
+@pytest.mark.parametrize("stray", [Result(id=9, ok=True), Chunk(id=9, seq=0)], ids=["result", "chunk"])
+def test_a_chunk_or_result_for_a_call_never_made_is_fatal(stray):
+    client, server = open_pair()
+    client.receive_data(frame(stray))
+    assert "call 9, which is not in flight (we made no call with this id" in remote_error(client).message
+
+
+def test_chunks_and_the_result_arriving_after_we_cancelled_are_normal():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=5, method="slow")))
+    drain(server)
+    client.receive_data(server.send(Chunk(id=5, seq=0)))  # already on its way when we cancel
+    server.receive_data(client.send(Cancel(id=5)))
+    assert drain(server) == [Cancel(id=5), NEED_DATA]
+    client.receive_data(server.send(Chunk(id=5, seq=1)) + server.send(Result(id=5, ok=True, value="done anyway")))
+    assert drain(client)[:-1] == [Chunk(id=5, seq=0), Chunk(id=5, seq=1), Result(id=5, ok=True, value="done anyway")]
+
+
+def test_a_cancel_racing_the_result_is_ignored_but_we_never_send_one_for_a_finished_call():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=6, method="m")))
+    drain(server)
+    client.receive_data(server.send(Result(id=6, ok=True)))
+    drain(client)
+    server.receive_data(frame(Cancel(id=6)))  # sent by a peer before the result reached it
+    assert drain(server) == [Cancel(id=6), NEED_DATA] and server.state is OPEN
+    assert "cancel for call 6, which is not in flight" in local_error(client, Cancel(id=6))
+
+
+def test_breaking_the_call_rules_ourselves_sends_nothing_and_changes_nothing():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=1, method="m")))
+    drain(server)
+    assert "call id 1 is already in flight" in local_error(client, Call(id=1, method="again"))
+    assert "chunk for call 2, which is not in flight" in local_error(server, Chunk(id=2, seq=0))
+    assert "result for call 2, which is not in flight" in local_error(server, Result(id=2, ok=True))
+    assert "numbered 1; the next is 0" in local_error(server, Chunk(id=1, seq=1))
+    # An unencodable chunk takes no number: the next one is still 0.
+    local_error(server, Chunk(id=1, seq=0, data=float("inf")))
+    assert server.next_chunk_seq(1) == 0
+    client.receive_data(server.send(Chunk(id=1, seq=0)) + server.send(Result(id=1, ok=True)))
+    assert drain(client)[:-1] == [Chunk(id=1, seq=0), Result(id=1, ok=True)]
+    assert "result for call 1, which is not in flight" in local_error(server, Result(id=1, ok=True))
+    assert client.state is OPEN and server.state is OPEN
+
+
+# -- flow control (version 2) ---------------------------------------------------------------------
+
+
+def test_version_2_is_negotiated_when_both_sides_speak_it_and_brings_flow_control():
+    client, server = open_pair_v2()
+    assert client.negotiated_version == server.negotiated_version == 2
+    v1_client, v1_server = open_pair()
+    assert v1_client.negotiated_version == 1 and not v1_client.flow_control and not v1_server.flow_control
+
+
+def test_a_callee_may_send_a_window_of_chunks_and_more_only_as_credit_arrives():
+    client, server = open_pair_v2()
+    server.receive_data(client.send(Call(id=1, method="stream")))
+    drain(server)
+    assert server.chunk_allowance(1) == CHUNK_WINDOW
+    for seq in range(CHUNK_WINDOW):
+        client.receive_data(server.send(Chunk(id=1, seq=seq)))
+    assert server.chunk_allowance(1) == 0
+    assert "past the caller's credit" in local_error(server, Chunk(id=1, seq=CHUNK_WINDOW))
+    assert len(drain(client)) == CHUNK_WINDOW + 1
+    server.receive_data(client.send(Credit(id=1, n=3)))
+    assert drain(server) == [Credit(id=1, n=3), NEED_DATA]
+    assert server.chunk_allowance(1) == 3
+    client.receive_data(server.send(Chunk(id=1, seq=CHUNK_WINDOW)))
+    assert client.next_event() == Chunk(id=1, seq=CHUNK_WINDOW)
+
+
+def test_a_chunk_past_the_credit_granted_is_fatal():
+    client, server = open_pair_v2()
+    server.receive_data(client.send(Call(id=1, method="stream")))
+    drain(server)
+    client.receive_data(b"".join(frame(Chunk(id=1, seq=s)) for s in range(CHUNK_WINDOW + 1)))
+    err = remote_error(client)
+    assert f"chunk {CHUNK_WINDOW} of call 1 is past the credit we granted" in err.message
+
+
+def test_without_flow_control_there_is_no_window_and_credit_is_a_protocol_error():
+    client, server = open_pair()
+    server.receive_data(client.send(Call(id=1, method="stream")))
+    drain(server)
+    assert server.chunk_allowance(1) == float("inf")
+    for seq in range(CHUNK_WINDOW + 5):
+        server.send(Chunk(id=1, seq=seq))
+    assert "credit needs protocol version 2" in local_error(client, Credit(id=1, n=1))
+    server.receive_data(frame(Credit(id=1, n=1)))
+    assert "credit received on a version 1 connection" in remote_error(server).message
+
+
+def test_credit_for_a_call_already_answered_is_ignored_but_not_sent():
+    client, server = open_pair_v2()
+    server.receive_data(client.send(Call(id=1, method="m")))
+    drain(server)
+    credit = client.send(Credit(id=1, n=4))  # crosses the result on the wire
+    client.receive_data(server.send(Result(id=1, ok=True)))
+    server.receive_data(credit)
+    assert drain(server) == [Credit(id=1, n=4), NEED_DATA] and server.state is OPEN
+    drain(client)
+    assert "credit for call 1, which is not in flight" in local_error(client, Credit(id=1, n=4))
+
+
+# A model of the call rules, for hostile message sequences: which messages from the peer a
+# client with calls 1 and 2 in flight (version 2) must accept.
+call_traffic = st.lists(
+    st.one_of(
+        st.builds(lambda i, s: Chunk(id=i, seq=s), st.integers(0, 3), st.integers(0, 4)),
+        st.builds(lambda i: Result(id=i, ok=True), st.integers(0, 3)),
+        st.builds(lambda i: Call(id=i, method="m"), st.integers(0, 3)),
+        st.builds(lambda i: Cancel(id=i), st.integers(0, 3)),
+        st.builds(lambda i, n: Credit(id=i, n=n), st.integers(0, 3), st.integers(0, 3)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(msgs=call_traffic)
+def test_hostile_call_traffic_is_accepted_exactly_when_it_keeps_the_rules(msgs):
+    client, server = open_pair_v2()
+    for call_id in (1, 2):
+        server.receive_data(client.send(Call(id=call_id, method="m")))
+    ours = {1: 0, 2: 0}  # our calls in flight: next chunk seq
+    theirs: set[int] = set()  # the peer's calls in flight
+    for msg in msgs:
+        if isinstance(msg, Chunk):
+            ok = ours.get(msg.id) == msg.seq
+            if ok:
+                ours[msg.id] += 1
+        elif isinstance(msg, Result):
+            ok = ours.pop(msg.id, None) is not None
+        elif isinstance(msg, Call):
+            ok = msg.id not in theirs
+            theirs.add(msg.id)
+        else:
+            ok = True  # a cancel or credit for an id not in flight raced its result
+        client.receive_data(frame(msg))
+        if not ok:
+            with pytest.raises(RemoteProtocolError) as info:
+                client.next_event()
+            assert info.value.code == "invalid_request" and client.state is CLOSED
+            return
+        assert client.next_event() == msg

@@ -26,21 +26,37 @@ moves bytes:
   connection is ``CLOSED`` and every later ``next_event`` raises the same error; the caller
   then writes ``fail(err.code, err.message, err.supported)`` and closes the stream.
 
-Calls themselves (``Call`` → ``Chunk``\\* → ``Result``, ``Cancel``) are not tracked here;
-that bookkeeping belongs to the layer above, which knows what its ids mean.
+* The call rules (PROTOCOL.md §6), in both directions. A call is *in flight* from its
+  ``Call`` until its ``Result``; ids are unique among the calls in flight of one direction;
+  chunks are numbered 0, 1, 2, … per call; exactly one ``Result`` ends a call. A ``Cancel``
+  changes nothing here: the call stays in flight until its result, so chunks and the result
+  arriving after we sent a cancel are normal. Breaking a rule ourselves raises
+  :class:`LocalProtocolError` from ``send`` (nothing is sent); the peer breaking one (a
+  duplicate id, a gap or repeat in ``seq``, a chunk or result for an id not in flight) is a
+  :class:`RemoteProtocolError`. A ``Cancel`` for an id not in flight is ignored on receipt
+  (it may race the result) but refused on ``send``: our side knows the call is over.
+* Flow control (version 2, when ``flow_control`` is true). The callee of a call may send
+  chunk ``seq`` only while ``seq`` is below the call's *limit*, which starts at
+  ``CHUNK_WINDOW`` and grows by ``n`` with every ``Credit{id, n}`` the caller sends as it
+  consumes chunks. ``chunk_allowance(id)`` tells the callee how many chunks it may send now;
+  a chunk past the limit is a protocol error either way. The connection only counts: the
+  I/O adapter decides when to wait and when to grant credit (see ``_peer``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Final, Literal
 
 from ._codec import decode_message, encode_message, encode_message_into
 from ._errors import INVALID_REQUEST, VERSION, LocalProtocolError, RemoteProtocolError
 from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
-from ._messages import Call, Cancel, Chunk, Hello, HelloError, HelloOk, Message, Result
+from ._messages import Call, Cancel, Chunk, Credit, Hello, HelloError, HelloOk, Message, Result
 
 __all__ = [
+    "CHUNK_WINDOW",
     "CLOSED",
+    "FLOW_CONTROL_VERSION",
     "HANDSHAKE",
     "NEED_DATA",
     "OPEN",
@@ -51,9 +67,13 @@ __all__ = [
 ]
 
 PROTOCOL_NAME: Final = "pi-actors"
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
 #: The inclusive range of protocol versions this implementation speaks.
-SUPPORTED_VERSIONS: Final = (1, 1)
+SUPPORTED_VERSIONS: Final = (1, 2)
+#: The first version with per-call flow control (``Credit``).
+FLOW_CONTROL_VERSION: Final = 2
+#: Chunks a callee may send before the caller grants credit (version 2).
+CHUNK_WINDOW: Final = 32
 #: The only payload codec of version 1.
 _CODEC = "cbor"
 
@@ -67,7 +87,7 @@ CLOSED: Final = "CLOSED"
 #: ``next_event`` sentinel: feed more bytes with ``receive_data``.
 NEED_DATA: Final = "NEED_DATA"
 
-_CALL_TYPES = (Call, Chunk, Result, Cancel)
+_CALL_TYPES = (Call, Chunk, Result, Cancel, Credit)
 _MAX_FAIL_MESSAGE = 500
 
 
@@ -114,6 +134,46 @@ class Connection:
         self._announced: tuple[int, int] | None = None  # client: the range our Hello announced
         self._hello_error_sent = False
         self._peer_done = False  # a HelloError arrived or EOF was reported: no more events
+        # Calls in flight, by id: [the next chunk seq, the seq limit of flow control].
+        self._calls_out: dict[int, list[int]] = {}  # ours, waiting for their result
+        self._calls_in: dict[int, list[int]] = {}  # the peer's, not answered yet
+
+    # -- calls in flight -----------------------------------------------------------------
+
+    @property
+    def flow_control(self) -> bool:
+        """Whether the negotiated version has per-call flow control (``Credit``)."""
+        version = self.negotiated_version
+        return version is not None and version >= FLOW_CONTROL_VERSION
+
+    def awaiting_result(self, call_id: int) -> bool:
+        """Whether our call ``call_id`` is in flight (sent, its result not yet received)."""
+        return call_id in self._calls_out
+
+    def chunk_allowance(self, call_id: int) -> float:
+        """How many chunks of the peer's call ``call_id`` we may send now: 0 while we wait
+        for credit, ``math.inf`` without flow control.
+
+        Raises:
+            LocalProtocolError: the call is not in flight (never received, or answered).
+        """
+        state = self._calls_in.get(call_id)
+        if state is None:
+            raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("chunk", call_id, "theirs"))
+        if not self.flow_control:
+            return math.inf
+        return max(0, state[1] - state[0])
+
+    def next_chunk_seq(self, call_id: int) -> int:
+        """The ``seq`` the next chunk we send for the peer's call ``call_id`` must carry.
+
+        Raises:
+            LocalProtocolError: the call is not in flight.
+        """
+        state = self._calls_in.get(call_id)
+        if state is None:
+            raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("chunk", call_id, "theirs"))
+        return state[0]
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -130,7 +190,7 @@ class Connection:
         """
         state = self.state
         if state is OPEN and type(msg) in _CALL_TYPES:
-            return self._frame(msg)  # the hot path
+            return self._send_call_traffic(msg)  # the hot path
         if state is CLOSED:
             raise LocalProtocolError(
                 INVALID_REQUEST, f"cannot send {_name(msg)}: the connection is closed"
@@ -178,7 +238,65 @@ class Connection:
                 f"cannot send {_name(msg)} before the handshake completed"
                 " (only call and cancel may be pipelined after hello)",
             )
-        return self._frame(msg)
+        return self._send_call_traffic(msg)
+
+    def _send_call_traffic(self, msg: Message) -> bytes:
+        """Check ``msg`` against the call rules, frame it, then record it (in that order:
+        a message that cannot be framed changes nothing)."""
+        kind = type(msg)
+        if kind is Chunk:
+            chunk: Chunk = msg  # type: ignore[assignment]
+            state = self._calls_in.get(chunk.id)
+            if state is None:
+                raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("chunk", chunk.id, "theirs"))
+            if chunk.seq != state[0]:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, f"chunk of call {chunk.id} numbered {chunk.seq}; the next is {state[0]}"
+                )
+            if self.flow_control and chunk.seq >= state[1]:
+                raise LocalProtocolError(
+                    INVALID_REQUEST,
+                    f"chunk {chunk.seq} of call {chunk.id} is past the caller's credit"
+                    f" (chunks below {state[1]} may be sent)",
+                )
+            data = self._frame(msg)
+            state[0] += 1
+            return data
+        if kind is Result:
+            call_id = msg.id  # type: ignore[union-attr]
+            if call_id not in self._calls_in:
+                raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("result", call_id, "theirs"))
+            data = self._frame(msg)
+            del self._calls_in[call_id]
+            return data
+        if kind is Call:
+            call_id = msg.id  # type: ignore[union-attr]
+            if call_id in self._calls_out:
+                raise LocalProtocolError(
+                    INVALID_REQUEST, f"call id {call_id} is already in flight; ids must be unique"
+                )
+            data = self._frame(msg)
+            self._calls_out[call_id] = [0, CHUNK_WINDOW]
+            return data
+        if kind is Cancel:
+            call_id = msg.id  # type: ignore[union-attr]
+            if call_id not in self._calls_out:
+                raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("cancel", call_id, "ours"))
+            return self._frame(msg)
+        # Credit
+        credit: Credit = msg  # type: ignore[assignment]
+        if not self.flow_control:
+            raise LocalProtocolError(
+                INVALID_REQUEST,
+                f"credit needs protocol version {FLOW_CONTROL_VERSION}; this connection speaks"
+                f" {self.negotiated_version}",
+            )
+        state = self._calls_out.get(credit.id)
+        if state is None:
+            raise LocalProtocolError(INVALID_REQUEST, _not_in_flight("credit", credit.id, "ours"))
+        data = self._frame(msg)
+        state[1] += credit.n
+        return data
 
     def _server_send(self, msg: Message) -> bytes:
         if type(msg) is Hello:
@@ -259,7 +377,7 @@ class Connection:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes read from the stream; ``b""`` reports end of stream.
 
         Data arriving after the connection closed is ignored.
@@ -303,7 +421,7 @@ class Connection:
                 return NEED_DATA
             msg = decode_message(payload)
             if self.state is OPEN and type(msg) in _CALL_TYPES:
-                return msg  # the hot path
+                return self._receive_call_traffic(msg)  # the hot path
             return self._check_received(msg)
         except RemoteProtocolError as exc:
             self.error = exc
@@ -331,13 +449,13 @@ class Connection:
                 )
             if kind is HelloOk:
                 raise RemoteProtocolError(INVALID_REQUEST, "a client never sends hello_ok")
-            if kind in (Chunk, Result):
+            if kind in (Chunk, Result, Credit):
                 raise RemoteProtocolError(
                     INVALID_REQUEST,
                     f"{_name(msg)} received before the handshake completed"
                     " (only call and cancel may be pipelined after hello)",
                 )
-            return msg  # a pipelined Call or Cancel
+            return self._receive_call_traffic(msg)  # a pipelined Call or Cancel
         # client
         if kind is Hello:
             raise RemoteProtocolError(INVALID_REQUEST, "a server never sends hello")
@@ -352,6 +470,53 @@ class Connection:
                 f"the first server message must be hello_ok or hello_error, got {_name(msg)}",
             )
         return msg
+
+    def _receive_call_traffic(self, msg: Message) -> Message:
+        """Check a received call message against the call rules and record it."""
+        kind = type(msg)
+        if kind is Chunk:
+            chunk: Chunk = msg  # type: ignore[assignment]
+            state = self._calls_out.get(chunk.id)
+            if state is None:
+                raise RemoteProtocolError(INVALID_REQUEST, _not_in_flight("chunk", chunk.id, "ours"))
+            if chunk.seq != state[0]:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST,
+                    f"chunk of call {chunk.id} numbered {chunk.seq}, expected {state[0]}"
+                    " (chunks are numbered 0, 1, 2, ... without gaps)",
+                )
+            if self.flow_control and chunk.seq >= state[1]:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST,
+                    f"chunk {chunk.seq} of call {chunk.id} is past the credit we granted"
+                    f" (chunks below {state[1]})",
+                )
+            state[0] += 1
+            return msg
+        if kind is Result:
+            if self._calls_out.pop(msg.id, None) is None:  # type: ignore[union-attr]
+                raise RemoteProtocolError(INVALID_REQUEST, _not_in_flight("result", msg.id, "ours"))  # type: ignore[union-attr]
+            return msg
+        if kind is Call:
+            call_id = msg.id  # type: ignore[union-attr]
+            if call_id in self._calls_in:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST, f"duplicate call id {call_id}: a call with this id is still in flight"
+                )
+            self._calls_in[call_id] = [0, CHUNK_WINDOW]
+            return msg
+        if kind is Credit:
+            if not self.flow_control:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST,
+                    f"credit received on a version {self.negotiated_version} connection"
+                    f" (it needs version {FLOW_CONTROL_VERSION})",
+                )
+            state = self._calls_in.get(msg.id)  # type: ignore[union-attr]
+            if state is not None:  # else the call is over: credit racing our result
+                state[1] += msg.n  # type: ignore[union-attr]
+            return msg
+        return msg  # Cancel: one for an id not in flight raced the result, and is ignored
 
     def _accept_hello(self, hello: Hello) -> None:
         if hello.protocol != PROTOCOL_NAME:
@@ -405,6 +570,14 @@ def _name(msg: object) -> str:
     config = getattr(type(msg), "__struct_config__", None)
     tag = getattr(config, "tag", None)
     return tag if isinstance(tag, str) else type(msg).__name__
+
+
+def _not_in_flight(what: str, call_id: int, whose: str) -> str:
+    if whose == "ours":
+        why = "we made no call with this id, or its result arrived"
+    else:
+        why = "the peer made no call with this id, or it was answered"
+    return f"{what} for call {call_id}, which is not in flight ({why})"
 
 
 def _excerpt(value: object, limit: int = 60) -> str:

@@ -76,7 +76,7 @@ class FrameDecoder:
         """Bytes of the partial frame held (at most ``max_frame + 4``)."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         """Append ``data`` (bytes-like, any length) and split off every complete frame.
 
         Never raises for bad input: a framing error is reported by ``next_frame``, after

@@ -28,6 +28,7 @@ __all__ = [
     "Call",
     "Cancel",
     "Chunk",
+    "Credit",
     "ErrorInfo",
     "Hello",
     "HelloError",
@@ -139,10 +140,19 @@ class Cancel(_Envelope, tag="cancel"):
     id: Uint
 
 
-Message = Hello | HelloOk | HelloError | Call | Chunk | Result | Cancel
+class Credit(_Envelope, tag="credit"):
+    """(Protocol version 2.) The caller of call ``id`` has taken ``n`` more of its chunks off
+    its buffer: the callee may send ``n`` chunks more than it could so far. Flow control of
+    one call (PROTOCOL.md §6); sent caller → callee only on a version-2 connection."""
+
+    id: Uint
+    n: Uint
+
+
+Message = Hello | HelloOk | HelloError | Call | Chunk | Result | Cancel | Credit
 
 #: Every envelope Struct by its ``type`` tag.
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (Hello, HelloOk, HelloError, Call, Chunk, Result, Cancel)
+    for cls in (Hello, HelloOk, HelloError, Call, Chunk, Result, Cancel, Credit)
 }

@@ -18,9 +18,23 @@ that feeds received bytes into the ``Connection`` and routes each event:
   true}``), whatever the handler: a liveness check of the process's event loop, not of any
   call it is serving (``Peer.ping``; see ``_supervise`` for the heartbeat built on it).
 
-A protocol violation by the peer gets one final ``hello_error`` and the stream is closed. When
-the stream ends, every outgoing call still waiting fails with ``ConnectionLost`` ("outcome
-unknown"): nothing is retried or replayed.
+A protocol violation by the peer (a malformed frame, a duplicate call id, a gap in a call's
+chunk numbering, a second result: the rules the sans-I/O ``Connection`` enforces) gets one
+final ``hello_error`` and the stream is closed. When the stream ends, every outgoing call
+still waiting fails with ``ConnectionLost`` ("outcome unknown"): nothing is retried or
+replayed.
+
+Backpressure (protocol version 2, PROTOCOL.md §6): per call, by credit. The reader never
+blocks on a consumer: a call's chunks go into a buffer of ``CHUNK_WINDOW`` chunks, and the
+callee may not send more than that until the caller grants credit. ``OutgoingCall`` grants
+credit (``Credit{id, n}``, sent by a small task so a consumer never waits on the socket)
+each time its consumer has taken half a window off the buffer, so a slow consumer makes the
+remote handler's ``send_chunk`` wait, and a producer that coalesces (the provider's deltas)
+merges while it waits. One call's full buffer therefore never stalls the connection: ``$ping``,
+cancels, results and chunks of other calls keep flowing. A call given up by its caller
+(leaving ``open_call`` before the result) keeps being granted credit for whatever still
+arrives, so a handler that finishes cooperatively after the cancel is never left waiting.
+A version-1 peer has no credit: its calls get an unbounded buffer, as before.
 
 Cancellation: leaving ``open_peer`` cancels the reader and all handler tasks and closes the
 stream. Cancelling a task blocked in ``call``/``open_call`` sends ``cancel{id}`` to the peer.
@@ -32,7 +46,7 @@ import itertools
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
@@ -100,26 +114,48 @@ class IncomingCall:
         #: Set to True by a handler that watches ``cancel_requested`` itself and finishes
         #: with a proper result instead of being cancelled.
         self.cooperative = False
-        self._seq = 0
         self._scope: trio.CancelScope | None = None
+        self._credit = trio.Event()  # set when credit arrives (or the connection ends)
 
     async def send_chunk(self, data: Any) -> None:
         """Send one item of this call's stream to the caller.
 
-        Raises ``RemoteError("internal")`` for an item the wire cannot carry (nothing is sent,
-        the stream's numbering is unchanged, the connection goes on), ``MessageTooLarge`` for
-        one past the frame limit, ``ConnectionLost`` when the connection is gone."""
-        seq = self._seq
-        self._seq += 1
-        try:
-            await self._peer._send(P.Chunk(id=self.id, seq=seq, data=data))
-        except P.LocalProtocolError as exc:
-            # Raised while encoding, before any await: no other chunk can have taken a number.
-            self._seq = seq
-            raise RemoteError("internal", f"a chunk could not be encoded: {exc.message}") from None
-        except MessageTooLarge:
-            self._seq = seq
-            raise
+        Waits while the caller has not granted credit for it (flow control: a slow consumer
+        slows its producer). Raises ``RemoteError("internal")`` for an item the wire cannot
+        carry (nothing is sent, the stream's numbering is unchanged, the connection goes on),
+        ``MessageTooLarge`` for one past the frame limit, ``ConnectionLost`` when the
+        connection is gone. Cancellation while waiting sends nothing."""
+        peer = self._peer
+        conn = peer._conn
+
+        def frame() -> bytes:
+            if conn.chunk_allowance(self.id) <= 0:
+                raise _NoCredit
+            return peer._frame_of(P.Chunk(id=self.id, seq=conn.next_chunk_seq(self.id), data=data))
+
+        while True:
+            try:
+                await peer._write(frame)
+                return
+            except _NoCredit:
+                pass
+            except P.LocalProtocolError as exc:
+                raise RemoteError("internal", f"a chunk could not be encoded: {exc.message}") from None
+            if self._credit.is_set():  # (senders of one call share the unset event)
+                self._credit = trio.Event()
+            if peer._closed or conn.chunk_allowance(self.id) <= 0:
+                await self._credit.wait()
+
+    def _credit_arrived(self) -> None:
+        self._credit.set()
+
+
+class _NoCredit(Exception):
+    """Internal: the call's flow-control window is used up; wait for credit."""
+
+
+class _CallOver(Exception):
+    """Internal: credit for a call whose result has arrived is not sent."""
 
 
 Handler = Callable[[IncomingCall], Awaitable[Any]]
@@ -131,22 +167,50 @@ class OutgoingCall:
     def __init__(self, peer: Peer, call_id: int) -> None:
         self._peer = peer
         self.id = call_id
-        self._send, self._recv = trio.open_memory_channel[Any](math.inf)
+        #: Flow control: the buffer holds at most a window of chunks, then the result and a
+        #: possible "lost" (a version-1 peer has no credit: unbounded, as before).
+        self._flow = peer._conn.flow_control
+        self._send, self._recv = trio.open_memory_channel[Any](P.CHUNK_WINDOW + 2 if self._flow else math.inf)
         self._done = False
         self._value: Any = None
         self._error: RemoteError | None = None
+        self._received = 0  # chunks that arrived
+        self._consumed = 0  # chunks taken off the buffer (or thrown away once abandoned)
+        self._granted = 0  # credit sent for them
+        self._abandoned = False  # the caller left open_call before the result
 
     def _deliver_chunk(self, data: Any) -> None:
+        self._received += 1
+        if self._abandoned:
+            self._consumed += 1
+            self._grant_credit()
+            return
         self._send.send_nowait(("chunk", data))
 
     def _deliver_result(self, msg: P.Result) -> None:
-        self._send.send_nowait(("result", msg))
+        if not self._abandoned:
+            self._send.send_nowait(("result", msg))
 
     def _deliver_lost(self, detail: str) -> None:
         try:
             self._send.send_nowait(("lost", detail))
-        except trio.ClosedResourceError:
-            pass
+        except (trio.ClosedResourceError, trio.WouldBlock):
+            pass  # abandoned: nobody reads it
+
+    def _grant_credit(self, at_once: bool = False) -> None:
+        """Grant credit for the chunks consumed since the last grant: in batches of half a
+        window (a frame per chunk would be waste), or ``at_once``."""
+        n = self._consumed - self._granted
+        if not self._flow or n <= 0 or (n < P.CHUNK_WINDOW // 2 and not at_once):
+            return
+        self._granted += n
+        self._peer._send_credit_soon(self.id, n)
+
+    def _abandon(self) -> None:
+        """The caller gave up before the result: free the chunks it will never read."""
+        self._abandoned = True
+        self._consumed = self._received
+        self._grant_credit(at_once=True)
 
     def __aiter__(self) -> OutgoingCall:
         return self
@@ -156,6 +220,8 @@ class OutgoingCall:
             raise StopAsyncIteration
         kind, payload = await self._recv.receive()
         if kind == "chunk":
+            self._consumed += 1
+            self._grant_credit()
             return payload
         self._done = True
         if kind == "result":
@@ -228,11 +294,13 @@ class Peer:
 
     # -- sending -----------------------------------------------------------------------------
 
-    async def _send(self, msg: Any) -> None:
-        if self._closed:
-            raise ConnectionLost(self._close_reason)
+    def _frame_of(self, msg: Any) -> bytes:
+        """``msg``'s frame from the Connection (which checks and records it).
+
+        Raises MessageTooLarge past the frame limit, LocalProtocolError for anything else
+        the Connection refuses; either way nothing is recorded."""
         try:
-            data = self._conn.send(msg)
+            return self._conn.send(msg)
         except P.LocalProtocolError as exc:
             size = getattr(exc, "size", None)
             if size is None:
@@ -242,9 +310,25 @@ class Peer:
                 f"{what} is {size:,} bytes, more than the limit of one message"
                 f" ({self._conn.max_frame:,} bytes, {self._conn.max_frame / 2**20:g} MiB); nothing was sent"
             ) from None
+
+    async def _send(self, msg: Any) -> None:
+        await self._write(lambda: self._frame_of(msg))
+
+    async def _write(self, frame: Callable[[], bytes]) -> None:
+        """Write the frame ``frame()`` returns, in turn with every other sender.
+
+        ``frame`` runs under the send lock, right before the write, so the Connection records
+        a message (a call id, a chunk's number, credit used) only when it is really written:
+        a sender cancelled while waiting for its turn leaves no trace. Exceptions of
+        ``frame`` propagate with nothing sent."""
+        if self._closed:
+            raise ConnectionLost(self._close_reason)
         async with self._send_lock:
             # A cancellation already pending ends the send here, before any byte is written.
             await trio.lowlevel.checkpoint_if_cancelled()
+            if self._closed:
+                raise ConnectionLost(self._close_reason)
+            data = frame()
             try:
                 await self._stream.send_all(data)
             except trio.Cancelled:
@@ -260,9 +344,30 @@ class Peer:
                 raise ConnectionLost(self._close_reason) from None
 
     async def _send_cancel(self, call_id: int) -> None:
+        if not self._conn.awaiting_result(call_id):
+            return  # the result is in already: nothing to cancel
         try:
             await self._send(P.Cancel(id=call_id))
         except ConnectionLost:
+            pass
+
+    def _send_credit_soon(self, call_id: int, n: int) -> None:
+        """Grant ``n`` chunks of credit for our call ``call_id`` from a task of its own: the
+        consumer (or the reader) that decided it must never wait for the socket."""
+        nursery = self._handler_nursery
+        if self._closed or nursery is None or nursery.cancel_scope.cancel_called:
+            return  # the connection is ending: credit would not be sent anyway
+        nursery.start_soon(self._send_credit, call_id, n)
+
+    async def _send_credit(self, call_id: int, n: int) -> None:
+        def frame() -> bytes:
+            if not self._conn.awaiting_result(call_id):
+                raise _CallOver  # the result arrived meanwhile: credit is moot
+            return self._conn.send(P.Credit(id=call_id, n=n))
+
+        try:
+            await self._write(frame)
+        except (ConnectionLost, _CallOver):
             pass
 
     # -- calling -----------------------------------------------------------------------------
@@ -281,7 +386,11 @@ class Peer:
             await self._send(P.Call(id=call_id, method=method, args=args, target=target))
             yield call
         finally:
-            self._outgoing.pop(call_id, None)
+            if call._flow and self._conn.awaiting_result(call_id) and not self._closed:
+                # Kept until its result arrives, to keep granting credit (see the module doc).
+                call._abandon()
+            else:
+                self._outgoing.pop(call_id, None)
             if not call._done and not self._closed:
                 with trio.CancelScope(shield=True):
                     await self._send_cancel(call_id)
@@ -312,6 +421,8 @@ class Peer:
         self._close_reason = reason
         for call in list(self._outgoing.values()):
             call._deliver_lost(reason)
+        for incoming in list(self._incoming.values()):
+            incoming._credit_arrived()  # a sender waiting for credit: it gets ConnectionLost
         self.closed_event.set()
 
     async def _run_reader(self) -> None:
@@ -368,6 +479,12 @@ class Peer:
             out = self._outgoing.get(msg.id)
             if out is not None:
                 out._deliver_result(msg)
+                if out._abandoned:
+                    del self._outgoing[msg.id]
+        elif isinstance(msg, P.Credit):
+            inc = self._incoming.get(msg.id)
+            if inc is not None:
+                inc._credit_arrived()
         elif isinstance(msg, P.Cancel):
             inc = self._incoming.get(msg.id)
             if inc is not None:
@@ -460,7 +577,7 @@ def remote_error_of(group: BaseExceptionGroup) -> RemoteError | None:
 async def open_peer(
     stream: trio.abc.Stream,
     *,
-    side: str,
+    side: Literal["client", "server"],
     role: str,
     name: str,
     handler: Handler | None = None,
@@ -493,7 +610,7 @@ async def open_peer(
         await trio.aclose_forcefully(stream)
 
 
-async def _handshake(peer: Peer, conn: P.Connection, *, side: str, role: str, name: str, timeout: float) -> None:
+async def _handshake(peer: Peer, conn: P.Connection, *, side: Literal["client", "server"], role: str, name: str, timeout: float) -> None:
     lo, hi = P.SUPPORTED_VERSIONS
     stream = peer._stream
 
@@ -530,6 +647,7 @@ async def _handshake(peer: Peer, conn: P.Connection, *, side: str, role: str, na
             if not isinstance(event, P.Hello):
                 raise ConnectionLost(f"{name}: peer closed during the handshake")
             peer.peer_role, peer.peer_name = event.role, event.name
+            assert conn.negotiated_version is not None  # set when the Hello was accepted
             await stream.send_all(conn.send(P.HelloOk(version=conn.negotiated_version, role=role, name=name)))
     except P.RemoteProtocolError as exc:
         await peer._fail(exc.code, exc.message, getattr(exc, "supported", None))

@@ -3,7 +3,7 @@
 Everything needed to speak the protocol over any byte stream, without doing any I/O:
 
 * messages — the envelope Structs: ``Hello``, ``HelloOk``, ``HelloError``, ``Call``,
-  ``Chunk``, ``Result`` (with ``ErrorInfo``), ``Cancel``; ``Message`` is their union;
+  ``Chunk``, ``Result`` (with ``ErrorInfo``), ``Cancel``, ``Credit`` (version 2); ``Message`` is their union;
 * ``encode_message`` / ``decode_message`` — one message <-> one strict CBOR item;
 * ``encode_frame`` / ``FrameDecoder`` — 4-byte big-endian length framing;
 * ``Connection`` — the state machine (handshake, ordering, fatal errors), with the states
@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from ._codec import MAX_DEPTH, MAX_ITEMS, decode_message, encode_message
 from ._connection import (
+    CHUNK_WINDOW,
     CLOSED,
+    FLOW_CONTROL_VERSION,
     HANDSHAKE,
     NEED_DATA,
     OPEN,
@@ -39,14 +41,16 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
-from ._messages import Call, Cancel, Chunk, ErrorInfo, Hello, HelloError, HelloOk, Message, Result
+from ._messages import Call, Cancel, Chunk, Credit, ErrorInfo, Hello, HelloError, HelloOk, Message, Result
 
 #: Seconds a server waits for the client's Hello before failing the connection.
 HANDSHAKE_TIMEOUT = 5.0
 
 __all__ = [
     # constants
+    "CHUNK_WINDOW",
     "DEFAULT_MAX_FRAME",
+    "FLOW_CONTROL_VERSION",
     "HANDSHAKE_TIMEOUT",
     "MAX_DEPTH",
     "MAX_ITEMS",
@@ -57,6 +61,7 @@ __all__ = [
     "Call",
     "Cancel",
     "Chunk",
+    "Credit",
     "ErrorInfo",
     "Hello",
     "HelloError",

@@ -11,6 +11,12 @@ makes its own calls (the TUI). A prompt in flight when the connection drops fail
 with an "outcome unknown" error (``view.status``) and is not re-sent. A server that restarts
 (or a session whose processes died) is waited for the same way: the next ``attach`` reopens
 the session from its file, history included.
+
+The subscription is checked: its snapshot carries ``seq`` N and its updates must carry N+1,
+N+2, … in order. An update out of sequence (a lost one) or a subscription ended for falling
+behind (``overflow``) is repaired by subscribing again on the same attachment: the view gets
+a fresh ``snapshot`` (a redraw) and then the updates after it, so it never shows a state the
+session was not in.
 """
 
 from __future__ import annotations
@@ -69,8 +75,8 @@ async def follow_session(
                 delay = backoff[0]
                 async with trio.open_nursery() as nursery:
 
-                    async def send_prompts() -> None:
-                        async for text in prompts:
+                    async def send_prompts(source: trio.MemoryReceiveChannel) -> None:
+                        async for text in source:
                             try:
                                 await session.call("prompt", {"text": text})
                             except ConnectionLost as exc:
@@ -82,19 +88,8 @@ async def follow_session(
                         nursery.cancel_scope.cancel()
 
                     if prompts is not None:
-                        nursery.start_soon(send_prompts)
-                    async with session.open_call("subscribe") as sub:
-                        rebuild = AgentEventRebuilder()
-                        first = True
-                        async for chunk in sub:
-                            if first:
-                                first = False
-                                snap = chunk["snapshot"]
-                                rebuild.seed(snap.get("streamMessage"))
-                                view.snapshot(snap)
-                                continue
-                            view.event(rebuild.apply(chunk["event"]))
-                        await sub.result()
+                        nursery.start_soon(send_prompts, prompts)
+                    await _follow_updates(session, view)
 
         try:
             await attempt()
@@ -123,6 +118,47 @@ async def follow_session(
         delay = min(delay * 2, backoff[1])
     assert session_id is not None
     return session_id
+
+
+async def _follow_updates(session: RemoteSession, view: Any) -> None:
+    """Subscribe and feed ``view``: snapshot, then every update in sequence. Subscribes again
+    (a new snapshot) after a gap or an ``overflow``; returns when a subscription ends
+    normally. Raises the RemoteError of any other failure."""
+    while True:
+        try:
+            if not await _follow_one_subscription(session, view):
+                return
+        except RemoteError as exc:
+            if exc.code != "overflow" or isinstance(exc, ConnectionLost):
+                raise
+
+
+async def _follow_one_subscription(session: RemoteSession, view: Any) -> bool:
+    """One ``subscribe`` call: True if it must be replaced (an update arrived out of
+    sequence; leaving the call cancels it), False if it ended normally."""
+    async with session.open_call("subscribe") as sub:
+        rebuild = AgentEventRebuilder()
+        expected: int | None = None
+        async for chunk in sub:
+            if expected is None:
+                snap = chunk["snapshot"]
+                expected = _seq_of(snap, "snapshot") + 1
+                rebuild.seed(snap.get("streamMessage"))
+                view.snapshot(snap)
+                continue
+            if _seq_of(chunk, "update") != expected:
+                return True  # a gap (or a repeat): the view would go wrong from here on
+            expected += 1
+            view.event(rebuild.apply(chunk["event"]))
+        await sub.result()
+    return False
+
+
+def _seq_of(item: Any, what: str) -> int:
+    seq = item.get("seq") if isinstance(item, dict) else None
+    if type(seq) is not int:
+        raise RemoteError("invalid_request", f"a subscription {what} without an integer seq: {str(item)[:80]}")
+    return seq
 
 
 def leaf_errors(exc: BaseException) -> list:
