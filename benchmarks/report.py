@@ -219,7 +219,7 @@ def budget_lines(bs: list[Budget], markdown: bool = False) -> str:
     return "\n".join(f"  [{b.status}] ({b.key}) {b.text}: {b.figures}" for b in bs)
 
 
-# Suggested per-operation targets from shared/spec/landscape.md §D (not issue budgets).
+# Suggested per-operation targets from the peers' survey (landscape: Codex, Claude Code, OpenHands) (not issue budgets).
 LANDSCAPE_TARGETS = {
     "frame encode+decode": ("per-message codec + framing < 10 µs", lambda us: us < 10),
     "call round trip, unix socketpair, two processes": ("local socket round trip < 100 µs", lambda us: us < 100),

@@ -11,7 +11,8 @@ from support.agent_loop import check_invariants, make_tool
 from pi_actors.agent import Agent, AgentState, AgentToolResult
 from pi_actors.agent.agent import BUSY_CONTINUE, BUSY_PROMPT
 from pi_actors.agent.testing import Call, ScriptedStream, Text, done_only, fake_model, reply, until_aborted
-from pi_actors.ai.types import AssistantMessage, TextContent, UserMessage, new_assistant_message, now_ms
+from pi_actors.ai.types import AssistantMessage, Model, TextContent, UserMessage, new_assistant_message, now_ms
+from pi_actors.testing.scripted_server import Reply
 
 MODEL = fake_model()
 
@@ -344,10 +345,17 @@ async def test_reset_clears_everything_but_does_not_abort():
     assert (s.messages, s.is_streaming, s.error, agent.has_queued_messages()) == ([], False, None, False)
 
 
-async def test_prompt_without_model_or_stream_function_refuses():
+async def test_prompt_without_model_refuses():
     with pytest.raises(RuntimeError, match="^No model configured$"):
         await Agent(stream_fn=ScriptedStream()).prompt("hi")
-    agent = Agent(initial_state={"model": MODEL})
-    with pytest.raises(TypeError):
-        await agent.prompt("hi")
+
+
+async def test_without_a_stream_function_the_agent_calls_the_llm_layer(start_llm):
+    # pi's default streamFn is streamSimple: an Agent built without one calls the model
+    # through pi_actors.ai (here the scripted server, through the real SDK).
+    server = await start_llm([Reply(text="from the real llm layer")])
+    model = Model(id="m", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
+    agent = Agent(initial_state={"model": model}, get_api_key=lambda provider: "k")
+    await agent.prompt("hi")
+    assert agent.state.messages[-1].content[0].text == "from the real llm layer"
     assert not agent.state.is_streaming

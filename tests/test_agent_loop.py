@@ -270,7 +270,7 @@ async def test_parallel_calls_with_the_same_exclusive_key_run_one_after_another_
 
 
 async def test_parallel_outcomes_follow_call_order_even_when_a_call_fails_preflight():
-    """Pinned (DESIGN): [slow A, unknown B, fast C] → results A, B, C; C ends after A."""
+    """Pinned (docs/architecture.md §7): [slow A, unknown B, fast C] → results A, B, C; C ends after A."""
     c_finished = trio.Event()
     finished: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Cross-provider hand-off (spec/pi-core.md §2.9, §4.8): conversations produced by each API are
+"""Cross-provider hand-off (pi's packages/ai, docs/architecture.md §7): conversations produced by each API are
 replayed to every other one through the real SDKs; what reaches each wire is checked."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Context-overflow detection (spec/pi-core.md §2.8), from each API's real error replies and from
+"""Context-overflow detection (pi's packages/ai, docs/architecture.md §7), from each API's real error replies and from
 usage: ``is_context_overflow(message, context_window)``."""
 
 from __future__ import annotations

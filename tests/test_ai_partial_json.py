@@ -1,4 +1,4 @@
-"""parse_streaming_json: pi's table (spec/pi-core.md §1.13) and hostile input."""
+"""parse_streaming_json: pi's table (pi's packages/ai, docs/architecture.md §7) and hostile input."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The three providers through the real SDKs against the scripted LLM server (no network).
 
-Every scenario runs for all three APIs. The event-sequence invariants of spec/pi-core.md §1.7 and §5
+Every scenario runs for all three APIs. The event-sequence invariants of pi's packages/ai, docs/architecture.md §7
 (one start first, one terminal last, contentIndex valid and of the right block type, partial is
 the live message) are checked on every recorded stream.
 """

@@ -1,8 +1,7 @@
 """The coordinator's upkeep between runs: auto-retry, auto-compaction, manual compaction.
 
 The policies are the coding layer's (``coding.retry``, ``coding.compaction``); this module
-drives them against the live session, in pi's order (spec/pi-coding-agent.md §3.3, §3.10,
-§4.5):
+drives them against the live session, in pi's order (pi's packages/coding-agent, docs/architecture.md §7):
 
 * after a run ends, a retryable provider error is retried with backoff
   (``auto_retry_start`` … ``auto_retry_end``), cancellable by ``abort`` / ``abort_retry``;

@@ -8,7 +8,7 @@ spawns its own workers), coordinator, and session store (a separate process, or 
 :class:`CoordinatorLink`: the UI's connection to the coordinator, with ``call`` /
 ``open_call`` / ``closed_event`` like a ``Peer``.
 
-Supervision (DESIGN "Second stage"; OTP's one_for_one for provider and pool, rest_for_one
+Supervision (docs/architecture.md §5; OTP's one_for_one for provider and pool, rest_for_one
 for the coordinator):
 
 * every child is a watched actor (``runtime.start_watched_actor``): its exit is seen at once

@@ -187,7 +187,7 @@ class SessionStore:
                     lambda: SessionWriter.fork_from(fork_from, session_dir, cwd, owner_pid=owner)
                 )
             else:
-                # Not pi's lazy creation: DESIGN wants every entry durable before it is
+                # Not pi's lazy creation: every entry must be durable (docs/architecture.md §5) before it is
                 # acknowledged, the user's prompt included, so the file starts with it.
                 writer = SessionWriter.create(session_dir, cwd, lazy=False, owner_pid=owner)
         if old is not None:

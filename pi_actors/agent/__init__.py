@@ -1,4 +1,4 @@
-"""pi_actors.agent: the stateless agent loop, its events and types (spec/pi-core.md §3).
+"""pi_actors.agent: the stateless agent loop, its events and types (pi's packages/agent, docs/architecture.md §7).
 
 It knows nothing of sessions, files, processes or sockets: callers hand it a context, a
 configuration of callbacks, a stream function and an event sink.

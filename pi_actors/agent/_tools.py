@@ -1,4 +1,4 @@
-"""The tool phase of a turn (spec/pi-core.md §3.7, with DESIGN's differences; see loop.py).
+"""The tool phase of a turn (pi's packages/agent, docs/architecture.md §7 with our differences; see loop.py).
 
 A ``ToolPhase`` is the tool phase of one turn, an object the loop's run creates for the
 batch and calls (``await ToolPhase(...).run(message, calls)``), given what it needs

@@ -1,6 +1,6 @@
 """Agent: a stateful holder around the loop — state, queues, one run at a time, listeners.
 
-(spec/pi-core.md §3.10.) ``await agent.prompt(...)`` / ``await agent.continue_()`` run one
+(pi's packages/agent, docs/architecture.md §7) ``await agent.prompt(...)`` / ``await agent.continue_()`` run one
 agent run to its end in the calling task (trio: the caller chooses where the run lives) and
 never raise for run failures, which land in ``state.error`` and the transcript. Other tasks
 may meanwhile ``steer``, ``follow_up``, ``abort`` or ``await wait_for_idle()``.
@@ -268,8 +268,6 @@ class Agent:
         self.clear_all_queues()
 
     async def _run(self, messages: list[AgentMessage] | None, skip_initial_steering_poll: bool = False) -> None:
-        if self.stream_fn is None:
-            raise TypeError("Agent has no stream_fn")
         state = self._state
         model = state.model
         if model is None:

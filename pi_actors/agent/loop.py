@@ -6,11 +6,11 @@ and return its new messages (the prompts first, for ``run_agent_loop``). ``emit`
 for every event (a sync callable works too) and is never called concurrently, so a sink that
 persists or forwards events gives the caller barrier semantics.
 
-The run is pi's double loop (spec/pi-core.md §3.5-§3.9): turns of one LLM call plus its tool
+The run is pi's double loop (pi's packages/agent, docs/architecture.md §7): turns of one LLM call plus its tool
 calls; after a turn with tool calls another LLM call follows; steering messages are injected
 before the next call; follow-up messages are taken when the run would otherwise end.
 
-Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differs"):
+Contract beyond pi's snapshot (docs/architecture.md §7, and the README's "Where pi-actors deliberately differs from pi"):
 
 * **Nothing hangs and nothing raises past the loop.** A callback that raises
   (``convert_to_llm``, ``transform_context``, ``get_api_key``, the steering and follow-up getters,
@@ -52,8 +52,8 @@ Contract beyond pi's snapshot (DESIGN.md, "Where this design deliberately differ
   (``Request was aborted``), which ends the run. An aborted run polls no steering or
   follow-up messages, so queued ones wait for the next run instead of being consumed.
 * ``run_agent_loop_continue`` does not mutate the caller's message list (pi's does).
-* ``stream_fn`` has no default yet (``pi_actors.ai.stream`` is not wired in): without one both
-  functions raise TypeError before emitting anything.
+* ``stream_fn`` defaults to ``pi_actors.ai.stream_simple`` (pi's ``streamSimple``): the LLM
+  layer's entry point, which picks the provider from the model's API.
 """
 
 from __future__ import annotations
@@ -129,13 +129,13 @@ async def run_agent_loop(
 
     The caller's ``context`` is not mutated: the run works on a new message list.
     """
-    _require_stream_fn(stream_fn)
+    stream_fn = _stream_fn_or_default(stream_fn)
     working = AgentContext(
         system_prompt=context.system_prompt,
         messages=[*context.messages, *prompts],
         tools=context.tools,
     )
-    run = _Run(working, config, emit, signal, stream_fn)  # type: ignore[arg-type]
+    run = _Run(working, config, emit, signal, stream_fn)
     run.new_messages = list(prompts)
     await run.main(prompts_to_announce=list(prompts))
     return run.new_messages
@@ -155,7 +155,7 @@ async def run_agent_loop_continue(
     (``Cannot continue: no messages in context``) or an assistant-last one
     (``Cannot continue from message role: assistant``).
     """
-    _require_stream_fn(stream_fn)
+    stream_fn = _stream_fn_or_default(stream_fn)
     if not context.messages:
         raise ValueError("Cannot continue: no messages in context")
     if message_role(context.messages[-1]) == "assistant":
@@ -165,14 +165,34 @@ async def run_agent_loop_continue(
         messages=list(context.messages),
         tools=context.tools,
     )
-    run = _Run(working, config, emit, signal, stream_fn)  # type: ignore[arg-type]
+    run = _Run(working, config, emit, signal, stream_fn)
     await run.main(prompts_to_announce=None)
     return run.new_messages
 
 
-def _require_stream_fn(stream_fn: Any) -> None:
-    if stream_fn is None:
-        raise TypeError("stream_fn is required (pi_actors.ai.stream is not wired in as a default yet)")
+def _stream_fn_or_default(stream_fn: StreamFn | None) -> StreamFn:
+    """``stream_fn``, or the LLM layer's ``stream_simple`` (pi's default) when None."""
+    return stream_fn if stream_fn is not None else _stream_simple
+
+
+async def _stream_simple(model: Any, context: Context, options: Any, emit: Any) -> AssistantMessage:
+    """The default stream function: ``ai.stream_simple`` with the loop's options."""
+    from ..ai.options import StreamOptions
+    from ..ai.stream import stream_simple
+
+    return await stream_simple(
+        model,
+        context,
+        StreamOptions(
+            api_key=options.api_key,
+            signal=options.signal,
+            reasoning=options.reasoning,
+            session_id=options.session_id,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+        ),
+        emit,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -269,7 +269,7 @@ survives a stream function that breaks this contract; see loop.py.)"""
 
 
 # ---------------------------------------------------------------------------------------------
-# Events (spec/pi-core.md §3.3)
+# Events (pi's packages/agent, docs/architecture.md §7)
 
 
 class _AgentEvent(msgspec.Struct, tag_field="type", rename="camel", kw_only=True):
@@ -351,7 +351,7 @@ AgentEventSink = Callable[[AgentEvent], Awaitable[None]]
 
 
 # ---------------------------------------------------------------------------------------------
-# Loop configuration (spec/pi-core.md §3.2)
+# Loop configuration (pi's packages/agent, docs/architecture.md §7)
 
 
 @dataclass(kw_only=True)

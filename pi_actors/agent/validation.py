@@ -2,7 +2,7 @@
 
 ``validate_tool_arguments(tool, arguments)`` checks the model's arguments against
 ``tool.parameters`` and returns a **coerced deep copy** (the input is never mutated), or raises
-:class:`ToolArgumentsError` whose message has pi's exact shape (spec/pi-core.md §1.13)::
+:class:`ToolArgumentsError` whose message has pi's exact shape (pi's packages/ai, docs/architecture.md §7)::
 
     Validation failed for tool "<name>":
       - <path>: <message>

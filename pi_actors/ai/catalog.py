@@ -1,4 +1,4 @@
-"""The built-in model catalog and cost arithmetic (spec/pi-core.md §1.2, §1.5).
+"""The built-in model catalog and cost arithmetic (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``get_model(provider, id)`` returns a fresh copy of a catalog Model or None;
 ``get_models(provider)`` a list of copies (``[]`` for an unknown provider); ``get_providers()``

@@ -1,4 +1,4 @@
-"""API keys from the environment (spec/pi-core.md §1.11).
+"""API keys from the environment (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``get_env_api_key(provider)`` returns the key for ``provider`` from ``os.environ`` or
 None. Empty variables count as unset. ``anthropic`` prefers ``ANTHROPIC_OAUTH_TOKEN`` over

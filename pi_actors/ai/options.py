@@ -1,4 +1,4 @@
-"""Options of one LLM call, and the helpers ``stream_simple`` uses (spec/pi-core.md §1.9).
+"""Options of one LLM call, and the helpers ``stream_simple`` uses (pi's packages/ai, docs/architecture.md §7).
 
 ``StreamOptions`` carries the unified options. Provider-native options for ``stream`` go in
 ``extra`` under snake_case names (camelCase is accepted too, see ``extra_option``):

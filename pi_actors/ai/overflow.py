@@ -1,4 +1,4 @@
-"""Did a call fail because the context was too long? (spec/pi-core.md §2.8)
+"""Did a call fail because the context was too long? (pi's packages/ai, docs/architecture.md §7)
 
 Contract: ``is_context_overflow(message, context_window=None)`` is True when
 

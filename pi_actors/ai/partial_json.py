@@ -1,4 +1,4 @@
-"""Parse the JSON of a tool call while it is still arriving (spec/pi-core.md §1.13).
+"""Parse the JSON of a tool call while it is still arriving (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``parse_streaming_json(s)`` never raises. None, empty or whitespace-only input gives
 ``{}``; complete JSON gives its value (so ``"null"`` gives None, as in pi); a truncated document

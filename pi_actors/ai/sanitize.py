@@ -1,4 +1,4 @@
-"""Strip lone UTF-16 surrogates from outgoing text (spec/pi-core.md §1.13).
+"""Strip lone UTF-16 surrogates from outgoing text (pi's packages/ai, docs/architecture.md §7).
 
 Python strings hold code points, so a surrogate code point (U+D800–U+DFFF) is never a proper
 character: it comes from ``surrogateescape`` decoding, JSON ``\\ud83d`` escapes and the like.

@@ -1,4 +1,4 @@
-"""The entry points of the LLM layer: ``stream`` and ``stream_simple`` (spec/pi-core.md §1.10).
+"""The entry points of the LLM layer: ``stream`` and ``stream_simple`` (pi's packages/ai, docs/architecture.md §7).
 
 Push style: the function runs the call to completion, awaiting ``emit(event)`` for each of the
 12 events in order, and returns the final AssistantMessage.

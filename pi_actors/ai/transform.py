@@ -1,4 +1,4 @@
-"""Prepare a history for replay to a model, possibly another one (spec/pi-core.md §2.9).
+"""Prepare a history for replay to a model, possibly another one (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``transform_messages(messages, model, normalize_id=None)`` returns a new list and
 never mutates its input.

@@ -132,7 +132,7 @@ def empty_usage() -> Usage:
 
 
 def new_assistant_message(model: Model) -> AssistantMessage:
-    """The empty output message a provider starts from (spec/pi-core.md §2.0 step 1)."""
+    """The empty output message a provider starts from (pi's packages/ai, docs/architecture.md §7)."""
     return AssistantMessage(
         content=[],
         api=model.api,
@@ -223,7 +223,7 @@ class Model(msgspec.Struct, rename="camel", kw_only=True):
 
 
 # ---------------------------------------------------------------------------------------------
-# The 12 AssistantMessageEvents (spec/pi-core.md §1.7). ``partial`` is the live message being
+# The 12 AssistantMessageEvents (pi's packages/ai, docs/architecture.md §7). ``partial`` is the live message being
 # built; it is None when an event crosses a process boundary (the receiver rebuilds it).
 
 

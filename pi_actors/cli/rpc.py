@@ -1,4 +1,4 @@
-"""``--mode rpc``: pi's JSON-lines RPC protocol on stdin/stdout (spec/pi-coding-agent.md §5.4).
+"""``--mode rpc``: pi's JSON-lines RPC protocol on stdin/stdout (pi's packages/coding-agent, docs/architecture.md §7).
 
 Every input line is one command ``{"id"?, "type": <command>, ...}``; each gets one response
 ``{"id"?, "type": "response", "command", "success", "data"? | "error"}``, and every session
@@ -6,7 +6,7 @@ event (pi's AgentEvents plus ``auto_retry_*`` / ``auto_compaction_*``) is writte
 line, without an id, as it happens. Commands are handled concurrently, as in pi, so a long
 ``compact`` or ``bash`` answers after later commands.
 
-Where we differ from pi, on purpose (DESIGN.md): every error response carries the request's
+Where we differ from pi, on purpose (docs/architecture.md §7): every error response carries the request's
 ``id`` and its own ``command`` (pi answers some failures as ``command: "parse"`` without the
 id); only a line that is not JSON at all is answered as ``parse``. A ``prompt`` whose run
 later fails gets a second response with ``success: false``, as in pi.

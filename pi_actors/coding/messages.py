@@ -3,7 +3,7 @@
 A session's transcript holds the three LLM roles (as ``pi_actors.ai.types`` Structs) and
 pi's app-defined roles, kept as plain dicts: ``bashExecution`` (``!cmd``), ``custom``
 (extension messages), ``branchSummary`` and ``compactionSummary``. ``convert_to_llm`` turns
-the latter into user messages exactly as pi does (spec/pi-coding-agent.md §2.4), so the same
+the latter into user messages exactly as pi does (pi's packages/coding-agent, docs/architecture.md §7), so the same
 transcript can be replayed against any model.
 
 ``interrupted_tool_results`` repairs a transcript whose last assistant message asked for tool

@@ -1,4 +1,4 @@
-"""The system prompt, built as pi builds it (spec/pi-coding-agent.md §6.6), first cut.
+"""The system prompt, built as pi builds it (pi's packages/coding-agent, docs/architecture.md §7), first cut.
 
 Base: ``--system-prompt`` (a file's contents if the value names a file) or the default
 prompt listing the active tools and guidelines; then ``--append-system-prompt``; then the

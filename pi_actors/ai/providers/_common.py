@@ -1,4 +1,4 @@
-"""The skeleton every provider shares (spec/pi-core.md §2.0): one call from request to the
+"""The skeleton every provider shares (pi's packages/ai, docs/architecture.md §7): one call from request to the
 terminal event, with errors and aborts turned into ``error`` events.
 
 Contract of ``run_stream(model, options, emit, body)``:

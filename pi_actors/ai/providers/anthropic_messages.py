@@ -1,4 +1,4 @@
-"""The ``anthropic-messages`` API through the official ``anthropic`` SDK (spec/pi-core.md §2.1).
+"""The ``anthropic-messages`` API through the official ``anthropic`` SDK (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_stream`` (never
 raise, exactly one terminal event). Specific to this API:

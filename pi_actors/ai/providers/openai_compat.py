@@ -1,4 +1,4 @@
-"""Compatibility flags of OpenAI-compatible chat-completions servers (spec/pi-core.md §2.2.5–6).
+"""Compatibility flags of OpenAI-compatible chat-completions servers (pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``get_compat(model)`` returns an :class:`OpenAICompletionsCompat` with every field
 set: the defaults detected from the provider name and base URL, overridden field by field by

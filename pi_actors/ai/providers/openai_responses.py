@@ -1,5 +1,5 @@
 """The ``openai-responses`` API: OpenAI's Responses endpoint through the official ``openai`` SDK
-(spec/pi-core.md §2.3).
+(pi's packages/ai, docs/architecture.md §7).
 
 Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_stream`` (never
 raise, exactly one terminal event). Specific to this API:
