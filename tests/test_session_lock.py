@@ -15,7 +15,7 @@ from _procs import live_pids, parent_pid, wait_exited
 from conftest import CLI, actor_config
 
 from pi_actors.coding.session import SessionLocked, SessionWriter, load_session, lock_holder
-from pi_actors.runtime import RemoteError
+from pi_actors.runtime import RemoteError, leaf_exceptions
 from pi_actors.testing.scripted_server import Reply
 
 MODEL = ("--model", "scripted/scripted-model")
@@ -179,7 +179,7 @@ async def test_a_session_taken_after_the_clis_check_is_still_a_one_line_refusal(
     """Between the CLI's check and the store's open another process may take the session:
     the print mode then ends with the same one line (main prints the UsageError)."""
     from pi_actors.cli._render import PrintRenderer
-    from pi_actors.cli.main import UsageError, _leaves, run_prompts
+    from pi_actors.cli.main import UsageError, run_prompts
 
     with SessionWriter.create(str(tmp_path), str(tmp_path), lazy=False) as held:
         held.append_message(_user("mine"))
@@ -187,7 +187,7 @@ async def test_a_session_taken_after_the_clis_check_is_still_a_one_line_refusal(
         try:
             await run_prompts(config, ["hi"], PrintRenderer())
         except BaseException as exc:
-            leaves = _leaves(exc)
+            leaves = leaf_exceptions(exc)
         else:
             pytest.fail("the run was not refused")
     assert len(leaves) == 1 and isinstance(leaves[0], UsageError)

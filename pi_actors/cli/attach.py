@@ -96,13 +96,13 @@ async def _headless(args: argparse.Namespace) -> int:
 def _report(exc: BaseException) -> None:
     """Print a refusal or a lost connection (possibly inside exception groups) as one line
     on stderr; re-raise anything else (a bug deserves its traceback)."""
-    from ..runtime import ConnectionLost, RemoteError
-    from ..server.remote_ui import leaf_errors
+    from ..runtime import ConnectionLost, RemoteError, leaf_exceptions
 
-    leaves = leaf_errors(exc)
+    leaves = leaf_exceptions(exc)
     if not all(isinstance(leaf, RemoteError) for leaf in leaves):
         raise exc
     first = leaves[0]
+    assert isinstance(first, RemoteError)
     print(f"Error: {first.message}" if isinstance(first, ConnectionLost) else f"Error: {first.message} ({first.code})", file=sys.stderr)
 
 

@@ -447,8 +447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _run(argv)
     except BaseException as exc:  # noqa: BLE001 - sorted below; anything else is re-raised
         # Failures raised inside trio arrive wrapped in exception groups: judge the leaves.
-        leaves = _leaves(exc)
-        from ..runtime import RemoteError
+        from ..runtime import RemoteError, leaf_exceptions
+
+        leaves = leaf_exceptions(exc)
 
         if all(isinstance(e, (ConfigError, UsageError)) for e in leaves) and not verbose:
             print(f"Error: {leaves[0]}", file=sys.stderr)
@@ -490,11 +491,6 @@ def _end_process(code: int) -> NoReturn:
             code = 141
     os._exit(code)
 
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from ._peer import (
     OutgoingCall,
     Peer,
     RemoteError,
+    leaf_exceptions,
     open_peer,
     remote_error_of,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "interface_methods",
     "open_method",
     "remote_error_of",
+    "leaf_exceptions",
     "ActorDied",
     "ConnectionLost",
     "FdChannel",

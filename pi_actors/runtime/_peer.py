@@ -64,6 +64,7 @@ __all__ = [
     "MessageTooLarge",
     "PING_METHOD",
     "remote_error_of",
+    "leaf_exceptions",
 ]
 
 #: The reserved method of a liveness check, answered by the runtime on every connection.
@@ -554,22 +555,23 @@ class Peer:
         await trio.aclose_forcefully(self._stream)
 
 
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc`` with exception groups flattened (``[exc]`` for a plain
+    one), in order: the one place the project walks exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaf_exceptions(inner)]
+    return [exc]
+
+
 def remote_error_of(group: BaseExceptionGroup) -> RemoteError | None:
     """The first RemoteError of ``group`` if every exception in it is one, else None: a
     handler (or client) that raised a refusal from inside a nursery refused; anything else
-    in the group is a bug and must propagate. The one place such groups are flattened."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
+    in the group is a bug and must propagate."""
+    leaves = leaf_exceptions(group)
     if leaves and all(isinstance(e, RemoteError) for e in leaves):
-        return leaves[0]  # type: ignore[return-value]
+        first = leaves[0]
+        assert isinstance(first, RemoteError)
+        return first
     return None
 
 

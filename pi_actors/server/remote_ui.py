@@ -27,10 +27,10 @@ from typing import Any
 import trio
 
 from ..protocol.events import AgentEventRebuilder
-from ..runtime import ConnectionLost, RemoteError
+from ..runtime import ConnectionLost, RemoteError, leaf_exceptions
 from .client import ConnectionRefused, RemoteSession, connect
 
-__all__ = ["follow_session", "open_or_create", "leaf_errors"]
+__all__ = ["follow_session", "open_or_create"]
 
 _RETRY_CODES = frozenset({"overflow", "server_draining", "session_terminated"})
 
@@ -94,7 +94,7 @@ async def follow_session(
         try:
             await attempt()
         except (Exception, BaseExceptionGroup) as exc:
-            leaves = leaf_errors(exc)
+            leaves = leaf_exceptions(exc)
             # A lost connection, a subscription dropped for falling behind, a server going down
             # or a session whose processes ended: start again (a server that restarted
             # reopens the session from its file on attach; one that is gone says so).
@@ -108,7 +108,7 @@ async def follow_session(
                 raise RemoteError("unauthorized", "the server refused the token") from None
             if not ever_attached and not retry_first:
                 raise leaves[0] from None
-            view.status(f"disconnected: {leaves[0].message}; reconnecting in {delay:g} s")
+            view.status(f"disconnected: {getattr(leaves[0], 'message', leaves[0])}; reconnecting in {delay:g} s")
         finally:
             if bind is not None:
                 bind(None)
@@ -160,9 +160,3 @@ def _seq_of(item: Any, what: str) -> int:
         raise RemoteError("invalid_request", f"a subscription {what} without an integer seq: {str(item)[:80]}")
     return seq
 
-
-def leaf_errors(exc: BaseException) -> list:
-    """The exceptions inside ``exc``, exception groups flattened."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in leaf_errors(inner)]
-    return [exc]

@@ -21,8 +21,7 @@ from typing import Any
 
 import trio
 
-from ...runtime import ConnectionLost, RemoteError
-from ...server.remote_ui import leaf_errors
+from ...runtime import ConnectionLost, remote_error_of
 
 __all__ = ["Attachment", "run_remote_tui"]
 
@@ -143,8 +142,8 @@ async def run_remote_tui(
             await run_app(view.controller, view.ui, initial)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        errors = leaf_errors(group)
-        if errors and all(isinstance(e, RemoteError) for e in errors):
-            raise errors[0] from None  # the refusal itself, for the caller to report
+        refusal = remote_error_of(group)
+        if refusal is not None:
+            raise refusal from None  # the refusal itself, for the caller to report
         raise
     return 0
