@@ -12,8 +12,13 @@ import trio.testing
 from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
 from pi_actors.runtime import protocol as P
 
+#: Set whenever a handler starts serving a call (tests wait on it, not on the peer's state).
+_handler_started: list[trio.Event] = []
+
 
 async def _echo_handler(call: IncomingCall):
+    for started in _handler_started:
+        started.set()
     if call.method == "echo":
         return call.args
     if call.method == "count":
@@ -61,6 +66,8 @@ class _Server:
     def __init__(self) -> None:
         self.peer = None
         self.ready = trio.Event()
+        self.handling = trio.Event()
+        _handler_started.append(self.handling)
 
     async def serve(self, stream) -> None:
         async with open_peer(stream, side="server", role="test-server", name="client", handler=_echo_handler) as peer:
@@ -69,9 +76,9 @@ class _Server:
             await peer.closed_event.wait()
 
     async def wait_for_handler(self) -> None:
-        await self.ready.wait()
-        while not self.peer._incoming:
-            await trio.lowlevel.checkpoint()
+        """Return once the handler is serving a call."""
+        await self.handling.wait()
+        _handler_started.remove(self.handling)
 
 
 async def _serve(stream):
