@@ -9,7 +9,8 @@ import trio.testing
 
 from pi_actors.actors.provider import ProviderActor
 from pi_actors.ai import types as T
-from pi_actors.runtime import open_peer
+from pi_actors.protocol.provider import PROVIDER
+from pi_actors.runtime import Router, open_peer
 from pi_actors.testing import Reply
 
 WORDS = 1500
@@ -29,7 +30,7 @@ async def stream_reply(scripted, *, slow: bool) -> tuple[list[dict], T.Assistant
     async with trio.open_nursery() as nursery:
 
         async def serve() -> None:
-            async with open_peer(theirs, side="server", role="provider", name="provider", handler=actor.handle) as peer:
+            async with open_peer(theirs, side="server", role="provider", name="provider", handler=Router.serving(actor, PROVIDER)) as peer:
                 await peer.closed_event.wait()
 
         nursery.start_soon(serve)
