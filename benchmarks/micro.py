@@ -309,10 +309,14 @@ async def _raw_call(stream, frame: bytes, buf: bytearray) -> bytes:
         buf += data
 
 
+#: The repository root: where a child actor finds ``benchmarks.micro`` (children start
+#: isolated, ``python -I``, so neither the working directory nor PYTHONPATH counts).
+_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")  # the plain-Python baseline
     return env
 
 
@@ -390,7 +394,7 @@ async def _round_trips(n: int, stream_n: int, stream_repeat: int) -> list[MicroR
     env = _child_env()
     async with trio.open_nursery() as nursery:
         mine, theirs = link_pair()
-        await start_actor(nursery, name="bench-echo", entry="benchmarks.micro:echo_actor", links={"peer": theirs}, env=env)
+        await start_actor(nursery, name="bench-echo", entry="benchmarks.micro:echo_actor", links={"peer": theirs}, env=env, import_paths=(_ROOT,))
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
         async with open_peer(stream, side="client", role="ui", name="bench-echo") as peer:
             add(group, "pi-actors Peer.call", await peer_samples(peer), False)
@@ -407,7 +411,7 @@ async def _round_trips(n: int, stream_n: int, stream_repeat: int) -> list[MicroR
         mine, theirs = link_pair()
         await start_actor(
             nursery, name="bench-raw-echo", entry="benchmarks.micro:raw_echo_actor", links={"peer": theirs},
-            env=env, config={"stream_frame": stream_frame.decode("latin-1")},
+            env=env, config={"stream_frame": stream_frame.decode("latin-1")}, import_paths=(_ROOT,),
         )
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
         add(group, "baseline raw framed echo", await raw_samples(stream), True)
@@ -571,7 +575,7 @@ async def _spawns(n: int) -> list[MicroResult]:
         async with trio.open_nursery() as nursery:
             mine, theirs = link_pair()
             t0 = time.perf_counter()
-            proc = await start_actor(nursery, name="bench-spawn", entry=entry, links={link: theirs}, env=env)
+            proc = await start_actor(nursery, name="bench-spawn", entry=entry, links={link: theirs}, env=env, import_paths=(_ROOT,))
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(mine))
             async with open_peer(stream, side="client", role="bench", name="spawned"):
                 dt = time.perf_counter() - t0
