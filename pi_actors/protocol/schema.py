@@ -166,7 +166,7 @@ def cddl_text(interfaces: list[Interface]) -> str:
                 method_rules.append(f"{mid}.chunk = {walker.spell(mi.type_info(m.chunk))}")
             method_rules.append(f"{mid}.result = {walker.spell(mi.type_info(m.result))}")
     head = [
-        "; pi-actors application protocol, version 1: every actor method (RFC 8610 CDDL).",
+        "; pi-actors application protocol: every actor method (RFC 8610 CDDL), over envelope versions 1-2.",
         ";",
         "; GENERATED from pi_actors/protocol/*.py by `python -m pi_actors.protocol.schema --write`;",
         "; tests/test_protocol_methods.py fails when it drifts. A method `<actor>.<name>` is a",
