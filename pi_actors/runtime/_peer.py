@@ -156,7 +156,7 @@ class _NoCredit(Exception):
 
 
 class _CallOver(Exception):
-    """Internal: credit for a call whose result has arrived is not sent."""
+    """Internal: credit or a cancel for a call whose result has arrived is not sent."""
 
 
 Handler = Callable[[IncomingCall], Awaitable[Any]]
@@ -345,11 +345,16 @@ class Peer:
                 raise ConnectionLost(self._close_reason) from None
 
     async def _send_cancel(self, call_id: int) -> None:
-        if not self._conn.awaiting_result(call_id):
-            return  # the result is in already: nothing to cancel
+        def frame() -> bytes:
+            # Checked under the send lock, right before the write: the result may arrive
+            # while this sender waits for its turn, and then there is nothing to cancel.
+            if not self._conn.awaiting_result(call_id):
+                raise _CallOver
+            return self._frame_of(P.Cancel(id=call_id))
+
         try:
-            await self._send(P.Cancel(id=call_id))
-        except ConnectionLost:
+            await self._write(frame)
+        except (_CallOver, ConnectionLost):
             pass
 
     def _send_credit_soon(self, call_id: int, n: int) -> None:
