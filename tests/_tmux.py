@@ -85,6 +85,21 @@ class Pane:
         except AssertionError as exc:
             raise AssertionError(f"{texts!r} {exc}") from None
 
+    async def wait_for_answer(self, *texts: str, timeout: float = 20) -> str:
+        """The screen once ``texts`` are on it and the run is over: the live area is drawn
+        (the editor between its rules) without the spinner. An answer is printed at its
+        message's end, before the run ends and before the session has its entry — a slash
+        command typed at that moment (``/tree``, ``/session``) sees the run still going."""
+
+        def done(screen: str) -> bool:
+            rules = sum(line.startswith("────") for line in screen.splitlines())
+            return all(t in screen for t in texts) and rules >= 2 and "esc to abort" not in screen
+
+        try:
+            return await self.wait_until(done, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{texts!r} with the run over: {exc}") from None
+
     async def wait_for_gone(self, text: str, timeout: float = 20) -> None:
         await self.wait_until(lambda screen: text not in screen, timeout)
 

@@ -22,7 +22,7 @@ size instead (every 0.5 s, its default).
 Screen model (as pi's differential renderer, without a full-screen app): finished things —
 user messages, assistant messages rendered by rich as Markdown with highlighted code, tool
 calls with their results (edit: the diff), status lines — are printed above the application
-with ``run_in_terminal`` and stay in the terminal's scrollback; the application itself is a
+(``print_ansi``) and stay in the terminal's scrollback; the application itself is a
 small live area at the bottom: the message being streamed (plain text, thinking dimmed),
 running tool calls with their live output, queued steering/follow-up messages, a spinner,
 a selector when one is open, the editor and the footer.
@@ -40,7 +40,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.history import FileHistory
 from rich.console import Console
@@ -196,14 +195,24 @@ class TuiApp:
         return out.getvalue()
 
     def print_ansi(self, text: str) -> None:
-        def write() -> None:
+        """Print ``text`` above the live area (into the scrollback), then redraw the area below.
+
+        Not prompt_toolkit's ``run_in_terminal``: that puts the terminal in cooked mode while it
+        prints, and a key pressed meanwhile goes through the tty's line discipline — Enter
+        arrives as a line feed (ICRNL), which the editor takes as Ctrl-J, a new line, so the
+        submission was lost. Here the terminal stays raw and keys wait in the input as usual.
+        Called on the UI loop only (the controller posts through ``post``)."""
+        if not (self.app.is_running and not self.app.is_done):
             sys.stdout.write(text)
             sys.stdout.flush()
-
-        if self.app.is_running:
-            run_in_terminal(write)
-        else:
-            write()
+            return
+        renderer = self.app.renderer
+        renderer.erase()  # the live area, and the cursor back to where it began
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        renderer.reset()  # the live area is drawn anew below what was printed
+        renderer.request_absolute_cursor_position()
+        self.app.invalidate()
 
     def print_text(self, *renderables: Any) -> None:
         self.print_ansi(self.render(*renderables))
