@@ -36,8 +36,17 @@ from pi_actors.protocol.provider import StreamArgs
 from pi_actors.runtime import protocol as P
 
 MODEL = T.Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:1/v1")
-TOOLS = [T.Tool(name="bash", description="Run a command. " * 20, parameters={"type": "object", "properties": {
-    "command": {"type": "string"}, "timeout": {"type": "number"}}, "required": ["command"]})]
+TOOLS = [
+    T.Tool(
+        name="bash",
+        description="Run a command. " * 20,
+        parameters={
+            "type": "object",
+            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
+            "required": ["command"],
+        },
+    )
+]
 
 
 def _turn(i: int) -> list[T.Message]:

@@ -76,9 +76,7 @@ def _texts(request: dict) -> list[str]:
 
 async def test_later_turns_send_only_new_messages_while_the_model_sees_the_whole_conversation(scripted, env):
     turns = 4
-    scripted.script += [
-        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)
-    ]
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)]
     scripted.script.append(Reply(text="all done"))
     log = env.work / "run.log"
     done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")

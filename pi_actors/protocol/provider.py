@@ -79,8 +79,10 @@ STREAM: Method[StreamArgs, AssistantMessageEvent, AssistantMessage] = Method(
     result=AssistantMessage,
     chunk=AssistantMessageEvent,
     cooperative=True,
-    errors={"stale_context": "`cached` names a base version the provider does not hold (it restarted, "
-            "or evicted the key, or the caller lost track): resend the whole context"},
+    errors={
+        "stale_context": "`cached` names a base version the provider does not hold (it restarted, "
+        "or evicted the key, or the caller lost track): resend the whole context"
+    },
     doc="Stream the model's reply to the context: every event is a chunk, the result is the "
     "final message. A cancel aborts the stream; the partial content still comes back.",
 )
