@@ -65,6 +65,7 @@ from ..runtime import (
     implements,
     open_peer,
 )
+from ._context_cache import STALE_CONTEXT, ContextSender
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
@@ -134,6 +135,8 @@ class Coordinator:
         self._sink_quiet = False
         self.log = JsonLog(config.log_file, "coordinator")
         self._requests = 0
+        #: What the provider was last sent of the context (requests carry only what is new).
+        self._context_sender = ContextSender()
         self.commands = SessionCommands(self)
         self.upkeep = Upkeep(
             self,
@@ -160,43 +163,61 @@ class Coordinator:
     # -- remote capabilities -----------------------------------------------------------------
 
     async def stream_fn(self, model: T.Model, context: T.Context, options: Any, emit: Any) -> T.AssistantMessage:
-        """The agent loop's stream function, served by the provider actor. Never raises."""
+        """The agent loop's stream function, served by the provider actor. Never raises.
+
+        The provider keeps the session's context: a request carries only the messages
+        appended since the last one (``_context_cache``), or the whole context when they do
+        not extend it or the provider refuses the base (``stale_context``: resent whole once)."""
         rebuild = StreamRebuilder()
         signal: AbortSignal | None = getattr(options, "signal", None)
         self._requests += 1
         request_id = f"{(self.session_id or 'nosession')[:8]}-{self._requests}"
-        args = {
+        fixed = {
             "model": T.to_plain(model),
-            "context": T.to_plain(context),
             "options": _wire_options(options),
             "requestId": request_id,
         }
         ids = {"session": self.session_id, "request": request_id, "provider": model.provider, "model": model.id}
         self.log.event("llm_request", **ids, messages=len(context.messages))
-        final = await self._stream_remote(args, model, signal, emit, rebuild)
+        final = await self._stream_remote(fixed, context, model, signal, emit, rebuild)
         self.log.event(
             "llm_response", **ids, stopReason=final.stop_reason, error=final.error_message,
             inputTokens=final.usage.input, outputTokens=final.usage.output,
         )  # fmt: skip
         return final
 
+    def _stream_args(self, fixed: dict[str, Any], context: T.Context) -> dict[str, Any]:
+        """The ``stream`` arguments: ``fixed`` plus the context, as a delta when it can be."""
+        messages, label = self._context_sender.plan(self.session_id, context.messages)
+        wire = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
+        return {**fixed, "context": T.to_plain(wire), "cached": T.to_plain(label)}
+
     async def _stream_remote(
-        self, args: dict[str, Any], model: T.Model, signal: AbortSignal | None, emit: Any, rebuild: StreamRebuilder
+        self, fixed: dict[str, Any], context: T.Context, model: T.Model, signal: AbortSignal | None, emit: Any,
+        rebuild: StreamRebuilder,
     ) -> T.AssistantMessage:
-        try:
-            async with self.provider.open_call("stream", args) as call:
-                async with call.cancel_when(signal.wait if signal else None):
-                    async for data in call:
-                        await emit(rebuild.apply(data))
-                return msgspec.convert(await call.result(), T.AssistantMessage)
-        except (RemoteError, msgspec.ValidationError, ValueError) as exc:
-            # A dead provider is said plainly (and is not a transient error to retry: the
-            # request may have reached the model; nothing is replayed behind the user's back).
-            final = _error_message(model, exc.message if isinstance(exc, ActorDied) else f"provider actor: {exc}")
-            if signal is not None and signal.aborted:
-                final.stop_reason = "aborted"
-            await emit(T.ErrorEvent(reason=final.stop_reason, error=final))  # type: ignore[arg-type]
-            return final
+        resent = False
+        while True:
+            try:
+                async with self.provider.open_call("stream", self._stream_args(fixed, context)) as call:
+                    async with call.cancel_when(signal.wait if signal else None):
+                        async for data in call:
+                            await emit(rebuild.apply(data))
+                    return msgspec.convert(await call.result(), T.AssistantMessage)
+            except (RemoteError, msgspec.ValidationError, ValueError) as exc:
+                self._context_sender.forget()
+                if isinstance(exc, RemoteError) and exc.code == STALE_CONTEXT and not resent:
+                    # Refused before anything streamed: the provider lacks our base. Once, whole.
+                    self.log.event("context_resent", session=self.session_id, request=fixed["requestId"])
+                    resent = True
+                    continue
+                # A dead provider is said plainly (and is not a transient error to retry: the
+                # request may have reached the model; nothing is replayed behind the user's back).
+                final = _error_message(model, exc.message if isinstance(exc, ActorDied) else f"provider actor: {exc}")
+                if signal is not None and signal.aborted:
+                    final.stop_reason = "aborted"
+                await emit(T.ErrorEvent(reason=final.stop_reason, error=final))  # type: ignore[arg-type]
+                return final
 
     def make_tool(self, spec: Any) -> AgentTool:
         async def execute(

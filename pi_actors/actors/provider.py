@@ -9,6 +9,12 @@ AssistantMessage with ``stopReason`` error/aborted. A ``cancel`` of the call abo
 cooperatively, so the partial content still comes back. Malformed arguments are refused by
 the router (``invalid_request`` naming the field) before any stream starts.
 
+Each session's context is kept here (``_context_cache.ContextCache``, a few keys): a request
+labelled ``cached`` may carry only the messages appended since the kept version; one naming a
+base this process does not hold (it was restarted, say) is refused with ``stale_context``
+before anything streams. The log's ``stream_start`` says how many messages came with the
+request (``received``) and how many were taken from the kept context (``reused``).
+
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
 ``!command``), resolved here on first use.
@@ -34,6 +40,7 @@ from ..protocol.config import ProviderConfig, read_part
 from ..protocol.events import CoalescingSender
 from ..protocol.provider import PROVIDER, STREAM, StreamArgs
 from ..runtime import JsonLog, RemoteError, Router, TypedCall, implements
+from ._context_cache import ContextCache
 
 __all__ = ["run_provider", "ProviderActor"]
 
@@ -50,6 +57,8 @@ class ProviderActor:
         #: Set once the start-up warm-up of the expected SDK is over (see ``warm_up``); streams
         #: wait for it so two threads never import the same provider module at once.
         self.warmed = trio.Event()
+        #: The last context of each session (key) that asked for caching.
+        self.contexts = ContextCache()
 
     async def warm_up(self, api: str | None) -> None:
         """Import the provider module of ``api`` (in a thread) and pay its first call's one-time
@@ -85,8 +94,17 @@ class ProviderActor:
         """Serve one ``stream`` call (see the module docstring)."""
         from ..ai import StreamOptions, stream, stream_simple
 
-        await self.warmed.wait()
         model, context = args.model, args.context
+        received, reused = len(context.messages), 0
+        if args.cached is not None:
+            try:
+                messages = self.contexts.resolve(args.cached, context.messages)
+            except RemoteError as exc:
+                self.log.event("stream_refused", request=args.request_id, code=exc.code, error=exc.message)
+                raise
+            reused = len(messages) - received
+            context = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
+        await self.warmed.wait()
         wire = args.options
         options = StreamOptions(
             max_tokens=wire.max_tokens, temperature=wire.temperature, headers=wire.headers,
@@ -115,7 +133,7 @@ class ProviderActor:
             lost: RemoteError | None = None
             ids = {"session": options.session_id, "request": args.request_id, "provider": provider,
                    "model": model if isinstance(model, str) else model.id}  # fmt: skip
-            self.log.event("stream_start", **ids)
+            self.log.event("stream_start", **ids, received=received, reused=reused)
             try:
                 final = await (stream_simple if args.simple else stream)(model, context, options, sender.push)
                 self.log.event(

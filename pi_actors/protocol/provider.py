@@ -9,6 +9,9 @@ Chunks are :data:`~pi_actors.ai.types.AssistantMessageEvent` values in their wir
 delta events (``text_delta``, ``thinking_delta``, ``toolcall_delta``) travel without
 ``partial`` — the receiver applies them to its own copy — and deltas of one block that queue
 up while the link is busy are merged into one (see ``CoalescingSender``).
+
+Context caching (``cached``): the provider keeps the last context of each key it is sent, so
+a request may carry only the messages appended since (see :class:`CachedContext`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..ai.options import CacheRetention
 from ..ai.types import AssistantMessage, AssistantMessageEvent, Context, Model, ThinkingLevel
 from ..runtime import Interface, Method, WireStruct
 
-__all__ = ["WireStreamOptions", "StreamArgs", "STREAM", "PROVIDER"]
+__all__ = ["WireStreamOptions", "CachedContext", "StreamArgs", "STREAM", "PROVIDER"]
 
 
 class WireStreamOptions(WireStruct):
@@ -38,16 +41,36 @@ class WireStreamOptions(WireStruct):
     extra: dict[str, Any] = {}
 
 
+class CachedContext(WireStruct):
+    """How a request's context relates to the one the provider keeps for ``key``.
+
+    ``key``: chosen by the caller (the coordinator: session id and a nonce random per
+    coordinator instance). ``version``: this request's context is kept as that version of
+    ``key``. Without ``baseVersion`` the request carries the whole context; with it,
+    ``context.messages`` holds only the messages appended to the kept version
+    ``baseVersion``, which must hold exactly ``baseCount`` messages — otherwise the call is
+    refused with ``stale_context`` before anything streams, and the caller resends the whole
+    context. The system prompt and tools always travel whole."""
+
+    key: str
+    version: int
+    base_version: int | None = None
+    base_count: int = 0
+
+
 class StreamArgs(WireStruct):
     """``model``: a Model, or a catalog reference ``"provider/id"`` (one missing from the
     catalog gives an ``error`` event saying so). ``simple`` (default true) selects
-    ``stream_simple`` over ``stream``; ``requestId`` is for logs."""
+    ``stream_simple`` over ``stream``; ``requestId`` is for logs. ``cached`` (optional): the
+    context is kept for later requests, and may be a delta onto a kept one (see
+    :class:`CachedContext`); without it the context is whole and nothing is kept."""
 
     model: Model | str
     context: Context
     options: WireStreamOptions = msgspec.field(default_factory=WireStreamOptions)
     simple: bool = True
     request_id: str | None = None
+    cached: CachedContext | None = None
 
 
 STREAM: Method[StreamArgs, AssistantMessageEvent, AssistantMessage] = Method(
@@ -56,6 +79,10 @@ STREAM: Method[StreamArgs, AssistantMessageEvent, AssistantMessage] = Method(
     result=AssistantMessage,
     chunk=AssistantMessageEvent,
     cooperative=True,
+    errors={
+        "stale_context": "`cached` names a base version the provider does not hold (it restarted, "
+        "or evicted the key, or the caller lost track): resend the whole context"
+    },
     doc="Stream the model's reply to the context: every event is a chunk, the result is the "
     "final message. A cancel aborts the stream; the partial content still comes back.",
 )

@@ -1,0 +1,101 @@
+"""The session context kept on both ends of the coordinator–provider link, so that a turn
+sends only the messages appended since the last request (PROTOCOL.md, "provider").
+
+Why: without it every turn converts, encodes, decodes and validates the whole transcript twice
+(coordinator, provider); with it the cost of a turn no longer grows with the session, except
+the provider's own serialization of the request body.
+
+* :class:`ContextSender` (coordinator side) remembers the message list it last sent and the
+  version it was sent as. A new request whose messages start with exactly that list (C-level
+  list equality: identity short-circuits per element, so the common case is pointer compares)
+  goes as a delta; anything else — another session, compaction, a branch switch, a retry that
+  dropped the last message — goes whole, never as a wrong delta.
+* :class:`ContextCache` (provider side) keeps the last context of a few keys (LRU) and rebuilds
+  a delta onto it, or refuses a base it does not hold exactly (``stale_context``): the
+  coordinator then resends the whole context once. A restarted provider holds nothing; a
+  restarted coordinator picks a new key (a random nonce), so it never matches a stale entry.
+
+The contract both sides rely on: a message, once sent, is never edited in place (the agent
+replaces messages, never mutates them) — otherwise the identity short-cut would miss the edit.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from ..protocol.provider import CachedContext
+from ..runtime import RemoteError
+
+__all__ = ["ContextSender", "ContextCache", "STALE_CONTEXT"]
+
+#: The error code of a request whose base the provider does not hold.
+STALE_CONTEXT = "stale_context"
+
+
+class ContextSender:
+    """The coordinator's half: which messages to send for a request, and how to label them.
+
+    One instance per Coordinator; its key is ``<session>:<nonce>`` with a nonce random per
+    instance. ``plan`` is O(len(previous)) pointer compares in C, plus the appended messages."""
+
+    def __init__(self) -> None:
+        self._nonce = secrets.token_hex(8)
+        self._key: str | None = None
+        self._version = 0
+        #: The full message list of the last request, as sent (None: send the next one whole).
+        self._sent: list[Any] | None = None
+
+    def plan(self, session_id: str | None, messages: Sequence[Any]) -> tuple[list[Any], CachedContext]:
+        """The messages to put in the request and its ``cached`` label; remembers ``messages``
+        as sent (a refusal or a failed call must be followed by :meth:`forget`)."""
+        key = f"{session_id or 'nosession'}:{self._nonce}"
+        self._version += 1
+        previous, count = self._sent, len(self._sent) if self._sent is not None else 0
+        self._sent = list(messages)
+        if previous is not None and key == self._key and len(messages) >= count and messages[:count] == previous:
+            label = CachedContext(key=key, version=self._version, base_version=self._version - 1, base_count=count)
+            return self._sent[count:], label
+        self._key = key
+        return self._sent, CachedContext(key=key, version=self._version)
+
+    def forget(self) -> None:
+        """Send the next request whole (the provider may not hold what we last sent)."""
+        self._sent = None
+
+
+class ContextCache:
+    """The provider's half: the last context of up to ``capacity`` keys, least recently used
+    dropped first (one provider serves one coordinator, normally one key)."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[str, tuple[int, list[Any]]] = OrderedDict()
+
+    def resolve(self, label: CachedContext, messages: list[Any]) -> list[Any]:
+        """The full message list of a request labelled ``label`` carrying ``messages``; the
+        result is kept as version ``label.version`` of ``label.key``.
+
+        Raises ``RemoteError(stale_context)`` when the label names a base (``baseVersion``,
+        ``baseCount``) this cache does not hold exactly; nothing is kept then."""
+        if label.base_version is None:
+            full = messages
+        else:
+            entry = self._entries.get(label.key)
+            if entry is None:
+                raise RemoteError(STALE_CONTEXT, f"no context is kept for key {label.key!r}; send it whole")
+            version, held = entry
+            if version != label.base_version or len(held) != label.base_count:
+                raise RemoteError(
+                    STALE_CONTEXT,
+                    f"the context kept for key {label.key!r} is version {version} with {len(held)} messages, "
+                    f"not version {label.base_version} with {label.base_count}; send it whole",
+                )
+            full = held + messages  # a new list: the held one may still be read by a running stream
+        self._entries[label.key] = (label.version, full)
+        self._entries.move_to_end(label.key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+        return full

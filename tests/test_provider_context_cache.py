@@ -1,0 +1,236 @@
+"""The provider keeps each session's context: after the first request of a session, the
+coordinator sends only the messages appended since, while the model still gets the whole
+conversation; whenever the two ends could disagree (restarted provider, compaction, branch
+switch, a caller naming a base the provider lacks) the context goes whole, once.
+
+Observed in the JSON log (the provider's ``stream_start`` says ``received``/``reused``, a
+refused base is ``stream_refused``, the coordinator's resend is ``context_resent``) and in the
+request bodies the scripted server received."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.prompts import send_prompt
+from test_provider_actor import call_stream, plain_model, provider_peer
+
+from pi_actors.actors import open_local_runtime
+from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender
+from pi_actors.ai import types as T
+from pi_actors.cli.main import runtime_config
+from pi_actors.runtime import RemoteError, RestartPolicy
+from pi_actors.testing import Reply, ScriptToolCall
+
+SUMMARY = "## Goal\nShip it\n\n## Constraints & Preferences\n(none)\n\n## Progress\n### Done\n- [x] talked\n"
+
+
+class _Quiet:
+    def event(self, event: dict) -> None:
+        pass
+
+
+def _config(server: Any, tmp_path: Path, log: Path, *, session: bool = False) -> Any:
+    model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
+    return runtime_config(
+        settings={"retry": {"enabled": False}},
+        model=model,
+        thinking="off",
+        tools=[],
+        cwd=str(tmp_path),
+        system_prompt="cache test",
+        agent_dir=str(tmp_path),
+        no_session=not session,
+        session={"sessionDir": str(tmp_path / "sessions"), "agentDir": str(tmp_path)} if session else None,
+        runtime_keys={"scripted": "k"},
+        key_sources={},
+        log_file=str(log),
+    )
+
+
+def _log(path: Path, event: str, actor: str | None = None) -> list[dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [line for line in lines if line["event"] == event and (actor is None or line["actor"] == actor)]
+
+
+def _starts(path: Path) -> list[tuple[int, int]]:
+    """(received, reused) of every stream the provider started, in order."""
+    return [(line["received"], line["reused"]) for line in _log(path, "stream_start", "provider")]
+
+
+def _texts(request: dict) -> list[str]:
+    """The conversation the model was sent (system prompt left out), one text per message."""
+    out = []
+    for m in request["body"]["messages"][1:]:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content)
+        out.append(content if content else ",".join(c["function"]["arguments"] for c in m.get("tool_calls", [])))
+    return out
+
+
+async def test_later_turns_send_only_new_messages_while_the_model_sees_the_whole_conversation(scripted, env):
+    turns = 4
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)]
+    scripted.script.append(Reply(text="all done"))
+    log = env.work / "run.log"
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    assert "all done" in done.stdout.decode()
+    # The first request carries the prompt; each later one only the tool call and its result.
+    assert _starts(log) == [(1, 0)] + [(2, 2 * k - 1) for k in range(1, turns + 1)]
+    # ... and the model was still sent everything, each time.
+    assert [len(r["body"]["messages"]) for r in scripted.requests] == [2 + 2 * k for k in range(turns + 1)]
+    last = _texts(scripted.requests[-1])
+    assert last[0] == "go" and all(any(f"out-{n}" in t for t in last) for n in range(turns))
+    assert not _log(log, "stream_refused") and not _log(log, "context_resent")
+
+
+async def test_a_restarted_provider_refuses_the_old_base_and_gets_the_whole_context_once(scripted, tmp_path):
+    scripted.script += [Reply(text="A"), Reply(text="B"), Reply(text="C")]
+    log = tmp_path / "run.log"
+    processes: dict = {}
+    policy = RestartPolicy(heartbeat_interval=0.1, heartbeat_timeout=1.5, max_restarts=20)
+    with trio.fail_after(60):
+        async with open_local_runtime(_config(scripted, tmp_path, log), processes=processes, policy=policy) as coordinator:
+            await send_prompt(coordinator, "one", _Quiet())
+            processes["provider"].kill()
+            await coordinator.wait_note("provider restarted", 1)
+            await send_prompt(coordinator, "two", _Quiet())
+            await send_prompt(coordinator, "three", _Quiet())
+    refused = _log(log, "stream_refused", "provider")
+    assert [r["code"] for r in refused] == [STALE_CONTEXT]
+    assert len(_log(log, "context_resent", "coordinator")) == 1
+    # Refused before anything reached the model; resent whole (3 messages); then deltas again.
+    assert _starts(log) == [(1, 0), (3, 0), (2, 3)]
+    assert len(scripted.requests) == 3
+    assert _texts(scripted.requests[1]) == ["one", "A", "two"]
+    assert _texts(scripted.requests[2]) == ["one", "A", "two", "B", "three"]
+
+
+async def test_compaction_sends_the_compacted_context_whole_once_then_deltas_again(scripted, tmp_path):
+    scripted.script += [Reply(text="one"), Reply(text="two"), Reply(text=SUMMARY), Reply(text="3"), Reply(text="4")]
+    log = tmp_path / "run.log"
+    with trio.fail_after(60):
+        async with open_local_runtime(_config(scripted, tmp_path, log, session=True)) as coordinator:
+            await send_prompt(coordinator, "first", _Quiet())
+            await send_prompt(coordinator, "second", _Quiet())
+            await coordinator.call("compact", {})
+            await send_prompt(coordinator, "third", _Quiet())
+            await send_prompt(coordinator, "fourth", _Quiet())
+    starts = _starts(log)
+    # first, second (delta), the summary request and "third" whole, then "fourth" as a delta
+    assert starts[:2] == [(1, 0), (2, 1)]
+    assert starts[2][1] == 0 and starts[3][1] == 0 and starts[4] == (2, starts[3][0])
+    assert _texts(scripted.requests[3])[0].startswith("The conversation history before this point was compacted")
+    assert _texts(scripted.requests[4])[0] == _texts(scripted.requests[3])[0]
+    assert _texts(scripted.requests[4])[-3:] == ["third", "3", "fourth"]
+    assert not _log(log, "stream_refused")  # the coordinator saw the mismatch itself
+
+
+async def test_navigating_the_tree_sends_the_new_branch_whole_never_a_wrong_delta(scripted, tmp_path):
+    scripted.script += [Reply(text="A1"), Reply(text="A2"), Reply(text="B2"), Reply(text="B3")]
+    log = tmp_path / "run.log"
+    with trio.fail_after(60):
+        async with open_local_runtime(_config(scripted, tmp_path, log, session=True)) as coordinator:
+            await send_prompt(coordinator, "first", _Quiet())
+            await send_prompt(coordinator, "second", _Quiet())
+            tree = await coordinator.call("tree")
+            second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == "second")
+            await coordinator.call("navigate", {"targetId": second["id"]})
+            await send_prompt(coordinator, "second, differently", _Quiet())
+            await send_prompt(coordinator, "third", _Quiet())
+    assert _starts(log) == [(1, 0), (2, 1), (3, 0), (2, 3)]
+    assert _texts(scripted.requests[2]) == ["first", "A1", "second, differently"]
+    assert _texts(scripted.requests[3]) == ["first", "A1", "second, differently", "B2", "third"]
+
+
+def _user(text: str) -> dict:
+    return T.to_plain(T.UserMessage(content=text, timestamp=1))
+
+
+async def test_a_caller_naming_a_base_the_provider_lacks_is_refused_and_nothing_reaches_the_model(start_llm):
+    server = await start_llm([Reply(text="first"), Reply(text="second")])
+    model = plain_model(server)
+
+    def args(messages: list[str], **cached: Any) -> dict:
+        return {"model": model, "context": {"messages": [_user(m) for m in messages]}, "cached": cached}
+
+    async with provider_peer({"runtime_api_keys": {"scripted": "k"}}) as peer:
+        for bad in (
+            {"key": "s:1", "version": 2, "baseVersion": 1, "baseCount": 1},  # nothing kept at all
+        ):
+            with pytest.raises(RemoteError) as info:
+                await call_stream(peer, args(["appended"], **bad))
+            assert info.value.code == STALE_CONTEXT
+        _, final, _ = await call_stream(peer, args(["hello"], key="s:1", version=1))
+        assert final.stop_reason == "stop", final.error_message
+        for bad in (
+            {"key": "s:2", "version": 2, "baseVersion": 1, "baseCount": 1},  # another key
+            {"key": "s:1", "version": 2, "baseVersion": 7, "baseCount": 1},  # another version
+            {"key": "s:1", "version": 2, "baseVersion": 1, "baseCount": 3},  # another length
+            {"key": "s:1", "version": 2, "baseVersion": 1, "baseCount": 0},
+        ):
+            with pytest.raises(RemoteError) as info:
+                await call_stream(peer, args(["appended"], **bad))
+            assert info.value.code == STALE_CONTEXT, bad
+        assert len(server.requests) == 1
+        # A refusal keeps nothing: the right base still works, and the model gets it all.
+        await call_stream(peer, args(["more"], key="s:1", version=2, baseVersion=1, baseCount=1))
+    assert [m["content"] for m in server.requests[1]["body"]["messages"]] == ["hello", "more"]
+
+
+@st.composite
+def _histories(draw: Any) -> list[tuple[str, Any]]:
+    """Steps a session's transcript can take between requests, and provider restarts."""
+    ops = st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 3)),
+        st.tuples(st.just("drop"), st.integers(1, 3)),  # a retry dropping the failed reply
+        st.tuples(st.just("replace"), st.integers(0, 4)),  # compaction, branch switch
+        st.tuples(st.just("rebuild"), st.integers(0, 0)),  # equal but new objects (convert_to_llm)
+        st.tuples(st.just("restart"), st.integers(0, 0)),  # a fresh provider
+        st.tuples(st.just("session"), st.integers(0, 0)),  # another session id
+    )
+    return draw(st.lists(ops, max_size=30))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_histories())
+def test_whatever_happens_between_requests_the_provider_rebuilds_exactly_the_senders_messages(history):
+    sender, cache = ContextSender(), ContextCache(capacity=2)
+    messages: list[Any] = []
+    session, counter = "s", 0
+
+    def new(n: int) -> list[Any]:
+        nonlocal counter
+        counter += n
+        return [T.UserMessage(content=f"m{counter - i}", timestamp=1) for i in range(n)]
+
+    for op, n in history:
+        if op == "append":
+            messages = messages + new(n)
+        elif op == "drop":
+            messages = messages[:-n]
+        elif op == "replace":
+            messages = new(n)
+        elif op == "rebuild":
+            messages = [T.UserMessage(content=m.content, timestamp=m.timestamp) for m in messages]
+        elif op == "restart":
+            cache = ContextCache(capacity=2)
+        else:
+            session += "x"
+        sent, label = sender.plan(session, messages)
+        try:
+            full = cache.resolve(label, sent)
+        except RemoteError as exc:
+            assert exc.code == STALE_CONTEXT and label.base_version is not None
+            sender.forget()
+            sent, label = sender.plan(session, messages)
+            assert label.base_version is None  # the resend is whole: no second refusal
+            full = cache.resolve(label, sent)
+        assert full == messages
