@@ -72,9 +72,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="2 rounds and short micro-benchmarks")
     p.add_argument("--rounds", type=int, help="rounds per scenario and CLI (default 7, --quick 2)")
     p.add_argument("--only", choices=["scenarios", "micro"], help="run only one part")
-    p.add_argument("--scenarios", help="comma-separated keys among a,b8,b32,c,d,e (default: all)")
+    p.add_argument("--scenarios", help="comma-separated keys among a,b8,b32,c,d,e,f,g (default: all)")
     p.add_argument("--deltas", type=int, default=50_000, help="deltas in scenario d (default 50000)")
     p.add_argument("--turns", type=int, default=50, help="turns in scenario c (default 50)")
+    p.add_argument("--long-turns", type=int, default=300, help="turns in scenario f (default 300)")
+    p.add_argument("--prompts", type=int, default=300, help="rpc prompts in scenario g (default 300)")
+    p.add_argument("--long-rounds", type=int, default=3,
+                   help="rounds of the long scenarios f and g, at most --rounds (default 3)")
     p.add_argument("--no-pi", action="store_true", help="run pi-actors alone")
     p.add_argument("--install-pi", action="store_true", help="npm install pi into the cache folder if it is missing")
     p.add_argument("--poll", type=float, default=0.05, help="seconds between /proc samples of the tree's RSS")
@@ -110,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results, facts, micro = [], {}, []
     if args.only != "micro":
-        scen = default_scenarios(deltas=args.deltas, turns=args.turns)
+        scen = default_scenarios(deltas=args.deltas, turns=args.turns, long_turns=args.long_turns, prompts=args.prompts)
         if args.scenarios:
             keys = {k.strip() for k in args.scenarios.split(",")}
             unknown = keys - {s.key for s in scen}
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             scen = [s for s in scen if s.key in keys]
         print(f"\n== scenarios: {rounds} round(s), CLIs alternating ==")
         results, facts = run_scenarios(scen, rounds=rounds, pi_path=pi_path, poll=args.poll,
-                                       max_other=args.max_other, retries=args.retries)
+                                       max_other=args.max_other, retries=args.retries, long_rounds=args.long_rounds)
         if facts.get("pi_missing"):
             pi_reason = facts["pi_missing"]
         print(f"\npi-actors: {facts.get('pi-actors')}; pi: {facts.get('pi', 'absent')}; {facts.get('sandbox')}")
@@ -131,11 +135,15 @@ def main(argv: list[str] | None = None) -> int:
         print(report.scenario_table(results, rounds))
         print("\nwhere the time goes, by the scripted server's clock (medians):")
         print(report.split_table(results))
+        long = report.long_table(results)
+        if long:
+            print("\nlong sessions (medians over runs):")
+            print(long)
         for res in results:
             for cli, problems in res.failures.items():
                 for pr in sorted(set(problems)):
                     print(f"  FAILED ({res.scenario.key}) {cli}: {pr}")
-        print("\n== budgets (issue 9) ==")
+        print("\n== budgets (issue 15) ==")
         bs = report.budgets(results, pi_reason)
         print(report.budget_lines(bs))
     if args.only != "scenarios":
@@ -159,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         Path(args.json).write_text(json.dumps(doc, indent=1, default=lambda o: None if isinstance(o, bytes) else str(o)))
     if args.results:
-        write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro, args.max_other)
+        write_results(Path(args.results), command, info, facts, pi_reason, rounds, results, micro, args.max_other, args.long_rounds)
         print(f"\nwrote {args.results}")
     return 0
 
@@ -179,7 +187,7 @@ def load_line(facts: dict, max_other: float) -> str:
             f" {facts.get('repeated', 0)} run(s) repeated for being above {max_other:.2f}")
 
 
-def write_results(path: Path, command, info, facts, pi_reason, rounds, results, micro, max_other) -> None:
+def write_results(path: Path, command, info, facts, pi_reason, rounds, results, micro, max_other, long_rounds=3) -> None:
     notes = ""
     if path.exists():
         old = path.read_text()
@@ -199,16 +207,20 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
     if facts:
         lines.append(f"- pi-actors {facts.get('pi-actors', '?')}, pi {facts.get('pi', 'absent' if pi_reason is None else f'absent: {pi_reason}')};"
                      f" {facts.get('sandbox', '')}")
-        lines.append(f"- {rounds} rounds per scenario and CLI, alternating, after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
+        lines.append(f"- {rounds} rounds per scenario and CLI ({min(rounds, long_rounds)} of the long scenarios f and g), alternating,"
+                     f" after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
         lines.append(f"- {load_line(facts, max_other)}")
         lines.append(f"- {reparented_line(facts)}")
     if results:
         lines += ["", "## Scenarios (medians)", "", report.scenario_table(results, rounds, markdown=True), ""]
         lines += ["Where the time goes, by the scripted server's clock (medians):", "", report.split_table(results, markdown=True), ""]
+        long = report.long_table(results, markdown=True)
+        if long:
+            lines += ["Long sessions (medians over runs):", "", long, ""]
         fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]
         if fails:
             lines += ["Failed runs (not in the medians):", "", *fails, ""]
-        lines += ["## Budgets (issue 9)", "", report.budget_lines(report.budgets(results, pi_reason), markdown=True), ""]
+        lines += ["## Budgets (issue 15)", "", report.budget_lines(report.budgets(results, pi_reason), markdown=True), ""]
     if micro:
         lines += ["## Micro-benchmarks", "", report.micro_table(micro, markdown=True), ""]
         lines += [f"- {ln}" for ln in report.landscape_lines(micro)]
