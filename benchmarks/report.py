@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from .e2e import ScenarioResult
 from .micro import MicroResult
+from .previous import Previous, figure_value, format_figure
 
-__all__ = ["Budget", "budgets", "scenario_table", "budget_lines", "micro_table"]
+__all__ = ["Budget", "budgets", "scenario_table", "split_table", "long_table", "budget_lines", "micro_table", "dispatch_table"]
 
 PA, PI = "pi-actors", "pi"
 
@@ -361,7 +362,7 @@ LANDSCAPE_TARGETS = {
 }
 
 
-def micro_rows(results: list[MicroResult]) -> list[list[str]]:
+def micro_rows(results: list[MicroResult], previous: Previous | None = None) -> list[list[str]]:
     rows = []
     groups: dict[str, list[MicroResult]] = {}
     for m in results:
@@ -369,7 +370,7 @@ def micro_rows(results: list[MicroResult]) -> list[list[str]]:
     for group, items in groups.items():
         base = next((m for m in items if m.baseline and m.name.startswith("baseline")), None)
         for m in items:
-            val = f"{m.value:,.0f} {m.unit}" if m.unit == "/s" else f"{m.value:,.1f} {m.unit}"
+            val = format_figure(m.value, m.unit)
             # The baseline to compare with: same suffix (p50/p99, "wall p50", "CPU p50").
             rel = ""
             if base is not None and not m.baseline:
@@ -383,14 +384,45 @@ def micro_rows(results: list[MicroResult]) -> list[list[str]]:
                     rel = f"{m.value / twin.value:.2f}× baseline time"
                     if m.unit == "ms":
                         rel += f" ({twin.name.split(',')[0].removeprefix('baseline ')})"
-            rows.append([group, m.name, val, rel])
+            row = [group, m.name, val, rel]
+            if previous is not None:
+                last = previous.micro.get((m.group, m.name))
+                row += [last or "—", _change(val, last)]
+            rows.append(row)
             group = ""
     return rows
 
 
-def micro_table(results: list[MicroResult], markdown: bool = False) -> str:
+def _change(this: str, last: str | None) -> str:
+    """``this ÷ last`` of two printed figures of the same unit, or "—"."""
+    a, b = figure_value(this), figure_value(last) if last else None
+    if a is None or b is None or a[1] != b[1] or b[0] == 0 or math.isnan(a[0]):
+        return "—"
+    return f"{a[0] / b[0]:.2f}×"
+
+
+def micro_table(results: list[MicroResult], markdown: bool = False, previous: Previous | None = None) -> str:
+    """The micro-benchmarks; with ``previous``, each figure beside the last run's."""
     header = ["benchmark", "implementation", "figure", "vs baseline"]
-    return (_md_table if markdown else _text_table)(header, micro_rows(results))
+    if previous is not None:
+        header += [f"last run ({previous.label})", "this ÷ last"]
+    return (_md_table if markdown else _text_table)(header, micro_rows(results, previous))
+
+
+def dispatch_table(rows: list[tuple[str, float, str]], markdown: bool = False, previous: Previous | None = None) -> str:
+    """Tool dispatch (``benchmarks.tool_dispatch``); with ``previous``, beside the last run's."""
+    header = ["figure", "this run"]
+    if previous is not None:
+        header += [f"last run ({previous.label})", "this ÷ last"]
+    out = []
+    for name, value, unit in rows:
+        val = format_figure(value, unit)
+        row = [name, val]
+        if previous is not None:
+            last = previous.dispatch.get(name)
+            row += [last or "—", _change(val, last)]
+        out.append(row)
+    return (_md_table if markdown else _text_table)(header, out)
 
 
 def landscape_lines(results: list[MicroResult]) -> list[str]:
