@@ -199,7 +199,7 @@ def budgets(results: list[ScenarioResult], pi_reason: str | None) -> list[Budget
     text_a = f"trivial prompt wall ≤ {A_LIMIT}× pi"
     a_pa, a_pi = med("a", PA), med("a", PI)
     if a_pa is None:
-        out.append(Budget("a", text_a, "NOT EVALUATED (no pi-actors figure)", ""))
+        out.append(Budget("a", text_a, "NOT EVALUATED (scenario a not run)" if "a" not in r else "NOT EVALUATED (no pi-actors figure)", ""))
     elif a_pi is None:
         out.append(Budget("a", text_a, no_pi, f"pi-actors {a_pa:.3f} s"))
     else:
