@@ -127,11 +127,13 @@ class PiActors(_CLI):
 
     def session_holder(self, root: int) -> int | None:
         """The coordinator actor (``python -m pi_actors.runtime.child coordinator``), a child
-        of the CLI; with two (a restart caught half-way), the newer one."""
+        of the CLI. Should there be two (a standby started next to the one in service), the
+        older one: a replacement is only ever started after the one it replaces (a dead
+        coordinator leaves the tree, and the run's check sees the pid change)."""
         from .procs import proc_cmdline, tree_pids
 
         found = [pid for pid in tree_pids(root) if proc_cmdline(pid).endswith("pi_actors.runtime.child coordinator")]
-        return max(found, key=_start_ticks) if found else None
+        return min(found, key=_start_ticks) if found else None
 
     def env(self) -> dict[str, str]:
         env = _base_env()
