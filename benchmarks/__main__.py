@@ -1,4 +1,5 @@
-"""``python -m benchmarks``: the side-by-side scenarios, the budgets and the micro-benchmarks.
+"""``python -m benchmarks``: the side-by-side scenarios, the budgets, the micro-benchmarks and
+the tool-dispatch figures (these two beside the last run's, see :mod:`benchmarks.previous`).
 
 Run from the repository root with the project's virtualenv::
 
@@ -7,6 +8,7 @@ Run from the repository root with the project's virtualenv::
     .venv/bin/python -m benchmarks --install-pi    # npm install pi into the cache folder first
     .venv/bin/python -m benchmarks --only micro    # micro-benchmarks only
     .venv/bin/python -m benchmarks --scenarios a,b32 --rounds 3
+    .venv/bin/python -m benchmarks --scenarios f,g --rounds 1   # the long sessions (issue 15)
 
 ``--results benchmarks/RESULTS.md`` rewrites that file with this run's figures, the machine
 and the command (keeping its "## Notes" section).
