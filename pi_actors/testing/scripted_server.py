@@ -126,7 +126,7 @@ class ScriptedLLM:
                 request, body = await _read_request(conn, stream)
                 if request is None:
                     return
-                keep = await self._respond(conn, stream, request, body, time.time())
+                keep = await self._respond(conn, stream, request, body)
                 if not keep or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     return
                 conn.start_next_cycle()
@@ -137,9 +137,10 @@ class ScriptedLLM:
                 await stream.aclose()
 
     async def _respond(self, conn: h11.Connection, stream: trio.SocketStream,
-                       request: h11.Request, raw: bytes, received: float) -> bool:
+                       request: h11.Request, raw: bytes) -> bool:
         """Record the request, send its response; return False when the connection must be
         dropped afterwards. ``on_replied`` hears of a response written to its end."""
+        received = time.time()  # the request has just been read in full
         path = request.target.decode("latin-1").split("?", 1)[0]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
         try:
