@@ -132,6 +132,11 @@ def long_table(results: list[ScenarioResult], markdown: bool = False) -> str:
                              f"{_fmt(_ms(res.median_extra(cli, 'turn_overhead')), ' ms', 1)} all turns (mean); "
                              f"{_fmt(_ms(early), ' ms', 1)} turns 1–10",
                              f"{_fmt(_ms(late), ' ms', 1)} turns {n - 10}–{n}", _ratio(late, early), "", "", "", ""])
+            if res.ok(PA) and res.ok(PI):
+                rows.append(["", "pi-actors/pi",
+                             f"{_ratio(res.median_extra(PA, 'turn_overhead'), res.median_extra(PI, 'turn_overhead'))} all turns; "
+                             f"{_ratio(res.median_extra(PA, 'turns_early'), res.median_extra(PI, 'turns_early'))} turns 1–10",
+                             _ratio(res.median_extra(PA, "turns_late"), res.median_extra(PI, "turns_late")), "", "", "", "", ""])
         elif key == "g":
             n = _n(res)
             for cli in (PA, PI):
@@ -146,6 +151,12 @@ def long_table(results: list[ScenarioResult], markdown: bool = False) -> str:
                              f"{holder}: {_fmt(_mib(res.median_extra(cli, 'rss_from_kb')), ' MiB', 1)} → "
                              f"{_fmt(_mib(res.median_extra(cli, 'rss_last_kb')), ' MiB', 1)}",
                              _fmt(grow, " B", 0), _fmt(size, " B", 0), _ratio(grow, size)])
+            if res.ok(PA) and res.ok(PI):
+                rows.append(["", "pi-actors/pi",
+                             _ratio(res.median_extra(PA, "prompt_early"), res.median_extra(PI, "prompt_early")),
+                             _ratio(res.median_extra(PA, "prompt_late"), res.median_extra(PI, "prompt_late")), "", "",
+                             _ratio(res.median_extra(PA, "rss_growth_per_prompt"), res.median_extra(PI, "rss_growth_per_prompt")),
+                             "", ""])
     if not rows:
         return ""
     return (_md_table if markdown else _text_table)(LONG_HEADER, rows)
