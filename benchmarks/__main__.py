@@ -267,7 +267,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
     if facts:
         lines.append(f"- pi-actors {facts.get('pi-actors', '?')}, pi {facts.get('pi', 'absent' if pi_reason is None else f'absent: {pi_reason}')};"
                      f" {facts.get('sandbox', '')}")
-        lines.append(f"- {rounds} rounds per scenario and CLI ({min(rounds, long_rounds)} of the long scenarios f and g), alternating,"
+        lines.append(f"- {rounds} round(s) per scenario and CLI ({min(rounds, long_rounds)} of the long scenarios f and g), alternating,"
                      f" after one warm-up run each; scenario runs took {facts.get('elapsed', 0):.0f} s")
         lines.append(f"- {load_line(facts, max_other)}")
         lines.append(f"- {reparented_line(facts)}")
