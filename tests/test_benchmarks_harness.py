@@ -268,3 +268,26 @@ def test_a_json_of_a_run_is_read_as_the_last_run(tmp_path):
     path.write_text(json.dumps(doc))
     last = load_previous(path)
     assert (last.label, last.micro, last.dispatch) == ("d, commit c", {("g", "n"): "12.3 µs"}, {"w": "0.5 ms"})
+
+
+# -- whole runs through the runner ------------------------------------------------------------
+
+
+def test_a_long_session_run_reports_the_clients_time_for_every_turn(tmp_path):
+    from benchmarks.e2e import _run_one
+
+    server = Server(tmp_path)
+    try:
+        cli = PiActors(tmp_path / "home", server.port, str(Path(sys.executable).with_name("pi-actors")))
+        scenario = Scenario("f", "bulkturns-22", "22 turns", sessions=True, timeout=240)
+        m, problem = _run_one(cli, scenario, server, tmp_path, 0.05)
+        rpc = Scenario("g", "prompts-2", "2 prompts", sessions=True, timeout=240, rpc=True)
+        m_rpc, problem_rpc = _run_one(cli, rpc, server, tmp_path, 0.05)
+    finally:
+        server.close()
+    assert problem is None, problem
+    assert len(m.extra["turn_gaps"]) == 22 and all(g > 0 for g in m.extra["turn_gaps"])
+    assert set(long_turn_figures(m.extra["turn_gaps"])) == {"turn_overhead", "turns_early", "turns_late"}
+    assert m.extra["turns_early"] == long_turn_figures(m.extra["turn_gaps"])["turns_early"]
+    assert problem_rpc is None, problem_rpc
+    assert len(m_rpc.extra["latencies"]) == 2
