@@ -200,6 +200,8 @@ def scenario_part(args: argparse.Namespace, scen: list, rounds: int, pi_path: st
     if long:
         print("\nlong sessions (medians over runs):")
         print(long)
+        for line in report.curve_lines(results):
+            print("  " + line)
     for res in results:
         for cli, problems in res.failures.items():
             for pr in sorted(set(problems)):
@@ -277,6 +279,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
         long = report.long_table(results, markdown=True)
         if long:
             lines += ["Long sessions (medians over runs):", "", long, ""]
+            lines += [f"- {line}" for line in report.curve_lines(results)] + [""]
         fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]
         if fails:
             lines += ["Failed runs (not in the medians):", "", *fails, ""]

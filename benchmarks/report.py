@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from .e2e import ScenarioResult
 from .micro import MicroResult
 from .previous import Previous, figure_value, format_figure
 
-__all__ = ["Budget", "budgets", "scenario_table", "split_table", "long_table", "budget_lines", "micro_table", "dispatch_table"]
+__all__ = ["Budget", "budgets", "scenario_table", "split_table", "long_table", "budget_lines", "micro_table", "dispatch_table",
+           "curve_lines"]
 
 PA, PI = "pi-actors", "pi"
 
@@ -160,6 +162,27 @@ def long_table(results: list[ScenarioResult], markdown: bool = False) -> str:
     if not rows:
         return ""
     return (_md_table if markdown else _text_table)(LONG_HEADER, rows)
+
+
+def curve_lines(results: list[ScenarioResult], blocks: int = 6) -> list[str]:
+    """(f) and (g) along the session: the median client time per turn (f) or latency per
+    prompt (g) in each of ``blocks`` equal stretches of the session, median over runs."""
+    out = []
+    for res in results:
+        series = {"f": "turn_gaps", "g": "latencies"}.get(res.scenario.key)
+        if series is None:
+            continue
+        what = "client time per turn" if res.scenario.key == "f" else "latency per prompt"
+        for cli in (PA, PI):
+            runs = [m.extra[series] for m in res.ok(cli) if len(m.extra.get(series) or []) >= blocks]
+            if not runs:
+                continue
+            n = min(len(r) for r in runs)
+            size = n // blocks
+            per_block = [statistics.median(statistics.median(r[i * size:(i + 1) * size]) for r in runs) for i in range(blocks)]
+            spans = ", ".join(f"{i * size + 1}–{(i + 1) * size}: {v * 1000:.1f}" for i, v in enumerate(per_block))
+            out.append(f"({res.scenario.key}) {cli}, median {what} (ms) by stretch of the session — {spans}")
+    return out
 
 
 @dataclass

@@ -291,3 +291,11 @@ def test_a_long_session_run_reports_the_clients_time_for_every_turn(tmp_path):
     assert m.extra["turns_early"] == long_turn_figures(m.extra["turn_gaps"])["turns_early"]
     assert problem_rpc is None, problem_rpc
     assert len(m_rpc.extra["latencies"]) == 2
+
+
+def test_the_long_sessions_are_also_shown_stretch_by_stretch():
+    gaps = [0.010] * 50 + [0.020] * 50 + [0.030] * 50 + [0.040] * 50 + [0.050] * 50 + [0.060] * 50
+    res = _result("f", "bulkturns-300", [_m(9.0, turn_gaps=gaps), _m(9.0, turn_gaps=[g * 3 for g in gaps])], [])
+    (line,) = report.curve_lines([res])
+    assert line == ("(f) pi-actors, median client time per turn (ms) by stretch of the session — 1–50: 20.0, 51–100: 40.0,"
+                    " 101–150: 60.0, 151–200: 80.0, 201–250: 100.0, 251–300: 120.0")
