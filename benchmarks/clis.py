@@ -8,7 +8,9 @@
 
 Both get the model ``scripted/scripted-model`` on the server's OpenAI chat-completions
 endpoint, their default tools, and ``--no-session`` unless the scenario wants durable session
-writes (then a fresh ``--session-dir``).
+writes (then a fresh ``--session-dir``); print mode ``-p``, or pi's JSON-lines RPC mode
+(``--mode rpc``), or the interactive TUI. ``session_holder(root)`` names the process of a
+running CLI that holds the session (pi-actors' coordinator actor; pi's one node process).
 
 Finding pi (:func:`find_pi`): ``$PI_PEER_CLI`` if set, else the cache folder's
 ``node_modules/.bin/pi`` (``$PI_BENCH_CACHE``, default ``~/.cache/pi-actors-bench/pi``);
@@ -64,7 +66,17 @@ class _CLI:
         home.mkdir(parents=True, exist_ok=True)
         (home / "models.json").write_text(models_json(port))
 
-    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False) -> list[str]:
+    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False,
+             rpc: bool = False) -> list[str]:
+        raise NotImplementedError
+
+    def _mode_args(self, prompt: str | None, interactive: bool, rpc: bool) -> list[str]:
+        if rpc:
+            return ["--mode", "rpc"]
+        return [] if interactive else ["-p", prompt or ""]
+
+    def session_holder(self, root: int) -> int | None:
+        """The pid of the process of the running CLI ``root`` that holds the session."""
         raise NotImplementedError
 
     def env(self) -> dict[str, str]:
@@ -107,12 +119,21 @@ class PiActors(_CLI):
             how = ver or bwrap
         return f"sandbox: default ({mode}), {how}"
 
-    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False) -> list[str]:
+    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False,
+             rpc: bool = False) -> list[str]:
         args = [self.executable, "--model", f"{MODEL_PROVIDER}/{MODEL_ID}"]
         args += ["--session-dir", session_dir] if session_dir else ["--no-session"]
-        if not interactive:
-            args += ["-p", prompt or ""]
-        return args
+        return args + self._mode_args(prompt, interactive, rpc)
+
+    def session_holder(self, root: int) -> int | None:
+        """The coordinator actor (``python -m pi_actors.runtime.child coordinator``), a child
+        of the CLI. Should there be two (a standby started next to the one in service), the
+        older one: a replacement is only ever started after the one it replaces (a dead
+        coordinator leaves the tree, and the run's check sees the pid change)."""
+        from .procs import proc_cmdline, tree_pids
+
+        found = [pid for pid in tree_pids(root) if proc_cmdline(pid).endswith("pi_actors.runtime.child coordinator")]
+        return min(found, key=_start_ticks) if found else None
 
     def env(self) -> dict[str, str]:
         env = _base_env()
@@ -134,17 +155,30 @@ class Pi(_CLI):
         done = subprocess.run([self.executable, "--version"], capture_output=True, text=True, timeout=60, env=self.env())
         return (done.stdout or done.stderr).strip()
 
-    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False) -> list[str]:
+    def argv(self, prompt: str | None, *, session_dir: str | None = None, interactive: bool = False,
+             rpc: bool = False) -> list[str]:
         args = [self.executable, "--provider", MODEL_PROVIDER, "--model", MODEL_ID]
         args += ["--session-dir", session_dir] if session_dir else ["--no-session"]
-        if not interactive:
-            args += ["-p", prompt or ""]
-        return args
+        return args + self._mode_args(prompt, interactive, rpc)
+
+    def session_holder(self, root: int) -> int | None:
+        """pi is one node process (``bin/pi`` runs node through its shebang): the root itself."""
+        return root if os.path.exists(f"/proc/{root}") else None
 
     def env(self) -> dict[str, str]:
         env = _base_env()
         env.update(PI_CODING_AGENT_DIR=str(self.home), PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1", PI_TELEMETRY="0")
         return env
+
+
+def _start_ticks(pid: int) -> int:
+    """When a process started (clock ticks after boot; field 22 of ``/proc/PID/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return 0
+    return int(raw[raw.rfind(b")") + 2 :].split()[19])
 
 
 def pi_cache_dir() -> Path:

@@ -6,8 +6,11 @@ untimed warm-up run of each CLI. A run counts only if it exited 0, printed the s
 check string, and made exactly the expected number of requests to the server (read back
 from the server's request log by the run's id) — otherwise it is reported as failed.
 
-See :mod:`benchmarks.procs` for how wall, CPU and memory are taken, and
-:mod:`benchmarks.startup` for scenario (e).
+See :mod:`benchmarks.procs` for how wall, CPU and memory are taken,
+:mod:`benchmarks.startup` for scenario (e) and :mod:`benchmarks.rpc_drive` for (g).
+
+The long-session scenarios (f) and (g) (issue 15) take a minute or more per run: they run in
+the first ``long_rounds`` rounds only (default 3).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import rpc_drive
 from . import scenarios as S
 from .clis import Pi, PiActors
 from .procs import Measurement, become_subreaper, measure
@@ -42,15 +46,22 @@ class Scenario:
     title: str
     sessions: bool = False  # durable session writes (a fresh --session-dir per run)
     timeout: float = 120.0
+    rpc: bool = False  # driven over --mode rpc (benchmarks.rpc_drive) instead of -p
+    long: bool = False  # runs in the first ``long_rounds`` rounds only
 
 
-def default_scenarios(deltas: int = 50_000, turns: int = 50, parallel: tuple[int, ...] = (8, 32)) -> list[Scenario]:
+def default_scenarios(deltas: int = 50_000, turns: int = 50, parallel: tuple[int, ...] = (8, 32),
+                      long_turns: int = 300, prompts: int = 300) -> list[Scenario]:
     out = [Scenario("a", "trivial", "trivial prompt -> final text (-p)")]
     for n in parallel:
         out.append(Scenario(f"b{n}", f"parallel-{n}", f"{n} parallel `sleep 1; echo i` bash calls, then text"))
     out.append(Scenario("c", f"turns-{turns}", f"{turns} turns of one `echo i` call, session written", sessions=True))
     out.append(Scenario("d", f"deltas-{deltas}", f"one reply of {deltas:,} text deltas"))
     out.append(Scenario("e", "startup", "start-up to ready for input (interactive, on a pty)", timeout=20.0))
+    out.append(Scenario("f", f"bulkturns-{long_turns}", f"{long_turns} turns of one bash call printing ~1 kB, session written",
+                        sessions=True, timeout=max(120.0, long_turns * 2.0), long=True))
+    out.append(Scenario("g", f"prompts-{prompts}", f"rpc mode: {prompts} prompts of one bash call each, session written",
+                        sessions=True, timeout=max(120.0, prompts * 4.0), rpc=True, long=True))
     return out
 
 
@@ -104,7 +115,21 @@ class Server:
     def request_times(self, run_id: str) -> list[float]:
         """Unix times at which the server received the run's requests, in order."""
         with open(self.log, encoding="utf-8") as f:
-            return [float(parts[3]) for parts in (line.split() for line in f) if parts and parts[0] == run_id and len(parts) > 3]
+            return [float(parts[3]) for parts in (line.split() for line in f) if len(parts) == 4 and parts[0] == run_id]
+
+    def reply_times(self, run_id: str, expect: int, wait: float = 2.0) -> list[tuple[float, float]]:
+        """``(request read, reply's end)`` unix times of each of the run's replies written to
+        their end, in the order the requests arrived. The server logs a reply's end just after
+        its last write, so it may lag the CLI's exit: this waits up to ``wait`` seconds for
+        ``expect`` of them."""
+        deadline = time.monotonic() + wait
+        while True:
+            with open(self.log, encoding="utf-8") as f:
+                rows = [(float(p[5]), float(p[3])) for p in (line.split() for line in f)
+                        if len(p) == 6 and p[0] == run_id and p[4] == "replied"]
+            if len(rows) >= expect or time.monotonic() > deadline:
+                return sorted(rows)
+            time.sleep(0.05)
 
     def total_requests(self) -> int:
         with open(self.log, encoding="utf-8") as f:
@@ -119,6 +144,38 @@ class Server:
             self.proc.wait()
 
 
+def turn_gaps(replies: list[tuple[float, float]]) -> list[float]:
+    """The client's time of each turn: from the end of a reply to the arrival of the next
+    request (tool run, session writes, building and sending the request), by the server's
+    clock. ``replies``: ``(request read, reply's end)`` per request, in order."""
+    return [nxt[0] - cur[1] for cur, nxt in zip(replies, replies[1:], strict=False)]
+
+
+def long_turn_figures(gaps: list[float]) -> dict[str, float]:
+    """(f)'s figures of one run: ``turn_overhead`` (mean client time per turn, all turns),
+    ``turns_early`` (median of turns 1-10) and ``turns_late`` (median of the last 11 turns:
+    290-300 of 300); {} if there are fewer than 22 turns."""
+    if len(gaps) < 22:
+        return {}
+    return {
+        "turn_overhead": statistics.fmean(gaps),
+        "turns_early": statistics.median(gaps[:10]),
+        "turns_late": statistics.median(gaps[-11:]),
+    }
+
+
+def _long_note(m: Measurement) -> str:
+    """The long scenarios' own figures of one run, for the progress line."""
+    x = m.extra
+    if "turns_early" in x:
+        return (f"; per turn {x['turn_overhead'] * 1000:.1f} ms, turns 1-10 {x['turns_early'] * 1000:.1f} ms,"
+                f" last 11 {x['turns_late'] * 1000:.1f} ms")
+    if "prompt_early" in x:
+        return (f"; prompt ~10 {x['prompt_early'] * 1000:.1f} ms, ~N-10 {x['prompt_late'] * 1000:.1f} ms,"
+                f" holder RSS +{x['rss_growth_per_prompt']:,.0f} B/prompt, session +{x['session_bytes_per_prompt']:,.0f} B/prompt")
+    return ""
+
+
 def _check(scenario: Scenario, m: Measurement, server: Server, run_id: str) -> str | None:
     """Why the run does not count, or None."""
     if scenario.name == "startup" and m.returncode != 0:
@@ -129,6 +186,11 @@ def _check(scenario: Scenario, m: Measurement, server: Server, run_id: str) -> s
         return f"exit {m.returncode}: {' | '.join(tail)}"
     if scenario.name == "startup":
         return None
+    if scenario.rpc:
+        if m.extra.get("problem"):
+            return m.extra["problem"]
+        got, expect = server.requests_for(run_id), S.expected_requests(scenario.name)
+        return None if got == expect else f"{got} requests reached the scripted server, expected {expect}"
     out = m.stdout.decode(errors="replace")
     want = S.expected_output(scenario.name)
     if want not in out:
@@ -155,6 +217,14 @@ def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float
                 cli.argv(None, interactive=True), env=cli.env(), cwd=str(work), ready=cli.ready_marker,
                 timeout=scenario.timeout, keep=keep,
             )
+        elif scenario.rpc:
+            assert session_dir is not None
+            talk = rpc_drive.conversation(scenario.name, run_id, Path(session_dir), cli.session_holder)
+            m = measure(
+                cli.argv(None, session_dir=session_dir, rpc=True),
+                env=cli.env(), cwd=str(work), timeout=scenario.timeout, poll=poll, keep=keep, interact=talk,
+            )
+            m.extra.update(rpc_drive.figures(m.extra["latencies"], m.extra["rss_kb"], m.extra["session_bytes"]))
         else:
             m = measure(
                 cli.argv(S.prompt_for(scenario.name, run_id), session_dir=session_dir),
@@ -170,6 +240,12 @@ def _run_one(cli, scenario: Scenario, server: Server, workdir: Path, poll: float
             m.extra["after_last_request"] = m.wall - (times[-1] - t_start)
             if len(times) > 1:
                 m.extra["first_to_second_request"] = times[1] - times[0]
+                gaps = turn_gaps(server.reply_times(run_id, len(times)))
+                if gaps and not scenario.rpc:
+                    m.extra["client_per_turn"] = statistics.median(gaps)
+                if scenario.name.startswith("bulkturns-"):
+                    m.extra["turn_gaps"] = gaps
+                    m.extra.update(long_turn_figures(gaps))
         if problem is None and session_dir is not None and not any(Path(session_dir).rglob("*.jsonl")):
             problem = "no session file was written"
         if problem is None and m.extra.get("lingering"):
@@ -232,9 +308,12 @@ def run_scenarios(
     poll: float = 0.05,
     max_other: float = 0.3,
     retries: int = 3,
+    long_rounds: int = 3,
     progress=print,
 ) -> tuple[list[ScenarioResult], dict]:
     """Run everything; returns the results and facts about the run (versions, server).
+
+    The long scenarios (``Scenario.long``: f, g) run in the first ``long_rounds`` rounds only.
 
     The machine may be shared: a run during which other processes kept more than
     ``max_other`` CPUs busy on average is discarded and run again after a pause (3, 9, 27 s),
@@ -246,9 +325,10 @@ def run_scenarios(
     server = Server(workdir)
     facts: dict = {"port": server.port}
     try:
-        clis = [PiActors(workdir / "pi-actors-home", server.port)]
-        facts["pi-actors"] = clis[0].version()
-        facts["sandbox"] = clis[0].sandbox_note()
+        ours = PiActors(workdir / "pi-actors-home", server.port)
+        clis: list[PiActors | Pi] = [ours]
+        facts["pi-actors"] = ours.version()
+        facts["sandbox"] = ours.sandbox_note()
         if pi_path:
             pi = Pi(workdir / "pi-home", server.port, pi_path)
             facts["pi"] = pi.version()
@@ -273,7 +353,7 @@ def run_scenarios(
         for r in range(rounds):
             order = clis if r % 2 == 0 else list(reversed(clis))
             for res in results:
-                if res.scenario.name == "startup-idle":
+                if res.scenario.name == "startup-idle" or (res.scenario.long and r >= long_rounds):
                     continue
                 for cli in order:
                     label = f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9}"
@@ -286,7 +366,7 @@ def run_scenarios(
                         facts.setdefault("other_cpus", []).append(other)
                     progress(
                         f"  round {r + 1}/{rounds} {res.scenario.key:<4} {cli.name:<9} "
-                        + (f"{m.wall:7.3f} s wall {m.cpu:7.3f} s cpu {m.max_rss_kb / 1024:6.1f} MiB  (others: {other:.2f} CPUs)" if problem is None else f"FAILED: {problem}")
+                        + (f"{m.wall:7.3f} s wall {m.cpu:7.3f} s cpu {m.max_rss_kb / 1024:6.1f} MiB  (others: {other:.2f} CPUs){_long_note(m)}" if problem is None else f"FAILED: {problem}")
                     )
         facts["elapsed"] = time.perf_counter() - t_start
         facts["requests"] = server.total_requests()

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "tree_pids",
     "proc_cpu_seconds",
     "proc_hwm_kb",
+    "proc_rss_kb",
+    "proc_cmdline",
     "reap_orphans",
 ]
 
@@ -79,7 +82,7 @@ class OtherLoad:
     Tick granularity (10 ms per CPU) makes it approximate.
     """
 
-    def __init__(self, keep: set[int]) -> None:
+    def __init__(self, keep: Collection[int]) -> None:
         self.keep = set(keep)
 
     def _mine(self) -> float:
@@ -158,6 +161,20 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+def proc_rss_kb(pid: int) -> int:
+    """The resident set (from ``/proc/PID/statm``) of a live process, in KiB; 0 if it is gone."""
+    return _rss_kb(pid)
+
+
+def proc_cmdline(pid: int) -> str:
+    """The command line of a live process, arguments joined by spaces ("" if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").strip().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def proc_hwm_kb(pid: int) -> int:
     """The peak resident set (VmHWM) of a live process, in KiB."""
     try:
@@ -205,8 +222,9 @@ def measure(
     cwd: str,
     timeout: float,
     poll: float = 0.05,
-    keep: set[int] = frozenset(),
+    keep: Collection[int] = frozenset(),
     stdin: bytes | None = None,
+    interact: Callable[[subprocess.Popen], dict] | None = None,
 ) -> Measurement:
     """Run ``argv`` to completion and measure its tree (see the module docstring).
 
@@ -214,6 +232,11 @@ def measure(
     server), never reaped here. Output is captured through temporary files, so a chatty
     command cannot block on a full pipe. On timeout the command's process group is killed
     and the measurement reports returncode -9.
+
+    ``interact``: a conversation with the command instead of ``stdin``: its stdin and stdout
+    are pipes, and ``interact(proc)`` is called at once, in this thread; it must read stdout
+    as it comes and close stdin when done. What it returns is added to ``extra``. If it
+    raises, the command's process group is killed and the exception propagates.
     """
     import tempfile
 
@@ -226,23 +249,34 @@ def measure(
             argv,
             env=env,
             cwd=cwd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=out,
+            stdin=subprocess.PIPE if stdin is not None or interact is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if interact is not None else out,
             stderr=err,
             start_new_session=True,
         )
         sampler = _TreeSampler(proc.pid, poll)
         sampler.start()
-        if stdin is not None:
-            assert proc.stdin is not None
-            proc.stdin.write(stdin)
-            proc.stdin.close()
         timer = threading.Timer(timeout, lambda: _kill_group(proc.pid))
         timer.start()
+        talked: dict = {}
         try:
+            if stdin is not None:
+                assert proc.stdin is not None
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            if interact is not None:
+                try:
+                    talked = interact(proc)
+                except BaseException:
+                    _kill_group(proc.pid)
+                    os.wait4(proc.pid, 0)
+                    sampler.stop()
+                    raise
             _, status, ru = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
+            if proc.stdout is not None:
+                proc.stdout.close()
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait again
         sampler.stop()
@@ -284,7 +318,7 @@ def measure(
             stdout=out.read(),
             stderr=err.read(),
             orphans=len(orphans),
-            extra={"other_cpus": other, "orphan_names": orphan_names, "lingering": lingering},
+            extra={"other_cpus": other, "orphan_names": orphan_names, "lingering": lingering, **talked},
         )
 
 

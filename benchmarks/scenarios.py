@@ -5,13 +5,18 @@ run=ID``; the scripted server (``benchmarks.server``) reads the marker from the 
 first user message and answers with :func:`reply_for`. The answer depends only on the
 request body, so one server serves every scenario, every round and both CLIs.
 
-Scenarios (issue 9):
+Scenarios (issues 9 and 15):
 
 * ``trivial``      — one text reply;
 * ``parallel-N``   — one turn of N parallel ``sleep 1; echo i`` bash calls, then a text
   reply naming how many tool results came back;
 * ``turns-N``      — N turns of one ``echo i`` bash call each, then a text reply;
-* ``deltas-N``     — one text reply streamed as N deltas.
+* ``deltas-N``     — one text reply streamed as N deltas;
+* ``bulkturns-N``  — N turns of one bash call printing a line of 1,000 ``x`` and then ``i``
+  (:data:`BULK_COMMAND`), then a text reply (a long session: ~1 kB of output per turn);
+* ``prompts-N``    — for rpc mode: N prompts in one session (the first carries the marker,
+  prompt ``i`` for i ≥ 2 is :func:`next_prompt`), each answered with one ``echo i`` bash call
+  and then the text ``prompt i done: ok`` (:func:`prompt_done`).
 
 The final text of every scenario ends with a check string the runner verifies, so a run
 whose tools did not run (or did not all come back) is reported as failed, not timed.
@@ -20,21 +25,39 @@ whose tools did not run (or did not all come back) is reported as failed, not ti
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from pi_actors.testing.wire_formats import Reply, ScriptToolCall, openai_frames
 
-__all__ = ["MARKER", "prompt_for", "parse_marker", "expected_requests", "expected_output", "reply_for"]
+__all__ = [
+    "MARKER", "BULK_COMMAND", "prompt_for", "next_prompt", "prompt_done", "parse_marker", "expected_requests",
+    "expected_output", "reply_for",
+]
 
 MARKER = "pi-actors-bench"
 _MARKER_RE = re.compile(MARKER + r" scenario=([a-z]+(?:-\d+)?) run=(\w+)")
 #: Each delta of the ``deltas-N`` scenario carries this text.
 DELTA_PIECE = "abc "
+#: The bash command of turn ``i`` of ``bulkturns-N`` (the same for both CLIs): prints a line
+#: of 1,000 ``x``, then the turn's index (1,003-1,005 bytes of output).
+BULK_COMMAND = "head -c 1000 /dev/zero | tr '\\0' x; echo; echo {i}"
+BULK_LINE = "x" * 1000
 
 
 def prompt_for(scenario: str, run_id: str) -> str:
     return f"{MARKER} scenario={scenario} run={run_id}. Follow the scripted plan."
+
+
+def next_prompt(i: int) -> str:
+    """The text of prompt ``i`` (1-based, i ≥ 2) of a ``prompts-N`` run."""
+    return f"prompt {i}: one more, please."
+
+
+def prompt_done(i: int) -> str:
+    """The final text of prompt ``i`` of a ``prompts-N`` run whose tool result came back right."""
+    return f"prompt {i} done: ok"
 
 
 def _kind(scenario: str) -> tuple[str, int]:
@@ -45,7 +68,7 @@ def _kind(scenario: str) -> tuple[str, int]:
 def expected_requests(scenario: str) -> int:
     """How many LLM requests one run of ``scenario`` makes."""
     kind, n = _kind(scenario)
-    return {"trivial": 1, "parallel": 2, "turns": n + 1, "deltas": 1}[kind]
+    return {"trivial": 1, "parallel": 2, "turns": n + 1, "deltas": 1, "bulkturns": n + 1, "prompts": 2 * n}[kind]
 
 
 def expected_output(scenario: str) -> str:
@@ -57,6 +80,10 @@ def expected_output(scenario: str) -> str:
         return f"parallel done: {n} of {n} results ok"
     if kind == "turns":
         return f"turns done: {n} of {n} results ok"
+    if kind == "bulkturns":
+        return f"bulk turns done: {n} of {n} results ok"
+    if kind == "prompts":
+        return prompt_done(n)
     return DELTA_PIECE * 4  # the full text is checked by length too
 
 
@@ -82,12 +109,28 @@ def _tool_results(body: dict) -> list[str]:
     return [_text_of(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "tool"]
 
 
-def _first_bad(results: list[str]) -> str:
-    """For a failed run's report: the first tool result that is not its index."""
+def _bulk_ok(result: str, i: int) -> bool:
+    return result.strip().split("\n") == [BULK_LINE, str(i)]
+
+
+def _first_bad(results: list[str], ok: Callable[[str, int], bool] = lambda r, i: r.strip() == str(i)) -> str:
+    """For a failed run's report: the first tool result that is not what its command prints."""
     for i, r in enumerate(results):
-        if r.strip() != str(i):
+        if not ok(r, i):
             return f" (result {i}: {r.strip()[:300]!r})"
     return ""
+
+
+def _prompt_reply(body: dict) -> Reply:
+    """``prompts-N``: a bash call for a prompt just sent, the final text after its result."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    i = sum(1 for m in messages if m.get("role") == "user")
+    if messages and messages[-1].get("role") == "tool":
+        result = _text_of(messages[-1].get("content")).strip()
+        if result == str(i):
+            return Reply(text=prompt_done(i), chunks=2)
+        return Reply(text=f"prompt {i} failed: tool result {result[:200]!r}", chunks=2)
+    return Reply(tool_calls=[_bash(f"echo {i}", f"call_{i}")])
 
 
 def _bash(command: str, call_id: str) -> ScriptToolCall:
@@ -125,6 +168,14 @@ def reply_for(body: dict) -> Reply:
             return Reply(tool_calls=[_bash(f"echo {k}", f"call_{k}")])
         ok = sum(1 for i, r in enumerate(results) if r.strip() == str(i))
         return Reply(text=f"turns done: {ok} of {n} results ok{_first_bad(results)}", chunks=3)
+    if kind == "bulkturns":
+        k = len(results)
+        if k < n:
+            return Reply(tool_calls=[_bash(BULK_COMMAND.format(i=k), f"call_{k}")])
+        ok = sum(1 for i, r in enumerate(results) if _bulk_ok(r, i))
+        return Reply(text=f"bulk turns done: {ok} of {n} results ok{_first_bad(results, _bulk_ok)}", chunks=3)
+    if kind == "prompts":
+        return _prompt_reply(body)
     if kind == "deltas":
         return Reply(raw_sse=_delta_sse(n))
     return Reply(text=f"unknown scenario {marker[0]!r}")

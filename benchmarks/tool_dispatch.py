@@ -5,6 +5,9 @@ Run from the repository root with the project's virtualenv::
     .venv/bin/python -m benchmarks.tool_dispatch            # ~20 s
     .venv/bin/python -m benchmarks.tool_dispatch --json     # also one JSON line with the figures
 
+``python -m benchmarks`` runs it with the micro-benchmarks (:func:`measure_dispatch`) and
+prints its figures beside the last run's.
+
 The tool pool runs as its own actor process, as in the CLI; this process plays the
 coordinator (a Peer on a socketpair). The measured call is ``ls`` of an empty directory (no
 subprocess); the time that ``ls`` takes by itself, run in this process, is subtracted, so
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -148,6 +152,54 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:8.2f} ms"
 
 
+async def measure_dispatch(rounds: int = 300, cold_rounds: int = 8, say: Any = print) -> dict[str, Any]:
+    """Every figure of this module (see its docstring), as a dict; ``say`` hears each line."""
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="pi-actors-dispatch-", dir="/var/tmp") as workspace:
+        await trio.Path(workspace, "empty").mkdir()
+        alone = await tool_alone(workspace, rounds)
+        figures["tool_alone_ms"] = alone * 1000
+        say(f"ls of an empty directory, in-process:        {ms(alone)}  (subtracted below)")
+        for mode in ("workspace-write", "off"):
+            warm = await warm_dispatch(workspace, mode, rounds)
+            cold = await cold_dispatch(workspace, mode, cold_rounds)
+            warm_med = statistics.median(warm) - alone
+            warm_p95 = statistics.quantiles(warm, n=20)[18] - alone
+            cold_med = statistics.median(cold) - alone
+            figures[mode] = {"warm_median_ms": warm_med * 1000, "warm_p95_ms": warm_p95 * 1000, "cold_median_ms": cold_med * 1000}
+            label = "sandbox on " if mode != "off" else "sandbox off"
+            say(f"dispatch, warm worker, {label} (median/p95): {ms(warm_med)} / {ms(warm_p95)}")
+            say(f"dispatch, cold worker, {label} (median):     {ms(cold_med)}")
+            starts = await worker_starts(workspace, mode, cold_rounds * 4)
+            figures[mode]["worker_start_median_ms"] = statistics.median(starts) * 1000
+            say(f"worker start (fork → hello), {label} (median): {ms(statistics.median(starts))}")
+        wall = await concurrent_sleeps(workspace)
+        figures["32_sleep_1_wall_s"] = wall
+        say(f"32 concurrent 'sleep 1' calls, sandbox on, 32 warm workers, wall: {wall:6.2f} s")
+        burst = [await concurrent_sleeps(workspace, warm=2) for _ in range(3)]
+        figures["32_sleep_1_burst_overhead_s"] = statistics.median(burst) - 1
+        say(f"the same on a pool with 2 warm workers (30 forked in the burst), wall − 1 s (median of 3): {statistics.median(burst) - 1:6.3f} s")
+    return figures
+
+
+def figure_rows(figures: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """``(name, value, unit)`` for the tables of ``python -m benchmarks`` (names stay stable:
+    the next run finds the last run's figure by its name)."""
+    rows: list[tuple[str, float, str]] = []
+    for mode, label in (("workspace-write", "sandbox on"), ("off", "sandbox off")):
+        f = figures.get(mode) or {}
+        rows += [
+            (f"dispatch, warm worker, {label}, median", f.get("warm_median_ms", math.nan), "ms"),
+            (f"dispatch, warm worker, {label}, p95", f.get("warm_p95_ms", math.nan), "ms"),
+            (f"dispatch, cold worker (fresh pool), {label}, median", f.get("cold_median_ms", math.nan), "ms"),
+            (f"worker start (zygote fork → hello), {label}, median", f.get("worker_start_median_ms", math.nan), "ms"),
+        ]
+    rows.append(("32 concurrent `sleep 1` calls, 32 warm workers, wall", figures.get("32_sleep_1_wall_s", math.nan), "s"))
+    rows.append(("32 concurrent `sleep 1` calls, 2 warm workers (30 forked), wall − 1 s",
+                 figures.get("32_sleep_1_burst_overhead_s", math.nan), "s"))
+    return rows
+
+
 async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tool_dispatch", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300, help="warm calls per mode")
@@ -155,31 +207,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     options = parser.parse_args(argv)
 
-    figures: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="pi-actors-dispatch-", dir="/var/tmp") as workspace:
-        await trio.Path(workspace, "empty").mkdir()
-        alone = await tool_alone(workspace, options.rounds)
-        figures["tool_alone_ms"] = alone * 1000
-        print(f"ls of an empty directory, in-process:        {ms(alone)}  (subtracted below)")
-        for mode in ("workspace-write", "off"):
-            warm = await warm_dispatch(workspace, mode, options.rounds)
-            cold = await cold_dispatch(workspace, mode, options.cold_rounds)
-            warm_med = statistics.median(warm) - alone
-            warm_p95 = statistics.quantiles(warm, n=20)[18] - alone
-            cold_med = statistics.median(cold) - alone
-            figures[mode] = {"warm_median_ms": warm_med * 1000, "warm_p95_ms": warm_p95 * 1000, "cold_median_ms": cold_med * 1000}
-            label = "sandbox on " if mode != "off" else "sandbox off"
-            print(f"dispatch, warm worker, {label} (median/p95): {ms(warm_med)} / {ms(warm_p95)}")
-            print(f"dispatch, cold worker, {label} (median):     {ms(cold_med)}")
-            starts = await worker_starts(workspace, mode, options.cold_rounds * 4)
-            figures[mode]["worker_start_median_ms"] = statistics.median(starts) * 1000
-            print(f"worker start (fork → hello), {label} (median): {ms(statistics.median(starts))}")
-        wall = await concurrent_sleeps(workspace)
-        figures["32_sleep_1_wall_s"] = wall
-        print(f"32 concurrent 'sleep 1' calls, sandbox on, 32 warm workers, wall: {wall:6.2f} s")
-        burst = [await concurrent_sleeps(workspace, warm=2) for _ in range(3)]
-        figures["32_sleep_1_burst_overhead_s"] = statistics.median(burst) - 1
-        print(f"the same on a pool with 2 warm workers (30 forked in the burst), wall − 1 s (median of 3): {statistics.median(burst) - 1:6.3f} s")
+    figures = await measure_dispatch(options.rounds, options.cold_rounds)
     on = figures["workspace-write"]["warm_median_ms"]
     print(f"target: warm dispatch with the sandbox on < 5 ms: {'met' if on < 5 else 'MISSED'} ({on:.2f} ms)")
     if options.json:

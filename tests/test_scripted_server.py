@@ -218,3 +218,24 @@ async def test_a_raising_script_callable_is_answered_with_500(start_llm):
     server = await start_llm(broken)
     status, payload = await raw_post(server.port, "/v1/messages", {"model": "m"})
     assert status == 500 and b"no such turn" in payload
+
+
+async def test_the_end_of_each_complete_reply_is_reported_once_with_its_request(nursery):
+    done: list[dict] = []
+    replied = trio.Event()
+
+    def on_replied(record: dict) -> None:
+        done.append(record)
+        replied.set()
+
+    server = ScriptedLLM([Reply(text="whole"), Reply(text="cut", truncate=True)], on_replied=on_replied)
+    await nursery.start(server.serve)
+    await raw_post(server.port, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "one"}]})
+    with trio.fail_after(5):
+        await replied.wait()
+    assert done == [server.requests[0]]
+    assert isinstance(done[0]["received"], float)
+    await raw_post(server.port, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "two"}]})
+    await server.wait_requests(2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert done == [server.requests[0]], "a reply dropped mid-body is not a reply written to its end"

@@ -13,9 +13,15 @@ Contract:
   past its end gets HTTP 500 ``script exhausted``; the list is read live, so a test may append
   replies after the server started. A callable computes the Reply from the request's JSON body
   (an exception in it is answered with HTTP 500 naming it).
-- ``requests`` holds every request received, as ``{"path", "headers", "body"}`` (header names
-  lower-case, body the parsed JSON or None), appended before the reply is computed;
+- ``requests`` holds every request received, as ``{"path", "headers", "body", "received"}``
+  (header names lower-case, body the parsed JSON or None, received the ``time.time()`` at
+  which its last byte had been read, before parsing), appended before the reply is computed;
   ``await wait_requests(n)`` returns once ``n`` requests have arrived.
+- ``ScriptedLLM(..., on_replied=f)``: ``f(record)`` is called with a request's record once its
+  response has been written to the end (the last byte handed to the socket; not for a reply
+  that hangs or is cut off without its end), so a benchmark can time the client's side of a turn:
+  from the end of one reply to the arrival of the next request. An exception in ``f``
+  propagates (it is the caller's bug, not the client's).
 - A reply's ``headers`` go out with its response (an error's, or a stream's), e.g.
   ``retry-after: 5`` on a 429.
 - ``await nursery.start(server.serve)`` binds the port (0 → ephemeral) and returns once it
@@ -38,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -64,8 +71,10 @@ class _ClientGone(Exception):
 
 
 class ScriptedLLM:
-    def __init__(self, replies: list[Reply] | Callable[[dict], Reply], *, port: int = 0) -> None:
+    def __init__(self, replies: list[Reply] | Callable[[dict], Reply], *, port: int = 0,
+                 on_replied: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._replies = replies
+        self._on_replied = on_replied
         self._next = 0
         self._want_port = port
         self.port: int = 0
@@ -129,17 +138,27 @@ class ScriptedLLM:
 
     async def _respond(self, conn: h11.Connection, stream: trio.SocketStream,
                        request: h11.Request, raw: bytes) -> bool:
-        """Send one response; return False when the connection must be dropped afterwards."""
+        """Record the request, send its response; return False when the connection must be
+        dropped afterwards. ``on_replied`` hears of a response written to its end."""
+        received = time.time()  # the request has just been read in full
         path = request.target.decode("latin-1").split("?", 1)[0]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        self.requests.append({"path": path, "headers": headers, "body": body})
+        record = {"path": path, "headers": headers, "body": body, "received": received}
+        self.requests.append(record)
         self._request_seen.set()
         self._request_seen = trio.Event()
+        keep = await self._answer(conn, stream, request, path, body)
+        if self._on_replied is not None and conn.our_state in (h11.DONE, h11.MUST_CLOSE):
+            self._on_replied(record)
+        return keep
 
+    async def _answer(self, conn: h11.Connection, stream: trio.SocketStream,
+                      request: h11.Request, path: str, body: Any) -> bool:
+        """The response the script chose for ``body``; False: drop the connection after it."""
         api = _API_BY_PATH.get(path)
         if request.method != b"POST" or api is None:
             await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
