@@ -311,8 +311,8 @@ def _early_provider(args: argparse.Namespace) -> Any:
     """Print and JSON modes: start the provider process now, so that its start-up and SDK
     import overlap the CLI's own (``_early``); None if it cannot be started (the runtime
     then starts one as usual, and reports what is wrong)."""
-    from ._config import agent_dir
     from ._early import sdk_module_hint, start_provider_early
+    from ._paths import agent_dir
 
     try:
         return start_provider_early(sdk_module_hint(args.provider, args.model, agent_dir()))
