@@ -139,3 +139,13 @@ async def test_start_actor_refuses_links_for_a_prestarted_actor():
     finally:
         early.abandon()
     assert _gone(early.process.pid)
+
+
+async def test_a_local_runtime_that_cannot_start_gives_up_the_actor_started_ahead_for_it():
+    from pi_actors.actors import open_local_runtime
+
+    early = prestart_actor(name="provider", links=("coordinator", "supervisor"), preload=("pi_actors.actors.provider",))
+    with pytest.raises(ValueError):
+        async with open_local_runtime({"coordinator": {"cwd": 5}}, prestarted={"provider": early}):
+            pass
+    assert early.process.returncode is not None  # killed and reaped, not left to its parent-death signal

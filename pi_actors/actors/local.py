@@ -453,9 +453,14 @@ async def open_local_runtime(
     booted with this configuration instead of new ones (a ``tool-pool`` one must have been
     started with the scrubbed environment, ``child_environment(scrub=secret_env_names())``).
     Owned from the call on: one that is not used is killed and reaped."""
-    config = read_part(config, RuntimeConfig)
-    if policy is None:
-        policy = RestartPolicy(**set_fields(config.coordinator.settings.supervision))
+    try:
+        config = read_part(config, RuntimeConfig)
+        if policy is None:
+            policy = RestartPolicy(**set_fields(config.coordinator.settings.supervision))
+    except BaseException:
+        for early in (prestarted or {}).values():
+            early.abandon()  # ours from the call on (the supervisor's run gives up the rest)
+        raise
     link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
