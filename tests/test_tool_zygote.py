@@ -247,3 +247,51 @@ async def test_a_command_starts_with_no_signal_blocked_or_ignored(tmp_path, mode
         result = await pool.bash("grep -E '^Sig(Blk|Ign):' /proc/self/status")
     fields = dict(line.split(":\t") for line in text_of(result).splitlines())
     assert int(fields["SigBlk"], 16) == 0 and int(fields["SigIgn"], 16) == 0, fields
+
+
+_SUBREAPER_SCRIPT = """
+import ctypes, json, os, sys
+import trio
+sys.path[:0] = [sys.argv[2]]
+from support.sandbox import open_pool, sandbox_config, zygote_pids
+
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER: orphans of our tree come to us
+
+async def main():
+    workspace = sys.argv[1]
+    for _ in range(3):
+        async with open_pool(workspace, **{**sandbox_config(workspace), "warm": 1}) as pool:
+            await pool.peer.call("warm")
+            with trio.fail_after(30):
+                while not zygote_pids():  # the sandbox's init exists, still importing
+                    await trio.sleep(0.001)
+    orphans = []
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG)
+        except ChildProcessError:
+            break
+        if info is None:
+            break
+        orphans.append(info.si_pid)
+    print(json.dumps(orphans))
+
+trio.run(main)
+"""
+
+
+async def test_a_pool_closed_before_its_sandbox_is_ready_leaves_no_process_to_be_reparented(tmp_path):
+    # The pool kills a sandbox that is not ready yet with its whole bwrap tree. bwrap must
+    # reap its dead child itself: killed first, it handed it to init (or to the subreaper
+    # above us: the benchmark runner counted such re-parented processes).
+    import json
+    import sys
+    from pathlib import Path
+
+    tests = str(Path(__file__).resolve().parent)
+    done = await trio.run_process(
+        [sys.executable, "-c", _SUBREAPER_SCRIPT, str(tmp_path), tests], capture_stdout=True, capture_stderr=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout.decode().strip().splitlines()[-1]) == []

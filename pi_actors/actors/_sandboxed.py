@@ -24,7 +24,9 @@ and the whole sandbox with it.
 For the same reason a forced stop never kills ``bwrap`` alone (:func:`_kill_bwrap_tree`): it
 stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment), SIGKILLs
 every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
-``bwrap`` lives), then SIGKILLs ``bwrap`` and reaps it.
+``bwrap`` lives), then lets ``bwrap`` continue, so that it reaps its dead child and exits
+(SIGKILLed itself only if it does not, or had no child yet), and reaps it. (Killing ``bwrap``
+right away left its dead child to be re-parented to init, or to a subreaper above us.)
 
 The launcher joins the sandbox's cgroup (:mod:`pi_actors.coding.sandbox.limits`: memory where a writable hierarchy
 has that controller, pids when running as root) between fork and exec; the returned process's
@@ -185,6 +187,7 @@ async def _kill_bwrap_tree(process: ChildProcess) -> None:
         # (The kernel announces no "stopped" event to wait for: poll /proc.)
         while process.returncode is None and _state(process.pid) not in ("T", "t", "Z", "X"):  # noqa: ASYNC110
             await trio.sleep(0.001)
+    killed = 0
     for child in _children(process.pid):
         try:
             pidfd = os.pidfd_open(child)
@@ -192,10 +195,19 @@ async def _kill_bwrap_tree(process: ChildProcess) -> None:
             continue
         try:
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            killed += 1
         except OSError:
             pass
         finally:
             os.close(pidfd)
+    if killed:
+        # bwrap is past its clone() (it has a child): let it go on, to reap what was just
+        # killed and exit by itself. Killed now, it would leave its dead child to be
+        # re-parented to init (or to whoever is the subreaper above us) instead.
+        process.send_signal(signal.SIGCONT)
+        with trio.move_on_after(STOP_GRACE):
+            await process.wait()
+            return
     process.kill()
     await process.wait()
 

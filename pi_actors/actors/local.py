@@ -50,6 +50,7 @@ from ..protocol.config import RuntimeConfig, read_part, set_fields
 from ..runtime import (
     ConnectionLost,
     FdChannel,
+    PrestartedActor,
     RestartIntensity,
     RestartPolicy,
     TooManyRestarts,
@@ -94,6 +95,7 @@ class _Supervisor:
         handshake_timeout: float | None,
         store_with_coordinator: bool,
         spares: bool,
+        prestarted: Mapping[str, PrestartedActor] | None = None,
     ) -> None:
         self.config = config
         self.link = link
@@ -113,6 +115,9 @@ class _Supervisor:
         self._spares_wanted = spares
         self._spares_changed = trio.Event()
         self._spares_scope: trio.CancelScope | None = None
+        #: Processes started ahead by our owner (``prestart_actor``), booted by the first
+        #: start of their name; what is left unused is given up when the supervisor ends.
+        self.prestarted = dict(prestarted or {})
 
     # -- the whole set ----------------------------------------------------------------------
 
@@ -124,6 +129,8 @@ class _Supervisor:
             try:
                 await self._run_generations(task_status)
             finally:
+                for early in self.prestarted.values():
+                    early.abandon()
                 self._drop_spares()
                 nursery.cancel_scope.deadline = trio.current_time() + 5.0
 
@@ -271,30 +278,41 @@ class _Supervisor:
 
     # -- one actor ----------------------------------------------------------------------------
 
-    async def _spawn(self, name: str, entry: str, links: dict[str, Any], config: Any, env: Any, *, record: bool = True) -> WatchedActor:
+    async def _spawn(self, name: str, entry: str, links: dict[str, Any], config: Any, env: Any, *, record: bool = True,
+                     prestarted: PrestartedActor | None = None) -> WatchedActor:  # fmt: skip
         assert self.nursery is not None
-        actor = await start_watched_actor(self.nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy)
+        actor = await start_watched_actor(
+            self.nursery, name=name, entry=entry, links=links, config=config, env=env, policy=self.policy, prestarted=prestarted
+        )
         if record and self.processes is not None:
             self.processes[name] = actor.process
         return actor
 
     async def _start(self, name: str, *, standby: bool = False) -> tuple[WatchedActor, socket.socket]:
-        """Start a provider or tool pool; returns it and the coordinator's end of its link."""
-        ours, theirs = link_pair()
+        """Start a provider or tool pool; returns it and the coordinator's end of its link.
+        A process our owner started ahead for ``name`` is booted instead, the first time."""
+        early = None if standby else self.prestarted.pop(name, None)
+        if early is not None:
+            ours, links = early.take_end("coordinator"), {}
+        else:
+            ours, theirs = link_pair()
+            links = {"coordinator": theirs}
         try:
             if name == "provider":
                 config = _wire(msgspec.structs.replace(self.config.provider, standby=standby))
                 actor = await self._spawn(
-                    name, "pi_actors.actors.provider:run_provider", {"coordinator": theirs}, config, None, record=not standby
+                    name, "pi_actors.actors.provider:run_provider", links, config, None, record=not standby, prestarted=early
                 )
             else:
                 config = _wire(msgspec.structs.replace(self.config.tools, standby=standby))
                 actor = await self._spawn(
-                    name, "pi_actors.actors.tool_pool:run_tool_pool", {"coordinator": theirs}, config, self.scrubbed,
-                    record=not standby,
+                    name, "pi_actors.actors.tool_pool:run_tool_pool", links, config, self.scrubbed,
+                    record=not standby, prestarted=early,
                 )  # fmt: skip
         except BaseException:
             ours.close()
+            if early is not None:
+                early.abandon()
             raise
         return actor, ours
 
@@ -410,6 +428,7 @@ async def open_local_runtime(
     policy: RestartPolicy | None = None,
     announce: bool = True,
     spares: bool = False,
+    prestarted: Mapping[str, PrestartedActor] | None = None,
 ) -> AsyncIterator[CoordinatorLink]:
     """Spawn and supervise the actors for ``config`` (a ``RuntimeConfig``, or its dict form)
     and yield the UI's :class:`CoordinatorLink`; see the module docstring.
@@ -428,14 +447,25 @@ async def open_local_runtime(
     ``spares``: once the session is up, keep a warm standby provider and tool pool, so that
     a restart does not wait for an interpreter, the SDK import and the sandbox's start-up
     (one idle process each; for long sessions, not one-shot runs; settings can turn it off:
-    ``supervision.spares``)."""
-    config = read_part(config, RuntimeConfig)
-    if policy is None:
-        policy = RestartPolicy(**set_fields(config.coordinator.settings.supervision))
+    ``supervision.spares``).
+    ``prestarted``: actor processes the caller started ahead (``runtime.prestart_actor``, with
+    the links ``coordinator`` and ``supervisor``) by name, ``provider`` or ``tool-pool``:
+    booted with this configuration instead of new ones (a ``tool-pool`` one must have been
+    started with the scrubbed environment, ``child_environment(scrub=secret_env_names())``).
+    Owned from the call on: one that is not used is killed and reaped."""
+    try:
+        config = read_part(config, RuntimeConfig)
+        if policy is None:
+            policy = RestartPolicy(**set_fields(config.coordinator.settings.supervision))
+    except BaseException:
+        for early in (prestarted or {}).values():
+            early.abandon()  # ours from the call on (the supervisor's run gives up the rest)
+        raise
     link = CoordinatorLink(restartable=restart_coordinator, announce=announce)
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
         handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator, spares=spares and policy.spares,
+        prestarted=prestarted,
     )  # fmt: skip
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)

@@ -9,7 +9,22 @@ Public names for programs that embed the CLI's configuration handling:
   prints it as ``Error: …`` and exits 1).
 """
 
-from ._config import ConfigError
-from ._settings import load_settings, parse_settings, stream_limits
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["ConfigError", "load_settings", "parse_settings", "stream_limits"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: ``pi-actors`` imports this package first, and its start-up
+    # starts the provider before the settings' imports (the coding layer, trio) run.
+    if name == "ConfigError":
+        from ._config import ConfigError
+
+        return ConfigError
+    if name in ("load_settings", "parse_settings", "stream_limits"):
+        from . import _settings
+
+        return getattr(_settings, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..choices import THINKING_LEVELS
+from ._paths import agent_dir
 
 __all__ = ["agent_dir", "ConfigError", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
 
@@ -24,10 +25,6 @@ _DEFAULT_IDS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1"}
 
 class ConfigError(Exception):
     """A user mistake in flags or configuration files: shown as one line, exit code 1."""
-
-
-def agent_dir() -> str:
-    return os.path.expanduser(os.environ.get("PI_ACTORS_DIR") or "~/.pi-actors")
 
 
 @dataclass

@@ -209,8 +209,10 @@ def _absolute(path: str | None) -> str | None:
     return os.path.abspath(path) if path else path
 
 
-async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any) -> int:
+async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, early: Any = None) -> int:
     """Start the local runtime, send each prompt in turn, feed every event to ``renderer``.
+    ``early``: the provider process started ahead (``_early.EarlyProvider``), booted by the
+    runtime with ``config``.
 
     The answer is printed (``renderer.finish()``) as soon as the last run has ended, before
     the actors are shut down; the exit still waits for every process."""
@@ -221,7 +223,8 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any) 
 
     # One run per invocation: a coordinator that dies ends it (one line, exit 1) rather than
     # restarting; a dead provider or tool pool is restarted and the run goes on or fails clearly.
-    async with open_local_runtime(config, store_with_coordinator=True) as coordinator:
+    prestarted = {"provider": early.adopt()} if early is not None else None
+    async with open_local_runtime(config, store_with_coordinator=True, prestarted=prestarted) as coordinator:
         try:
             session = await coordinator.call("session")
         except RemoteError as exc:
@@ -292,11 +295,29 @@ def _run(argv: Sequence[str]) -> int:
     interactive = not args.print_mode and args.mode == "text"
     if not messages and not interactive and args.mode != "rpc":
         raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
-    config = _session_config(args)
-    if config is None:
-        print("No session selected", file=sys.stderr)
-        return 0
-    return _start(args, config, messages, interactive)
+    early = _early_provider(args) if not interactive and args.mode != "rpc" else None
+    try:
+        config = _session_config(args)
+        if config is None:
+            print("No session selected", file=sys.stderr)
+            return 0
+        return _start(args, config, messages, interactive, early)
+    finally:
+        if early is not None:
+            early.abandon()  # (no-op once the runtime has it)
+
+
+def _early_provider(args: argparse.Namespace) -> Any:
+    """Print and JSON modes: start the provider process now, so that its start-up and SDK
+    import overlap the CLI's own (``_early``); None if it cannot be started (the runtime
+    then starts one as usual, and reports what is wrong)."""
+    from ._early import sdk_module_hint, start_provider_early
+    from ._paths import agent_dir
+
+    try:
+        return start_provider_early(sdk_module_hint(args.provider, args.model, agent_dir()))
+    except OSError:
+        return None
 
 
 def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
@@ -413,8 +434,9 @@ def _thinking_level(flag: str | None, choice: Any, saved: str | None, settings: 
     return level
 
 
-def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool) -> int:
-    """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends."""
+def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool, early: Any = None) -> int:
+    """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends;
+    ``early``: the provider started ahead, for print/JSON mode."""
     import trio
 
     from ._render import JsonRenderer, PrintRenderer
@@ -428,7 +450,7 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
 
         return trio.run(run_interactive, config, messages)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
-    return trio.run(run_prompts, config, messages, renderer)
+    return trio.run(run_prompts, config, messages, renderer, early)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

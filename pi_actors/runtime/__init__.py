@@ -9,7 +9,8 @@ Public surface:
   refusal inside an exception group (the one place groups of refusals are flattened).
 - ``Interface`` / ``Method`` / ``WireStruct`` / ``Empty`` — an actor's typed contract;
   ``Router`` / ``implements`` serve it, ``call_method`` / ``open_method`` call it (``_router``).
-- ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs.
+- ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs;
+  ``prestart_actor`` starts one ahead of its configuration (before the event loop runs).
 - ``start_watched_actor`` / ``RestartPolicy`` / ``RestartIntensity`` — supervision: liveness
   checks, restart intensity and back-off (``_supervise``); ``FdChannel`` passes a new link
   to a running actor (``_fdpass``).
@@ -47,7 +48,7 @@ from ._router import (
     interface_methods,
     open_method,
 )
-from ._spawn import child_environment, link_pair, start_actor
+from ._spawn import PrestartedActor, child_environment, link_pair, prestart_actor, start_actor
 from ._supervise import (
     RestartIntensity,
     RestartPolicy,
@@ -97,4 +98,6 @@ __all__ = [
     "child_environment",
     "link_pair",
     "start_actor",
+    "prestart_actor",
+    "PrestartedActor",
 ]

@@ -87,6 +87,17 @@ class ChildProcess:
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
+    def kill_and_reap(self) -> None:
+        """SIGKILL and reap, blocking (for an owner without an event loop; see
+        ``_spawn.PrestartedActor.abandon``). Its stdin, if still open, is closed first."""
+        if self._popen.stdin is not None:
+            self._popen.stdin.close()
+        self.kill()
+        self._popen.wait()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
     async def stop(self, grace: float) -> None:
         """SIGTERM, up to ``grace`` seconds to exit, then SIGKILL; always reaps."""
         self.terminate()

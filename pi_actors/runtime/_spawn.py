@@ -20,6 +20,14 @@ session's directory gets it in its configuration (``cwd``), never as its working
 
 The configuration travels over a pipe, not the command line or the environment, so secrets in
 it (an API key for the provider actor) are not visible in ``/proc/<pid>/cmdline``.
+
+Starting ahead of the configuration: ``prestart_actor`` starts the process (and its links)
+before its owner knows its configuration or runs trio, with modules to import while it waits
+for its boot document (``--preload``). A program whose start-up is long (the CLI imports and
+prepares for ~0.3 s before its event loop runs) thus overlaps the child's interpreter start
+and imports (the provider's SDK) with its own. The owner later adopts it with
+``start_actor(..., prestarted=...)``, or gives it up with ``PrestartedActor.abandon()``
+(kills and reaps it): a prestarted process is never left running.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import trio
 
 from ._process import ChildProcess
 
-__all__ = ["link_pair", "start_actor", "child_environment", "ISOLATED", "NEUTRAL_CWD"]
+__all__ = ["link_pair", "start_actor", "prestart_actor", "PrestartedActor", "child_environment", "ISOLATED", "NEUTRAL_CWD"]
 
 #: Interpreter options of every child interpreter: isolated mode (see the module docstring).
 ISOLATED = ("-I",)
@@ -57,6 +65,66 @@ def child_environment(extra: dict[str, str] | None = None, *, scrub: tuple[str, 
     return env
 
 
+class PrestartedActor:
+    """An actor process started ahead of its configuration (``prestart_actor``): it runs its
+    interpreter start and its ``preload`` imports, then waits for its boot document.
+
+    ``ends``: our ends of its links by name (the child got the other ends at its start).
+    Owned by whoever holds it until ``start_actor(..., prestarted=...)`` adopts it (then
+    ``adopted`` is true); the holder must otherwise ``abandon()`` it."""
+
+    def __init__(self, name: str, process: ChildProcess, ends: dict[str, socket.socket], fds: dict[str, int]) -> None:
+        self.name = name
+        self.process = process
+        self.ends = ends
+        self.fds = fds  # the links' fd numbers in the child
+        self.adopted = False
+
+    def take_end(self, link: str) -> socket.socket:
+        """Our end of ``link``, handed over to the caller (no longer closed by ``abandon``)."""
+        return self.ends.pop(link)
+
+    def abandon(self) -> None:
+        """Give the process up (no trio needed): close our link ends and its stdin (it exits
+        at end-of-file before booting), SIGKILL it and reap it. No-op once adopted."""
+        if self.adopted:
+            return
+        self.adopted = True  # (only once)
+        for sock in self.ends.values():
+            sock.close()
+        self.ends.clear()
+        self.process.kill_and_reap()
+
+
+def prestart_command(name: str, preload: tuple[str, ...]) -> list[str]:
+    """The command line of a process started ahead of its configuration, by this process."""
+    return [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name, "--preload", ",".join(preload),
+            "--parent", str(os.getpid())]  # fmt: skip
+
+
+def prestart_actor(
+    *, name: str, links: tuple[str, ...], preload: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> PrestartedActor:
+    """Start an actor process now, before its configuration is known and without trio (see
+    the module docstring): one socketpair per name in ``links``; ``preload``: modules the child
+    imports while it waits for its boot document (an import error there is left to the boot's
+    own import of its entry, which reports it). Raises OSError if the process cannot start."""
+    pairs = {link: link_pair() for link in links}
+    ends = {link: ours for link, (ours, _theirs) in pairs.items()}
+    fds = {link: theirs.fileno() for link, (_ours, theirs) in pairs.items()}
+    argv = prestart_command(name, preload)
+    try:
+        process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
+    except BaseException:
+        for sock in ends.values():
+            sock.close()
+        raise
+    finally:
+        for _ours, theirs in pairs.values():
+            theirs.close()
+    return PrestartedActor(name, process, ends, fds)
+
+
 async def start_actor(
     nursery: trio.Nursery,
     *,
@@ -68,6 +136,7 @@ async def start_actor(
     env: dict[str, str] | None = None,
     grace: float = 2.0,
     import_paths: tuple[str, ...] = (),
+    prestarted: PrestartedActor | None = None,
 ) -> ChildProcess:
     """Start an actor process owned by ``nursery``; returns once it is running.
 
@@ -80,13 +149,18 @@ async def start_actor(
       import_paths: absolute directories put in front of the child's ``sys.path`` before
         ``entry`` is imported — for an application whose actors are not installed packages
         (the child is isolated: neither its working directory nor ``PYTHONPATH`` counts).
+      prestarted: an already running process (``prestart_actor``) to boot instead of starting
+        one; ``links`` must then be empty (its links were made at its start) and ``env`` is
+        the one it was started with. It is adopted here: owned by ``nursery`` from now on.
     Raises ValueError for a relative import path.
     Cancellation of ``nursery`` stops the child: SIGTERM, then SIGKILL after ``grace``.
     """
     relative = [path for path in import_paths if not os.path.isabs(path)]
     if relative:
         raise ValueError(f"start_actor: import paths must be absolute: {', '.join(relative)}")
-    fds = {link_name: sock.fileno() for link_name, sock in links.items()}
+    if prestarted is not None and (links or prestarted.adopted):
+        raise ValueError("start_actor: a prestarted actor brings its own links and is adopted once")
+    fds = prestarted.fds if prestarted is not None else {link_name: sock.fileno() for link_name, sock in links.items()}
     boot = json.dumps(
         {
             "name": name,
@@ -98,12 +172,16 @@ async def start_actor(
             "import_paths": list(import_paths),
         }
     ).encode()
-    argv = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]
-    try:
-        process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
-    finally:
-        for sock in links.values():
-            sock.close()
+    if prestarted is not None:
+        prestarted.adopted = True
+        process = prestarted.process
+    else:
+        argv = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]
+        try:
+            process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
+        finally:
+            for sock in links.values():
+                sock.close()
     started: ChildProcess = await nursery.start(_own_process, process, boot, grace)
     return started
 

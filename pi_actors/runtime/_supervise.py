@@ -33,7 +33,7 @@ import trio
 
 from ._peer import ConnectionLost, Peer, open_peer
 from ._process import ChildProcess
-from ._spawn import link_pair, start_actor
+from ._spawn import PrestartedActor, link_pair, start_actor
 
 __all__ = [
     "RestartPolicy",
@@ -185,13 +185,23 @@ async def start_watched_actor(
     config: Any = None,
     env: dict[str, str] | None = None,
     policy: RestartPolicy = RestartPolicy(),
+    prestarted: PrestartedActor | None = None,
 ) -> WatchedActor:
     """``start_actor`` plus a ``supervisor`` link carrying the heartbeat (module docstring).
 
+    ``prestarted``: boot this process (``prestart_actor`` with a ``supervisor`` link among its
+    links) instead of starting one; ``links`` must then be empty.
     The process and its watcher run in ``nursery``. Raises what ``start_actor`` raises."""
-    ours, theirs = link_pair()
+    if prestarted is not None:
+        ours = prestarted.take_end("supervisor")
+        child_links = links
+    else:
+        ours, theirs = link_pair()
+        child_links = {**links, "supervisor": theirs}
     try:
-        process = await start_actor(nursery, name=name, entry=entry, links={**links, "supervisor": theirs}, config=config, env=env)
+        process = await start_actor(
+            nursery, name=name, entry=entry, links=child_links, config=config, env=env, prestarted=prestarted
+        )
     except BaseException:
         ours.close()
         raise

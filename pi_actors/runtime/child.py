@@ -7,6 +7,10 @@ A link named ``supervisor`` (see ``_supervise.start_watched_actor``) is not give
 actor: the runtime serves it here, answering its owner's liveness checks (``$ping``) from
 this process's event loop for as long as the actor runs.
 
+Started ahead of its configuration (``_spawn.prestart_actor``: ``--preload ITEMS --parent
+PID`` after the name), it imports those modules (in a thread) while it waits for the boot
+document, and exits quietly if its stdin closes without one.
+
 Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
 function has returned (its links are closed, every frame it wrote is in the kernel's socket
 buffers, every child it owned has been waited for), the ``atexit`` handlers run, stdout and
@@ -26,6 +30,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1
 
@@ -39,8 +44,47 @@ def set_parent_death_signal(sig: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
+def _preload(argv: list[str]) -> None:
+    """``--preload ITEM[,ITEM...] --parent PID`` (``_spawn.prestart_actor``): this process was
+    started ahead of its configuration. Arm the parent-death signal now (the boot document
+    re-arms it with its own signal), then import each ITEM — a module, or ``module:function``:
+    the module, then a call of its function without arguments (preparations that need no
+    event loop) — in a thread, while the main thread waits for the boot document.
+
+    In a thread, so that the boot is not held up by the preparations: once booted, the actor
+    answers its links while they go on (the coordinator waits for each actor's hello, and
+    other actors wait for the coordinator's). Python's import locks order the rest: the
+    actor's own import of a module the thread is importing waits for it. A failure in the
+    thread happens again, and is reported, where the actor does the same (its entry at boot,
+    an SDK on first use)."""
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != int(options.get("--parent", "0")):
+        os._exit(1)  # the parent died before the death signal was armed
+    items = [item for item in options.get("--preload", "").split(",") if item]
+    if items:
+        threading.Thread(target=_import_all, args=(items,), name="preload", daemon=True).start()
+
+
+def _import_all(items: list[str]) -> None:
+    for item in items:
+        module, _, function = item.partition(":")
+        try:
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
+        except Exception:  # reported by the actor's own import (see _preload)
+            pass
+
+
 def main() -> None:
-    boot = json.loads(sys.stdin.buffer.read())
+    prestarted = "--preload" in sys.argv
+    if prestarted:
+        _preload(sys.argv[2:])
+    data = sys.stdin.buffer.read()
+    if prestarted and not data:
+        os._exit(0)  # given up before it was booted (PrestartedActor.abandon)
+    boot = json.loads(data)
     set_parent_death_signal(boot["death_signal"])
     if os.getppid() != boot["parent_pid"]:
         # The parent died before the death signal was armed.

@@ -92,6 +92,7 @@ __all__ = [
     "sdk_client",
     "sdk_request_args",
     "warm_up_client",
+    "prepare_client",
     "shared_ssl_context",
     "stream_simple_with_effort",
 ]
@@ -579,6 +580,19 @@ async def sdk_client(key: tuple, make: Callable[[], Any]) -> AsyncIterator[Any]:
     if client is None:
         client = clients[key] = make()
     yield client
+
+
+def prepare_client(make_client: Callable[[], Any]) -> None:
+    """The part of :func:`warm_up_client` that needs no event loop, for a process that has
+    none yet (a provider started ahead of its configuration imports its SDK while it waits):
+    the platform description, a client built by ``make_client`` (the imports of the request
+    machinery, the CA bundle) and anyio's trio backend imported. The client is dropped without
+    closing: it never opened a connection. ``warm_up_client`` still runs later, cheaply."""
+    import importlib
+
+    platform.platform()
+    make_client()
+    importlib.import_module("anyio._backends._trio")
 
 
 async def warm_up_client(make_client: Callable[[], Any]) -> None:

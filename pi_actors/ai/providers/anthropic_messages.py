@@ -51,6 +51,7 @@ from ._common import (
     apply_on_payload,
     close_quietly,
     note_response,
+    prepare_client,
     run_stream,
     sdk_client,
     sdk_request_args,
@@ -60,7 +61,7 @@ from ._common import (
 from ._sse import decode_json, read_sse
 
 __all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive",
-           "warm_up"]
+           "warm_up", "prepare"]
 
 API = "anthropic-messages"
 # The official API's host: a base URL containing it gets the 1-hour cache TTL for long retention.
@@ -383,16 +384,23 @@ def _make_client(model: Model, options: StreamOptions, api_key: str, oauth: bool
                                     http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
 
 
+def _warm_client() -> anthropic.AsyncAnthropic:
+    """A throwaway client with the resource the provider calls touched (imports it)."""
+    client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1"),
+                          StreamOptions(), "warm-up", False)
+    client.messages.with_streaming_response  # noqa: B018 - imports the resource
+    return client
+
+
+def prepare() -> None:
+    """The first call's one-time costs that need no event loop, paid now (see
+    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
+    prepare_client(_warm_client)
+
+
 async def warm_up() -> None:
     """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-
-    def make() -> anthropic.AsyncAnthropic:
-        client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1"),
-                              StreamOptions(), "warm-up", False)
-        client.messages.with_streaming_response  # noqa: B018 - imports the resource
-        return client
-
-    await warm_up_client(make)
+    await warm_up_client(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:

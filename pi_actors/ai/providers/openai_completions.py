@@ -60,6 +60,7 @@ from ._common import (
     close_quietly,
     describe_error,
     note_response,
+    prepare_client,
     run_stream,
     sdk_client,
     sdk_request_args,
@@ -72,7 +73,7 @@ from .openai_compat import OpenAICompletionsCompat, get_compat
 
 _decode = msgspec.json.Decoder().decode
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "warm_up"]
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "warm_up", "prepare"]
 
 API = "openai-completions"
 
@@ -506,16 +507,23 @@ def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.As
                               http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
 
 
+def _warm_client() -> openai.AsyncOpenAI:
+    """A throwaway client with the resource the provider calls touched (imports it)."""
+    client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
+                         StreamOptions(), "warm-up")
+    client.chat.completions.with_streaming_response  # noqa: B018 - imports the resource
+    return client
+
+
+def prepare() -> None:
+    """The first call's one-time costs that need no event loop, paid now (see
+    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
+    prepare_client(_warm_client)
+
+
 async def warm_up() -> None:
     """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-
-    def make() -> openai.AsyncOpenAI:
-        client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
-                             StreamOptions(), "warm-up")
-        client.chat.completions.with_streaming_response  # noqa: B018 - imports the resource
-        return client
-
-    await warm_up_client(make)
+    await warm_up_client(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:

@@ -61,6 +61,7 @@ from ._common import (
     close_quietly,
     describe_error,
     note_response,
+    prepare_client,
     run_stream,
     sdk_request_args,
     stream_simple_with_effort,
@@ -69,7 +70,7 @@ from ._common import (
 from ._sse import decode_json, read_sse
 from .openai_completions import make_client, openai_client
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up"]
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up", "prepare"]
 
 #: The host whose base URL gets the 24 h prompt-cache retention (as pi keys it).
 OFFICIAL_HOST = "api.openai.com"
@@ -473,16 +474,23 @@ class _Mapper:
 # Entry points
 
 
+def _warm_client() -> openai.AsyncOpenAI:
+    """A throwaway client with the resource the provider calls touched (imports it)."""
+    client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
+                         StreamOptions(), "warm-up")
+    client.responses.with_streaming_response  # noqa: B018 - imports the resource
+    return client
+
+
+def prepare() -> None:
+    """The first call's one-time costs that need no event loop, paid now (see
+    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
+    prepare_client(_warm_client)
+
+
 async def warm_up() -> None:
     """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-
-    def make() -> openai.AsyncOpenAI:
-        client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
-                             StreamOptions(), "warm-up")
-        client.responses.with_streaming_response  # noqa: B018 - imports the resource
-        return client
-
-    await warm_up_client(make)
+    await warm_up_client(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:

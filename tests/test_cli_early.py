@@ -1,0 +1,96 @@
+"""Print mode starts the provider before the CLI's own imports (``cli._early``): the process is
+started as ``runtime.prestart_actor`` starts one, warms the SDK the model will likely use, and
+is never left behind when the CLI stops before booting it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from _procs import cmdline, environ_has, live_pids
+
+from pi_actors.ai import builtin_models
+from pi_actors.ai.registry import BUILTIN_PROVIDER_MODULES
+from pi_actors.cli import _early
+from pi_actors.cli._early import BUILTIN_PROVIDER_APIS, SDK_MODULES, sdk_module_hint, start_provider_early
+from pi_actors.runtime._spawn import prestart_command
+
+
+def test_the_hint_tables_agree_with_the_registry_and_the_builtin_catalog():
+    assert SDK_MODULES == BUILTIN_PROVIDER_MODULES
+    catalog = {m.provider: m.api for m in builtin_models()}
+    assert BUILTIN_PROVIDER_APIS == catalog
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        (None, "scripted/scripted-model", "pi_actors.ai.providers.openai_completions"),  # models.json's api
+        ("scripted", None, "pi_actors.ai.providers.openai_completions"),
+        (None, "anthropic/claude-sonnet-4-5", "pi_actors.ai.providers.anthropic_messages"),  # built in
+        ("OpenAI", "gpt-5", "pi_actors.ai.providers.openai_responses"),
+        (None, "claude-sonnet-4-5", None),  # no provider named: the CLI decides later
+        (None, None, None),
+        ("nobody", None, None),
+    ],
+)
+def test_the_sdk_hint_names_the_provider_module_the_arguments_point_to(tmp_path: Path, provider, model, expected):
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"scripted": {"api": "openai-completions"}}}))
+    assert sdk_module_hint(provider, model, str(tmp_path)) == expected
+
+
+def test_a_missing_or_broken_models_json_leaves_only_the_builtin_hints(tmp_path: Path):
+    assert sdk_module_hint(None, "scripted/x", str(tmp_path)) is None
+    (tmp_path / "models.json").write_text("{not json")
+    assert sdk_module_hint(None, "anthropic/x", str(tmp_path)) == "pi_actors.ai.providers.anthropic_messages"
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"scripted": ["not", "an", "object"]}}))
+    assert sdk_module_hint(None, "scripted/x", str(tmp_path)) is None
+
+
+def test_the_early_provider_is_started_as_prestart_actor_starts_one(monkeypatch):
+    seen: dict = {}
+
+    class Refused(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, argv, **kwargs):
+            seen.update(argv=argv, **kwargs)
+            raise OSError("not started in this test")
+
+    monkeypatch.setattr(_early.subprocess, "Popen", Refused)
+    with pytest.raises(OSError):
+        start_provider_early("pi_actors.ai.providers.openai_completions")
+    module = "pi_actors.ai.providers.openai_completions:prepare"
+    assert seen["argv"] == prestart_command("provider", ("pi_actors.actors.provider", module))
+    assert seen["cwd"] == "/" and len(seen["pass_fds"]) == 2
+
+
+def test_a_given_up_early_provider_is_killed_and_reaped():
+    early = start_provider_early(None)
+    early.abandon()
+    assert early.popen.returncode is not None
+    assert all(sock.fileno() == -1 for sock in early.ends.values())
+    early.abandon()
+
+
+async def test_a_print_mode_run_that_fails_on_its_configuration_leaves_no_process_behind(env):
+    # The provider is started before the model is resolved ("scripted/..." names a provider of
+    # models.json); the unknown model then stops the CLI, which must take the provider along.
+    done = await env.run("--model", "scripted/no-such-model", "--no-session", "-p", "hi")
+    assert done.returncode == 1
+    assert done.stderr.decode().strip() == 'Error: Model "no-such-model" not found. Use --list-models to see available models.'
+    left = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}"))
+    assert not left, [cmdline(p) for p in left]
+
+
+async def test_a_print_mode_run_boots_the_provider_it_started_ahead(scripted, env):
+    from pi_actors.testing.scripted_server import Reply
+
+    scripted.script.append(Reply(text="early and right", chunks=2))
+    log = env.work / "log.jsonl"
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "--log-file", str(log), "-p", "hi")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "early and right\n"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    # The provider got its configuration (the log file) at boot and served the stream.
+    assert any(e.get("actor") == "provider" and e.get("event") == "stream_start" for e in events), events[:5]
