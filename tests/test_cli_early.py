@@ -15,7 +15,7 @@ from pi_actors.ai import builtin_models
 from pi_actors.ai.registry import BUILTIN_PROVIDER_MODULES
 from pi_actors.cli import _early
 from pi_actors.cli._early import BUILTIN_PROVIDER_APIS, SDK_MODULES, sdk_module_hint, start_provider_early
-from pi_actors.runtime._spawn import prestart_command
+from pi_actors.runtime import prestart_command
 
 
 def test_the_hint_tables_agree_with_the_registry_and_the_builtin_catalog():

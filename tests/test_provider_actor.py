@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
 import pytest
 import trio
-from support.providers import hello_context, model_for
+from support.providers import call_stream, hello_context, plain_model, provider_peer
 
 from pi_actors import ai
 from pi_actors.actors.provider import ProviderActor
@@ -142,41 +140,6 @@ async def test_a_failed_send_stops_the_producer_too(nursery):
 
 
 # --- the actor over a connection --------------------------------------------------------------
-
-
-@asynccontextmanager
-async def provider_peer(config: dict | None = None) -> AsyncIterator[Any]:
-    ours, theirs = trio.socket.socketpair()
-    actor = ProviderActor(config or {})
-    actor.warmed.set()
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(trio.SocketStream(theirs), side="server", role="provider", name="provider",
-                                 handler=Router.serving(actor, PROVIDER)) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(trio.SocketStream(ours), side="client", role="coordinator", name="test") as peer:
-            yield peer
-        nursery.cancel_scope.cancel()
-
-
-async def call_stream(peer: Any, args: dict, on_chunk: Any = None) -> tuple[list[dict], T.AssistantMessage, Any]:
-    chunks: list[dict] = []
-    rebuild = StreamRebuilder()
-    async with peer.open_call("stream", args) as call:
-        async for data in call:
-            chunks.append(data)
-            rebuild.apply(data)
-            if on_chunk is not None:
-                await on_chunk(data, call)
-        final = msgspec.convert(await call.result(), T.AssistantMessage)
-    return chunks, final, rebuild
-
-
-def plain_model(server: Any, api: str = "openai-completions", **kw: Any) -> dict:
-    return T.to_plain(model_for(api, server, **{"provider": "scripted", **kw}))
 
 
 async def test_options_travel_to_the_wire_and_the_callers_key_is_ignored(start_llm):

@@ -18,7 +18,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.prompts import send_prompt
-from test_provider_actor import call_stream, plain_model, provider_peer
+from support.providers import call_stream, plain_model, provider_peer
 
 from pi_actors.actors import open_local_runtime
 from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender

@@ -12,7 +12,7 @@ runtime later boots it with that configuration (``open_local_runtime(prestarted=
 
 The process is started exactly as ``runtime.prestart_actor`` starts one (that function needs
 the runtime, i.e. trio, imported; this module must not): the same command line
-(``runtime._spawn.prestart_command``; a test checks they agree), one socketpair each for the
+(``runtime.prestart_command``; a test checks they agree), one socketpair each for the
 links ``coordinator`` and ``supervisor``. Whoever holds the :class:`EarlyProvider` owns the
 process: it is either handed to the runtime (:meth:`EarlyProvider.adopt`) or given up
 (:meth:`EarlyProvider.abandon`: killed and reaped) — the CLI's ``finally`` does the latter

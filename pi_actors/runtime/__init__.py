@@ -48,7 +48,7 @@ from ._router import (
     interface_methods,
     open_method,
 )
-from ._spawn import PrestartedActor, child_environment, link_pair, prestart_actor, start_actor
+from ._spawn import PrestartedActor, child_environment, link_pair, prestart_actor, prestart_command, start_actor
 from ._supervise import (
     RestartIntensity,
     RestartPolicy,
@@ -99,5 +99,6 @@ __all__ = [
     "link_pair",
     "start_actor",
     "prestart_actor",
+    "prestart_command",
     "PrestartedActor",
 ]

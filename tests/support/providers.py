@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
+import msgspec
 import trio
 import trio.testing
 
 from pi_actors import ai
+from pi_actors.actors.provider import ProviderActor
+from pi_actors.ai import types as T
+from pi_actors.protocol.events import StreamRebuilder
+from pi_actors.protocol.provider import PROVIDER as PROVIDER_INTERFACE
+from pi_actors.runtime import Router, open_peer
 from pi_actors.testing import ScriptedLLM
 
 APIS = ["openai-completions", "openai-responses", "anthropic-messages"]
@@ -103,3 +112,41 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- the provider actor over a connection (socketpair, in-process) ---------------------------
+
+
+@asynccontextmanager
+async def provider_peer(config: dict | None = None) -> AsyncIterator[Any]:
+    ours, theirs = trio.socket.socketpair()
+    actor = ProviderActor(config or {})
+    actor.warmed.set()
+    async with trio.open_nursery() as nursery:
+
+        async def serve() -> None:
+            async with open_peer(trio.SocketStream(theirs), side="server", role="provider", name="provider",
+                                 handler=Router.serving(actor, PROVIDER_INTERFACE)) as peer:
+                await peer.closed_event.wait()
+
+        nursery.start_soon(serve)
+        async with open_peer(trio.SocketStream(ours), side="client", role="coordinator", name="test") as peer:
+            yield peer
+        nursery.cancel_scope.cancel()
+
+
+async def call_stream(peer: Any, args: dict, on_chunk: Any = None) -> tuple[list[dict], T.AssistantMessage, Any]:
+    chunks: list[dict] = []
+    rebuild = StreamRebuilder()
+    async with peer.open_call("stream", args) as call:
+        async for data in call:
+            chunks.append(data)
+            rebuild.apply(data)
+            if on_chunk is not None:
+                await on_chunk(data, call)
+        final = msgspec.convert(await call.result(), T.AssistantMessage)
+    return chunks, final, rebuild
+
+
+def plain_model(server: Any, api: str = "openai-completions", **kw: Any) -> dict:
+    return T.to_plain(model_for(api, server, **{"provider": "scripted", **kw}))
