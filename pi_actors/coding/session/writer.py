@@ -22,6 +22,11 @@ Contract:
   names the holder's pid. ``owner_pid`` is the pid recorded for others to see (default: this
   process). A process that dies drops its lock with it.
 - The methods block (``fsync``); an async caller runs them in a thread.
+- Memory: an entry is kept as the line it was written as (bytes), next to a small index
+  (id → position and parent, the current labels), so that a long session costs about its
+  file size here, and an append costs the same at entry 10 and at entry 10,000. Reading
+  whole entries back (:attr:`SessionWriter.entries`, :meth:`path_to`) decodes lines: for
+  the rare whole-tree operations (tree view, fork, compaction), never per append.
 
 :meth:`SessionWriter.resume` continues an existing file: it loads it (see
 :func:`load_session`), cuts off a torn last line, and — for a file of an older version —
@@ -34,6 +39,7 @@ reported (damaged lines, a dropped torn line) for the caller to show.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import uuid
 
@@ -84,8 +90,11 @@ class SessionWriter:
         self.path = path
         self.header = header
         self.session_id = header["id"]
-        self._entries = entries
-        self._ids = {entry["id"] for entry in entries if isinstance(entry.get("id"), str)}
+        self._lines: list[bytes] = []  # every entry, as written (encode_line), in append order
+        self._index: dict[str, int] = {}  # entry id -> position in _lines
+        self._parents: dict[str, str | None] = {}  # entry id -> parentId
+        self._labels: dict[str, str] = {}  # current label of each labelled entry
+        self._keep(entries)
         self.leaf_id = entries[-1].get("id") if entries else None
         self._fd = fd  # None until the file exists (or after close)
         self._pending = fd is None  # entries are buffered, the file not yet written
@@ -211,10 +220,34 @@ class SessionWriter:
 
     # -- reading --------------------------------------------------------------------------
 
+    def _keep(self, entries: list[dict]) -> None:
+        """Index and keep ``entries`` (already accepted) as their lines; replaces what was kept."""
+        self._lines, self._index, self._parents, self._labels = [], {}, {}, {}
+        for entry in entries:
+            self._remember(entry, encode_line(entry))
+
+    def _remember(self, entry: dict, line: bytes) -> None:
+        entry_id = entry.get("id")
+        if isinstance(entry_id, str):
+            self._index[entry_id] = len(self._lines)
+            parent = entry.get("parentId")
+            self._parents[entry_id] = parent if isinstance(parent, str) else None
+        if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
+            if entry.get("label"):
+                self._labels[entry["targetId"]] = entry["label"]
+            else:
+                self._labels.pop(entry["targetId"], None)
+        self._lines.append(line)
+
     @property
     def entries(self) -> list[dict]:
-        """All entries in append order (a copy of the list; the entries themselves are shared)."""
-        return list(self._entries)
+        """All entries in append order, decoded afresh from their lines (a new list of new
+        dicts on every read: O(entries), for whole-tree operations only)."""
+        return [json.loads(line) for line in self._lines]
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._lines)
 
     @property
     def is_persisted(self) -> bool:
@@ -238,8 +271,8 @@ class SessionWriter:
             raise ValueError("A session header cannot be appended as an entry")
         entry_id = entry.get("id")
         if entry_id is None:
-            entry_id = new_entry_id(self._ids)
-        elif entry_id in self._ids:
+            entry_id = new_entry_id(self._index)
+        elif entry_id in self._index:
             raise ValueError(f"Duplicate entry id {entry_id!r}")
         stored = {
             "type": entry["type"],
@@ -254,26 +287,27 @@ class SessionWriter:
 
         if self._pending:
             if not self.in_memory and (not self._lazy or _is_assistant_message(stored)):
-                self._create_file([encode_line(self.header)] + [encode_line(e) for e in self._entries] + [line])
+                self._create_file([encode_line(self.header), *self._lines, line])
         else:
             self._append_line(line)
-        self._entries.append(stored)
-        self._ids.add(entry_id)
+        self._remember(stored, line)
         self.leaf_id = entry_id
         return stored
 
     # -- the tree ---------------------------------------------------------------------------
 
     def get_entry(self, entry_id: str) -> dict | None:
-        for entry in self._entries:
-            if entry.get("id") == entry_id:
-                return entry
-        return None
+        """The entry ``entry_id`` (decoded afresh), or None."""
+        index = self._index.get(entry_id)
+        if index is None:
+            return None
+        entry: dict = json.loads(self._lines[index])
+        return entry
 
     def branch(self, entry_id: str) -> None:
         """Move the leaf to an existing entry; the next append becomes its child. Nothing is
         written. Raises KeyError ``Entry <id> not found``."""
-        if entry_id not in self._ids:
+        if entry_id not in self._index:
             raise KeyError(f"Entry {entry_id} not found")
         self.leaf_id = entry_id
 
@@ -282,21 +316,21 @@ class SessionWriter:
         self.leaf_id = None
 
     def path_to(self, entry_id: str | None) -> list[dict]:
-        """Entries from the root down to ``entry_id`` (inclusive); [] for None."""
-        by_id = {e["id"]: e for e in self._entries if isinstance(e.get("id"), str)}
-        path: list[dict] = []
+        """Entries from the root down to ``entry_id`` (inclusive); [] for None. Walks the
+        index up from ``entry_id`` and decodes only the entries on the path."""
+        ids: list[str] = []
         seen: set[str] = set()
-        current = by_id.get(entry_id) if entry_id is not None else None
-        while current is not None and current["id"] not in seen:
-            seen.add(current["id"])
-            path.append(current)
-            parent = current.get("parentId")
-            current = by_id.get(parent) if isinstance(parent, str) else None
-        return path[::-1]
+        current = entry_id if entry_id in self._index else None
+        while current is not None and current not in seen:
+            seen.add(current)
+            ids.append(current)
+            parent = self._parents.get(current)
+            current = parent if parent in self._index else None
+        return [json.loads(self._lines[self._index[i]]) for i in reversed(ids)]
 
     def append_label(self, target_id: str, label: str | None) -> dict:
         """Label an entry (None or "" clears its label). Raises KeyError for an unknown target."""
-        if target_id not in self._ids:
+        if target_id not in self._index:
             raise KeyError(f"Entry {target_id} not found")
         entry: dict = {"type": "label", "targetId": target_id}
         if label:
@@ -305,14 +339,7 @@ class SessionWriter:
 
     def labels(self) -> dict[str, str]:
         """Current label of each labelled entry (the latest label entry for a target wins)."""
-        out: dict[str, str] = {}
-        for entry in self._entries:
-            if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
-                if entry.get("label"):
-                    out[entry["targetId"]] = entry["label"]
-                else:
-                    out.pop(entry["targetId"], None)
-        return out
+        return dict(self._labels)
 
     def create_branched_session(self, leaf_id: str, session_dir: str) -> SessionWriter:
         """A new session file holding the path root→``leaf_id`` (label entries left out, then
@@ -321,7 +348,7 @@ class SessionWriter:
         Written at once when the path holds an assistant message, else on the first one (the
         lazy rule). Raises KeyError for an unknown id.
         """
-        if leaf_id not in self._ids:
+        if leaf_id not in self._index:
             raise KeyError(f"Entry {leaf_id} not found")
         path = [e for e in self.path_to(leaf_id) if e.get("type") != "label"]
         branched = SessionWriter.create(
@@ -335,11 +362,10 @@ class SessionWriter:
             new_id = new_entry_id({r["id"] for r in records})
             records.append({"type": "label", "id": new_id, "parentId": parent, "timestamp": iso_timestamp(), "targetId": target, "label": label})
             parent = new_id
-        branched._entries = records
-        branched._ids = {r["id"] for r in records}
+        branched._keep(records)
         branched.leaf_id = parent
         if any(_is_assistant_message(r) for r in records):
-            branched._create_file([encode_line(branched.header)] + [encode_line(r) for r in records])
+            branched._create_file([encode_line(branched.header), *branched._lines])
         return branched
 
     @classmethod
@@ -359,10 +385,9 @@ class SessionWriter:
         forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path), owner_pid=owner_pid)
         forked.load_warnings = list(loaded.warnings)
         records = [dict(e) for e in loaded.entries]
-        forked._entries = records
-        forked._ids = {r["id"] for r in records if isinstance(r.get("id"), str)}
+        forked._keep(records)
         forked.leaf_id = loaded.leaf_id
-        forked._create_file([encode_line(forked.header)] + [encode_line(r) for r in records])
+        forked._create_file([encode_line(forked.header), *forked._lines])
         return forked
 
     def close(self) -> None:
