@@ -99,7 +99,7 @@ def test_the_writer_answers_what_its_file_says_after_appends_labels_and_branches
         resumed.close()
 
 
-def test_a_writer_with_300_prompts_keeps_less_than_twice_its_file_in_memory(tmp_path):
+def test_a_writer_with_300_prompts_keeps_a_fraction_of_its_file_in_memory(tmp_path):
     usage = _USAGE
 
     def prompt(writer: SessionWriter, i: int) -> None:
@@ -127,4 +127,19 @@ def test_a_writer_with_300_prompts_keeps_less_than_twice_its_file_in_memory(tmp_
         written = len(open(writer.path, "rb").read()) - size_before
     finally:
         writer.close()
-    assert kept < 2 * written, f"the writer keeps {kept} bytes for {written} bytes written"
+    assert kept < written // 2, f"the writer keeps {kept} bytes for {written} bytes written"
+
+
+def test_reading_the_tree_of_a_session_whose_file_vanished_names_the_file(tmp_path):
+    import pytest
+
+    from pi_actors.coding.session import SessionLoadError
+
+    writer = SessionWriter.create(str(tmp_path), "/w", lazy=False)
+    try:
+        writer.append_message({"role": "user", "content": "hi", "timestamp": 1})
+        (tmp_path / writer.path.rsplit("/", 1)[1]).unlink()
+        with pytest.raises(SessionLoadError, match="Cannot read session file .*No such file"):
+            _ = writer.entries
+    finally:
+        writer.close()

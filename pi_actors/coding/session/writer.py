@@ -22,11 +22,14 @@ Contract:
   names the holder's pid. ``owner_pid`` is the pid recorded for others to see (default: this
   process). A process that dies drops its lock with it.
 - The methods block (``fsync``); an async caller runs them in a thread.
-- Memory: an entry is kept as the line it was written as (bytes), next to a small index
-  (id → position and parent, the current labels), so that a long session costs about its
-  file size here, and an append costs the same at entry 10 and at entry 10,000. Reading
-  whole entries back (:attr:`SessionWriter.entries`, :meth:`path_to`) decodes lines: for
-  the rare whole-tree operations (tree view, fork, compaction), never per append.
+- Memory: an entry the writer has written to the file is kept as its place in the file
+  (offset and length); one not written yet (buffered, ``in_memory``) or loaded on resume
+  as its encoded line (bytes). Next to that a small index (id → position and parent, the
+  current labels), so that a long session costs little memory here, and an append costs
+  the same at entry 10 and at entry 10,000. Reading whole entries back
+  (:attr:`SessionWriter.entries`, :meth:`path_to`, :meth:`get_entry`) reads and decodes
+  lines: for the rare whole-tree operations (tree view, fork, compaction), never per
+  append. A read failure raises :class:`SessionLoadError` naming the file.
 
 :meth:`SessionWriter.resume` continues an existing file: it loads it (see
 :func:`load_session`), cuts off a torn last line, and — for a file of an older version —
@@ -90,7 +93,9 @@ class SessionWriter:
         self.path = path
         self.header = header
         self.session_id = header["id"]
-        self._lines: list[bytes] = []  # every entry, as written (encode_line), in append order
+        # Every entry in append order: its line (encode_line) or, once written, where the
+        # line is in the file (_at: offset << 32 | length).
+        self._lines: list[bytes | int] = []
         self._index: dict[str, int] = {}  # entry id -> position in _lines
         self._parents: dict[str, str | None] = {}  # entry id -> parentId
         self._labels: dict[str, str] = {}  # current label of each labelled entry
@@ -226,7 +231,7 @@ class SessionWriter:
         for entry in entries:
             self._remember(entry, encode_line(entry))
 
-    def _remember(self, entry: dict, line: bytes) -> None:
+    def _remember(self, entry: dict, line: bytes | int) -> None:
         entry_id = entry.get("id")
         if isinstance(entry_id, str):
             self._index[entry_id] = len(self._lines)
@@ -239,11 +244,35 @@ class SessionWriter:
                 self._labels.pop(entry["targetId"], None)
         self._lines.append(line)
 
+    def _spill(self, first_offset: int) -> None:
+        """The file now holds every kept line, back to back from ``first_offset``: keep
+        their places instead of the lines."""
+        offset = first_offset
+        for index, item in enumerate(self._lines):
+            if isinstance(item, bytes):
+                self._lines[index] = (offset << 32) | len(item)
+                offset += len(item)
+            else:
+                offset += item & 0xFFFFFFFF
+
+    def _read(self, items: list[bytes | int]) -> list[bytes]:
+        """The lines of ``items`` (kept ones as they are, written ones read from the file)."""
+        if all(isinstance(item, bytes) for item in items):
+            return items  # type: ignore[return-value]
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return [item if isinstance(item, bytes) else os.pread(fd, item & 0xFFFFFFFF, item >> 32) for item in items]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise SessionLoadError(f"Cannot read session file {self.path}: {_describe(exc)}") from None
+
     @property
     def entries(self) -> list[dict]:
-        """All entries in append order, decoded afresh from their lines (a new list of new
-        dicts on every read: O(entries), for whole-tree operations only)."""
-        return [json.loads(line) for line in self._lines]
+        """All entries in append order, read and decoded afresh (a new list of new dicts on
+        every read: O(entries), for whole-tree operations only)."""
+        return [json.loads(line) for line in self._read(self._lines)]
 
     @property
     def entry_count(self) -> int:
@@ -287,10 +316,15 @@ class SessionWriter:
 
         if self._pending:
             if not self.in_memory and (not self._lazy or _is_assistant_message(stored)):
-                self._create_file([encode_line(self.header), *self._lines, line])
+                header = encode_line(self.header)
+                self._create_file([header, *self._read(self._lines), line])
+                self._remember(stored, line)
+                self._spill(len(header))
+            else:
+                self._remember(stored, line)
         else:
-            self._append_line(line)
-        self._remember(stored, line)
+            offset = self._append_line(line)
+            self._remember(stored, (offset << 32) | len(line) if len(line) < 2**32 else line)
         self.leaf_id = entry_id
         return stored
 
@@ -301,7 +335,7 @@ class SessionWriter:
         index = self._index.get(entry_id)
         if index is None:
             return None
-        entry: dict = json.loads(self._lines[index])
+        entry: dict = json.loads(self._read([self._lines[index]])[0])
         return entry
 
     def branch(self, entry_id: str) -> None:
@@ -326,7 +360,7 @@ class SessionWriter:
             ids.append(current)
             parent = self._parents.get(current)
             current = parent if parent in self._index else None
-        return [json.loads(self._lines[self._index[i]]) for i in reversed(ids)]
+        return [json.loads(line) for line in self._read([self._lines[self._index[i]] for i in reversed(ids)])]
 
     def append_label(self, target_id: str, label: str | None) -> dict:
         """Label an entry (None or "" clears its label). Raises KeyError for an unknown target."""
@@ -365,7 +399,9 @@ class SessionWriter:
         branched._keep(records)
         branched.leaf_id = parent
         if any(_is_assistant_message(r) for r in records):
-            branched._create_file([encode_line(branched.header), *branched._lines])
+            header = encode_line(branched.header)
+            branched._create_file([header, *branched._read(branched._lines)])
+            branched._spill(len(header))
         return branched
 
     @classmethod
@@ -387,7 +423,9 @@ class SessionWriter:
         records = [dict(e) for e in loaded.entries]
         forked._keep(records)
         forked.leaf_id = loaded.leaf_id
-        forked._create_file([encode_line(forked.header), *forked._lines])
+        header = encode_line(forked.header)
+        forked._create_file([header, *forked._read(forked._lines)])
+        forked._spill(len(header))
         return forked
 
     def close(self) -> None:
@@ -440,7 +478,8 @@ class SessionWriter:
         self._lock = lock
         self._pending = False
 
-    def _append_line(self, line: bytes) -> None:
+    def _append_line(self, line: bytes) -> int:
+        """Write and fsync ``line`` at the end of the file; returns its offset."""
         assert self._fd is not None
         try:
             size = os.fstat(self._fd).st_size
@@ -455,6 +494,7 @@ class SessionWriter:
             except OSError:
                 pass
             raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
+        return size
 
 
 def _lock(path: str, owner_pid: int | None) -> SessionLock:
