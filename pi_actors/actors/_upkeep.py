@@ -88,17 +88,18 @@ class Upkeep:
     # -- compaction --------------------------------------------------------------------------
 
     async def _check_compaction(self, last: T.AssistantMessage, emit: SessionEmit, *, after_run: bool) -> bool:
-        """Compact if the decision says so; True when the run should continue (overflow)."""
+        """Compact if the decision says so; True when the run should continue (overflow).
+
+        This runs before every prompt and after every run, so its usual answer ("nothing to
+        do") must not cost a walk of the session: it is first decided without the branch
+        (a compaction entry on the branch can only turn a decision into "none", see
+        :func:`~pi_actors.coding.compaction.decide_auto_compaction`); the branch is read from
+        the store only when that first answer is to compact."""
+        decision = self._decide(last, [], after_run=after_run)
+        if decision.action == "none":
+            return False
         branch = await self._branch_entries()
-        decision = C.decide_auto_compaction(
-            last,
-            model=self.c.agent.state.model,
-            branch_entries=branch,
-            overflow_attempted=self.overflow_attempted,
-            settings=self.compaction_settings,
-            messages=self.c.agent.state.messages,
-            after_run=after_run,
-        )
+        decision = self._decide(last, branch, after_run=after_run)
         if decision.action == "none":
             return False
         if decision.action == "overflow_failed":
@@ -126,6 +127,17 @@ class Upkeep:
             # The transcript was rebuilt from the file, failed reply included: drop it again.
             self._drop_failed_reply()
         return will_retry or self.c.agent.has_queued_messages()
+
+    def _decide(self, last: T.AssistantMessage, branch: list[dict[str, Any]], *, after_run: bool) -> C.CompactionDecision:
+        return C.decide_auto_compaction(
+            last,
+            model=self.c.agent.state.model,
+            branch_entries=branch,
+            overflow_attempted=self.overflow_attempted,
+            settings=self.compaction_settings,
+            messages=self.c.agent.state.messages,
+            after_run=after_run,
+        )
 
     async def compact(self, instructions: str | None) -> P.CompactResult:
         """Manual compaction (``/compact [instructions]``); returns pi's result shape.
@@ -180,7 +192,10 @@ class Upkeep:
     # -- helpers -----------------------------------------------------------------------------
 
     async def _branch_entries(self) -> list[dict[str, Any]]:
+        """The current branch, root to leaf, read from the store (the whole tree crosses
+        the link: only for a compaction, never per turn). Logged as ``session_tree_read``."""
         tree = await self.c.store.call("entries")
+        self.c.log.event("session_tree_read", session=self.c.session_id, entries=len(tree["entries"]), why="compaction")
         by_id = {e["id"]: e for e in tree["entries"] if isinstance(e.get("id"), str)}
         path: list[dict[str, Any]] = []
         current = by_id.get(tree.get("leafId"))

@@ -364,7 +364,7 @@ class Coordinator:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
                 self._sink_quiet = quiet
-                self._published, self._published_stream = list(self.agent.state.messages), None
+                self._published, self._published_stream = self.agent.state.messages, None
 
                 async def pass_cancel() -> None:
                     await call.cancel_requested.wait()
@@ -408,13 +408,14 @@ class Coordinator:
         data = strip_agent_event(event)
         # What subscribers have been told, updated together with the sequence number so a
         # snapshot always matches its ``seq`` (agent.state runs one event ahead of this).
-        if kind == "agent_start":
-            self._published = list(self.agent.state.messages)
+        # The Agent replaces its message list on every change and never mutates it, so
+        # holding the list is a snapshot: no copy of the transcript per event or per run.
+        if kind in ("agent_start", "message_end"):
+            self._published = self.agent.state.messages
+            if kind == "message_end":
+                self._published_stream = None
         elif kind in ("message_start", "message_update"):
             self._published_stream = event.message
-        elif kind == "message_end":
-            self._published.append(event.message)
-            self._published_stream = None
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": data})
         if self._sink is not None and not self._sink_quiet:

@@ -91,7 +91,7 @@ class SessionStore:
     @implements(ENTRIES)
     async def entries(self, args: Empty, call: TypedCall[Empty, None]) -> SessionTree:
         writer = self._open_writer()
-        return SessionTree(entries=writer.entries, leaf_id=writer.leaf_id, labels=writer.labels())
+        return SessionTree(entries=self._all_entries(writer), leaf_id=writer.leaf_id, labels=writer.labels())
 
     @implements(BRANCH)
     async def branch(self, args: EntryRef, call: TypedCall[EntryRef, None]) -> SessionInfo:
@@ -124,6 +124,18 @@ class SessionStore:
             raise RemoteError("not_open", "session store: no session is open")
         return self._writer
 
+    @staticmethod
+    def _all_entries(writer: Any) -> list[dict[str, Any]]:
+        """Every entry of ``writer`` (read back from its file); an unreadable file is the
+        ``invalid_session`` refusal naming it."""
+        from ..coding.session import SessionLoadError
+
+        try:
+            entries: list[dict[str, Any]] = writer.entries
+        except SessionLoadError as exc:
+            raise RemoteError("invalid_session", str(exc)) from None
+        return entries
+
     async def _guard(self, work: Awaitable[T]) -> T:
         """``await work``, its session errors turned into the declared refusals."""
         from ..coding.session import SessionLoadError, SessionLocked, SessionWriteError
@@ -143,7 +155,7 @@ class SessionStore:
         from ..coding.session import session_context
 
         writer = self._writer
-        ctx = session_context(writer.entries, writer.leaf_id) if writer else None
+        ctx = session_context(self._all_entries(writer), writer.leaf_id) if writer else None
         model = ctx.model if ctx else None
         return SessionInfo(
             header=self._header,

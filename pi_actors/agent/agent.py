@@ -9,7 +9,8 @@ State changes only through loop events, *before* listeners hear of them: ``messa
 appends to ``state.messages`` (the only way messages grow during a run), ``message_start`` /
 ``message_update`` set ``state.stream_message``, ``tool_execution_start`` / ``_end`` maintain
 ``state.pending_tool_calls``, ``turn_end`` records an assistant ``error_message`` in
-``state.error``.
+``state.error``. ``state.messages`` is replaced by a new list on every change (as in pi) and
+never mutated in place, so a listener may keep the list it saw as a snapshot without copying.
 
 Listeners (``subscribe``) are called in order for each event; a listener returning an
 awaitable is awaited, so the loop waits for it. A raising listener fails the run through the

@@ -39,6 +39,8 @@ __all__ = [
 
 _WRITE = {"write_failed": "the file could not be written (the message says why)"}
 _OPEN = {"not_open": "no session is open"}
+#: Reading entries back from the session file failed (the message names the file).
+_READ = {"invalid_session": "the session file cannot be read back (the message names it)"}
 
 
 class OpenArgs(WireStruct):
@@ -146,16 +148,16 @@ APPEND_ENTRY: Method[AppendEntryArgs, None, EntryId] = Method(
     doc="Append another entry type as a child of the leaf; answered once it is on disk.",
 )
 CONTEXT: Method[Empty, None, SessionInfo] = Method(
-    "context", args=Empty, result=SessionInfo, errors=_OPEN, doc="The session along the current branch."
+    "context", args=Empty, result=SessionInfo, errors={**_OPEN, **_READ}, doc="The session along the current branch."
 )
 ENTRIES: Method[Empty, None, SessionTree] = Method(
-    "entries", args=Empty, result=SessionTree, errors=_OPEN, doc="The whole tree, for navigation."
+    "entries", args=Empty, result=SessionTree, errors={**_OPEN, **_READ}, doc="The whole tree, for navigation."
 )
 BRANCH: Method[EntryRef, None, SessionInfo] = Method(
     "branch",
     args=EntryRef,
     result=SessionInfo,
-    errors={**_OPEN, "not_found": "no such entry"},
+    errors={**_OPEN, **_READ, "not_found": "no such entry"},
     doc="Move the leaf to an entry (null: the next entry is a new root); nothing is written "
     "until the next append.",
 )
@@ -163,7 +165,7 @@ FORK: Method[EntryRef, None, SessionInfo] = Method(
     "fork",
     args=EntryRef,
     result=SessionInfo,
-    errors={**_OPEN, **_WRITE, "not_found": "no such entry", "not_supported": "the session is not saved (--no-session)"},
+    errors={**_OPEN, **_WRITE, **_READ, "not_found": "no such entry", "not_supported": "the session is not saved (--no-session)"},
     doc="The path root→entry becomes a new session file naming this one as its parent, "
     "which the store writes from then on.",
 )

@@ -30,6 +30,7 @@ __all__ = [
     "attach_files",
     "format_tokens",
     "usage_totals",
+    "UsageTally",
     "context_percent",
 ]
 
@@ -204,7 +205,12 @@ def format_tokens(n: float) -> str:
 
 
 def usage_totals(messages: list[dict[str, Any]]) -> dict[str, float]:
-    tot = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0}
+    tot: dict[str, float] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0}
+    _add_usage(tot, messages)
+    return tot
+
+
+def _add_usage(tot: dict[str, float], messages: list[dict[str, Any]]) -> None:
     for m in messages:
         if m.get("role") != "assistant":
             continue
@@ -212,7 +218,29 @@ def usage_totals(messages: list[dict[str, Any]]) -> dict[str, float]:
         for k in ("input", "output", "cacheRead", "cacheWrite"):
             tot[k] += u.get(k) or 0
         tot["cost"] += ((u.get("cost") or {}).get("total")) or 0.0
-    return tot
+
+
+class UsageTally:
+    """:func:`usage_totals` for the footer, which is drawn on every refresh: a transcript
+    list that grows in place (``append``) is counted once, then only its new messages.
+    Another list object, or a shorter one, is counted again from the start. The result is
+    the full recount's, float for float (the same additions in the same order). The list
+    must not have messages replaced in place (the TUI's transcripts only grow or are
+    replaced whole)."""
+
+    def __init__(self) -> None:
+        self._messages: list[dict[str, Any]] | None = None
+        self._totals = usage_totals([])
+        #: How many messages of the current list are in the totals.
+        self.counted = 0
+
+    def totals(self, messages: list[dict[str, Any]]) -> dict[str, float]:
+        if messages is not self._messages or len(messages) < self.counted:
+            self._messages, self._totals, self.counted = messages, usage_totals([]), 0
+        if len(messages) > self.counted:
+            _add_usage(self._totals, messages[self.counted :])
+            self.counted = len(messages)
+        return dict(self._totals)
 
 
 def context_percent(messages: list[dict[str, Any]], window: int) -> float | None:

@@ -29,7 +29,7 @@ from prompt_toolkit.styles import Style
 from rich.markdown import Markdown
 
 from .commands import THINKING_LEVELS
-from .resources import context_percent, format_tokens, usage_totals
+from .resources import UsageTally, context_percent, format_tokens
 from .widgets import _tool_label
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class ScreenLayout:
         self._md_cache: tuple[tuple[str, int], StyleAndTextTuples] | None = None
         self._last_ctrl_c = 0.0
         self._last_esc = 0.0
+        #: The footer's token and cost totals, counted as messages arrive (not per redraw).
+        self._usage = UsageTally()
         #: The selector's filter line (one Buffer; its text is the open selector's filter).
         self.selector_buffer = _SelectorBuffer(tui)
         self.git_branch = _git_branch(tui.cwd)
@@ -143,7 +145,7 @@ class ScreenLayout:
         line1 = (f"remote {self.tui.remote}" if self.tui.remote else cwd + (f" ({self.git_branch})" if self.git_branch else "")) + (
             f" • {self.tui.session_name}" if self.tui.session_name else ""
         )
-        tot = usage_totals(self.tui.session_usage if self.tui.session_usage is not None else self.tui.messages)
+        tot = self._usage.totals(self.tui.session_usage if self.tui.session_usage is not None else self.tui.messages)
         parts = []
         for key, sym in (("input", "↑"), ("output", "↓"), ("cacheRead", "R"), ("cacheWrite", "W")):
             if tot[key]:

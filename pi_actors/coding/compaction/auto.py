@@ -130,9 +130,12 @@ def decide_auto_compaction(
 ) -> CompactionDecision:
     """What to do about compaction given the last ``assistant`` message (see module docstring).
 
-    ``branch_entries``: the current branch, root → leaf. ``messages``: the in-memory context,
-    used to estimate the size after an error reply; default: the context built from
-    ``branch_entries``. ``after_run``: False for the check at the start of a prompt, which
+    ``branch_entries``: the current branch, root → leaf. It is read only for its latest
+    ``compaction`` entry, which can only turn a decision into ``none``: with ``messages``
+    given, a ``none`` decided with ``branch_entries=[]`` is ``none`` for every branch, so a
+    caller may decide without the branch first and read it only for a decision to compact.
+    ``messages``: the in-memory context, used to estimate the size after an error reply;
+    default: the context built from ``branch_entries``. ``after_run``: False for the check at the start of a prompt, which
     also considers aborted replies.
     """
     settings = settings or CompactionSettings()

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Container
 from datetime import UTC, datetime
 
 CURRENT_VERSION = 3
@@ -65,7 +66,7 @@ def session_file_name(timestamp: str, session_id: str) -> str:
     return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
 
 
-def new_entry_id(existing: set[str] | frozenset[str]) -> str:
+def new_entry_id(existing: Container[str]) -> str:
     for _ in range(100):
         candidate = uuid.uuid4().hex[:8]
         if candidate not in existing:

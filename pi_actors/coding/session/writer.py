@@ -22,6 +22,14 @@ Contract:
   names the holder's pid. ``owner_pid`` is the pid recorded for others to see (default: this
   process). A process that dies drops its lock with it.
 - The methods block (``fsync``); an async caller runs them in a thread.
+- Memory: an entry the writer has written to the file is kept as its place in the file
+  (offset and length); one not written yet (buffered, ``in_memory``) or loaded on resume
+  as its encoded line (bytes). Next to that a small index (id → position and parent, the
+  current labels), so that a long session costs little memory here, and an append costs
+  the same at entry 10 and at entry 10,000. Reading whole entries back
+  (:attr:`SessionWriter.entries`, :meth:`path_to`, :meth:`get_entry`) reads and decodes
+  lines: for the rare whole-tree operations (tree view, fork, compaction), never per
+  append. A read failure raises :class:`SessionLoadError` naming the file.
 
 :meth:`SessionWriter.resume` continues an existing file: it loads it (see
 :func:`load_session`), cuts off a torn last line, and — for a file of an older version —
@@ -34,6 +42,7 @@ reported (damaged lines, a dropped torn line) for the caller to show.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import uuid
 
@@ -84,8 +93,13 @@ class SessionWriter:
         self.path = path
         self.header = header
         self.session_id = header["id"]
-        self._entries = entries
-        self._ids = {entry["id"] for entry in entries if isinstance(entry.get("id"), str)}
+        # Every entry in append order: its line (encode_line) or, once written, where the
+        # line is in the file (_at: offset << 32 | length).
+        self._lines: list[bytes | int] = []
+        self._index: dict[str, int] = {}  # entry id -> position in _lines
+        self._parents: dict[str, str | None] = {}  # entry id -> parentId
+        self._labels: dict[str, str] = {}  # current label of each labelled entry
+        self._keep(entries)
         self.leaf_id = entries[-1].get("id") if entries else None
         self._fd = fd  # None until the file exists (or after close)
         self._pending = fd is None  # entries are buffered, the file not yet written
@@ -211,10 +225,58 @@ class SessionWriter:
 
     # -- reading --------------------------------------------------------------------------
 
+    def _keep(self, entries: list[dict]) -> None:
+        """Index and keep ``entries`` (already accepted) as their lines; replaces what was kept."""
+        self._lines, self._index, self._parents, self._labels = [], {}, {}, {}
+        for entry in entries:
+            self._remember(entry, encode_line(entry))
+
+    def _remember(self, entry: dict, line: bytes | int) -> None:
+        entry_id = entry.get("id")
+        if isinstance(entry_id, str):
+            self._index[entry_id] = len(self._lines)
+            parent = entry.get("parentId")
+            self._parents[entry_id] = parent if isinstance(parent, str) else None
+        if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
+            if entry.get("label"):
+                self._labels[entry["targetId"]] = entry["label"]
+            else:
+                self._labels.pop(entry["targetId"], None)
+        self._lines.append(line)
+
+    def _spill(self, first_offset: int) -> None:
+        """The file now holds every kept line, back to back from ``first_offset``: keep
+        their places instead of the lines."""
+        offset = first_offset
+        for index, item in enumerate(self._lines):
+            if isinstance(item, bytes):
+                self._lines[index] = (offset << 32) | len(item)
+                offset += len(item)
+            else:
+                offset += item & 0xFFFFFFFF
+
+    def _read(self, items: list[bytes | int]) -> list[bytes]:
+        """The lines of ``items`` (kept ones as they are, written ones read from the file)."""
+        if all(isinstance(item, bytes) for item in items):
+            return items  # type: ignore[return-value]
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return [item if isinstance(item, bytes) else os.pread(fd, item & 0xFFFFFFFF, item >> 32) for item in items]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise SessionLoadError(f"Cannot read session file {self.path}: {_describe(exc)}") from None
+
     @property
     def entries(self) -> list[dict]:
-        """All entries in append order (a copy of the list; the entries themselves are shared)."""
-        return list(self._entries)
+        """All entries in append order, read and decoded afresh (a new list of new dicts on
+        every read: O(entries), for whole-tree operations only)."""
+        return [json.loads(line) for line in self._read(self._lines)]
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._lines)
 
     @property
     def is_persisted(self) -> bool:
@@ -238,8 +300,8 @@ class SessionWriter:
             raise ValueError("A session header cannot be appended as an entry")
         entry_id = entry.get("id")
         if entry_id is None:
-            entry_id = new_entry_id(self._ids)
-        elif entry_id in self._ids:
+            entry_id = new_entry_id(self._index)
+        elif entry_id in self._index:
             raise ValueError(f"Duplicate entry id {entry_id!r}")
         stored = {
             "type": entry["type"],
@@ -254,26 +316,32 @@ class SessionWriter:
 
         if self._pending:
             if not self.in_memory and (not self._lazy or _is_assistant_message(stored)):
-                self._create_file([encode_line(self.header)] + [encode_line(e) for e in self._entries] + [line])
+                header = encode_line(self.header)
+                self._create_file([header, *self._read(self._lines), line])
+                self._remember(stored, line)
+                self._spill(len(header))
+            else:
+                self._remember(stored, line)
         else:
-            self._append_line(line)
-        self._entries.append(stored)
-        self._ids.add(entry_id)
+            offset = self._append_line(line)
+            self._remember(stored, (offset << 32) | len(line) if len(line) < 2**32 else line)
         self.leaf_id = entry_id
         return stored
 
     # -- the tree ---------------------------------------------------------------------------
 
     def get_entry(self, entry_id: str) -> dict | None:
-        for entry in self._entries:
-            if entry.get("id") == entry_id:
-                return entry
-        return None
+        """The entry ``entry_id`` (decoded afresh), or None."""
+        index = self._index.get(entry_id)
+        if index is None:
+            return None
+        entry: dict = json.loads(self._read([self._lines[index]])[0])
+        return entry
 
     def branch(self, entry_id: str) -> None:
         """Move the leaf to an existing entry; the next append becomes its child. Nothing is
         written. Raises KeyError ``Entry <id> not found``."""
-        if entry_id not in self._ids:
+        if entry_id not in self._index:
             raise KeyError(f"Entry {entry_id} not found")
         self.leaf_id = entry_id
 
@@ -282,21 +350,21 @@ class SessionWriter:
         self.leaf_id = None
 
     def path_to(self, entry_id: str | None) -> list[dict]:
-        """Entries from the root down to ``entry_id`` (inclusive); [] for None."""
-        by_id = {e["id"]: e for e in self._entries if isinstance(e.get("id"), str)}
-        path: list[dict] = []
+        """Entries from the root down to ``entry_id`` (inclusive); [] for None. Walks the
+        index up from ``entry_id`` and decodes only the entries on the path."""
+        ids: list[str] = []
         seen: set[str] = set()
-        current = by_id.get(entry_id) if entry_id is not None else None
-        while current is not None and current["id"] not in seen:
-            seen.add(current["id"])
-            path.append(current)
-            parent = current.get("parentId")
-            current = by_id.get(parent) if isinstance(parent, str) else None
-        return path[::-1]
+        current = entry_id if entry_id in self._index else None
+        while current is not None and current not in seen:
+            seen.add(current)
+            ids.append(current)
+            parent = self._parents.get(current)
+            current = parent if parent in self._index else None
+        return [json.loads(line) for line in self._read([self._lines[self._index[i]] for i in reversed(ids)])]
 
     def append_label(self, target_id: str, label: str | None) -> dict:
         """Label an entry (None or "" clears its label). Raises KeyError for an unknown target."""
-        if target_id not in self._ids:
+        if target_id not in self._index:
             raise KeyError(f"Entry {target_id} not found")
         entry: dict = {"type": "label", "targetId": target_id}
         if label:
@@ -305,14 +373,7 @@ class SessionWriter:
 
     def labels(self) -> dict[str, str]:
         """Current label of each labelled entry (the latest label entry for a target wins)."""
-        out: dict[str, str] = {}
-        for entry in self._entries:
-            if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
-                if entry.get("label"):
-                    out[entry["targetId"]] = entry["label"]
-                else:
-                    out.pop(entry["targetId"], None)
-        return out
+        return dict(self._labels)
 
     def create_branched_session(self, leaf_id: str, session_dir: str) -> SessionWriter:
         """A new session file holding the path root→``leaf_id`` (label entries left out, then
@@ -321,7 +382,7 @@ class SessionWriter:
         Written at once when the path holds an assistant message, else on the first one (the
         lazy rule). Raises KeyError for an unknown id.
         """
-        if leaf_id not in self._ids:
+        if leaf_id not in self._index:
             raise KeyError(f"Entry {leaf_id} not found")
         path = [e for e in self.path_to(leaf_id) if e.get("type") != "label"]
         branched = SessionWriter.create(
@@ -335,11 +396,12 @@ class SessionWriter:
             new_id = new_entry_id({r["id"] for r in records})
             records.append({"type": "label", "id": new_id, "parentId": parent, "timestamp": iso_timestamp(), "targetId": target, "label": label})
             parent = new_id
-        branched._entries = records
-        branched._ids = {r["id"] for r in records}
+        branched._keep(records)
         branched.leaf_id = parent
         if any(_is_assistant_message(r) for r in records):
-            branched._create_file([encode_line(branched.header)] + [encode_line(r) for r in records])
+            header = encode_line(branched.header)
+            branched._create_file([header, *branched._read(branched._lines)])
+            branched._spill(len(header))
         return branched
 
     @classmethod
@@ -359,10 +421,11 @@ class SessionWriter:
         forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path), owner_pid=owner_pid)
         forked.load_warnings = list(loaded.warnings)
         records = [dict(e) for e in loaded.entries]
-        forked._entries = records
-        forked._ids = {r["id"] for r in records if isinstance(r.get("id"), str)}
+        forked._keep(records)
         forked.leaf_id = loaded.leaf_id
-        forked._create_file([encode_line(forked.header)] + [encode_line(r) for r in records])
+        header = encode_line(forked.header)
+        forked._create_file([header, *forked._read(forked._lines)])
+        forked._spill(len(header))
         return forked
 
     def close(self) -> None:
@@ -415,7 +478,8 @@ class SessionWriter:
         self._lock = lock
         self._pending = False
 
-    def _append_line(self, line: bytes) -> None:
+    def _append_line(self, line: bytes) -> int:
+        """Write and fsync ``line`` at the end of the file; returns its offset."""
         assert self._fd is not None
         try:
             size = os.fstat(self._fd).st_size
@@ -430,6 +494,7 @@ class SessionWriter:
             except OSError:
                 pass
             raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
+        return size
 
 
 def _lock(path: str, owner_pid: int | None) -> SessionLock:
