@@ -363,11 +363,19 @@ def _waitpid_timeout(timeout: float) -> tuple[int, int]:
 
 
 def _preload() -> None:
-    """Everything a worker imports, imported once here (fork shares it)."""
+    """Everything a worker imports, imported once here (fork shares it). Libraries are
+    looked up without ``ldconfig`` (:mod:`pi_actors.coding.sandbox.libs`)."""
+    from ..coding.sandbox.libs import without_ldconfig
+
+    with without_ldconfig():
+        _import_all()
+
+
+def _import_all() -> None:
     import trio  # noqa: F401
 
     from ..coding import tools  # noqa: F401
-    from ..coding.sandbox import init, limits, seccomp  # noqa: F401
+    from ..coding.sandbox import init, limits, notes, seccomp  # noqa: F401 (notes: every sandboxed result)
     from ..coding.tools import bash, process, rg  # noqa: F401 (process: preloaded for the workers)
     from . import tool_worker  # noqa: F401
 
@@ -377,6 +385,26 @@ def _preload() -> None:
         seccomp.prepare()  # built once, loaded by each worker; a failure is each worker's to report
     except Exception:
         pass
+
+
+def _warm_up() -> None:
+    """Pay, once here, what each forked worker would otherwise pay on its first call: trio's
+    one-time set-up of a run, and msgspec's analysis of the worker's message types (each
+    worker would build those caches anew, in memory of its own). Main thread, after
+    :func:`_preload`."""
+    import msgspec
+    import trio
+
+    from ..protocol.pool import WORKER_RUN, ToolUpdate, WorkerResult, WorkerRunArgs
+
+    async def nothing() -> None:
+        await trio.lowlevel.checkpoint()
+
+    trio.run(nothing)
+    WORKER_RUN.decode_args(msgspec.to_builtins(WorkerRunArgs(tool_call_id="", name="bash", cwd="/", args={"command": ""})))
+    content = [{"type": "text", "text": ""}]
+    msgspec.to_builtins(msgspec.convert({"content": content, "details": None}, ToolUpdate))
+    msgspec.to_builtins(msgspec.convert({"content": content, "details": None, "isError": False, "tmpWritten": False}, WorkerResult))
 
 
 def _preload_at_idle_priority(control: socket.socket) -> None:
@@ -435,6 +463,7 @@ def main() -> None:
         _preload_at_idle_priority(control)
     else:
         _preload()
+    _warm_up()
     gc.collect()
     gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
     _Server(control, bool(boot.get("sandboxed"))).serve()
