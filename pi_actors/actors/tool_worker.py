@@ -45,6 +45,9 @@ from ..runtime import ConnectionLost, Router, TypedCall, implements, open_peer
 
 __all__ = ["run_tool_worker"]
 
+# bash's own full-output file, named in its result (compiled once, in the zygote).
+_SPILL_FILE = re.compile(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)")
+
 
 def _install_termination_handler() -> None:
     from ..coding.tools import kill_all_process_groups
@@ -107,7 +110,7 @@ class _Worker:
                 after = tmp_snapshot()
                 # bash's own full-output file is no write of the command's.
                 text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
-                spilled = set(re.findall(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)", text))
+                spilled = set(_SPILL_FILE.findall(text))
                 out["tmpWritten"] = tmp_changed(before, after, spilled)
         return _as_result(out)
 
