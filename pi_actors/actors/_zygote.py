@@ -310,8 +310,8 @@ def _waitpid_timeout(timeout: float) -> tuple[int, int]:
 
 def _preload() -> None:
     """Everything a worker imports, imported once here (fork shares it). Libraries are
-    looked up without ``ldconfig`` (:mod:`pi_actors.coding.sandbox.libs`)."""
-    from ..coding.sandbox.libs import without_ldconfig
+    looked up without ``ldconfig`` (:mod:`pi_actors._libraries`)."""
+    from .._libraries import without_ldconfig
 
     with without_ldconfig():
         _import_all()

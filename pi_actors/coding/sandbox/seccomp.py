@@ -99,7 +99,7 @@ CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000
 
 
 def _library() -> Any:
-    from .libs import without_ldconfig
+    from ..._libraries import without_ldconfig
 
     try:
         with without_ldconfig():  # pyseccomp looks up libc and libseccomp as it is imported

@@ -12,6 +12,9 @@ else or when the soname does not load (musl, an unusual layout). Nothing is load
 would not have been: the library found is the one ``dlopen`` finds by that soname.
 
 Thread-safe and re-entrant: the real function is put back when the last user leaves.
+
+A leaf module (it imports nothing of pi_actors): the zygote enters it before its first import
+of trio, which ``pi_actors.coding``'s package imports.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["without_ldconfig", "SONAMES"]
 
@@ -29,7 +33,7 @@ SONAMES = {"c": "libc.so.6", "pthread": "libpthread.so.0", "seccomp": "libseccom
 
 _lock = threading.Lock()
 _users = 0
-_real: Callable[[str], str | None] | None = None
+_real: Any = None  # the real find_library while replaced
 
 
 def _find(name: str) -> str | None:
