@@ -263,11 +263,12 @@ class _Server:
             pid = os.fork()
             if pid == 0:
                 _become_worker(self.libc, link, message, close, self.sandboxed, self.last_cap, zygote)
+            self.children[pid] = ident  # known (so reaped and killed) whatever happens next
+            self.send({"op": "started", "id": ident, "pid": pid})
         finally:
             if self.sandboxed:  # (the parent: a worker never returns from _become_worker)
+                # Should this fail, every later unshare fails too: spawns answer "failed".
                 self.libc.call("return to the zygote's PID namespace", "setns", self.own_pid_ns, _CLONE_NEWPID)
-        self.children[pid] = ident
-        self.send({"op": "started", "id": ident, "pid": pid})
 
     def _end_all(self) -> None:
         """Kill every worker and reap them all (blocking; the pool is gone)."""
