@@ -157,7 +157,9 @@ class _Server:
         self.sandboxed = sandboxed
         self.libc = _Libc()
         self.children: dict[int, int] = {}  # pid -> worker id
-        self.reports: dict[int, int] = {}  # a sandboxed spawn's report pipe -> worker id
+        # Sandboxed: this process's own PID namespace, to go back to after each worker's
+        # (see _spawn).
+        self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if sandboxed else -1
         self.last_cap = 40
         try:
             with open("/proc/sys/kernel/cap_last_cap") as handle:
@@ -182,8 +184,6 @@ class _Server:
         try:
             while True:
                 ready = {fd for fd, _ in self.poller.poll()}
-                for fd in ready & set(self.reports):
-                    self._take_report(fd)
                 if self.wake_r in ready:
                     self._drain_wakeups()
                     self._reap()
@@ -217,11 +217,6 @@ class _Server:
                 return
             if pid == 0:
                 return
-            if pid not in self.children:
-                # A worker becomes our child only once its intermediate process has exited,
-                # which that process does after writing the worker's pid: the report is there.
-                for fd in list(self.reports):
-                    self._take_report(fd)
             ident = self.children.pop(pid, None)
             if ident is not None:
                 self.send({"op": "exited", "id": ident, "returncode": os.waitstatus_to_exitcode(status)})
@@ -254,69 +249,29 @@ class _Server:
             os.close(fds[0])
 
     def _spawn(self, ident: int, link: int, message: dict[str, Any]) -> None:
-        close = [self.control.fileno(), self.wake_r, self.wake_w, *self.reports]
-        if not self.sandboxed:
+        close = [self.control.fileno(), self.wake_r, self.wake_w]
+        if self.sandboxed:
+            if os.getpid() != 1:
+                raise OSError(errno.EPERM, "the zygote is not the init of a sandbox: no sandboxed worker started")
+            close.append(self.own_pid_ns)
+            # unshare(CLONE_NEWPID) puts the *next* child in a new PID namespace, as its init;
+            # setns back to our own namespace afterwards makes the next unshare possible
+            # again. One fork per worker, by us: no intermediate process.
+            self.libc.call("unshare(CLONE_NEWPID)", "unshare", _CLONE_NEWPID)
+        zygote = os.getpid()
+        try:
             pid = os.fork()
             if pid == 0:
-                _become_worker(self.libc, link, message, close, False, self.last_cap, os.getppid())
-            self.children[pid] = ident
+                _become_worker(self.libc, link, message, close, self.sandboxed, self.last_cap, zygote)
+            self.children[pid] = ident  # known (so reaped and killed) whatever happens next
             self.send({"op": "started", "id": ident, "pid": pid})
-            return
-        if os.getpid() != 1:
-            raise OSError(errno.EPERM, "the zygote is not the init of a sandbox: no sandboxed worker started")
-        # unshare(CLONE_NEWPID) puts the *next* child in a new PID namespace, and can be done
-        # once per process: an intermediate child does it, forks the worker, writes its pid
-        # on a pipe and exits; the worker is then our child (we are the sandbox's init). The
-        # loop reads the report (see _take_report), so that spawns overlap.
-        report_r, report_w = os.pipe2(os.O_CLOEXEC)
-        try:
-            middle = os.fork()
-        except BaseException:
-            os.close(report_r)
-            os.close(report_w)
-            raise
-        if middle == 0:
-            reply = b"!"
-            try:
-                os.close(report_r)
-                self.libc.call("unshare(CLONE_NEWPID)", "unshare", _CLONE_NEWPID)
-                worker = os.fork()
-                if worker == 0:
-                    os.close(report_w)
-                    _become_worker(self.libc, link, message, close, True, self.last_cap, 0)
-                reply = str(worker).encode()
-            except BaseException as exc:
-                reply = b"!" + str(exc).encode()
-            finally:
-                os.write(report_w, reply)  # short: one atomic write
-                os._exit(0)
-        os.close(report_w)
-        self.reports[report_r] = ident
-        self.poller.register(report_r, select.POLLIN)
-
-    def _take_report(self, fd: int, block: bool = False) -> None:
-        """Read a sandboxed spawn's report (the worker's pid, or ``!`` and why not) if it is
-        there, and answer the pool."""
-        if not block and not select.select([fd], [], [], 0)[0]:
-            return
-        ident = self.reports.pop(fd)
-        self.poller.unregister(fd)
-        try:
-            reply = _read_retrying(fd)  # written at once, before the writer exited
         finally:
-            os.close(fd)
-        if not reply or reply.startswith(b"!"):
-            error = reply[1:].decode(errors="replace") or "the worker could not be forked"
-            self.send({"op": "failed", "id": ident, "error": error})
-            return
-        pid = int(reply)
-        self.children[pid] = ident
-        self.send({"op": "started", "id": ident, "pid": pid})
+            if self.sandboxed:  # (the parent: a worker never returns from _become_worker)
+                # Should this fail, every later unshare fails too: spawns answer "failed".
+                self.libc.call("return to the zygote's PID namespace", "setns", self.own_pid_ns, _CLONE_NEWPID)
 
     def _end_all(self) -> None:
         """Kill every worker and reap them all (blocking; the pool is gone)."""
-        for fd in list(self.reports):
-            self._take_report(fd, block=True)
         for pid in self.children:
             try:
                 os.kill(pid, signal.SIGKILL if self.sandboxed else signal.SIGTERM)
@@ -339,14 +294,6 @@ class _Server:
             self.children.pop(pid, None)
 
 
-def _read_retrying(fd: int) -> bytes:
-    while True:
-        try:
-            return os.read(fd, 64)
-        except InterruptedError:
-            continue
-
-
 def _waitpid_timeout(timeout: float) -> tuple[int, int]:
     """``waitpid(-1)`` for up to ``timeout`` seconds (through a pidfd-free poll on SIGCHLD)."""
     import time
@@ -363,11 +310,19 @@ def _waitpid_timeout(timeout: float) -> tuple[int, int]:
 
 
 def _preload() -> None:
-    """Everything a worker imports, imported once here (fork shares it)."""
+    """Everything a worker imports, imported once here (fork shares it). Libraries are
+    looked up without ``ldconfig`` (:mod:`pi_actors._libraries`)."""
+    from .._libraries import without_ldconfig
+
+    with without_ldconfig():
+        _import_all()
+
+
+def _import_all() -> None:
     import trio  # noqa: F401
 
     from ..coding import tools  # noqa: F401
-    from ..coding.sandbox import init, limits, seccomp  # noqa: F401
+    from ..coding.sandbox import init, limits, notes, seccomp  # noqa: F401 (notes: every sandboxed result)
     from ..coding.tools import bash, process, rg  # noqa: F401 (process: preloaded for the workers)
     from . import tool_worker  # noqa: F401
 
@@ -377,6 +332,26 @@ def _preload() -> None:
         seccomp.prepare()  # built once, loaded by each worker; a failure is each worker's to report
     except Exception:
         pass
+
+
+def _warm_up() -> None:
+    """Pay, once here, what each forked worker would otherwise pay on its first call: trio's
+    one-time set-up of a run, and msgspec's analysis of the worker's message types (each
+    worker would build those caches anew, in memory of its own). Main thread, after
+    :func:`_preload`."""
+    import msgspec
+    import trio
+
+    from ..protocol.pool import WORKER_RUN, ToolUpdate, WorkerResult, WorkerRunArgs
+
+    async def nothing() -> None:
+        await trio.lowlevel.checkpoint()
+
+    trio.run(nothing)
+    WORKER_RUN.decode_args(msgspec.to_builtins(WorkerRunArgs(tool_call_id="", name="bash", cwd="/", args={"command": ""})))
+    content = [{"type": "text", "text": ""}]
+    msgspec.to_builtins(msgspec.convert({"content": content, "details": None}, ToolUpdate))
+    msgspec.to_builtins(msgspec.convert({"content": content, "details": None, "isError": False, "tmpWritten": False}, WorkerResult))
 
 
 def _preload_at_idle_priority(control: socket.socket) -> None:
@@ -435,6 +410,7 @@ def main() -> None:
         _preload_at_idle_priority(control)
     else:
         _preload()
+    _warm_up()
     gc.collect()
     gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
     _Server(control, bool(boot.get("sandboxed"))).serve()

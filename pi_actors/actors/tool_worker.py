@@ -45,6 +45,9 @@ from ..runtime import ConnectionLost, Router, TypedCall, implements, open_peer
 
 __all__ = ["run_tool_worker"]
 
+# bash's own full-output file, named in its result (compiled once, in the zygote).
+_SPILL_FILE = re.compile(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)")
+
 
 def _install_termination_handler() -> None:
     from ..coding.tools import kill_all_process_groups
@@ -85,7 +88,9 @@ class _Worker:
         if watch_tmp:
             from ..coding.sandbox.notes import tmp_snapshot
 
-            before = await trio.to_thread.run_sync(tmp_snapshot)
+            # In this thread: a scan of two small tmpfs (bounded), in a loop that serves this
+            # call alone; a thread per worker cost more (its start) than the scan.
+            before = tmp_snapshot()
         try:
             result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update, abort=abort)
             out = {"content": result.get("content", []), "details": result.get("details"), "isError": False}
@@ -102,10 +107,10 @@ class _Worker:
             if watch_tmp:
                 from ..coding.sandbox.notes import tmp_changed
 
-                after = await trio.to_thread.run_sync(tmp_snapshot)
+                after = tmp_snapshot()
                 # bash's own full-output file is no write of the command's.
                 text = "".join(b.get("text", "") for b in out.get("content") or [] if isinstance(b, dict))
-                spilled = set(re.findall(r"Full output: (/tmp/pi-bash-[0-9a-f]+\.log)", text))
+                spilled = set(_SPILL_FILE.findall(text))
                 out["tmpWritten"] = tmp_changed(before, after, spilled)
         return _as_result(out)
 

@@ -78,11 +78,27 @@ def _kill_and_reap_all() -> None:
             return
 
 
+def _alone() -> bool:
+    """True when no other process is left in the namespace (a call's usual end), checked
+    without blocking: ``kill(-1)`` finds no one — not even a zombie, which still counts
+    until it is reaped. Otherwise everyone found has just been sent SIGKILL."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError as exc:
+        if exc.errno != errno.ESRCH:
+            raise
+        return True
+    return False
+
+
 async def end_strays(timeout: float = 5.0) -> None:
     """Kill and reap every process of the namespace but this one; call between calls only
     (it reaps any child). Gives up waiting after ``timeout`` seconds (a process stuck in
-    uninterruptible sleep); the pool replaces a worker that could not be cleaned."""
+    uninterruptible sleep); the pool replaces a worker that could not be cleaned. When
+    nothing is left (the usual case) it returns at once, without a thread."""
     if not is_namespace_init():
+        return
+    if _alone():
         return
     with trio.move_on_after(timeout):
         await trio.to_thread.run_sync(_kill_and_reap_all, abandon_on_cancel=True)

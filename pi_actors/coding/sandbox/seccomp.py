@@ -99,8 +99,11 @@ CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000
 
 
 def _library() -> Any:
+    from ..._libraries import without_ldconfig
+
     try:
-        import pyseccomp
+        with without_ldconfig():  # pyseccomp looks up libc and libseccomp as it is imported
+            import pyseccomp
     except (ImportError, OSError) as exc:
         raise SandboxUnavailable(
             f"the sandbox needs libseccomp (the system package libseccomp2) and the Python package "

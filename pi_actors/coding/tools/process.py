@@ -27,7 +27,6 @@ the fork happens in the calling (trio) thread; it blocks the loop only for the f
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -47,7 +46,8 @@ _SIG_SETMASK = 2
 _libc = None
 if sys.platform.startswith("linux"):
     try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # The process's own symbols, libc's among them (no find_library: it runs ldconfig).
+        _libc = ctypes.CDLL(None, use_errno=True)
         _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         _libc.prctl.restype = ctypes.c_int
         _libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]

@@ -28,9 +28,17 @@ from .process import GroupProcess
 _GRACE = 1.0
 
 
+def _executable(candidate: str) -> str | None:
+    path = os.path.normpath(candidate)
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
 @lru_cache(maxsize=1)
 def rg_path() -> str | None:
-    candidates = [os.path.join(os.path.dirname(sys.executable), "rg")]
+    beside = _executable(os.path.join(os.path.dirname(sys.executable), "rg"))
+    if beside is not None:
+        return beside  # the usual case: no need for importlib.metadata (~25 ms to import)
+    candidates: list[str] = []
     try:
         from importlib.metadata import PackageNotFoundError, distribution
 
@@ -48,8 +56,8 @@ def rg_path() -> str | None:
     if found:
         candidates.append(found)
     for candidate in candidates:
-        path = os.path.normpath(candidate)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
+        path = _executable(candidate)
+        if path is not None:
             return path
     return None
 
