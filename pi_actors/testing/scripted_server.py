@@ -147,7 +147,7 @@ class ScriptedLLM:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record = {"path": path, "headers": headers, "body": body, "received": received}
+        record = {"path": path, "headers": headers, "body": body, "raw": raw, "received": received}
         self.requests.append(record)
         self._request_seen.set()
         self._request_seen = trio.Event()

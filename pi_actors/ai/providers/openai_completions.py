@@ -500,11 +500,37 @@ def openai_client(model: Model, options: StreamOptions, api_key: str) -> Any:
     return sdk_client(key, lambda: make_client(model, options, api_key))
 
 
+_json_body = msgspec.json.Encoder()
+
+
+class _Client(openai.AsyncOpenAI):
+    """The SDK's client, with the request body encoded by msgspec instead of the standard
+    library's ``json`` (the SDK sends ``bytes`` given as the body as they are). The body holds
+    the whole conversation: at 300 turns its encoding was a third of the request's build time
+    in the provider (py-spy), and msgspec's is several times faster. The bytes are the same
+    compact JSON, UTF-8 unescaped; a body holding something msgspec cannot encode (the SDK's
+    own models, dates) is left to the SDK."""
+
+    def _build_request(self, options: Any, *, retries_taken: int = 0) -> Any:
+        body, extra = options.json_data, options.extra_json
+        if type(body) is dict and (extra is None or type(extra) is dict) and options.files is None:
+            # The SDK's merge of ``extra_body`` (see ``_common.sdk_request_args``): its keys
+            # over the named arguments', in place; an ``Omit`` value removes the key.
+            merged = {k: v for k, v in {**body, **(extra or {})}.items() if not isinstance(v, openai.Omit)}
+            try:
+                encoded = _json_body.encode(merged)
+            except (TypeError, msgspec.EncodeError):
+                pass  # not plain JSON data: the SDK's own encoder knows its types
+            else:
+                options = options.model_copy(update={"json_data": encoded, "extra_json": None})
+        return super()._build_request(options, retries_taken=retries_taken)
+
+
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
     headers = {**(model.headers or {}), **(options.headers or {})}
-    return openai.AsyncOpenAI(api_key=api_key, base_url=model.base_url or None, max_retries=0,
-                              default_headers=headers or None,
-                              http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+    return _Client(api_key=api_key, base_url=model.base_url or None, max_retries=0,
+                   default_headers=headers or None,
+                   http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
 
 
 def _warm_client() -> openai.AsyncOpenAI:
