@@ -9,7 +9,7 @@ silently corrupting a call.
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import pytest
@@ -68,12 +68,14 @@ def stream_pair(request):
 
 
 @asynccontextmanager
-async def connected(stream_pair, producer: Producer) -> AsyncIterator[Peer]:
+async def connected(stream_pair, serving: Producer | Callable[[IncomingCall], Awaitable[object]]) -> AsyncIterator[Peer]:
+    """A client Peer to a server Peer serving ``serving`` (a Producer, or a handler)."""
     client_stream, server_stream = stream_pair
+    handler = serving.handle if isinstance(serving, Producer) else serving
     async with trio.open_nursery() as nursery:
 
         async def serve() -> None:
-            async with open_peer(server_stream, side="server", role="producer", name="p", handler=producer.handle) as peer:
+            async with open_peer(server_stream, side="server", role="producer", name="p", handler=handler) as peer:
                 await peer.closed_event.wait()
 
         nursery.start_soon(serve)
@@ -145,19 +147,10 @@ async def test_a_sender_cancelled_while_waiting_for_credit_leaves_no_gap_in_the_
         chunk_sent.set()
         return "done"
 
-    client_stream, server_stream = trio.testing.memory_stream_pair()
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(server_stream, side="server", role="s", name="s", handler=handler) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(client_stream, side="client", role="c", name="c") as peer:
-            async with peer.open_call("m") as call:
-                items = [item async for item in call]
-                assert await call.result() == "done"
-        nursery.cancel_scope.cancel()
+    async with connected(trio.testing.memory_stream_pair(), handler) as peer:
+        async with peer.open_call("m") as call:
+            items = [item async for item in call]
+            assert await call.result() == "done"
     assert items == [*range(WINDOW), "after"]
 
 
@@ -172,22 +165,13 @@ async def test_two_tasks_streaming_into_one_call_both_wait_for_credit_and_both_f
             nursery.start_soon(send, "b")
         return "done"
 
-    client_stream, server_stream = trio.testing.memory_stream_pair()
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(server_stream, side="server", role="s", name="s", handler=handler) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(client_stream, side="client", role="c", name="c") as peer:
-            async with peer.open_call("m") as call:
-                await anext(call)
-                await trio.testing.wait_all_tasks_blocked()  # both senders wait for credit
-                with trio.fail_after(10):
-                    items = [item async for item in call]
-                    assert await call.result() == "done"
-        nursery.cancel_scope.cancel()
+    async with connected(trio.testing.memory_stream_pair(), handler) as peer:
+        async with peer.open_call("m") as call:
+            await anext(call)
+            await trio.testing.wait_all_tasks_blocked()  # both senders wait for credit
+            with trio.fail_after(10):
+                items = [item async for item in call]
+                assert await call.result() == "done"
     assert len(items) == 4 * WINDOW - 1
 
 
