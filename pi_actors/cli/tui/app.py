@@ -211,7 +211,6 @@ class TuiApp:
         sys.stdout.write(text)
         sys.stdout.flush()
         renderer.reset()  # the live area is drawn anew below what was printed
-        renderer.request_absolute_cursor_position()
         self.app.invalidate()
 
     def print_text(self, *renderables: Any) -> None:

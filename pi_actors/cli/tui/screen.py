@@ -25,6 +25,7 @@ from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, H
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.renderer import CPR_Support
 from prompt_toolkit.styles import Style
 from rich.markdown import Markdown
 
@@ -178,6 +179,12 @@ class ScreenLayout:
         # waits timeoutlen for its next key: short, so Esc (abort, double-Esc) feels immediate.
         app.ttimeoutlen = 0.05
         app.timeoutlen = 0.25
+        # The live area is drawn at its own height right below the printed lines, never
+        # stretched to the screen's bottom from a cursor-position report: a report answers
+        # the cursor row at the time it was asked, and when lines are printed before it
+        # arrives (a run's first messages come fast) the stale row made the live area taller
+        # than the rows left, which scrolled the printed lines off the screen.
+        app.renderer.cpr_support = CPR_Support.NOT_SUPPORTED
         return app
 
     def _key_bindings(self) -> KeyBindings:
