@@ -273,7 +273,7 @@ async def test_a_prompt_larger_than_one_message_is_refused_in_one_line(scripted,
     done = await env.run("--model", "scripted/scripted-model", "--no-session", stdin=b"x" * 20_000_000)
     assert done.returncode == 1
     err = done.stderr.decode().splitlines()
-    assert len(err) == 1, err
+    assert len(err) == 1, "\n".join(err)
     assert err[0].startswith("Error: the 'prompt' call is 20,000,0") and "16 MiB" in err[0]
     assert scripted.requests == []
 

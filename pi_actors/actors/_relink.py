@@ -35,6 +35,7 @@ import trio
 from ..protocol.pool import POOL
 from ..protocol.provider import PROVIDER
 from ..runtime import ActorDied, ConnectionLost, FdChannel, Interface, Method, OutgoingCall, Peer, RemoteError, open_peer
+from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 
 __all__ = ["PeerSlot", "CheckedCall", "serve_control", "LINK_INTERFACES"]
 
@@ -43,7 +44,7 @@ LINK_INTERFACES: dict[str, Interface] = {"provider": PROVIDER, "tools": POOL}
 
 #: How long a starting actor may take to answer the coordinator's hello (a sibling process
 #: starting on a busy machine, not a stranger).
-_HELLO_WAIT = 60.0
+_HELLO_WAIT = SIBLING_HANDSHAKE_TIMEOUT
 
 #: How long a failed call waits for the supervisor's report of how the actor died.
 _REASON_WAIT = 2.0

@@ -65,6 +65,7 @@ from ..runtime import (
     implements,
     open_peer,
 )
+from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import STALE_CONTEXT, ContextSender
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -578,7 +579,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
         "tools": PeerSlot("tools", "tool pool", "tool call", supervised="tools" in relink),
     }
     outbox_send, outbox = trio.open_memory_channel[dict[str, Any]](64)
-    async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle) as ui:
+    async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle, handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT) as ui:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             log = JsonLog(part.log_file, "coordinator")
             if control is not None:
@@ -586,7 +587,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
             try:
                 # The three children start in parallel; each answers its hello once running.
                 store = await stack.enter_async_context(
-                    open_peer(links["store"], side="client", role="coordinator", name="store", handshake_timeout=60.0)
+                    open_peer(links["store"], side="client", role="coordinator", name="store", handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT)
                 )
                 for name in ("provider", "tools"):
                     await slots[name].hold(nursery, links[name])

@@ -55,6 +55,7 @@ from ..protocol.store import (
     SessionTree,
 )
 from ..runtime import Empty, RemoteError, Router, TypedCall, implements, open_peer
+from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 
 __all__ = ["run_session_store", "SessionStore"]
 
@@ -259,7 +260,10 @@ async def run_session_store(links: dict[str, trio.SocketStream], config: Any) ->
     owner = read_part(config, StoreConfig).owner_pid
     store = SessionStore(owner_pid=owner if owner is not None and owner > 0 else os.getppid())
     try:
-        async with open_peer(links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE)) as peer:
+        async with open_peer(
+            links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE),
+            handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT,
+        ) as peer:
             await peer.closed_event.wait()
     finally:
         store.close()

@@ -84,6 +84,7 @@ from ..runtime import (
     open_method,
     open_peer,
 )
+from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._sandboxed import describe_exit, launch_zygote
 from ._serve_link import serve_coordinator_link
 from ._zygote import ForkedProcess, Zygote
@@ -312,7 +313,7 @@ class ToolPool:
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
             try:
                 try:
-                    async with open_peer(stream, side="client", role="tool-pool", name=name) as peer:
+                    async with open_peer(stream, side="client", role="tool-pool", name=name, handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT) as peer:
                         worker.peer = peer
                         task_status.started(worker)
                         await peer.closed_event.wait()

@@ -42,6 +42,7 @@ import trio
 
 from ..protocol.pool import WORKER, WORKER_RUN, ToolUpdate, WorkerResult, WorkerRunArgs
 from ..runtime import ConnectionLost, Router, TypedCall, implements, open_peer
+from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 
 __all__ = ["run_tool_worker"]
 
@@ -167,7 +168,10 @@ async def run_tool_worker(links: dict[str, trio.SocketStream], config: Any) -> N
         else:
             _install_termination_handler()
         try:
-            async with open_peer(links["pool"], side="server", role="tool-worker", name="tool-worker", handler=Router.serving(worker, WORKER)) as peer:
+            async with open_peer(
+                links["pool"], side="server", role="tool-worker", name="tool-worker", handler=Router.serving(worker, WORKER),
+                handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT,
+            ) as peer:
                 await peer.closed_event.wait()
         except ConnectionLost:
             pass  # the pool went away before the handshake finished: nothing to serve

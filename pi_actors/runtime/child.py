@@ -121,9 +121,10 @@ async def _serve_supervisor(stream: object, name: str) -> None:
     """Answer the owner's liveness checks until it closes the link (``$ping`` is answered by
     the peer itself; nothing else is served)."""
     from ._peer import ConnectionLost, open_peer
+    from .protocol import SIBLING_HANDSHAKE_TIMEOUT
 
     try:
-        async with open_peer(stream, side="server", role=name, name="supervisor", handshake_timeout=60.0) as peer:  # type: ignore[arg-type]
+        async with open_peer(stream, side="server", role=name, name="supervisor", handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT) as peer:  # type: ignore[arg-type]
             await peer.closed_event.wait()
     except ConnectionLost:
         pass  # the owner went away before the handshake; the parent-death signal handles the rest

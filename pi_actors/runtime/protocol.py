@@ -46,12 +46,20 @@ from ._messages import Call, Cancel, Chunk, Credit, ErrorInfo, Hello, HelloError
 #: Seconds a server waits for the client's Hello before failing the connection.
 HANDSHAKE_TIMEOUT = 5.0
 
+#: Seconds either end of an inherited link (a socketpair from the common owner) waits for the
+#: other's Hello: the other end is a sibling process still starting, not a stranger, and on a
+#: busy machine its interpreter start and imports take well over ``HANDSHAKE_TIMEOUT`` (a
+#: provider that gave up after 5 s while its coordinator was still importing failed the run).
+#: A sibling that dies instead closes its end, which ends the wait at once.
+SIBLING_HANDSHAKE_TIMEOUT = 60.0
+
 __all__ = [
     # constants
     "CHUNK_WINDOW",
     "DEFAULT_MAX_FRAME",
     "FLOW_CONTROL_VERSION",
     "HANDSHAKE_TIMEOUT",
+    "SIBLING_HANDSHAKE_TIMEOUT",
     "MAX_DEPTH",
     "MAX_ITEMS",
     "PROTOCOL_NAME",
