@@ -103,7 +103,7 @@ class Rpc:
         failed = [line for line in self.lines[start:] if line.get("id") == request and line.get("success") is False]
         assert not failed, failed
         final = [m for m in end["messages"] if m["role"] == "assistant"][-1]
-        assert final["stopReason"] in ("stop", "toolUse"), final
+        assert final["stopReason"] in ("stop", "toolUse"), (final.get("errorMessage"), self.stderr)
         return final
 
 
