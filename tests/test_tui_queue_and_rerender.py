@@ -17,10 +17,13 @@ import re
 import shutil
 
 import pytest
+import trio
+from conftest import actor_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from pi_actors.actors import open_local_runtime
 from pi_actors.cli.tui._markdown import PiMarkdown
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -139,6 +142,35 @@ async def test_markdown_keeps_line_breaks_shows_link_targets_and_boxes_tables_an
     screen = await pane.wait_for("Thinking blocks: hidden", "Thinking...")
     assert "Pondering the fruit table." not in screen  # the reply already shown, re-rendered
     assert "second line" in screen and "│ apple │ 3   │" in screen
+
+
+async def test_clear_queue_answers_the_queued_texts_and_none_of_them_reaches_the_next_prompt(scripted, tmp_path):
+    scripted.script += [Reply(text="slow answer", hang_after_start=True), Reply(text="fresh answer")]
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        streaming = trio.Event()
+
+        async def run() -> None:
+            async with coordinator.open_call("prompt", {"text": "long job"}) as call:
+                async for _event in call:
+                    if scripted.requests:
+                        streaming.set()
+                await call.result()
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                await streaming.wait()
+                await coordinator.call("steer", {"text": "steer one"})
+                await coordinator.call("follow_up", {"text": "follow one"})
+                await coordinator.call("steer", {"text": "steer two"})
+                assert (await coordinator.call("get_state"))["pendingMessageCount"] == 3
+                queued = await coordinator.call("clear_queue")
+                assert queued == {"steering": ["steer one", "steer two"], "followUp": ["follow one"]}
+                assert await coordinator.call("clear_queue") == {"steering": [], "followUp": []}
+                await coordinator.call("abort")
+            await coordinator.call("prompt", {"text": "next question", "events": False})
+    sent = _user_texts(scripted.requests[-1])
+    assert "next question" in sent and "steer one" not in sent and "follow one" not in sent
 
 
 def _render(markdown: str, width: int = 60) -> str:

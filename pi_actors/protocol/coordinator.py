@@ -138,8 +138,8 @@ class QueuedTexts(WireStruct):
     """The texts of the messages that were waiting in the queues, oldest first (pi's
     ``clearQueue()``); a message whose content is a list of parts gives its text parts."""
 
-    steering: list[str] = []
-    follow_up: list[str] = []
+    steering: list[str]
+    follow_up: list[str]
 
 
 class CompactArgs(WireStruct):
