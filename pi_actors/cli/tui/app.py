@@ -25,7 +25,10 @@ calls with their results (edit: the diff), status lines — are printed above th
 (``print_ansi``) and stay in the terminal's scrollback; the application itself is a
 small live area at the bottom: the message being streamed (plain text, thinking dimmed),
 running tool calls with their live output, queued steering/follow-up messages, a spinner,
-a selector when one is open, the editor and the footer.
+a selector when one is open, the editor and the footer. Every printed item is also kept
+(``transcript``) as a function that renders it with the current display settings, so that
+Ctrl+O (tool output) and Ctrl+T (thinking) reprint what is already on screen, as pi
+re-renders its chat.
 """
 
 from __future__ import annotations
@@ -459,14 +462,16 @@ class TuiApp:
         self.print_item(lambda: self._bash_parts(command, result, exclude))
 
     def _bash_parts(self, command: str, result: dict, exclude: bool) -> list[Any]:
-        """A ``!command``'s output (its last 20 lines unless expanded) and how it ended."""
+        """A ``!command``'s output (its last 20 lines and pi's ``... N more lines (ctrl+o to
+        expand)`` unless expanded) and how it ended."""
         out = (result.get("output") or "").rstrip("\n")
         lines = out.splitlines()
-        if not self.expand_tools and len(lines) > 20:
-            lines = [f"  ... ({len(lines) - 20} earlier lines, ctrl+o to expand)", *lines[-20:]]
+        hidden = 0 if self.expand_tools else max(0, len(lines) - 20)
         parts: list[Any] = [Text.assemble(("$ ", "yellow"), (command, "bold"), ("  (not in context)" if exclude else "", "dim"))]
         if lines:
-            parts.append(Text("\n".join("  " + ln for ln in lines), style="grey70"))
+            parts.append(Text("\n".join("  " + ln for ln in lines[hidden:]), style="grey70"))
+        if hidden:
+            parts.append(Text(f"  ... {hidden} more lines (ctrl+o to expand)", style="dim"))
         if result.get("cancelled"):
             parts.append(Text("  (cancelled)", style="red"))
         elif result.get("exitCode") not in (0, None):
@@ -555,8 +560,10 @@ class TuiApp:
         """Put the texts the coordinator's ``clear_queue`` answered (``{steering, followUp}``)
         into the editor before what is typed there, separated by blank lines, as pi does.
         Each comes back as the user typed it (before ``@file`` expansion) when it was queued
-        here; the queue shown above the editor is emptied."""
-        queued = queued or {}
+        here; the queue shown above the editor is emptied. ``queued`` is None when the call
+        failed (the error is shown): then nothing changes."""
+        if queued is None:
+            return
         texts: list[str] = []
         for sent in [*(queued.get("steering") or []), *(queued.get("followUp") or [])]:
             for i, (_kind, q_sent, shown) in enumerate(self.queued):
