@@ -21,10 +21,14 @@ import trio
 from conftest import actor_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from pi_actors.actors import open_local_runtime
 from pi_actors.cli.tui._markdown import PiMarkdown
+from pi_actors.cli.tui.app import TuiApp
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
@@ -171,6 +175,61 @@ async def test_clear_queue_answers_the_queued_texts_and_none_of_them_reaches_the
             await coordinator.call("prompt", {"text": "next question", "events": False})
     sent = _user_texts(scripted.requests[-1])
     assert "next question" in sent and "steer one" not in sent and "follow one" not in sent
+
+
+class _Controller:
+    """The UI's door to trio, recording what would be sent."""
+
+    ui = None
+
+    def __init__(self) -> None:
+        self.sent: list[tuple] = []
+
+    def submit(self, *cmd) -> None:
+        self.sent.append(cmd)
+
+
+@pytest.fixture
+def tui(tmp_path):
+    """A TuiApp not started (it prints straight to stdout), on a dummy terminal."""
+    with create_pipe_input() as keys, create_app_session(input=keys, output=DummyOutput()):
+        yield TuiApp(_Controller(), {"cwd": str(tmp_path), "agentDir": str(tmp_path), "model": {"provider": "p", "id": "m"}, "thinkingLevel": "off"})
+
+
+def _plain(ansi: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", ansi)
+
+
+def test_queued_messages_come_back_as_typed_before_the_draft_and_a_failed_call_keeps_them(tui, capsys):
+    tui.queued = [("Steering", '<file name="/w/a.txt">\nA\n</file>\nlook at @a.txt', "look at @a.txt"), ("Follow-up", "then this", "then this")]
+    tui.buffer.text = "my draft"
+    tui.restore_queued(None, abort=False)  # clear_queue failed: its error is shown, nothing else changes
+    assert len(tui.queued) == 2 and tui.buffer.text == "my draft"
+    tui.restore_queued({"steering": ['<file name="/w/a.txt">\nA\n</file>\nlook at @a.txt'], "followUp": ["then this"]}, abort=False)
+    assert tui.queued == []
+    assert tui.buffer.text == "look at @a.txt\n\nthen this\n\nmy draft" and tui.buffer.cursor_position == len(tui.buffer.text)
+    assert "Restored 2 queued messages to editor" in _plain(capsys.readouterr().out)
+    tui.restore_queued({"steering": [], "followUp": []}, abort=False)
+    assert "No queued messages to restore" in _plain(capsys.readouterr().out)
+    tui.dequeue(abort=True)
+    assert tui.ctl.sent == [("dequeue", True)]
+
+
+def test_reprint_clears_the_scrollback_and_renders_tools_with_the_current_setting(tui, capsys):
+    tui._print_bash("seq 30", {"output": "".join(f"n{i}\n" for i in range(1, 31)), "exitCode": 0}, False)
+    tui.print_tool("bash", {"command": "make"}, {"content": [{"type": "text", "text": "built"}]}, False, took=2.04)
+    tui.print_tool("write", {"path": "a.py", "content": "".join(f"x{i} = {i}\n" for i in range(1, 13))}, {"content": [{"type": "text", "text": "ok"}]}, False)
+    first = _plain(capsys.readouterr().out)
+    assert "n10\n" not in first and "n11" in first and "... 10 more lines (ctrl+o to expand)" in first
+    assert "  Took 2.0s" in first
+    assert "x10 = 10" in first and "x11" not in first and "... (2 more lines, 12 total, ctrl+o to expand)" in first
+    tui.expand_tools = True
+    tui.reprint()
+    again = capsys.readouterr().out
+    assert again.startswith("\x1b[H\x1b[2J\x1b[3J")  # home, clear screen, clear scrollback
+    again = _plain(again)
+    assert "n1\n" in again and "x12 = 12" in again and "ctrl+o" not in again
+    assert again.count("$ seq 30") == 1 and "  Took 2.0s" in again
 
 
 def _render(markdown: str, width: int = 60) -> str:
