@@ -80,6 +80,14 @@ _RUN_METHODS = Interface(
 )
 
 
+def _queued_text(message: Any) -> str:
+    """The text of a queued user message (its text parts joined when content is a list)."""
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content or [])
+
+
 class SessionNotSaved(Exception):
     """A finished message could not be written to the session: the run must stop."""
 
@@ -305,6 +313,14 @@ class Coordinator:
     @implements(P.FOLLOW_UP)
     async def serve_follow_up(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
         self.agent.follow_up(T.UserMessage(content=args.text, timestamp=T.now_ms()))
+
+    @implements(P.CLEAR_QUEUE)
+    async def serve_clear_queue(self, args: Empty, call: TypedCall[Empty, None]) -> P.QueuedTexts:
+        """Take every waiting steering and follow-up message out of the agent's queues (none
+        of them is delivered afterwards) and answer their texts, oldest first."""
+        steering, follow_ups = self.agent._steering, self.agent._follow_ups
+        self.agent.clear_all_queues()
+        return P.QueuedTexts(steering=[_queued_text(m) for m in steering], follow_up=[_queued_text(m) for m in follow_ups])
 
     @implements(P.ABORT)
     async def serve_abort(self, args: Empty, call: TypedCall[Empty, None]) -> None:

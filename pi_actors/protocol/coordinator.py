@@ -74,6 +74,7 @@ __all__ = [
     "SwitchSessionArgs",
     "SwitchSessionResult",
     "TextArgs",
+    "QueuedTexts",
     "ThinkingLevelArgs",
     "ThinkingLevelResult",
     "TokenStats",
@@ -84,6 +85,7 @@ __all__ = [
     "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
+    "CLEAR_QUEUE",
 ]  # fmt: skip
 
 #: Refused while a run is active (the UI should wait, steer, or abort first).
@@ -130,6 +132,14 @@ class ContinueArgs(WireStruct):
 
 class TextArgs(WireStruct):
     text: str
+
+
+class QueuedTexts(WireStruct):
+    """The texts of the messages that were waiting in the queues, oldest first (pi's
+    ``clearQueue()``); a message whose content is a list of parts gives its text parts."""
+
+    steering: list[str]
+    follow_up: list[str]
 
 
 class CompactArgs(WireStruct):
@@ -412,6 +422,12 @@ FOLLOW_UP: Method[TextArgs, None, Empty] = Method(
     doc="Queue a user message for when the current run would otherwise end (pi's follow-up).",
 )  # fmt: skip
 
+CLEAR_QUEUE: Method[Empty, None, QueuedTexts] = Method(
+    "clear_queue", args=Empty, result=QueuedTexts,
+    doc="Empty the steering and follow-up queues and return their texts (pi's clearQueue): "
+    "the UI puts them back into the editor, on Esc before it aborts or on Alt+Up.",
+)  # fmt: skip
+
 ABORT: Method[Empty, None, Empty] = Method(
     "abort", args=Empty, result=Empty,
     doc="Abort the active run (and a retry wait or compaction) and answer once it has ended.",
@@ -609,6 +625,7 @@ COORDINATOR = Interface(
         EXPORT_HTML,
         SET_QUEUE_MODE,
         SET_AUTO,
+        CLEAR_QUEUE,
     ],  # fmt: skip
     doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
     "to the session's UI (and by the server to its clients).",

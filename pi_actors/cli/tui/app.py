@@ -25,7 +25,10 @@ calls with their results (edit: the diff), status lines — are printed above th
 (``print_ansi``) and stay in the terminal's scrollback; the application itself is a
 small live area at the bottom: the message being streamed (plain text, thinking dimmed),
 running tool calls with their live output, queued steering/follow-up messages, a spinner,
-a selector when one is open, the editor and the footer.
+a selector when one is open, the editor and the footer. Every printed item is also kept
+(``transcript``) as a function that renders it with the current display settings, so that
+Ctrl+O (tool output) and Ctrl+T (thinking) reprint what is already on screen, as pi
+re-renders its chat.
 """
 
 from __future__ import annotations
@@ -41,11 +44,14 @@ from collections.abc import Callable
 from typing import Any
 
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from rich.console import Console
-from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.syntax import Syntax
 from rich.text import Text
 
+from ._markdown import PiMarkdown
 from .commands import SlashCommands
 from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 from .screen import ScreenLayout
@@ -69,6 +75,8 @@ BUILTINS = {
     "quit": "Quit",
 }
 _FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
+#: How many printed items are kept for reprinting (Ctrl+O, Ctrl+T); older ones are dropped.
+_TRANSCRIPT_LIMIT = 2000
 
 
 class TuiApp:
@@ -111,6 +119,10 @@ class TuiApp:
         self.status: str | None = None
         self.selector: Selector | None = None
         self._call_args: dict[str, Any] = {}  # tool call arguments by id, for reprinted results
+        #: Everything printed above the live area, in order, each as a function that renders
+        #: it with the current settings: Ctrl+O and Ctrl+T reprint the screen from it.
+        self.transcript: list[Callable[[], list[Any]]] = []
+        self._dropped = 0  # items dropped from the front of ``transcript``
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = queue.SimpleQueue()
         self._started = time.monotonic()
@@ -214,7 +226,35 @@ class TuiApp:
         self.app.invalidate()
 
     def print_text(self, *renderables: Any) -> None:
-        self.print_ansi(self.render(*renderables))
+        """Print fixed renderables (a status, an error, a table) above the live area."""
+        self.print_item(lambda: list(renderables))
+
+    def print_item(self, parts: Callable[[], list[Any]]) -> None:
+        """Print what ``parts()`` renders, and keep ``parts`` in the transcript: a later
+        :meth:`reprint` calls it again, so it must read the display settings (tool output
+        expanded, thinking shown) when called, not when it was made."""
+        self.transcript.append(parts)
+        if len(self.transcript) > _TRANSCRIPT_LIMIT:
+            del self.transcript[0]
+            self._dropped += 1
+        rendered = parts()
+        if rendered:
+            self.print_ansi(self.render(*rendered))
+
+    def reprint(self) -> None:
+        """Clear the screen and the terminal's scrollback and print the transcript again with
+        the current settings, then the live area below it (as pi re-renders its whole chat
+        when tool output is expanded or thinking hidden). Why clear the scrollback: what we
+        printed lives there, and a terminal offers no way to change lines already printed,
+        so the old rendering would otherwise stay above the new one."""
+        chunks = ["\x1b[H\x1b[2J\x1b[3J"]  # home, clear the screen, clear the scrollback
+        if self._dropped:
+            chunks.append(self.render(Text(f"({self._dropped} earlier items not shown)", style="dim")))
+        for parts in self.transcript:
+            rendered = parts()
+            if rendered:
+                chunks.append(self.render(*rendered))
+        self.print_ansi("".join(chunks))
 
     def _print_banner(self) -> None:
         self.print_text(
@@ -241,7 +281,10 @@ class TuiApp:
             shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
             self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
         elif role == "assistant":
-            self._print_assistant(m)
+            for b in m.get("content") or []:
+                if b.get("type") == "toolCall":  # kept for the results printed later
+                    self._call_args[b.get("id")] = b.get("arguments")
+            self.print_item(lambda: self._assistant_parts(m))
         elif role == "toolResult":
             self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
@@ -249,47 +292,70 @@ class TuiApp:
         elif role in ("compactionSummary", "branchSummary"):
             self.print_text(Text(f"[{role}] " + (m.get("summary") or "")[:300], style="dim"))
 
-    def _print_assistant(self, m: dict[str, Any]) -> None:
-        """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown, and how the
-        message ended if not normally; its tool calls' arguments are kept for their results."""
+    def _assistant_parts(self, m: dict[str, Any]) -> list[Any]:
+        """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown (pi's line
+        breaks, link targets and boxed tables), and how the message ended if not normally."""
         content = m.get("content") or []
-        for b in content:
-            if b.get("type") == "toolCall":
-                self._call_args[b.get("id")] = b.get("arguments")
         parts: list[Any] = []
         for b in content:
             if b.get("type") == "thinking" and b.get("thinking", "").strip():
                 parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
             elif b.get("type") == "text" and b.get("text", "").strip():
-                parts.append(Markdown(b["text"], code_theme="monokai"))
+                parts.append(PiMarkdown(b["text"], code_theme="monokai"))
         if m.get("stopReason") == "aborted":
             parts.append(Text("Operation aborted", style="red"))
         elif m.get("stopReason") == "error":
             parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
-        if parts:
-            self.print_text(*parts)
+        return parts
 
-    def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool) -> None:
+    def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None = None) -> None:
+        """Print a finished tool call: its label, then the edit's diff, the written content
+        (``write``) or the result's text, collapsed unless Ctrl+O expanded tool output;
+        ``took``: the seconds a ``bash`` call ran, shown as pi's ``Took 1.2s``."""
+        self.print_item(lambda: self._tool_parts(name, args, result, is_error, took))
+
+    def _tool_parts(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None) -> list[Any]:
         head = Text.assemble(("● ", "red" if is_error else "green"), (_tool_label(name, args) if args is not None else name, "bold"))
         details = result.get("details") or {}
         body = _text_of(result.get("content")).rstrip("\n")
         parts: list[Any] = [head]
+        written = (args or {}).get("content")
         if name == "edit" and isinstance(details.get("diff"), str) and not is_error:
             diff = Text()
             for line in details["diff"].splitlines():
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
                 diff.append("  " + line + "\n", style=style)
             parts.append(diff)
+        elif name == "write" and isinstance(written, str) and not is_error:
+            parts += self._written_parts(str((args or {}).get("path") or ""), written)
         elif body:
             lines = body.splitlines()
             limit = {"bash": 5, "grep": 15, "ls": 20, "find": 20}.get(name, 10)
             if not self.expand_tools and len(lines) > limit:
                 hidden = len(lines) - limit
                 lines = lines[-limit:] if name == "bash" else lines[:limit]
-                note = f"  ... ({hidden} more lines, ctrl+o to expand)"
+                # pi's wording: a bash preview shows the last lines ("earlier lines" hidden).
+                note = f"  ... ({hidden} earlier lines, ctrl+o to expand)" if name == "bash" else f"  ... ({hidden} more lines, ctrl+o to expand)"
                 lines = [note, *lines] if name == "bash" else [*lines, note]
             parts.append(Text("\n".join("  " + ln for ln in lines), style="red" if is_error else "grey70"))
-        self.print_text(*parts)
+        if name == "bash" and took is not None:
+            parts.append(Text(f"  Took {took:.1f}s", style="dim"))
+        return parts
+
+    def _written_parts(self, path: str, content: str) -> list[Any]:
+        """The content a ``write`` call wrote, highlighted by the file's type: its first 10
+        lines and ``... (N more lines, T total, ctrl+o to expand)`` unless expanded (pi's)."""
+        lines = content.replace("\t", "   ").split("\n")
+        while lines and lines[-1] == "":
+            lines.pop()
+        if not lines:
+            return []
+        shown = lines if self.expand_tools else lines[:10]
+        lexer = Syntax.guess_lexer(path, "\n".join(shown)) if path else "text"
+        parts: list[Any] = [Padding(Syntax("\n".join(shown), lexer, theme="monokai", background_color="default", word_wrap=True), (0, 0, 0, 2))]
+        if len(shown) < len(lines):
+            parts.append(Text(f"  ... ({len(lines) - len(shown)} more lines, {len(lines)} total, ctrl+o to expand)", style="dim"))
+        return parts
 
     # -- events from the controller -------------------------------------------------------------
 
@@ -339,7 +405,7 @@ class TuiApp:
             self.messages.append(msg)
 
     def _on_tool_start(self, event: dict[str, Any]) -> None:
-        self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": ""}
+        self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": "", "started": time.monotonic()}
 
     def _on_tool_update(self, event: dict[str, Any]) -> None:
         tc = self.tools.get(event.get("toolCallId", ""))
@@ -348,7 +414,8 @@ class TuiApp:
 
     def _on_tool_end(self, event: dict[str, Any]) -> None:
         tc = self.tools.pop(event.get("toolCallId", ""), None) or {"name": event.get("toolName"), "args": event.get("args")}
-        self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")))
+        took = time.monotonic() - tc["started"] if "started" in tc else None
+        self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")), took)
 
     def _on_compaction_start(self, event: dict[str, Any]) -> None:
         self.status = "Auto-compacting... (esc to cancel)"
@@ -392,18 +459,24 @@ class TuiApp:
         self._print_bash(command, result, exclude)
 
     def _print_bash(self, command: str, result: dict, exclude: bool) -> None:
+        self.print_item(lambda: self._bash_parts(command, result, exclude))
+
+    def _bash_parts(self, command: str, result: dict, exclude: bool) -> list[Any]:
+        """A ``!command``'s output (its last 20 lines and pi's ``... N more lines (ctrl+o to
+        expand)`` unless expanded) and how it ended."""
         out = (result.get("output") or "").rstrip("\n")
         lines = out.splitlines()
-        if not self.expand_tools and len(lines) > 20:
-            lines = [f"  ... ({len(lines) - 20} more lines)", *lines[-20:]]
+        hidden = 0 if self.expand_tools else max(0, len(lines) - 20)
         parts: list[Any] = [Text.assemble(("$ ", "yellow"), (command, "bold"), ("  (not in context)" if exclude else "", "dim"))]
         if lines:
-            parts.append(Text("\n".join("  " + ln for ln in lines), style="grey70"))
+            parts.append(Text("\n".join("  " + ln for ln in lines[hidden:]), style="grey70"))
+        if hidden:
+            parts.append(Text(f"  ... {hidden} more lines (ctrl+o to expand)", style="dim"))
         if result.get("cancelled"):
             parts.append(Text("  (cancelled)", style="red"))
         elif result.get("exitCode") not in (0, None):
             parts.append(Text(f"  exit code {result.get('exitCode')}", style="red"))
-        self.print_text(*parts)
+        return parts
 
     # -- submissions --------------------------------------------------------------------------
 
@@ -475,6 +548,38 @@ class TuiApp:
             self.running = True
             self._started = time.monotonic()
             self.ctl.submit("prompt", sent)
+
+    def dequeue(self, abort: bool) -> None:
+        """Take the queued steering and follow-up messages back into the editor (pi's Esc
+        during a run, with ``abort``, and Alt+Up, without). The coordinator's queues are
+        emptied first — so none of them reaches this run or leaks into the next prompt —
+        then the run is aborted if ``abort``; ``restore_queued`` gets the texts."""
+        self.ctl.submit("dequeue", abort)
+
+    def restore_queued(self, queued: Any, abort: bool) -> None:
+        """Put the texts the coordinator's ``clear_queue`` answered (``{steering, followUp}``)
+        into the editor before what is typed there, separated by blank lines, as pi does.
+        Each comes back as the user typed it (before ``@file`` expansion) when it was queued
+        here; the queue shown above the editor is emptied. ``queued`` is None when the call
+        failed (the error is shown): then nothing changes."""
+        if queued is None:
+            return
+        texts: list[str] = []
+        for sent in [*(queued.get("steering") or []), *(queued.get("followUp") or [])]:
+            for i, (_kind, q_sent, shown) in enumerate(self.queued):
+                if q_sent == sent:
+                    del self.queued[i]
+                    sent = shown
+                    break
+            texts.append(sent)
+        self.queued.clear()
+        if texts:
+            current = self.buffer.text
+            combined = "\n\n".join(t for t in [*texts, current] if t.strip())
+            self.buffer.set_document(Document(combined, len(combined)), bypass_readonly=True)
+        if not abort:
+            n = len(texts)
+            self.show_status(f"Restored {n} queued message{'s' if n > 1 else ''} to editor" if n else "No queued messages to restore")
 
     def call(self, method: str, args: dict, then: Callable[[Any], None] | None = None) -> None:
         self.ctl.submit("call", method, args, then)

@@ -30,6 +30,7 @@ HOTKEYS = [
     ("Alt+Enter", "while the agent runs: queue a follow-up message"),
     ("Ctrl+J, \\+Enter", "new line"),
     ("Esc", "abort the current run (or a !command); twice on an empty editor: /tree"),
+    ("Alt+Up", "queued messages back into the editor (Esc during a run does it too)"),
     ("Ctrl+C", "clear the editor; twice quickly: quit"),
     ("Ctrl+D", "quit (empty editor)"),
     ("Ctrl+T", "show/hide thinking"),

@@ -79,6 +79,8 @@ class Controller:
                     else:
                         self.running = True
                         nursery.start_soon(self._prompt, cmd[1])
+                elif kind == "dequeue":
+                    nursery.start_soon(self._dequeue, cmd[1])
                 elif kind == "abort":
                     if self._bash_scope is not None:
                         self._bash_scope.cancel()
@@ -103,6 +105,15 @@ class Controller:
         except RemoteError as exc:
             self.ui.post(self.ui.show_error, f"{method}: {exc.message}")
             return None
+
+    async def _dequeue(self, abort: bool) -> None:
+        """Empty the coordinator's queues and hand their texts to the UI's editor; then, if
+        ``abort``, abort the run (after the queues are empty, so that the run, which may
+        still take a queued message at its next step, finds none)."""
+        queued = await self._call("clear_queue", {})
+        self.ui.post(self.ui.restore_queued, queued, abort)
+        if abort:
+            await self._call("abort", {})
 
     async def _call_then(self, method: str, args: dict, on_result: Callable[[Any], None] | None) -> None:
         try:

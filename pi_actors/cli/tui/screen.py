@@ -27,8 +27,8 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.renderer import CPR_Support
 from prompt_toolkit.styles import Style
-from rich.markdown import Markdown
 
+from ._markdown import PiMarkdown
 from .commands import THINKING_LEVELS
 from .resources import UsageTally, context_percent, format_tokens
 from .widgets import _tool_label
@@ -70,7 +70,7 @@ class ScreenLayout:
         """The streaming text rendered as Markdown (cached: redraws without new text are free)."""
         key = (text, width)
         if self._md_cache is None or self._md_cache[0] != key:
-            ansi = self.tui.render(Markdown(text, code_theme="monokai"))
+            ansi = self.tui.render(PiMarkdown(text, code_theme="monokai"))
             self._md_cache = (key, to_formatted_text(ANSI(ansi)))
         return list(self._md_cache[1])
 
@@ -110,11 +110,11 @@ class ScreenLayout:
         return frags
 
     def _queued(self) -> StyleAndTextTuples:
+        """The queued messages above the editor, as pi shows them, with pi's hint."""
         frags: StyleAndTextTuples = []
         for kind, _sent, shown in self.tui.queued:
             frags.append(("fg:ansicyan", f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
-        hint = "↳ sent at the agent's next step (esc aborts the run)" if self.tui.running else "↳ still queued: sent during the next run"
-        frags.append(("fg:ansibrightblack", hint))
+        frags.append(("fg:ansibrightblack", "↳ alt+up to edit all queued messages"))
         return frags
 
     def _status(self) -> StyleAndTextTuples:
@@ -195,6 +195,7 @@ class ScreenLayout:
         for keys, handler, when in [
             (("enter",), self._on_enter, editor),
             (("escape", "enter"), lambda _: self.tui.submit("follow_up"), editor),
+            (("escape", "up"), lambda _: self.tui.dequeue(abort=False), editor),
             ((Keys.BracketedPaste,), lambda event: self.tui.paste(event.data), editor),
             # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
             (("c-g",), lambda _: self.tui.buffer.open_in_editor(validate_and_handle=False), editor),
@@ -236,9 +237,10 @@ class ScreenLayout:
         tui = self.tui
         if tui.buffer.complete_state:
             tui.buffer.cancel_completion()
-        elif tui.running or tui.bash_running:
-            # Queued messages stay queued at the coordinator (its abort keeps the queues),
-            # so they stay on screen until a later run delivers them.
+        elif tui.running:
+            # As pi: the queued messages come back into the editor, then the run is aborted.
+            tui.dequeue(abort=True)
+        elif tui.bash_running:
             tui.ctl.submit("abort")
         elif tui.buffer.text.startswith("!"):
             tui.buffer.reset()
@@ -270,6 +272,7 @@ class ScreenLayout:
 
     def _on_toggle_thinking(self, event: Any) -> None:
         self.tui.show_thinking = not self.tui.show_thinking
+        self.tui.reprint()  # what is already on screen too, as pi re-renders its chat
         self.tui.show_status(f"Thinking blocks: {'shown' if self.tui.show_thinking else 'hidden'}")
 
     def _on_cycle_thinking(self, event: Any) -> None:
@@ -283,6 +286,7 @@ class ScreenLayout:
 
     def _on_toggle_tools(self, event: Any) -> None:
         self.tui.expand_tools = not self.tui.expand_tools
+        self.tui.reprint()  # what is already on screen too, as pi re-renders its chat
         self.tui.show_status(f"Tool output: {'expanded' if self.tui.expand_tools else 'collapsed'}")
 
     def _on_selector_up(self, event: Any) -> None:
