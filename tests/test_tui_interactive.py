@@ -183,6 +183,8 @@ async def test_slash_tree_goes_back_to_an_earlier_question_and_puts_it_in_the_ed
     await pane.wait_for("Session tree", "assistant: Second answer.  ← active")
     await pane.type("second q")  # filter, then pick the user message
     await pane.keys("Enter")
+    await pane.wait_for("Summarize branch?", "No summary")  # pi asks; no summary
+    await pane.keys("Enter")
     screen = await pane.wait_until(
         lambda s: "Navigated to selected point" in s and "› second question" in s.split("Navigated to selected point")[1]
     )
@@ -279,7 +281,8 @@ async def test_hotkeys_thinking_copy_and_history_recall(scripted, pane):
     await pane.wait_for("Keyboard shortcuts", "Alt+Enter", "cycle thinking level")
     await pane.type("/thinking")
     await pane.keys("Enter")
-    await pane.wait_for("Thinking level", "xhigh")
+    screen = await pane.wait_for("Thinking level", "→ off  ✓")
+    assert "minimal" not in screen and "xhigh" not in screen  # only the levels the model has (pi)
     await pane.keys("Enter")
     await pane.wait_for("Thinking level: off")  # the scripted model does not reason: clamped to off
     await pane.keys("Up", "Up", "Up", "Up")
