@@ -115,3 +115,47 @@ async def test_fork_from_the_first_message_opens_the_new_session_without_error_a
     await pane.keys("Enter")
     screen = await pane.wait_for("New session:", "↑0 ↓0")
     assert "↑40" not in screen
+
+
+async def test_the_completion_list_sits_between_editor_and_footer_with_a_counter_and_the_session_commands_work(scripted, env, pane):
+    scripted.script.append(Reply(text="Kept."))
+    await pane.start(session=True)
+    await pane.type("/")
+    screen = await pane.wait_for("(1/")
+    lines = screen.rstrip("\n").splitlines()
+    counter = next(i for i, ln in enumerate(lines) if ln.strip().startswith("(1/"))
+    rule = max(i for i, ln in enumerate(lines[:counter]) if ln.startswith("────"))
+    assert counter - rule - 1 == 5, screen  # five rows (pi's autocompleteMaxVisible) below the editor
+    assert lines[-1].rstrip().endswith("(scripted) scripted-model") and "/work" in lines[-2]  # the footer is still drawn below
+    assert "→" not in screen.split("(1/")[0].splitlines()[-5]  # nothing chosen until Tab
+    await pane.keys("Tab", "Tab")
+    await pane.wait_for("(2/")  # the counter follows the selection
+    await pane.keys("Escape", "C-c")
+    await pane.wait_for_gone("(2/")
+    # /thinking offers only what the (non-reasoning) scripted model has.
+    await pane.type("/thinking")
+    await pane.keys("Enter")
+    screen = await pane.wait_for("Thinking level", "(1 items")
+    assert "→ off  ✓" in screen and "minimal" not in screen
+    await pane.keys("Escape")
+    await pane.wait_for_gone("Thinking level")
+    # /settings writes the global settings.json.
+    await pane.type("/settings")
+    await pane.keys("Enter")
+    await pane.wait_for("Settings", "Tree filter mode")
+    await pane.type("tree filter")
+    await pane.keys("Enter")
+    await pane.wait_for("user-only")
+    await pane.type("user")
+    await pane.keys("Enter")
+    await pane.wait_for("Tree filter mode: user-only")
+    assert json.loads((env.home / "settings.json").read_text())["treeFilterMode"] == "user-only"
+    # /clone: the session so far continues in a new file.
+    await _ask(pane, "keep this", "Kept.")
+    first = sorted(env.home.rglob("*.jsonl"))
+    await pane.type("/clone")
+    await pane.keys("Enter")
+    await pane.wait_for("Cloned to new session:")
+    files = sorted(env.home.rglob("*.jsonl"))
+    assert len(files) == len(first) + 1
+    assert "keep this" in (set(files) - set(first)).pop().read_text()
