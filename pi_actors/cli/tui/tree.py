@@ -250,6 +250,7 @@ class TreeView:
         self._vchildren: dict[str | None, list[str]] = {}
         self._multiple_roots = False
         self.index = 0
+        self._last: str | None = None
         self._refresh(keep=self.selected_id if self.selected_id is not None else self.leaf_id)
 
     # -- structure ---------------------------------------------------------------------------
@@ -308,8 +309,10 @@ class TreeView:
     def _refresh(self, keep: str | None = None) -> None:
         """Recompute the visible rows and their drawing; the cursor stays on ``keep`` (or the
         selected entry), or moves to its nearest visible ancestor."""
-        if keep is None and self.visible:
-            keep = self.visible[min(self.index, len(self.visible) - 1)]
+        if self.visible:  # (an empty result keeps the entry chosen before it)
+            self._last = self.visible[min(self.index, len(self.visible) - 1)]
+        if keep is None:
+            keep = self._last
         words = self.search.lower().split()
         shown = [eid for eid in self._order if self._shown(eid, words)]
         if self.folded:
