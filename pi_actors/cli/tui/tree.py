@@ -343,7 +343,8 @@ class TreeView:
         multi = self._multiple_roots = len(roots) > 1
         self._layout = {}
         # (id, indent, just branched, connector, last, gutters, virtual root child)
-        stack = [(r, 1 if multi else 0, multi, multi, i == len(roots) - 1, (), multi) for i, r in enumerate(roots)][::-1]
+        no_gutters: tuple[tuple[int, bool], ...] = ()
+        stack = [(r, 1 if multi else 0, multi, multi, i == len(roots) - 1, no_gutters, multi) for i, r in enumerate(roots)][::-1]
         while stack:
             eid, indent, branched, connector, last, gutters, virtual = stack.pop()
             self._layout[eid] = _Layout(indent, connector, last, virtual, gutters)

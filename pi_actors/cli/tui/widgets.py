@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 if TYPE_CHECKING:
     from .app import TuiApp
@@ -96,7 +97,7 @@ class Selector:
         self.filter = text
         self.index = 0
 
-    def view(self, width: int, rows: int) -> list[tuple[str, str]] | None:
+    def view(self, width: int, rows: int) -> StyleAndTextTuples | None:
         """Fragments to draw instead of the plain list (None: the plain list)."""
         return None
 
@@ -118,9 +119,10 @@ _TREE_STYLES = {
 _TREE_HINT = "↑/↓ move, ←/→ page, ^←/^→ or Alt+←/→ fold/branch, Shift+L label, ^D/^T/^U/^L/^A filters (^O cycle), enter go, esc close"
 
 
-def _fit(frags: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+def _fit(frags: list[tuple[str, str]], width: int) -> StyleAndTextTuples:
     """``frags`` (one line) cut to ``width`` characters."""
-    out, used = [], 0
+    out: StyleAndTextTuples = []
+    used = 0
     for style, text in frags:
         if used + len(text) > width:
             text = text[: max(0, width - used - 1)] + "…"
@@ -158,18 +160,16 @@ class TreeSelector(Selector):
         self.on_label, self.on_cancel = on_label, on_cancel
         self.index = 0
         self.rows = 20
-
-    @property  # type: ignore[override]
-    def filter(self) -> str:
-        return self.tree.search
+        self.filter = view.search
 
     def set_filter(self, text: str) -> None:
+        self.filter = text
         self.tree.set_search(text)
 
-    def view(self, width: int, rows: int) -> list[tuple[str, str]]:
+    def view(self, width: int, rows: int) -> StyleAndTextTuples:
         """Title, keys, the rows around the cursor (half the terminal, at least 5), ``(i/N)``."""
         self.rows = max(5, rows // 2)
-        frags: list[tuple[str, str]] = [("bold", self.title + "\n")]
+        frags: StyleAndTextTuples = [("bold", self.title + "\n")]
         frags += _fit([("fg:ansibrightblack", _TREE_HINT)], width) + [("", "\n")]
         shown = self.tree.rows(self.rows)
         if not shown:
@@ -232,7 +232,7 @@ class InputSelector(Selector):
         super().__init__(title, [], on_submit, initial=initial)
         self.tui, self.on_cancel, self.hint = tui, on_cancel, hint
 
-    def view(self, width: int, rows: int) -> list[tuple[str, str]]:
+    def view(self, width: int, rows: int) -> StyleAndTextTuples:
         return [("bold", self.title + "\n"), ("fg:ansibrightblack", "  " + self.hint)]
 
     def key(self, name: str) -> None:
@@ -258,7 +258,7 @@ class ChoiceSelector(Selector):
         self.on_cancel()
 
 
-def completion_view(state: Any, max_visible: int, width: int) -> list[tuple[str, str]]:
+def completion_view(state: Any, max_visible: int, width: int) -> StyleAndTextTuples:
     """The completion list drawn below the editor (above the footer, never over it): up to
     ``max_visible`` rows around the selected one and an ``(i/N)`` line. ``state`` is the
     editor buffer's ``complete_state`` (None or no completions: nothing)."""
@@ -271,7 +271,7 @@ def completion_view(state: Any, max_visible: int, width: int) -> list[tuple[str,
     at = index if index is not None else 0
     start = max(0, min(at - visible // 2, n - visible))
     name_width = min(32, max(len(c.display_text) for c in items[start : start + visible]) + 2)
-    frags: list[tuple[str, str]] = []
+    frags: StyleAndTextTuples = []
     for i in range(start, start + visible):
         c = items[i]
         chosen = i == index
