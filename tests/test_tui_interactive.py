@@ -109,7 +109,7 @@ async def test_a_shell_command_shows_its_output_and_at_completes_a_file_that_is_
     await pane.keys("Enter")
     await pane.wait_for("$ echo from-the-shell", "  from-the-shell")
     await pane.type("look at @notes-for")
-    await pane.wait_for("notes-for-the-model.txt ")  # the completion menu
+    await pane.wait_for("notes-for-the-model.txt", "(1/1)")  # the completion list
     await pane.keys("Tab")
     await pane.wait_for("@notes-for-the-model.txt")
     await pane.keys("Enter", "Enter")  # accept the completion, then send
