@@ -476,9 +476,7 @@ class SlashCommands(SettingsCommands):
         """The package's CHANGELOG.md (newest first, as it is written), or its version."""
         from rich.markdown import Markdown
 
-        from ... import __file__ as package_file
-
-        here = os.path.dirname(os.path.abspath(package_file))
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package
         for candidate in (os.path.join(here, "CHANGELOG.md"), os.path.join(os.path.dirname(here), "CHANGELOG.md")):
             try:
                 with open(candidate, encoding="utf-8") as f:
