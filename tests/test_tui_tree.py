@@ -101,6 +101,8 @@ async def test_fork_from_the_first_message_opens_the_new_session_without_error_a
     scripted.script.extend([Reply(text="Answer.", usage=ScriptUsage(input=1200, output=345)), Reply(text="Answer two.", usage=ScriptUsage(input=40, output=5))])
     await pane.start(session=True)
     await _ask(pane, "first question", "↑1.2k")
+    saved = env.work / "saved.jsonl"
+    saved.write_text(sorted(env.home.rglob("*.jsonl"))[0].read_text())
     await pane.type("/fork")
     await pane.keys("Enter")
     await pane.wait_for("Fork from message", "first question")
@@ -115,6 +117,13 @@ async def test_fork_from_the_first_message_opens_the_new_session_without_error_a
     await pane.keys("Enter")
     screen = await pane.wait_for("New session:", "↑0 ↓0")
     assert "↑40" not in screen
+    # /import: a session file from elsewhere is copied into the session directory and resumed.
+    await pane.type("/import saved.jsonl")
+    await pane.keys("Enter")
+    await pane.wait_for("Replace current session with saved.jsonl?")
+    await pane.keys("Enter")
+    await pane.wait_until(lambda s: "Session imported from: saved.jsonl" in s and "Answer." in s.split("Session imported from")[1] and "↑1.2k" in s)
+    assert len(list(env.home.rglob("saved.jsonl"))) == 1
 
 
 async def test_the_completion_list_sits_between_editor_and_footer_with_a_counter_and_the_session_commands_work(scripted, env, pane):

@@ -266,3 +266,45 @@ def test_any_tree_even_with_cycles_duplicates_and_missing_parents_draws_every_re
         assert sum(r.active for r in shown) <= 1
         for row in shown:
             view.is_current(row.entry_id)
+
+
+class _SettingsTui:
+    def __init__(self, home) -> None:
+        self.agent_dir, self.cwd = str(home), str(home)
+        self.errors: list[str] = []
+
+    def show_error(self, text: str) -> None:
+        self.errors.append(text)
+
+
+def _settings_commands(home):
+    from pi_actors.cli.tui.settings_menu import SettingsCommands
+
+    cmds = SettingsCommands()
+    cmds.tui = _SettingsTui(home)  # type: ignore[assignment]
+    return cmds
+
+
+def test_a_setting_is_written_to_the_global_file_keeping_every_other_key(tmp_path):
+    import json
+
+    (tmp_path / "settings.json").write_text(json.dumps({"theme": "light", "branchSummary": {"reserveTokens": 9}}))
+    cmds = _settings_commands(tmp_path)
+    assert cmds.save_setting(("branchSummary", "skipPrompt"), True)
+    assert cmds.save_setting(("treeFilterMode",), "all")
+    assert json.loads((tmp_path / "settings.json").read_text()) == {
+        "theme": "light",
+        "branchSummary": {"reserveTokens": 9, "skipPrompt": True},
+        "treeFilterMode": "all",
+    }
+    assert cmds.settings()["treeFilterMode"] == "all"
+    assert cmds.save_setting(("treeFilterMode",), None)  # None removes the key
+    assert "treeFilterMode" not in json.loads((tmp_path / "settings.json").read_text())
+
+
+def test_a_settings_file_that_does_not_parse_is_never_overwritten(tmp_path):
+    (tmp_path / "settings.json").write_text("{not json")
+    cmds = _settings_commands(tmp_path)
+    assert not cmds.save_setting(("treeFilterMode",), "all")
+    assert (tmp_path / "settings.json").read_text() == "{not json"
+    assert len(cmds.tui.errors) == 1 and "cannot be read" in cmds.tui.errors[0] and "left as it is" in cmds.tui.errors[0]
