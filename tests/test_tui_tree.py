@@ -159,6 +159,12 @@ async def test_the_completion_list_sits_between_editor_and_footer_with_a_counter
     await pane.keys("Enter")
     await pane.wait_for("Tree filter mode: user-only")
     assert json.loads((env.home / "settings.json").read_text())["treeFilterMode"] == "user-only"
+    await pane.type("/reload")
+    await pane.keys("Enter")
+    await pane.wait_for("Reloaded settings, 0 prompt templates and ")
+    await pane.type("/changelog")
+    await pane.keys("Enter")
+    await pane.wait_for("What's New", "no changelog entries found.")
     # /clone: the session so far continues in a new file.
     await _ask(pane, "keep this", "Kept.")
     first = sorted(env.home.rglob("*.jsonl"))
