@@ -65,7 +65,7 @@ BUILTINS = {
     "clone": "Duplicate the session at this point into a new file",
     "import": "Open a session file <path>",
     "settings": "Settings menu",
-    "scoped-models": "Choose the models Ctrl+P cycles through",
+    "scoped-models": "Choose the models /model offers",
     "reload": "Reload settings, prompt templates and skills",
     "changelog": "Show the changelog",
     "name": "Set the session name",

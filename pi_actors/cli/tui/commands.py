@@ -295,7 +295,7 @@ class SlashCommands(SettingsCommands):
 
     # -- /tree -------------------------------------------------------------------------------
 
-    def cmd_tree(self, rest: str, selected_id: str | None = None) -> None:
+    def cmd_tree(self, rest: str) -> None:
         """pi's tree selector over the session's entries (see ``tree.TreeView``), starting in
         settings ``treeFilterMode``; Enter goes to the chosen entry (asking whether to
         summarize the branch left), Shift+L edits a label."""
@@ -311,7 +311,6 @@ class SlashCommands(SettingsCommands):
                 (tree or {}).get("leafId"),
                 dict((tree or {}).get("labels") or {}),
                 filter_mode=mode if mode in FILTER_MODES else "default",
-                selected_id=selected_id,
             )
             self.open_tree(view)
 

@@ -41,7 +41,7 @@ _LEVEL_COLOURS = {"minimal": "#5f5f87", "low": "#5f87af", "medium": "#81a2be", "
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Every key an open selector may handle itself (see ``Selector.keys``).
 SELECTOR_KEYS = frozenset(
-    {"up", "down", "left", "right", "enter", "escape", "c-left", "c-right", "escape left", "escape right", "L", "c-d", "c-t", "c-u", "c-l", "c-a", "c-o", "c-s", "space"}
+    {"up", "down", "left", "right", "enter", "escape", "c-left", "c-right", "escape left", "escape right", "L", "c-d", "c-t", "c-u", "c-l", "c-a", "c-o"}
 )
 
 
