@@ -52,6 +52,7 @@ class SessionCommands:
             P.NAVIGATE,
             P.LABEL,
             P.FORK,
+            P.CLONE,
             P.FORK_MESSAGES,
             P.SET_MODEL,
             P.SET_THINKING_LEVEL,
@@ -120,6 +121,19 @@ class SessionCommands:
         self.c.agent.session_id = self.c.session_id
         self.c.load_context(session)
         return P.ForkResult(text=_entry_text(target), path=session.get("path"))
+
+    @implements(P.CLONE)
+    async def clone(self, args: Empty, call: TypedCall[Empty, None]) -> P.CloneResult:
+        """The branch up to the leaf into a new session file, which becomes the session."""
+        self._refuse_during_run("clone")
+        leaf = (await self._entries()).get("leafId")
+        if not leaf:
+            raise RemoteError("invalid_state", "Cannot clone session: no current entry selected")
+        session = await self.c.store.call("fork", {"entryId": leaf})
+        self.c.session = session
+        self.c.agent.session_id = self.c.session_id
+        self.c.load_context(session)
+        return P.CloneResult(cancelled=False)
 
     @implements(P.NAVIGATE)
     async def navigate(self, args: P.NavigateArgs, call: TypedCall[P.NavigateArgs, None]) -> P.NavigateResult:

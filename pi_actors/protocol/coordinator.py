@@ -46,6 +46,7 @@ __all__ = [
     "ContinueArgs",
     "ExportHtmlArgs",
     "ExportHtmlResult",
+    "CloneResult",
     "ForkArgs",
     "ForkMessage",
     "ForkMessages",
@@ -82,7 +83,7 @@ __all__ = [
     # the methods
     "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
     "GET_STATE", "GET_MESSAGES", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
-    "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
+    "CLONE", "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
     "CLEAR_QUEUE",
@@ -301,6 +302,12 @@ class ForkResult(WireStruct):
     path: str | None
 
 
+class CloneResult(WireStruct):
+    """pi's ``{cancelled}`` (always false here: nothing can cancel a clone)."""
+
+    cancelled: bool = False
+
+
 class SetModelArgs(WireStruct):
     """Either ``provider`` and ``modelId`` (a model the configuration knows) or ``model``."""
 
@@ -505,6 +512,17 @@ FORK: Method[ForkArgs, None, ForkResult] = Method(
     "the coordinator continues in; the message's text is returned for the editor.",
 )  # fmt: skip
 
+CLONE: Method[Empty, None, CloneResult] = Method(
+    "clone", args=Empty, result=CloneResult,
+    errors={
+        "busy": _BUSY,
+        "invalid_state": "the session has no entry yet (Cannot clone session: no current entry selected)",
+        "not_supported": "the session is not saved (--no-session)",
+    },
+    doc="pi's /clone and RPC clone: the current branch (root to leaf, labels kept) becomes a "
+    "new session file, which the coordinator continues in.",
+)  # fmt: skip
+
 FORK_MESSAGES: Method[Empty, None, ForkMessages] = Method(
     "fork_messages", args=Empty, result=ForkMessages,
     doc="The user messages one can fork from, with their entry ids.",
@@ -612,6 +630,7 @@ COORDINATOR = Interface(
         NAVIGATE,
         LABEL,
         FORK,
+        CLONE,
         FORK_MESSAGES,
         SET_MODEL,
         SET_THINKING_LEVEL,

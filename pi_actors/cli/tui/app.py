@@ -55,7 +55,7 @@ from ._markdown import PiMarkdown
 from .commands import SlashCommands
 from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 from .screen import ScreenLayout
-from .widgets import Selector, TuiCompleter, _text_of, _tool_label
+from .widgets import Selector, TuiCompleter, _text_of, _tool_label, session_message_view
 
 __all__ = ["TuiApp"]
 
@@ -68,6 +68,12 @@ BUILTINS = {
     "session": "Session info and stats",
     "tree": "Navigate the session tree",
     "fork": "Fork from a previous user message",
+    "clone": "Duplicate the session at this point into a new file",
+    "import": "Open a session file <path>",
+    "settings": "Settings menu",
+    "scoped-models": "Choose the models /model offers",
+    "reload": "Reload settings, prompt templates and skills",
+    "changelog": "Show the changelog",
     "name": "Set the session name",
     "copy": "Copy the last answer to the clipboard",
     "export": "Export the session to HTML [path]",
@@ -289,8 +295,10 @@ class TuiApp:
             self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
-        elif role in ("compactionSummary", "branchSummary"):
-            self.print_text(Text(f"[{role}] " + (m.get("summary") or "")[:300], style="dim"))
+        elif role in ("compactionSummary", "branchSummary", "custom"):
+            parts = session_message_view(m, self.expand_tools)
+            if parts:
+                self.print_text(*parts)
 
     def _assistant_parts(self, m: dict[str, Any]) -> list[Any]:
         """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown (pi's line
@@ -581,8 +589,10 @@ class TuiApp:
             n = len(texts)
             self.show_status(f"Restored {n} queued message{'s' if n > 1 else ''} to editor" if n else "No queued messages to restore")
 
-    def call(self, method: str, args: dict, then: Callable[[Any], None] | None = None) -> None:
-        self.ctl.submit("call", method, args, then)
+    def call(self, method: str, args: dict, then: Callable[[Any], None] | None = None, on_error: Callable[[Any], None] | None = None) -> None:
+        """Call ``method`` of the coordinator; ``then(result)`` on the UI loop, or after an
+        error (which is shown) ``on_error(error)``."""
+        self.ctl.submit("call", method, args, then, on_error)
 
     # -- slash commands -------------------------------------------------------------------------
 

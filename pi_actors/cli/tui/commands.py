@@ -11,19 +11,45 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
+from prompt_toolkit.document import Document
 from rich.text import Text
 
 from ...choices import THINKING_LEVELS
-from .resources import format_tokens
-from .widgets import Selector, _text_of
+from .resources import format_tokens, load_skills, load_templates
+from .settings_menu import SettingsCommands
+from .tree import FILTER_MODES, TreeView
+from .widgets import ChoiceSelector, InputSelector, Selector, TreeSelector
 
 if TYPE_CHECKING:
     from .app import TuiApp
 
-__all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS"]
+__all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS", "available_levels"]
+
+
+def available_levels(model: dict[str, Any]) -> list[str]:
+    """The thinking levels ``model`` (a model as a dict) has, as pi offers them: only "off"
+    without reasoning; "xhigh" only where the model supports it."""
+    from ...ai.options import supports_xhigh
+
+    if not model.get("reasoning"):
+        return ["off"]
+    xhigh = supports_xhigh(cast(Any, SimpleNamespace(id=str(model.get("id") or ""))))
+    return [lv for lv in THINKING_LEVELS if lv != "xhigh" or xhigh]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pi-actors")
+    except PackageNotFoundError:
+        return "(unknown version)"
+
 
 HOTKEYS = [
     ("Enter", "send; while the agent runs: queue a steering message"),
@@ -42,15 +68,21 @@ HOTKEYS = [
     ("Tab", "complete /commands and @files"),
     ("paste", "more than 10 lines or 1000 chars: shown as [paste #N], sent in full"),
     ("!cmd / !!cmd", "run a shell command (!! keeps it out of the context)"),
+    ("/tree: ↑↓ ←→", "move; page"),
+    ("/tree: Ctrl/Alt+←→", "fold or go up a branch; unfold or go down"),
+    ("/tree: Shift+L", "set or clear the label of the entry"),
+    ("/tree: Ctrl+D/T/U/L/A", "filter: default, no tools, user only, labelled only, all (Ctrl+O cycles)"),
+    ("/tree: type", "search (every word must match)"),
 ]
 
 
-class SlashCommands:
+class SlashCommands(SettingsCommands):
     """The built-in slash commands of one TUI; ``tui`` is the TuiApp they act on (its state,
     its printing, its coordinator calls and its selector)."""
 
     def __init__(self, tui: TuiApp) -> None:
         self.tui = tui
+        self._autocomplete_rows: int | None = None
         #: ``/name`` → handler taking the rest of the line (see ``BUILTINS`` in ``app``).
         self.table: dict[str, Callable[[str], None]] = {
             "model": self.cmd_model,
@@ -61,6 +93,12 @@ class SlashCommands:
             "session": self.cmd_session,
             "tree": self.cmd_tree,
             "fork": self.cmd_fork,
+            "clone": self.cmd_clone,
+            "import": self.cmd_import,
+            "settings": self.cmd_settings,
+            "scoped-models": self.cmd_scoped_models,
+            "reload": self.cmd_reload,
+            "changelog": self.cmd_changelog,
             "name": self.cmd_name,
             "copy": self.cmd_copy,
             "export": self.cmd_export,
@@ -82,7 +120,7 @@ class SlashCommands:
     def cmd_hotkeys(self, rest: str) -> None:
         t = Text()
         for key, what in HOTKEYS:
-            t.append(f"  {key:<18}", style="bold")
+            t.append(f"  {key:<22}", style="bold")
             t.append(what + "\n")
         self.tui.print_text(Text("Keyboard shortcuts", style="bold underline"), t)
 
@@ -104,6 +142,9 @@ class SlashCommands:
                 self.set_model(exact[0])
                 return
         current = f"{self.tui.model.get('provider')}/{self.tui.model.get('id')}"
+        scoped = self.settings().get("enabledModels")
+        if isinstance(scoped, list) and scoped:
+            models = [m for m in models if f"{m.provider}/{m.id}" in scoped or f"{m.provider}/{m.id}" == current] or models
         items = [(f"{m.provider}/{m.id}" + ("  ✓" if f"{m.provider}/{m.id}" == current else ""), m) for m in models]
         index = next((i for i, m in enumerate(models) if f"{m.provider}/{m.id}" == current), 0)
         self.tui.open_selector(Selector("Select model", items, self.set_model, initial=rest, index=0 if rest else index))
@@ -116,13 +157,15 @@ class SlashCommands:
 
             self.tui.call("set_thinking_level", {"level": level}, done)
 
+        levels = available_levels(self.tui.model)
         if rest in THINKING_LEVELS:
             choose(rest)
         elif rest:
-            self.tui.show_error(f"Unknown thinking level {rest!r}; one of {', '.join(THINKING_LEVELS)}")
+            self.tui.show_error(f"Unknown thinking level {rest!r}; one of {', '.join(levels)}")
         else:
-            items = [(lv + ("  ✓" if lv == self.tui.thinking else ""), lv) for lv in THINKING_LEVELS]
-            self.tui.open_selector(Selector("Thinking level", items, choose, index=THINKING_LEVELS.index(self.tui.thinking) if self.tui.thinking in THINKING_LEVELS else 0))
+            # Only the levels the model has (pi): "off" alone for a model without reasoning.
+            items = [(lv + ("  ✓" if lv == self.tui.thinking else ""), lv) for lv in levels]
+            self.tui.open_selector(Selector("Thinking level", items, choose, index=levels.index(self.tui.thinking) if self.tui.thinking in levels else 0))
 
     def cmd_compact(self, rest: str) -> None:
         self.tui.status = "Compacting context..."
@@ -135,12 +178,14 @@ class SlashCommands:
 
         self.tui.call("compact", {"customInstructions": rest} if rest else {}, done)
 
-    def reload_messages(self, reprint: bool = False) -> None:
+    def reload_messages(self, reprint: bool = False, then: Callable[[], None] | None = None) -> None:
         def got(result: Any) -> None:
             self.tui.messages = list((result or {}).get("messages") or [])
             if reprint:
                 for m in self.tui.messages[-40:]:
                     self.tui.print_message(m)
+            if then is not None:
+                then()
 
         self.tui.call("get_messages", {}, got)
 
@@ -160,7 +205,9 @@ class SlashCommands:
     def after_session_change(self, result: Any, what: str) -> None:
         self.tui.session_path = (result or {}).get("path") or self.tui.session_path
         self.tui.session_name = None
-        self.tui.session_usage = None
+        # The footer starts from nothing at once; the session's own numbers follow.
+        self.tui.messages = []
+        self.tui.session_usage = []
         self.refresh_session_info()
         self.tui.queued.clear()  # a new or switched session starts with empty queues
         self.tui.show_status(f"{what}: {self.tui.session_path or '(not saved)'}")
@@ -247,64 +294,106 @@ class SlashCommands:
         args = {"outputPath": os.path.abspath(os.path.join(self.tui.cwd, os.path.expanduser(rest)))} if rest else {}
         self.tui.call("export_html", args, lambda r: self.tui.show_status(f"Session exported to: {(r or {}).get('path')}"))
 
+    # -- /tree -------------------------------------------------------------------------------
+
     def cmd_tree(self, rest: str) -> None:
+        """pi's tree selector over the session's entries (see ``tree.TreeView``), starting in
+        settings ``treeFilterMode``; Enter goes to the chosen entry (asking whether to
+        summarize the branch left), Shift+L edits a label."""
+
         def show(tree: Any) -> None:
             entries = (tree or {}).get("entries") or []
-            leaf = (tree or {}).get("leafId")
-            by_id = {e.get("id"): e for e in entries}
-            depth: dict[str, int] = {}
-            children: dict[Any, int] = {}
-            items = []
-            for e in entries:
-                parent = e.get("parentId")
-                children[parent] = children.get(parent, 0) + 1
-                # indent only where the tree branches
-                d = depth.get(parent, -1) + (1 if parent in by_id and children[parent] > 1 else 0) if parent in depth else 0
-                depth[e.get("id")] = max(d, 0)
-                if e.get("type") != "message":
-                    label = e.get("type", "?")
-                    if e.get("type") not in ("compaction", "branch_summary"):
-                        continue
-                else:
-                    msg = e.get("message") or {}
-                    role = msg.get("role")
-                    text = _text_of(msg.get("content")).replace("\n", " ")
-                    if role == "assistant" and not text:
-                        text = "(tool calls)"
-                    label = f"{role}: {text}"[:100]
-                items.append(("  " * depth[e.get("id")] + label, e.get("id")))
-            if not items:
-                self.tui.show_status("The session is empty.")
+            if not entries:
+                self.tui.show_status("No entries in session")
                 return
-            # The active point: the deepest shown entry on the leaf's path (the leaf itself
-            # may be an entry that is not shown, such as a session name).
-            path, cur = set(), leaf
-            while cur in by_id and cur not in path:
-                path.add(cur)
-                cur = by_id[cur].get("parentId")
-            idx = max((i for i, it in enumerate(items) if it[1] in path), default=len(items) - 1)
-            items[idx] = (items[idx][0] + "  ← active", items[idx][1])
-            active = items[idx][1]
-
-            def go(target: str) -> None:
-                if target == active:
-                    self.tui.show_status("Already at this point")
-                    return
-
-                def done(result: Any) -> None:
-                    text = (result or {}).get("editorText")
-                    if text:
-                        self.tui.buffer.text = text
-                    self.tui.show_status("Navigated to selected point")
-                    self.reload_messages()
-
-                self.tui.call("navigate", {"targetId": target}, done)
-
-            self.tui.open_selector(Selector("Session tree (enter: go there)", items, go, index=idx))
+            mode = self.settings().get("treeFilterMode")
+            view = TreeView(
+                entries,
+                (tree or {}).get("leafId"),
+                dict((tree or {}).get("labels") or {}),
+                filter_mode=mode if mode in FILTER_MODES else "default",
+            )
+            self.open_tree(view)
 
         self.tui.call("tree", {}, show)
 
+    def open_tree(self, view: TreeView) -> None:
+        self.tui.open_selector(TreeSelector(self.tui, view, lambda eid: self._tree_chosen(view, eid), lambda eid, cur: self._edit_label(view, eid, cur)))
+
+    def _edit_label(self, view: TreeView, entry_id: str, current: str | None) -> None:
+        """Shift+L: the label of ``entry_id`` (empty removes it), written as pi's label entry."""
+
+        def save(text: str) -> None:
+            label = text.strip()
+
+            def done(_: Any) -> None:
+                view.set_label(entry_id, label or None)
+                self.open_tree(view)
+
+            self.tui.call("label", {"targetId": entry_id, "label": label or None}, done)
+
+        self.tui.open_selector(InputSelector(self.tui, "Label (empty to remove):", save, lambda: self.open_tree(view), initial=current or ""))
+
+    def _tree_chosen(self, view: TreeView, entry_id: str) -> None:
+        if view.is_current(entry_id):
+            self.tui.show_status("Already at this point")
+            return
+        if (self.settings().get("branchSummary") or {}).get("skipPrompt") is True:
+            self._navigate(view, entry_id, summarize=False)
+            return
+
+        def choose(what: str) -> None:
+            if what == "custom":
+                self.tui.open_selector(
+                    InputSelector(
+                        self.tui,
+                        "Custom summarization instructions",
+                        lambda text: self._navigate(view, entry_id, summarize=True, instructions=text.strip() or None),
+                        lambda: self._tree_chosen(view, entry_id),
+                        hint="enter summarize, esc back",
+                    )
+                )
+            else:
+                self._navigate(view, entry_id, summarize=what == "summarize")
+
+        items = [("No summary", "none"), ("Summarize", "summarize"), ("Summarize with custom prompt", "custom")]
+        # Esc goes back to the tree, on the same entry (pi).
+        self.tui.open_selector(ChoiceSelector(self.tui, "Summarize branch?", items, choose, lambda: self.open_tree(view)))
+
+    def _navigate(self, view: TreeView, entry_id: str, *, summarize: bool, instructions: str | None = None) -> None:
+        """Move the session to ``entry_id``: the transcript of that branch is shown again, a
+        user message chosen goes back into an empty editor, with the cursor at its end."""
+        args: dict[str, Any] = {"targetId": entry_id}
+        if summarize:
+            args["summarize"] = True
+            self.tui.status = "Summarizing branch..."
+            if instructions:
+                args["customInstructions"] = instructions
+
+        def done(result: Any) -> None:
+            self.tui.status = None
+            text = (result or {}).get("editorText")
+            if text and not self.tui.buffer.text.strip():
+                self.set_editor_text(text)
+            self.refresh_session_info()
+            self.reload_messages(reprint=True, then=lambda: self.tui.show_status("Navigated to selected point"))
+
+        def failed(_: Any) -> None:
+            self.tui.status = None
+
+        self.tui.call("navigate", args, done, on_error=failed)
+
+    def set_editor_text(self, text: str) -> None:
+        """Put ``text`` in the editor with the cursor at its end."""
+        self.tui.buffer.document = Document(text, len(text))
+
+    # -- /fork, /clone, /import ------------------------------------------------------------------
+
     def cmd_fork(self, rest: str) -> None:
+        """A new session holding the history before a chosen user message, whose text goes
+        to the editor. The coordinator has switched to the new session when ``fork`` answers
+        (a fork from the first message has no file yet: pi writes it with the first answer)."""
+
         def show(result: Any) -> None:
             msgs = (result or {}).get("messages") or []
             if not msgs:
@@ -314,14 +403,86 @@ class SlashCommands:
 
             def go(entry_id: str) -> None:
                 def forked(r: Any) -> None:
-                    text, path = (r or {}).get("text"), (r or {}).get("path")
+                    self.after_session_change(r, "Forked to")
+                    text = (r or {}).get("text")
                     if text:
-                        self.tui.buffer.text = text
-                    if path:
-                        self.tui.call("switch_session", {"sessionPath": path}, lambda s: self.after_session_change(s, "Forked to"))
+                        self.set_editor_text(text)
 
                 self.tui.call("fork", {"entryId": entry_id}, forked)
 
             self.tui.open_selector(Selector("Fork from message", items, go, index=len(items) - 1))
 
         self.tui.call("fork_messages", {}, show)
+
+    def cmd_clone(self, rest: str) -> None:
+        """pi's /clone: the session as it is now (its current branch) into a new file, then
+        that file is the session."""
+
+        def cloned(r: Any) -> None:
+            if (r or {}).get("cancelled"):
+                return
+            self.tui.call("get_state", {}, lambda st: self.after_session_change({"path": (st or {}).get("sessionFile")}, "Cloned to new session"))
+            self.tui.buffer.reset()
+
+        self.tui.call("clone", {}, cloned)
+
+    def cmd_import(self, rest: str) -> None:
+        """pi's /import: after a confirmation, copy the session file at ``rest`` into the
+        session directory (unless it is there already) and resume it."""
+        if not rest:
+            self.tui.show_error("Usage: /import <path.jsonl>")
+            return
+        if self.tui.remote:
+            self.tui.show_error("/import opens a session file on this machine; attached to a server it is not available")
+            return
+        source = os.path.abspath(os.path.join(self.tui.cwd, os.path.expanduser(rest.strip("'\""))))
+        if not os.path.isfile(source):
+            self.tui.show_error(f"Failed to import session: File not found: {source}")
+            return
+        directory = self.tui.session_dir or (os.path.dirname(self.tui.session_path) if self.tui.session_path else None)
+
+        def confirmed(yes: bool) -> None:
+            if not yes:
+                self.tui.show_status("Import cancelled")
+                return
+            target = source
+            if directory:
+                target = os.path.join(directory, os.path.basename(source))
+                if os.path.abspath(target) != source:
+                    try:
+                        os.makedirs(directory, exist_ok=True)
+                        shutil.copyfile(source, target)
+                    except OSError as exc:
+                        self.tui.show_error(f"Failed to import session: {exc.strerror or exc}")
+                        return
+            self.tui.call("switch_session", {"sessionPath": target}, lambda r: self.after_session_change(r, f"Session imported from: {rest}"))
+
+        self.tui.open_selector(Selector(f"Replace current session with {rest}?", [("Yes", True), ("No", False)], confirmed))
+
+    # -- /reload, /changelog -----------------------------------------------------------------
+
+    def cmd_reload(self, rest: str) -> None:
+        """Read settings, prompt templates and skills again (refused while a run goes on)."""
+        if self.tui.running:
+            self.tui.show_error("Wait for the current run to finish before reloading")
+            return
+        self.tui.templates = load_templates(self.tui.agent_dir, self.tui.cwd)
+        self.tui.skills = load_skills(self.tui.agent_dir, self.tui.cwd)
+        self.settings(report=True)
+        self._autocomplete_rows = None
+        self.tui.show_status(f"Reloaded settings, {len(self.tui.templates)} prompt templates and {len(self.tui.skills)} skills")
+
+    def cmd_changelog(self, rest: str) -> None:
+        """The package's CHANGELOG.md (newest first, as it is written), or its version."""
+        from rich.markdown import Markdown
+
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the package
+        for candidate in (os.path.join(here, "CHANGELOG.md"), os.path.join(os.path.dirname(here), "CHANGELOG.md")):
+            try:
+                with open(candidate, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            self.tui.print_text(Text("What's New", style="bold"), Markdown(text))
+            return
+        self.tui.print_text(Text("What's New", style="bold"), Text(f"pi-actors {_version()}: no changelog entries found.", style="dim"))

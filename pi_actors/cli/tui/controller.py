@@ -86,8 +86,8 @@ class Controller:
                         self._bash_scope.cancel()
                     nursery.start_soon(self._call, "abort", {})
                 elif kind == "call":
-                    _, method, args, on_result = cmd
-                    nursery.start_soon(self._call_then, method, args, on_result)
+                    _, method, args, on_result, *on_error = cmd
+                    nursery.start_soon(self._call_then, method, args, on_result, on_error[0] if on_error else None)
                 elif kind == "bash":
                     nursery.start_soon(self._bash, cmd[1], cmd[2])
 
@@ -115,11 +115,13 @@ class Controller:
         if abort:
             await self._call("abort", {})
 
-    async def _call_then(self, method: str, args: dict, on_result: Callable[[Any], None] | None) -> None:
+    async def _call_then(self, method: str, args: dict, on_result: Callable[[Any], None] | None, on_error: Callable[[Any], None] | None = None) -> None:
         try:
             result = await self.coordinator.call(method, args)
         except RemoteError as exc:
             self.ui.post(self.ui.show_error, exc.message if exc.code != "not_found" else f"/{method}: not available ({exc.message})")
+            if on_error is not None:
+                self.ui.post(on_error, exc)
             return
         if on_result is not None:
             self.ui.post(on_result, result)

@@ -21,17 +21,16 @@ from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.defaults import load_key_bindings
 from prompt_toolkit.keys import Keys
-from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, Window
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
-from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.renderer import CPR_Support
 from prompt_toolkit.styles import Style
 
 from ._markdown import PiMarkdown
 from .commands import THINKING_LEVELS
 from .resources import UsageTally, context_percent, format_tokens
-from .widgets import _tool_label
+from .widgets import _tool_label, completion_view
 
 if TYPE_CHECKING:
     from .app import TuiApp
@@ -40,6 +39,10 @@ __all__ = ["ScreenLayout"]
 
 _LEVEL_COLOURS = {"minimal": "#5f5f87", "low": "#5f87af", "medium": "#81a2be", "high": "#b294bb", "xhigh": "#d183e8"}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: Every key an open selector may handle itself (see ``Selector.keys``).
+SELECTOR_KEYS = frozenset(
+    {"up", "down", "left", "right", "enter", "escape", "c-left", "c-right", "escape left", "escape right", "L", "c-d", "c-t", "c-u", "c-l", "c-a", "c-o"}
+)
 
 
 class ScreenLayout:
@@ -65,6 +68,16 @@ class ScreenLayout:
             return max(20, self.application.output.get_size().columns)
         except Exception:  # noqa: BLE001 - no terminal (yet): a usable default
             return 80
+
+    def rows(self) -> int:
+        """The terminal's height in rows (24 when it cannot be read)."""
+        try:
+            return max(1, self.application.output.get_size().rows)
+        except Exception:  # noqa: BLE001 - no terminal (yet): a usable default
+            return 24
+
+    def _completions(self) -> StyleAndTextTuples:
+        return completion_view(self.tui.buffer.complete_state, self.tui.commands.autocomplete_rows(), self.width())
 
     def _markdown_fragments(self, text: str, width: int) -> list[Any]:
         """The streaming text rendered as Markdown (cached: redraws without new text are free)."""
@@ -128,6 +141,9 @@ class ScreenLayout:
         sel = self.tui.selector
         if sel is None:
             return []
+        own = sel.view(self.width(), self.rows())
+        if own is not None:
+            return own
         items = sel.visible()
         sel.index = max(0, min(sel.index, len(items) - 1))
         start = max(0, min(sel.index - 5, len(items) - 10))
@@ -166,7 +182,9 @@ class ScreenLayout:
 
     def _build(self) -> Application:
         """The prompt_toolkit application: the layout and the key bindings."""
-        root = FloatContainer(self._body(), floats=[Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8, scroll_offset=1))])
+        # The completion list is part of the layout, below the editor: it pushes the footer
+        # down instead of being drawn over it (a float would cover the footer).
+        root = self._body()
         app: Application = Application(
             layout=Layout(root, focused_element=self.tui.buffer),
             key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
@@ -214,6 +232,11 @@ class ScreenLayout:
         kb.add("c-c")(self._on_ctrl_c)
         kb.add("c-t")(self._on_toggle_thinking)
         kb.add("c-o")(self._on_toggle_tools)
+        # Keys an open selector handles itself (the tree's filters, fold, label ...): added
+        # last, so they win over the bindings above while that selector is open.
+        for name in sorted(SELECTOR_KEYS):
+            owns = Condition(lambda n=name: self.tui.selector is not None and n in self.tui.selector.keys)  # type: ignore[misc]
+            kb.add(*name.split(), filter=owns)(lambda _, n=name: self.tui.selector.key(n) if self.tui.selector is not None else None)
         return kb
 
     def _on_enter(self, event: Any) -> None:
@@ -341,7 +364,7 @@ class ScreenLayout:
                     HSplit(
                         [
                             Window(FormattedTextControl(self._selector_view), dont_extend_height=True),
-                            Window(BufferControl(self.selector_buffer), height=1, get_line_prefix=lambda *_: [("bold", "search: ")]),
+                            Window(BufferControl(self.selector_buffer), height=1, get_line_prefix=lambda *_: [("bold", self.tui.selector.prompt if self.tui.selector else "")]),
                         ]
                     ),
                     filter=selecting,
@@ -349,6 +372,10 @@ class ScreenLayout:
                 self._rule(),
                 Window(BufferControl(self.tui.buffer), height=Dimension(min=1, max=10), wrap_lines=True, get_line_prefix=editor_prefix, dont_extend_height=True),
                 self._rule(),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._completions), dont_extend_height=True, wrap_lines=False),
+                    filter=Condition(lambda: bool(self.tui.buffer.complete_state and self.tui.buffer.complete_state.completions)),
+                ),
                 Window(FormattedTextControl(self._footer), height=2),
             ]
         )
@@ -366,8 +393,7 @@ class _SelectorBuffer(Buffer):
     def _sync(self) -> None:
         sel = self.tui.selector
         if sel is not None:
-            sel.filter = self.text
-            sel.index = 0
+            sel.set_filter(self.text)
 
 
 def _git_branch(cwd: str) -> str | None:

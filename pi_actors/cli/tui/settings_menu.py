@@ -1,0 +1,196 @@
+"""The TUI's settings commands: ``/settings`` (pi's settings menu, for the keys that apply
+here) and ``/scoped-models`` (the models ``/model`` offers, settings ``enabledModels``), and
+the settings file they read and write.
+
+:class:`SettingsCommands` is a base of :class:`~.commands.SlashCommands` (it needs its
+``tui`` and ``cmd_thinking``). Settings are read when they are used (global
+``<agentDir>/settings.json``, then the project's; see ``cli._settings``); a change is written
+to the global file only, keeping every other key, and never over a file that does not parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ...choices import THINKING_LEVELS
+from .tree import FILTER_MODES
+from .widgets import ChoiceSelector, Selector
+
+if TYPE_CHECKING:
+    from .app import TuiApp
+
+__all__ = ["SettingsCommands", "SETTINGS_MENU"]
+
+
+def _get_path(doc: dict[str, Any], key: tuple[str, ...]) -> Any:
+    for part in key:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)  # type: ignore[assignment]
+    return doc
+
+
+def _set_path(doc: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    for part in key[:-1]:
+        inner = doc.get(part)
+        if not isinstance(inner, dict):
+            inner = doc[part] = {}
+        doc = inner
+    if value is None:
+        doc.pop(key[-1], None)
+    else:
+        doc[key[-1]] = value
+
+
+def _apply_queue(queue: str) -> Callable[[SettingsCommands, Any], None]:
+    return lambda cmds, mode: cmds.tui.call("set_queue_mode", {"queue": queue, "mode": mode})
+
+
+def _apply_thinking(cmds: SettingsCommands, level: Any) -> None:
+    cmds.cmd_thinking(level)
+
+
+def _apply_hide_thinking(cmds: SettingsCommands, hide: Any) -> None:
+    cmds.tui.show_thinking = not hide
+
+
+def _apply_auto_compact(cmds: SettingsCommands, enabled: Any) -> None:
+    cmds.tui.auto_compaction = bool(enabled)
+    cmds.tui.call("set_auto", {"what": "compaction", "enabled": bool(enabled)})
+
+
+def _apply_autocomplete(cmds: SettingsCommands, rows: Any) -> None:
+    cmds._autocomplete_rows = None
+
+
+#: /settings: (key path, title, values, how it applies to the running session or None).
+SETTINGS_MENU: list[tuple[tuple[str, ...], str, list[Any], Callable[[SettingsCommands, Any], None] | None]] = [
+    (("compaction", "enabled"), "Auto-compact", [True, False], _apply_auto_compact),
+    (("steeringMode",), "Steering mode", ["one-at-a-time", "all"], _apply_queue("steering")),
+    (("followUpMode",), "Follow-up mode", ["one-at-a-time", "all"], _apply_queue("followUp")),
+    (("hideThinkingBlock",), "Hide thinking", [False, True], _apply_hide_thinking),
+    (("defaultThinkingLevel",), "Thinking level", list(THINKING_LEVELS), _apply_thinking),
+    (("treeFilterMode",), "Tree filter mode", list(FILTER_MODES), None),
+    (("branchSummary", "skipPrompt"), "Skip branch summary prompt", [False, True], None),
+    (("autocompleteMaxVisible",), "Autocomplete max visible", [3, 5, 7, 10, 15, 20], _apply_autocomplete),
+]
+_DEFAULTS: dict[tuple[str, ...], Any] = {
+    ("compaction", "enabled"): True,
+    ("steeringMode",): "one-at-a-time",
+    ("followUpMode",): "one-at-a-time",
+    ("hideThinkingBlock",): False,
+    ("defaultThinkingLevel",): "off",
+    ("treeFilterMode",): "default",
+    ("branchSummary", "skipPrompt"): False,
+    ("autocompleteMaxVisible",): 5,
+}
+
+
+
+class SettingsCommands:
+    """``/settings``, ``/scoped-models`` and the settings they use (see the module docstring)."""
+
+    tui: TuiApp
+    _autocomplete_rows: int | None = None
+
+    def cmd_thinking(self, rest: str) -> None:
+        raise NotImplementedError
+
+    def cmd_scoped_models(self, rest: str, index: int = 0) -> None:
+        """The models ``/model`` offers (settings ``enabledModels``, as pi's scoped models):
+        Enter turns the chosen one on or off and saves; none on means all."""
+        models = [f"{m.provider}/{m.id}" for m in self.tui.models()]
+        enabled = [e for e in self.settings().get("enabledModels") or [] if isinstance(e, str)]
+
+        def toggle(name: str) -> None:
+            now = [e for e in enabled if e != name] if name in enabled else [*enabled, name]
+            if self.save_setting(("enabledModels",), now or None):
+                self.tui.show_status(f"{name} {'enabled' if name in now else 'disabled'}" + ("" if now else " (no model chosen: all are offered)"))
+            self.cmd_scoped_models("", models.index(name))
+
+        items = [(("[x] " if name in enabled else "[ ] ") + name, name) for name in models]
+        self.tui.open_selector(Selector("Scoped models (enter toggles; none checked = all)", items, toggle, index=index))
+
+    def cmd_settings(self, rest: str) -> None:
+        """pi's /settings for the keys that apply here: pick one, then its value; the value is
+        written to the global settings.json and applied to this session where it can be."""
+        doc = self.settings()
+        items = []
+        for key, title, _values, _ in SETTINGS_MENU:
+            current = _get_path(doc, key)
+            shown = _DEFAULTS.get(key) if current is None else current
+            items.append((f"{title:<28} {json.dumps(shown) if isinstance(shown, bool) else shown}", key))
+
+        def pick(key: tuple[str, ...]) -> None:
+            _, title, values, apply = next(row for row in SETTINGS_MENU if row[0] == key)
+
+            def set_value(value: Any) -> None:
+                if self.save_setting(key, value):
+                    if apply is not None:
+                        apply(self, value)
+                    self.tui.show_status(f"{title}: {json.dumps(value) if isinstance(value, bool) else value}")
+
+            current = _get_path(self.settings(), key)
+            shown = _DEFAULTS.get(key) if current is None else current
+            choices = [((json.dumps(v) if isinstance(v, bool) else str(v)) + ("  ✓" if v == shown else ""), v) for v in values]
+            self.tui.open_selector(ChoiceSelector(self.tui, title, choices, set_value, lambda: self.cmd_settings("")))
+
+        self.tui.open_selector(Selector("Settings", items, pick))
+
+    def settings(self, report: bool = False) -> dict[str, Any]:
+        """The effective settings.json (global, then project), read now; {} when unreadable
+        (with ``report``: its warnings and errors are shown)."""
+        from .._settings import load_settings
+
+        try:
+            doc, warnings = load_settings(self.tui.agent_dir, self.tui.cwd)
+        except Exception as exc:  # noqa: BLE001 - a bad file is reported by whoever needs it
+            if report:
+                self.tui.show_error(str(exc))
+            return {}
+        if report:
+            for warning in warnings:
+                self.tui.show_error(warning)
+        return doc
+
+    def save_setting(self, key: tuple[str, ...], value: Any) -> bool:
+        """Write ``key`` (a path into nested objects) = ``value`` (None removes it) into the
+        global settings.json, keeping every other key; False (and the error shown) when the
+        file cannot be read as JSON or written."""
+        path = os.path.join(self.tui.agent_dir, "settings.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            doc = {}
+        except (OSError, ValueError) as exc:
+            self.tui.show_error(f"Cannot save settings: {path} cannot be read ({exc}); it was left as it is")
+            return False
+        if not isinstance(doc, dict):
+            self.tui.show_error(f"Cannot save settings: {path} does not hold a JSON object; it was left as it is")
+            return False
+        _set_path(doc, key, value)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(self.tui.agent_dir, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=2)
+                f.write("\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            self.tui.show_error(f"Cannot save settings to {path}: {exc.strerror or exc}")
+            return False
+        return True
+
+    def autocomplete_rows(self) -> int:
+        """How many completions show at once: settings ``autocompleteMaxVisible`` (pi: 5,
+        from 3 to 20)."""
+        value = self._autocomplete_rows
+        if value is None:
+            raw = self.settings().get("autocompleteMaxVisible")
+            value = max(3, min(20, raw)) if isinstance(raw, int) and not isinstance(raw, bool) else 5
+            self._autocomplete_rows = value
+        return value
