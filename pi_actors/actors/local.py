@@ -47,6 +47,7 @@ import trio
 
 from ..coding.sandbox.env import is_credential_name
 from ..protocol.config import RuntimeConfig, read_part, set_fields
+from ..protocol.extension_host import ExtensionHostConfig
 from ..runtime import (
     ConnectionLost,
     FdChannel,
@@ -118,6 +119,8 @@ class _Supervisor:
         #: Processes started ahead by our owner (``prestart_actor``), booted by the first
         #: start of their name; what is left unused is given up when the supervisor ends.
         self.prestarted = dict(prestarted or {})
+        #: Whether the session has extensions: then an extension host is started with it.
+        self.has_extensions = bool(config.extensions is not None and config.extensions.specs)
 
     # -- the whole set ----------------------------------------------------------------------
 
@@ -173,8 +176,8 @@ class _Supervisor:
         session = part.session
         if self.session_path is not None:
             session = msgspec.structs.replace(session, resume=self.session_path, fork_from=None, no_session=False)
-        relink = ["provider"] + (["tools"] if self.tools_link is None else [])
-        return _wire(msgspec.structs.replace(part, session=session, relink=relink))
+        relink = ["provider"] + (["tools"] if self.tools_link is None else []) + (["extensions"] if self.has_extensions else [])
+        return _wire(msgspec.structs.replace(part, session=session, relink=relink, extensions=self.config.extensions))
 
     async def _generation(self, task_status: Any) -> str:
         """One start of the whole set; returns how its coordinator (or store) ended. The
@@ -201,6 +204,9 @@ class _Supervisor:
                         owned.append(coordinator_links["tools"])
                     else:
                         coordinator_links["tools"] = self.tools_link
+                    if self.has_extensions:
+                        watched["extension-host"], coordinator_links["extensions"] = await self._take("extension-host")
+                        owned.append(coordinator_links["extensions"])
                     if self.store_with_coordinator:
                         entry = "pi_actors.actors.local:run_coordinator_with_store"
                         config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
@@ -226,7 +232,7 @@ class _Supervisor:
                 extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
                 ended = trio.Event()
                 await nursery.start(self._hold_ui, stream, extra, ended, task_status)
-                for name in ("provider", "tool-pool"):
+                for name in ("provider", "tool-pool", "extension-host"):
                     if name in watched:
                         nursery.start_soon(self._keep, name, watched, control, ended)
                 principal = [watched[n] for n in ("coordinator", "session-store") if n in watched]
@@ -298,7 +304,14 @@ class _Supervisor:
             ours, theirs = link_pair()
             links = {"coordinator": theirs}
         try:
-            if name == "provider":
+            if name == "extension-host":
+                # Extensions are trusted code (README, "Security"): the user's environment.
+                actor = await self._spawn(
+                    name, "pi_actors.actors.extension_host:run_extension_host", links,
+                    _wire(self.config.extensions or ExtensionHostConfig()), None,
+                    record=not standby, prestarted=early,
+                )  # fmt: skip
+            elif name == "provider":
                 config = _wire(msgspec.structs.replace(self.config.provider, standby=standby))
                 actor = await self._spawn(
                     name, "pi_actors.actors.provider:run_provider", links, config, None, record=not standby, prestarted=early
@@ -367,8 +380,8 @@ class _Supervisor:
     async def _keep(self, name: str, watched: dict[str, WatchedActor], control: FdChannel, over: trio.Event) -> None:
         """one_for_one: restart ``name`` each time it dies and hand the coordinator the new
         link; ``over`` is set when the generation ends (then nothing is restarted)."""
-        link_name = "provider" if name == "provider" else "tools"
-        label = "provider" if name == "provider" else "tool pool"
+        link_name = {"provider": "provider", "extension-host": "extensions"}.get(name, "tools")
+        label = {"provider": "provider", "extension-host": "extension host"}.get(name, "tool pool")
         while True:
             actor = watched[name]
             await actor.down.wait()
