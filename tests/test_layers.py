@@ -10,6 +10,7 @@ The layers, low to high (README "Layers"):
 - ``runtime`` — the actor runtime; knows nothing of the rest.
 - ``ai`` < ``agent`` < ``coding`` — the agent stack; none of it imports the runtime or the
   actors (a tool or a sandbox policy is not a process).
+- ``extensions`` — the extension API and loader (user code's view); over the agent stack only.
 - ``protocol`` — the typed contracts of the actors: the runtime's Structs over ai/agent types.
 - ``actors`` < ``server`` < ``client`` < ``cli`` — processes, hosting, the public client, the
   command line. ``testing`` (scripted servers, wire formats) may use anything below ``cli``.
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pi_actors"
 
 _AGENT_STACK = {"ai", "agent", "coding"}
-_BELOW_ACTORS = {"runtime", "ai", "agent", "coding", "protocol"}
+_BELOW_ACTORS = {"runtime", "ai", "agent", "coding", "protocol", "extensions"}
 
 #: layer -> the layers its modules may import (its own included).
 ALLOWED: dict[str, set[str]] = {
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"ai", "agent"},
     "coding": {"ai", "agent", "coding"},
     "protocol": {"runtime", "ai", "agent", "protocol"},
+    "extensions": {"ai", "agent", "coding", "extensions"},
     "actors": _BELOW_ACTORS | {"actors"},
     "server": _BELOW_ACTORS | {"actors", "server"},
     "client": _BELOW_ACTORS | {"actors", "server", "client"},

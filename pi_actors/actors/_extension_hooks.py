@@ -172,7 +172,7 @@ class ExtensionHooks:
         is_error = answer.get("isError")
         return AfterToolCallResult(
             content=content, details=answer.get("details"), is_error=is_error if isinstance(is_error, bool) else None
-        )  # type: ignore[arg-type]
+        )
 
     async def transform_context(self, messages: list[Any], signal: Any = None) -> list[Any]:
         answer = await self.emit("context", {"messages": [m if isinstance(m, dict) else T.to_plain(m) for m in messages]})

@@ -205,8 +205,10 @@ class _Supervisor:
                     else:
                         coordinator_links["tools"] = self.tools_link
                     if self.has_extensions:
-                        watched["extension-host"], coordinator_links["extensions"] = await self._take("extension-host")
-                        owned.append(coordinator_links["extensions"])
+                        # Started after the coordinator (below): its start-up must not delay
+                        # the coordinator's hello to a provider that is already waiting for it.
+                        coordinator_links["extensions"], host_end = link_pair()
+                        owned += [coordinator_links["extensions"], host_end]
                     if self.store_with_coordinator:
                         entry = "pi_actors.actors.local:run_coordinator_with_store"
                         config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
@@ -220,6 +222,8 @@ class _Supervisor:
                         coordinator_links["store"] = coord_store
                         entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
                     watched["coordinator"] = await self._spawn("coordinator", entry, coordinator_links, config, self.scrubbed)
+                    if self.has_extensions:
+                        watched["extension-host"] = await self._spawn_extension_host({"coordinator": host_end})
                 except BaseException:
                     for sock in owned:
                         sock.close()
@@ -305,12 +309,7 @@ class _Supervisor:
             links = {"coordinator": theirs}
         try:
             if name == "extension-host":
-                # Extensions are trusted code (README, "Security"): the user's environment.
-                actor = await self._spawn(
-                    name, "pi_actors.actors.extension_host:run_extension_host", links,
-                    _wire(self.config.extensions or ExtensionHostConfig()), None,
-                    record=not standby, prestarted=early,
-                )  # fmt: skip
+                actor = await self._spawn_extension_host(links)
             elif name == "provider":
                 config = _wire(msgspec.structs.replace(self.config.provider, standby=standby))
                 actor = await self._spawn(
@@ -328,6 +327,12 @@ class _Supervisor:
                 early.abandon()
             raise
         return actor, ours
+
+    async def _spawn_extension_host(self, links: dict[str, Any]) -> WatchedActor:
+        """The extension host, with the user's environment: extensions are trusted code that
+        runs unsandboxed, as in pi (README, "Security")."""
+        config = _wire(self.config.extensions or ExtensionHostConfig())
+        return await self._spawn("extension-host", "pi_actors.actors.extension_host:run_extension_host", links, config, None)
 
     async def _take(self, name: str) -> tuple[WatchedActor, socket.socket]:
         """A warm spare of ``name`` if there is one, else a new process."""

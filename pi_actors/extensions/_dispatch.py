@@ -136,50 +136,69 @@ def _tool_result(value: Any) -> dict[str, Any]:
 
 def _merge(event: str, current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
     """Fold one handler's ``value`` into the payload the next one sees (``current``) and the
-    combined ``result``; True ends the chain."""
-    if event == "input":
-        action = value.get("action")
-        if action == "handled":
-            result.clear()
-            result["action"] = "handled"
-            return True
-        if action == "transform" and isinstance(value.get("text"), str):
-            current["text"] = value["text"]
-            result.update(action="transform", text=value["text"])
-        return False
-    if event == "tool_call":
-        if value.get("block"):
-            result.clear()
-            result.update(block=True, reason=value.get("reason"))
-            return True
-        if isinstance(value.get("input"), dict):
-            current["input"] = value["input"]
-            result["input"] = value["input"]
-        return False
-    if event == "context":
-        if isinstance(value.get("messages"), list):
-            current["messages"] = value["messages"]
-            result["messages"] = value["messages"]
-        return False
-    if event == "before_agent_start":
-        if isinstance(value.get("systemPrompt"), str):
-            current["systemPrompt"] = value["systemPrompt"]
-            result["systemPrompt"] = value["systemPrompt"]
-        if isinstance(value.get("message"), dict):
-            result.setdefault("messages", []).append(value["message"])
-        return False
-    if event == "tool_result":
-        for key in ("content", "details", "isError"):
-            if key in value:
-                current[key] = value[key]
-                result[key] = value[key]
-        return False
-    if event == "session_before_compact":
-        if value.get("cancel"):
-            result.clear()
-            result["cancel"] = True
-            return True
-        if isinstance(value.get("compaction"), dict):
-            result["compaction"] = value["compaction"]
-        return False
+    combined ``result``; True ends the chain. Events without results ignore ``value``."""
+    fold = _FOLDS.get(event)
+    return fold(current, result, value) if fold is not None else False
+
+
+def _fold_input(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    action = value.get("action")
+    if action == "handled":
+        result.clear()
+        result["action"] = "handled"
+        return True
+    if action == "transform" and isinstance(value.get("text"), str):
+        current["text"] = value["text"]
+        result.update(action="transform", text=value["text"])
     return False
+
+
+def _fold_tool_call(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    if value.get("block"):
+        result.clear()
+        result.update(block=True, reason=value.get("reason"))
+        return True
+    if isinstance(value.get("input"), dict):
+        current["input"] = result["input"] = value["input"]
+    return False
+
+
+def _fold_context(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    if isinstance(value.get("messages"), list):
+        current["messages"] = result["messages"] = value["messages"]
+    return False
+
+
+def _fold_before_agent_start(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    if isinstance(value.get("systemPrompt"), str):
+        current["systemPrompt"] = result["systemPrompt"] = value["systemPrompt"]
+    if isinstance(value.get("message"), dict):
+        result.setdefault("messages", []).append(value["message"])
+    return False
+
+
+def _fold_tool_result(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    for key in ("content", "details", "isError"):
+        if key in value:
+            current[key] = result[key] = value[key]
+    return False
+
+
+def _fold_before_compact(current: dict[str, Any], result: dict[str, Any], value: dict[str, Any]) -> bool:
+    if value.get("cancel"):
+        result.clear()
+        result["cancel"] = True
+        return True
+    if isinstance(value.get("compaction"), dict):
+        result["compaction"] = value["compaction"]
+    return False
+
+
+_FOLDS: dict[str, Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], bool]] = {
+    "input": _fold_input,
+    "tool_call": _fold_tool_call,
+    "context": _fold_context,
+    "before_agent_start": _fold_before_agent_start,
+    "tool_result": _fold_tool_result,
+    "session_before_compact": _fold_before_compact,
+}
