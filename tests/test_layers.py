@@ -188,6 +188,7 @@ OWN_PACKAGE_BY_WORD = {
     "retry": "coding", "tool": "coding", "sandbox": "coding", "containment": "coding",
     "actors": "actors", "actor": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
     "remote": "server", "client": "client", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
+    "extensions": "extensions",
 }
 OWN_PACKAGE = {
     "test_tool_pool.py": "actors",  # the tool pool actor and its zygote
@@ -201,6 +202,7 @@ OWN_PACKAGE = {
     "test_provider_stalls.py": "ai",  # the SDK streams and the retry policy
     "test_runtime_config.py": "cli",  # the configuration the CLI builds for the actors
     "test_layers.py": "",
+    "test_extensions_host.py": "actors",  # the extension-host actor and the coordinator's hooks
 }
 
 #: Private modules a test still imports from another package, each waiting on a branch of
