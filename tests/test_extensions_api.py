@@ -82,3 +82,20 @@ def test_hostile_specs_are_load_errors_never_exceptions(tmp_path, specs):
     assert registry.tools == {}
 
 
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "extensions"
+
+
+async def test_the_bundled_examples_load_and_the_custom_compaction_lists_the_users_requests():
+    extensions = Extensions("/")
+    extensions.load([str(EXAMPLES)])
+    assert extensions.load_errors == []
+    assert sorted(p.rsplit("/", 1)[1] for p in extensions.loaded) == [
+        "custom_compaction.py", "hello_tool.py", "permission_gate.py", "status_line.py"
+    ]
+    messages = [{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": []},
+                {"role": "user", "content": [{"type": "text", "text": "and add a test"}]}]  # fmt: skip
+    result, errors = await extensions.emit("session_before_compact", {"messagesToSummarize": messages, "customInstructions": None})
+    assert errors == []
+    assert result == {"compaction": {"summary": "The user asked, in order:\n- fix the bug\n- and add a test"}}
