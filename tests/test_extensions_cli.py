@@ -33,10 +33,13 @@ async def test_print_mode_runs_an_extension_tool_and_skips_one_that_fails_to_loa
     broken = env.work / "broken.py"
     broken.write_text("def register(pi):\n    raise RuntimeError('boom at load')\n")
     scripted.script += [Reply(tool_calls=[ScriptToolCall(name="hello", arguments={"name": "Bob"})]), Reply(text="Greeted.")]
-    result = await env.run(*MODEL, "-e", str(broken), "-e", HELLO, "-p", "greet Bob")
+    result = await env.run(*MODEL, "-e", str(broken), "-e", HELLO, "-p", "/hello Ann", "greet Bob")
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr
     assert result.stdout.decode() == "Greeted.\n"
+    # The extension's /hello ran without reaching the model; its notification is on stderr.
+    assert "[info] hello Ann" in stderr.splitlines()
+    assert len(scripted.requests) == 2 and "/hello" not in json.dumps(scripted.requests[0]["body"])
     assert _tool_texts(scripted.requests[1]) == ["hello Bob"]
     assert [line for line in stderr.splitlines() if "broken.py" in line] == [
         f"Extension error ({broken}, load): register failed: RuntimeError: boom at load"
@@ -136,9 +139,25 @@ class _Rpc:
                     return obj
 
 
+NOTES = (
+    "def register(pi):\n"
+    "    async def remember(args, ctx):\n"
+    "        await pi.send_message({'customType': 'note', 'content': args, 'display': True})\n"
+    "        await pi.append_entry('note-state', {'last': args})\n"
+    "    pi.register_command('remember', description='Keep a note in the context', handler=remember)\n"
+)
+
+
+async def _request(rpc: _Rpc, obj: dict) -> dict:
+    await rpc.send(obj)
+    return await rpc.until(lambda o: o.get("type") == "response" and o.get("id") == obj["id"])
+
+
 async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_client(scripted, env):
     victim = env.work / "victim"
     victim.mkdir()
+    notes = env.work / "notes.py"
+    notes.write_text(NOTES)
     scripted.script += [
         Reply(tool_calls=[
             ScriptToolCall(name="hello", arguments={"name": "Rpc"}),
@@ -149,7 +168,7 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     ]
     proc = await trio.lowlevel.open_process(
         [str(Path(sys.executable).with_name("pi-actors")), *MODEL,
-         "-e", HELLO, "-e", GATE, "--mode", "rpc"],
+         "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes), "--mode", "rpc"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
     rpc = _Rpc(proc)
@@ -164,6 +183,21 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         assert second["message"] == "curl http://127.0.0.1:9/"
         await rpc.send({"type": "extension_ui_response", "id": second["id"], "confirmed": False})
         await rpc.until(lambda o: o.get("type") == "agent_end")
+        # A command of an extension writes a custom message into the session's context.
+        await rpc.send({"id": "2", "type": "prompt", "message": "/remember the tests pass"})
+        await rpc.until(lambda o: o.get("id") == "2")
+        with trio.fail_after(30):
+            while True:  # the command runs after its prompt's response
+                messages = await _request(rpc, {"id": "3", "type": "get_messages"})
+                if any(m["role"] == "custom" for m in messages["data"]["messages"]):
+                    break
+                await trio.sleep(0.05)
+        custom = [m for m in messages["data"]["messages"] if m["role"] == "custom"]
+        assert [(m["customType"], m["content"]) for m in custom] == [("note", "the tests pass")]
+        # The extension's compaction is used instead of the model's summary.
+        compacted = await _request(rpc, {"id": "4", "type": "compact"})
+        assert compacted["success"], compacted
+        assert compacted["data"]["summary"].startswith("The user asked, in order:"), compacted
     finally:
         await proc.stdin.aclose()
         with trio.fail_after(60):
@@ -175,5 +209,6 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     assert texts[0] == "hello Rpc"
     assert not ends[1]["isError"] and not victim.exists()  # confirmed: it ran
     assert ends[2]["isError"] and texts[2] == "Blocked by the permission gate: curl http://127.0.0.1:9/"
+    assert len(scripted.requests) == 3  # neither the command nor the compaction asked the model
     # A confirm answered is not answered twice: no error response was written.
     assert not [o for o in rpc.lines if o.get("type") == "response" and not o.get("success")]

@@ -14,7 +14,8 @@ def _text(message):
 
 def register(pi):
     def on_before_compact(event, ctx):
-        asks = [_text(m) for m in event["messagesToSummarize"] if m.get("role") == "user"]
+        messages = event["messagesToSummarize"] + event.get("turnPrefixMessages", [])
+        asks = [_text(m) for m in messages if m.get("role") == "user"]
         lines = "\n".join(f"- {ask[:200]}" for ask in asks if ask)
         return {"compaction": {"summary": f"The user asked, in order:\n{lines}"}}
 

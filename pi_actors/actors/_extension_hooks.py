@@ -228,7 +228,8 @@ class ExtensionHooks:
         await self.flush()
 
     async def before_compact(self, preparation: Any, instructions: str | None) -> dict[str, Any] | None:
-        payload = {"messagesToSummarize": preparation.messages_to_summarize, "customInstructions": instructions,
+        payload = {"messagesToSummarize": preparation.messages_to_summarize,
+                   "turnPrefixMessages": preparation.turn_prefix_messages, "customInstructions": instructions,
                    "tokensBefore": preparation.tokens_before, "firstKeptEntryId": preparation.first_kept_entry_id}  # fmt: skip
         return await self.emit("session_before_compact", payload)
 

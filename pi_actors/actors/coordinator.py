@@ -627,8 +627,12 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
                 store = await stack.enter_async_context(
                     open_peer(links["store"], side="client", role="coordinator", name="store", handshake_timeout=60.0)
                 )
-                for name in slots:
+                for name in ("provider", "tools"):
                     await slots[name].hold(nursery, links[name])
+                if hooks is not None:
+                    if control is not None:  # the supervisor starts the host now (local.py)
+                        outbox_send.send_nowait({"start": "extensions"})
+                    await slots["extensions"].hold(nursery, links["extensions"])
                 coord = Coordinator(part, slots["provider"], slots["tools"], store)
                 if control is not None:
 

@@ -121,6 +121,8 @@ class _Supervisor:
         self.prestarted = dict(prestarted or {})
         #: Whether the session has extensions: then an extension host is started with it.
         self.has_extensions = bool(config.extensions is not None and config.extensions.specs)
+        #: Set when the coordinator asks for its extension host (``{"start": "extensions"}``).
+        self._host_wanted = trio.Event()
 
     # -- the whole set ----------------------------------------------------------------------
 
@@ -204,9 +206,9 @@ class _Supervisor:
                         owned.append(coordinator_links["tools"])
                     else:
                         coordinator_links["tools"] = self.tools_link
+                    host_end = None
                     if self.has_extensions:
-                        # Started after the coordinator (below): its start-up must not delay
-                        # the coordinator's hello to a provider that is already waiting for it.
+                        self._host_wanted = trio.Event()
                         coordinator_links["extensions"], host_end = link_pair()
                         owned += [coordinator_links["extensions"], host_end]
                     if self.store_with_coordinator:
@@ -222,8 +224,6 @@ class _Supervisor:
                         coordinator_links["store"] = coord_store
                         entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
                     watched["coordinator"] = await self._spawn("coordinator", entry, coordinator_links, config, self.scrubbed)
-                    if self.has_extensions:
-                        watched["extension-host"] = await self._spawn_extension_host({"coordinator": host_end})
                 except BaseException:
                     for sock in owned:
                         sock.close()
@@ -236,7 +236,9 @@ class _Supervisor:
                 extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
                 ended = trio.Event()
                 await nursery.start(self._hold_ui, stream, extra, ended, task_status)
-                for name in ("provider", "tool-pool", "extension-host"):
+                if host_end is not None:
+                    nursery.start_soon(self._start_extension_host, host_end, watched, control, ended)
+                for name in ("provider", "tool-pool"):
                     if name in watched:
                         nursery.start_soon(self._keep, name, watched, control, ended)
                 principal = [watched[n] for n in ("coordinator", "session-store") if n in watched]
@@ -278,6 +280,8 @@ class _Supervisor:
                 message, sock = await control.receive()
                 if sock is not None:
                     sock.close()
+                if "start" in message:
+                    self._host_wanted.set()
                 if "session" in message:
                     path = message["session"]
                     self.session_path = path if isinstance(path, str) and path else None
@@ -327,6 +331,27 @@ class _Supervisor:
                 early.abandon()
             raise
         return actor, ours
+
+    async def _start_extension_host(self, host_end: socket.socket, watched: dict[str, WatchedActor], control: FdChannel,
+                                    over: trio.Event) -> None:  # fmt: skip
+        """Start the extension host once the coordinator asks for it — after it has linked
+        the provider and the tool pool, so that the host's start-up never delays a hello an
+        actor is waiting for — then keep it (restarts: :meth:`_keep`)."""
+        try:
+            async with trio.open_nursery() as waiting:
+
+                async def until(event: trio.Event) -> None:
+                    await event.wait()
+                    waiting.cancel_scope.cancel()
+
+                waiting.start_soon(until, self._host_wanted)
+                waiting.start_soon(until, over)
+            if over.is_set():
+                return
+            watched["extension-host"] = await self._spawn_extension_host({"coordinator": host_end})
+        finally:
+            host_end.close()
+        await self._keep("extension-host", watched, control, over)
 
     async def _spawn_extension_host(self, links: dict[str, Any]) -> WatchedActor:
         """The extension host, with the user's environment: extensions are trusted code that

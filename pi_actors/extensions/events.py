@@ -18,7 +18,7 @@ tool_result               ``{toolName, toolCallId, input, content, details, isEr
                           any of ``{"content", "details", "isError"}``
 turn_end                  ``{turnIndex, message, toolResults}`` -> nothing
 agent_end                 ``{messages}`` -> nothing
-session_before_compact    ``{messagesToSummarize, customInstructions}`` -> ``{"cancel": True}``
+session_before_compact    ``{messagesToSummarize, turnPrefixMessages, customInstructions}`` -> ``{"cancel": True}``
                           or ``{"compaction": {"summary"}}`` (replaces the summary)
 session_shutdown          ``{}`` -> nothing
 ========================  ===================================================================
