@@ -417,7 +417,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
 def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str) -> RuntimeConfig:
     """``config`` with the extension host's part, if there are extensions to load (``-e``,
     the extension directories unless ``--no-extensions``). ``ctx.ui`` dialogs are answered
-    in RPC mode; elsewhere they get their default answer."""
+    in RPC mode and the TUI; in ``-p`` and json mode they get their default answer."""
     import msgspec
 
     from ..extensions import discover_extension_specs
@@ -426,7 +426,8 @@ def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str) 
     specs = discover_extension_specs(cwd, args.extension, no_extensions=args.no_extensions)
     if not specs:
         return config
-    return msgspec.structs.replace(config, extensions=ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=args.mode == "rpc"))
+    has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
+    return msgspec.structs.replace(config, extensions=ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui))
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:
