@@ -29,6 +29,7 @@ import trio
 from ..extensions import Extensions
 from ..protocol import extension_host as X
 from ..runtime import Empty, Peer, RemoteError, Router, TypedCall, call_method, implements, open_peer
+from ._serve_link import SIBLING_HELLO_WAIT
 
 __all__ = ["ExtensionHost", "run_extension_host"]
 
@@ -130,7 +131,7 @@ async def run_extension_host(links: dict[str, trio.SocketStream], config: Any) -
     host = ExtensionHost(extensions)
     async with open_peer(
         links["coordinator"], side="server", role="extension-host", name="coordinator",
-        handler=Router.serving(host, X.EXTENSION_HOST, name="extension-host"),
+        handler=Router.serving(host, X.EXTENSION_HOST, name="extension-host"), handshake_timeout=SIBLING_HELLO_WAIT,
     ) as peer:  # fmt: skip
         bridge.peer = peer
         await peer.closed_event.wait()
