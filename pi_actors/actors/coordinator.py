@@ -8,7 +8,9 @@ It runs the stateless agent loop (``pi_actors.agent``) with three remote capabil
 * every tool's ``execute`` is a ``run_tool`` call to the tool pool; the loop starts all calls
   of a message together and collects their results in call order;
 * every ``message_end`` is appended to the session store and acknowledged (durable) before
-  the loop goes on, so no LLM request is sent before the previous message is on disk.
+  the loop goes on, so no LLM request is sent before the previous message is on disk;
+* with extensions (a ``links["extensions"]``), their tools and event hooks are calls to the
+  extension-host actor, each hook bounded by a timeout (``_extension_hooks``).
 
 Calls served (from a UI, or the server on a client's behalf): every method of
 :data:`pi_actors.protocol.coordinator.COORDINATOR`, which declares each one's arguments,

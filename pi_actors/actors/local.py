@@ -14,6 +14,9 @@ for the coordinator):
 * every child is a watched actor (``runtime.start_watched_actor``): its exit is seen at once
   (pidfd), and one that stops answering liveness checks (SIGSTOP, a blocked event loop) is
   killed. Settings ``supervision`` (``protocol.config.SupervisionSection``) tune both.
+* With extensions (``RuntimeConfig.extensions``), an extension host is started once the
+  coordinator asks for it (after it has linked the provider and the pool) with the user's
+  environment (extensions are trusted code), and restarted and re-linked like them.
 * A dead provider or tool pool is restarted and re-linked to the running coordinator: this
   process creates the new socketpair (API keys never leave it and the provider) and passes
   the coordinator's end over a control channel (``FdChannel``, SCM_RIGHTS), after telling it
