@@ -49,9 +49,29 @@ async def test_print_mode_runs_an_extension_tool_and_skips_one_that_fails_to_loa
     assert offered["hello"]["parameters"]["required"] == ["name"]
 
 
-async def test_json_mode_shows_the_extension_tool_and_the_gate_blocking_rm_rf(scripted, env):
+REWRITES = (
+    "def register(pi):\n"
+    "    pi.on('input', lambda e, ctx: {'action': 'transform', 'text': e['text'] + ', politely'})\n"
+    "    pi.on('before_agent_start', lambda e, ctx: {'systemPrompt': e['systemPrompt'] + ' EXT-RULES'})\n"
+    "    def context(e, ctx):\n"
+    "        return {'messages': e['messages'] + [{'role': 'user', 'content': 'CTX-NOTE', 'timestamp': 0}]}\n"
+    "    pi.on('context', context)\n"
+    "    def tool_call(e, ctx):\n"
+    "        if e['input'].get('command') == 'echo harmless':\n"
+    "            return {'input': {'command': 'echo rewritten'}}\n"
+    "    pi.on('tool_call', tool_call)\n"
+    "    def tool_result(e, ctx):\n"
+    "        if e['input'].get('command') == 'echo rewritten':\n"
+    "            return {'content': [{'type': 'text', 'text': e['content'][0]['text'].strip() + ' (checked)'}]}\n"
+    "    pi.on('tool_result', tool_result)\n"
+)
+
+
+async def test_json_mode_shows_the_extension_tool_the_gate_blocking_rm_rf_and_hooks_rewriting(scripted, env):
     victim = env.work / "keep"
     victim.mkdir()
+    rewrites = env.work / "rewrites.py"
+    rewrites.write_text(REWRITES)
     scripted.script += [
         Reply(tool_calls=[
             ScriptToolCall(name="hello", arguments={"name": "Ann"}),
@@ -60,7 +80,7 @@ async def test_json_mode_shows_the_extension_tool_and_the_gate_blocking_rm_rf(sc
         ]),  # fmt: skip
         Reply(text="Done."),
     ]
-    result = await env.run(*MODEL, "-e", HELLO, "-e", GATE, "--mode", "json", "go")
+    result = await env.run(*MODEL, "-e", HELLO, "-e", GATE, "-e", str(rewrites), "--mode", "json", "go")
     assert result.returncode == 0, result.stderr.decode()
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]
     ends = [e for e in events if e.get("type") == "tool_execution_end"]
@@ -68,12 +88,19 @@ async def test_json_mode_shows_the_extension_tool_and_the_gate_blocking_rm_rf(sc
     assert [e["toolName"] for e in ends] == ["hello", "bash", "bash"]
     assert texts[0] == "hello Ann" and not ends[0]["isError"]
     assert texts[1] == f"Blocked by the permission gate: rm -rf {victim}" and ends[1]["isError"]
-    assert texts[2].strip() == "harmless" and not ends[2]["isError"]
+    assert texts[2] == "rewritten (checked)" and not ends[2]["isError"]  # tool_call and tool_result rewrote
     assert victim.is_dir()
     # The extension's update streamed while its tool ran.
     assert any(e.get("type") == "tool_execution_update" and e["toolName"] == "hello" for e in events)
     # The model got the results in call order.
-    assert _tool_texts(scripted.requests[1])[:2] == ["hello Ann", f"Blocked by the permission gate: rm -rf {victim}"]
+    assert _tool_texts(scripted.requests[1]) == ["hello Ann", f"Blocked by the permission gate: rm -rf {victim}", "rewritten (checked)"]
+    # input, before_agent_start and context changed what the model was sent.
+    first = scripted.requests[0]["body"]["messages"]
+    assert first[0]["content"].endswith(" EXT-RULES") and first[1]["content"] == "go, politely"
+    assert first[-1]["content"] == "CTX-NOTE" and scripted.requests[1]["body"]["messages"][-1]["content"] == "CTX-NOTE"
+    # ... but the session keeps its own context: the note was sent, not saved.
+    saved = [e for e in events if e.get("type") == "message_end"]
+    assert all("CTX-NOTE" not in json.dumps(e["message"]) for e in saved)
 
 
 async def test_a_crash_during_a_hook_is_reported_the_host_restarts_and_the_session_goes_on(scripted, env):
