@@ -10,6 +10,7 @@ The layers, low to high (README "Layers"):
 - ``runtime`` — the actor runtime; knows nothing of the rest.
 - ``ai`` < ``agent`` < ``coding`` — the agent stack; none of it imports the runtime or the
   actors (a tool or a sandbox policy is not a process).
+- ``extensions`` — the extension API and loader (user code's view); over the agent stack only.
 - ``protocol`` — the typed contracts of the actors: the runtime's Structs over ai/agent types.
 - ``actors`` < ``server`` < ``client`` < ``cli`` — processes, hosting, the public client, the
   command line. ``testing`` (scripted servers, wire formats) may use anything below ``cli``.
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pi_actors"
 
 _AGENT_STACK = {"ai", "agent", "coding"}
-_BELOW_ACTORS = {"runtime", "ai", "agent", "coding", "protocol"}
+_BELOW_ACTORS = {"runtime", "ai", "agent", "coding", "protocol", "extensions"}
 
 #: layer -> the layers its modules may import (its own included).
 ALLOWED: dict[str, set[str]] = {
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"ai", "agent"},
     "coding": {"ai", "agent", "coding"},
     "protocol": {"runtime", "ai", "agent", "protocol"},
+    "extensions": {"ai", "agent", "coding", "extensions"},
     "actors": _BELOW_ACTORS | {"actors"},
     "server": _BELOW_ACTORS | {"actors", "server"},
     "client": _BELOW_ACTORS | {"actors", "server", "client"},
@@ -186,6 +188,7 @@ OWN_PACKAGE_BY_WORD = {
     "retry": "coding", "tool": "coding", "sandbox": "coding", "containment": "coding",
     "actors": "actors", "actor": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
     "remote": "server", "client": "client", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
+    "extensions": "extensions",
 }
 OWN_PACKAGE = {
     "test_tool_pool.py": "actors",  # the tool pool actor and its zygote
@@ -199,6 +202,7 @@ OWN_PACKAGE = {
     "test_provider_stalls.py": "ai",  # the SDK streams and the retry policy
     "test_runtime_config.py": "cli",  # the configuration the CLI builds for the actors
     "test_layers.py": "",
+    "test_extensions_host.py": "actors",  # the extension-host actor and the coordinator's hooks
 }
 
 #: Private modules a test still imports from another package, each waiting on a branch of

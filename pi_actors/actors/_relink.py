@@ -34,7 +34,7 @@ import trio
 
 from ..protocol.pool import POOL
 from ..protocol.provider import PROVIDER
-from ..runtime import ActorDied, ConnectionLost, FdChannel, Interface, Method, OutgoingCall, Peer, RemoteError, open_peer
+from ..runtime import ActorDied, ConnectionLost, FdChannel, Handler, Interface, Method, OutgoingCall, Peer, RemoteError, open_peer
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 
 __all__ = ["PeerSlot", "CheckedCall", "serve_control", "LINK_INTERFACES"]
@@ -70,10 +70,12 @@ class PeerSlot:
       wait: how long a call waits for a restarted actor's link.
       interface: the contract answers are checked against (default: ``LINK_INTERFACES[name]``;
         none for another name).
+      handler: serves the calls the actor makes on the link (None: it makes none).
     """
 
     def __init__(
-        self, name: str, label: str, what: str, *, supervised: bool, wait: float = 60.0, interface: Interface | None = None
+        self, name: str, label: str, what: str, *, supervised: bool, wait: float = 60.0, interface: Interface | None = None,
+        handler: Handler | None = None,
     ) -> None:
         self.name = name
         self.interface = interface if interface is not None else LINK_INTERFACES.get(name)
@@ -81,6 +83,8 @@ class PeerSlot:
         self.what = what
         self.supervised = supervised
         self.wait = wait
+        #: Serves the calls the actor makes the other way (the extension host's ``ctx.ui``).
+        self.handler = handler
         self._life = _Life(None)
         self._changed = trio.Event()
 
@@ -95,7 +99,9 @@ class PeerSlot:
         await nursery.start(self._hold, stream)
 
     async def _hold(self, stream: trio.SocketStream, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        async with open_peer(stream, side="client", role="coordinator", name=self.name, handshake_timeout=_HELLO_WAIT) as peer:
+        async with open_peer(
+            stream, side="client", role="coordinator", name=self.name, handler=self.handler, handshake_timeout=_HELLO_WAIT
+        ) as peer:
             self._life = _Life(peer)
             self._changed.set()
             self._changed = trio.Event()

@@ -164,9 +164,10 @@ class Upkeep:
         model = self.c.agent.state.model
         if model is None:
             raise C.CompactionError("No model selected")
+        replaced = await self._extension_compaction(preparation, instructions)
         self._compaction_signal = signal = AbortSignal()
         try:
-            result = await C.compact(
+            result = replaced or await C.compact(
                 preparation,
                 model,
                 self.c.stream_fn,
@@ -188,6 +189,24 @@ class Upkeep:
             "tokensBefore": result.tokens_before,
             "details": result.details,
         }
+
+    async def _extension_compaction(self, preparation: Any, instructions: str | None) -> C.CompactionResult | None:
+        """``session_before_compact``: an extension may cancel the compaction (raises
+        CompactionCancelled) or give its summary instead of the model's."""
+        hooks = getattr(self.c, "extensions", None)
+        if hooks is None:
+            return None
+        verdict = await hooks.before_compact(preparation, instructions)
+        if not verdict:
+            return None
+        if verdict.get("cancel"):
+            raise C.CompactionCancelled()
+        summary = (verdict.get("compaction") or {}).get("summary")
+        if not isinstance(summary, str):
+            return None
+        return C.CompactionResult(
+            summary=summary, first_kept_entry_id=preparation.first_kept_entry_id, tokens_before=preparation.tokens_before
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 

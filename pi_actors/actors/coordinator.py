@@ -8,7 +8,9 @@ It runs the stateless agent loop (``pi_actors.agent``) with three remote capabil
 * every tool's ``execute`` is a ``run_tool`` call to the tool pool; the loop starts all calls
   of a message together and collects their results in call order;
 * every ``message_end`` is appended to the session store and acknowledged (durable) before
-  the loop goes on, so no LLM request is sent before the previous message is on disk.
+  the loop goes on, so no LLM request is sent before the previous message is on disk;
+* with extensions (a ``links["extensions"]``), their tools and event hooks are calls to the
+  extension-host actor, each hook bounded by a timeout (``_extension_hooks``).
 
 Calls served (from a UI, or the server on a client's behalf): every method of
 :data:`pi_actors.protocol.coordinator.COORDINATOR`, which declares each one's arguments,
@@ -48,6 +50,7 @@ from ..coding.retry import RetrySettings
 from ..coding.tools import MUTATING_TOOLS
 from ..coding.tools.paths import resolve_to_cwd
 from ..protocol import coordinator as P
+from ..protocol import extension_host as X
 from ..protocol.config import CoordinatorConfig, read_part, set_fields
 from ..protocol.events import StreamRebuilder, strip_agent_event
 from ..runtime import (
@@ -67,6 +70,7 @@ from ..runtime import (
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import STALE_CONTEXT, ContextSender
+from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
@@ -147,6 +151,8 @@ class Coordinator:
         #: What the provider was last sent of the context (requests carry only what is new).
         self._context_sender = ContextSender()
         self.commands = SessionCommands(self)
+        #: The extension host's hooks (None: the session has no extensions).
+        self.extensions: ExtensionHooks | None = None
         self.upkeep = Upkeep(
             self,
             compaction=CompactionSettings(**set_fields(settings.compaction)),
@@ -356,6 +362,12 @@ class Coordinator:
             auto_retry_enabled=self.upkeep.retry.settings.enabled,
         )
 
+    @implements(P.EXTENSION_UI_RESPONSE)
+    async def serve_extension_ui_response(self, args: P.ExtensionUiResponseArgs, call: TypedCall[P.ExtensionUiResponseArgs, None]) -> None:
+        if self.extensions is None:
+            raise RemoteError("not_found", "this session has no extensions")
+        self.extensions.answer(args.id, X.UiAnswer(value=args.value, confirmed=args.confirmed, cancelled=args.cancelled))
+
     @implements(P.GET_MESSAGES)
     async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
         return P.Messages(messages=[T.to_plain(m) for m in self.agent.state.messages])
@@ -389,7 +401,9 @@ class Coordinator:
 
                 nursery.start_soon(pass_cancel)
                 try:
-                    if prompt is not None:
+                    if prompt is not None and self.extensions is not None:
+                        await self._run_with_extensions(prompt)
+                    elif prompt is not None:
                         await self.upkeep.before_prompt(self._emit_session_event)
                         await self.agent.prompt(prompt)
                     else:
@@ -405,6 +419,30 @@ class Coordinator:
             raise RemoteError("invalid_state", refused)
         if self._store_error:
             raise RemoteError("write_failed", self._store_error)
+
+    # -- extensions (the hooks themselves: _extension_hooks.ExtensionHooks) ----------------------
+
+    async def _run_with_extensions(self, prompt: T.UserMessage) -> None:
+        """A prompt's run with extensions: a ``/command`` of theirs, ``input`` and
+        ``before_agent_start`` first (which may handle the prompt: no run); a system prompt
+        set by ``before_agent_start`` holds for this run only."""
+        assert self.extensions is not None
+        system_prompt = self.agent.state.system_prompt
+        try:
+            ready = await self.extensions.before_prompt(prompt)
+            if ready is not None:
+                await self.upkeep.before_prompt(self._emit_session_event)
+                await self.agent.prompt(ready)
+        finally:
+            self.agent.set_system_prompt(system_prompt)
+
+    async def _extension_event(self, event: Any, data: dict[str, Any]) -> None:
+        """``turn_end`` / ``agent_end`` to the extensions that handle them."""
+        if self.extensions is None or event.type not in ("turn_end", "agent_end"):
+            return
+        payload = {"messages": data.get("messages")} if event.type == "agent_end" else {
+            "message": data.get("message"), "toolResults": data.get("toolResults")}  # fmt: skip
+        await self.extensions.emit(event.type, payload)
 
     async def _on_event(self, event: Any) -> None:
         """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
@@ -437,6 +475,8 @@ class Coordinator:
         self._fan_out({"seq": self._seq, "event": data})
         if self._sink is not None and not self._sink_quiet:
             await self._sink.send_chunk(data)
+        if self.extensions is not None:
+            await self._extension_event(event, data)
         follow = self.upkeep.on_event(event)
         if follow is not None:
             await self._emit_session_event(follow)
@@ -594,6 +634,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
         "provider": PeerSlot("provider", "provider", "request", supervised="provider" in relink),
         "tools": PeerSlot("tools", "tool pool", "tool call", supervised="tools" in relink),
     }
+    hooks = _extension_slot(links, part, slots, relink)
     outbox_send, outbox = trio.open_memory_channel[dict[str, Any]](64)
     async with open_peer(links["ui"], side="server", role="coordinator", name="ui", handler=handle, handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT) as ui:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
@@ -607,6 +648,10 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
                 )
                 for name in ("provider", "tools"):
                     await slots[name].hold(nursery, links[name])
+                if hooks is not None:
+                    if control is not None:  # the supervisor starts the host now (local.py)
+                        outbox_send.send_nowait({"start": "extensions"})
+                    await slots["extensions"].hold(nursery, links["extensions"])
                 coord = Coordinator(part, slots["provider"], slots["tools"], store)
                 if control is not None:
 
@@ -628,10 +673,29 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
                         "forkFrom": chosen.fork_from,
                     }
                 )
+                if hooks is not None:
+                    coord.extensions = hooks
+                    await hooks.attach(coord)
                 state["router"] = coord.router()
             except RemoteError as exc:
                 state["error"] = exc.message
             finally:
                 ready.set()
             await ui.closed_event.wait()
+            if hooks is not None and hooks.coordinator is not None:
+                with trio.move_on_after(hooks.config.hook_timeout):
+                    await hooks.shutdown()
             nursery.cancel_scope.cancel()
+
+
+def _extension_slot(links: dict[str, Any], part: CoordinatorConfig, slots: dict[str, PeerSlot], relink: set[str]) -> ExtensionHooks | None:
+    """The extension host's link (added to ``slots``) and its hooks, if the session has
+    extensions (a ``links["extensions"]``); else None."""
+    if "extensions" not in links:
+        return None
+    hooks = ExtensionHooks(None, part.extensions or X.ExtensionHostConfig())
+    slots["extensions"] = hooks.slot = PeerSlot(
+        "extensions", "extension host", "extension call", supervised="extensions" in relink,
+        interface=X.EXTENSION_HOST, handler=hooks.handler(),
+    )  # fmt: skip
+    return hooks

@@ -14,6 +14,9 @@ for the coordinator):
 * every child is a watched actor (``runtime.start_watched_actor``): its exit is seen at once
   (pidfd), and one that stops answering liveness checks (SIGSTOP, a blocked event loop) is
   killed. Settings ``supervision`` (``protocol.config.SupervisionSection``) tune both.
+* With extensions (``RuntimeConfig.extensions``), an extension host is started once the
+  coordinator asks for it (after it has linked the provider and the pool) with the user's
+  environment (extensions are trusted code), and restarted and re-linked like them.
 * A dead provider or tool pool is restarted and re-linked to the running coordinator: this
   process creates the new socketpair (API keys never leave it and the provider) and passes
   the coordinator's end over a control channel (``FdChannel``, SCM_RIGHTS), after telling it
@@ -47,6 +50,7 @@ import trio
 
 from ..coding.sandbox.env import is_credential_name
 from ..protocol.config import RuntimeConfig, read_part, set_fields
+from ..protocol.extension_host import ExtensionHostConfig
 from ..runtime import (
     ConnectionLost,
     FdChannel,
@@ -118,6 +122,10 @@ class _Supervisor:
         #: Processes started ahead by our owner (``prestart_actor``), booted by the first
         #: start of their name; what is left unused is given up when the supervisor ends.
         self.prestarted = dict(prestarted or {})
+        #: Whether the session has extensions: then an extension host is started with it.
+        self.has_extensions = bool(config.extensions is not None and config.extensions.specs)
+        #: Set when the coordinator asks for its extension host (``{"start": "extensions"}``).
+        self._host_wanted = trio.Event()
 
     # -- the whole set ----------------------------------------------------------------------
 
@@ -173,8 +181,8 @@ class _Supervisor:
         session = part.session
         if self.session_path is not None:
             session = msgspec.structs.replace(session, resume=self.session_path, fork_from=None, no_session=False)
-        relink = ["provider"] + (["tools"] if self.tools_link is None else [])
-        return _wire(msgspec.structs.replace(part, session=session, relink=relink))
+        relink = ["provider"] + (["tools"] if self.tools_link is None else []) + (["extensions"] if self.has_extensions else [])
+        return _wire(msgspec.structs.replace(part, session=session, relink=relink, extensions=self.config.extensions))
 
     async def _generation(self, task_status: Any) -> str:
         """One start of the whole set; returns how its coordinator (or store) ended. The
@@ -201,6 +209,11 @@ class _Supervisor:
                         owned.append(coordinator_links["tools"])
                     else:
                         coordinator_links["tools"] = self.tools_link
+                    host_end = None
+                    if self.has_extensions:
+                        self._host_wanted = trio.Event()
+                        coordinator_links["extensions"], host_end = link_pair()
+                        owned += [coordinator_links["extensions"], host_end]
                     if self.store_with_coordinator:
                         entry = "pi_actors.actors.local:run_coordinator_with_store"
                         config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
@@ -226,6 +239,8 @@ class _Supervisor:
                 extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
                 ended = trio.Event()
                 await nursery.start(self._hold_ui, stream, extra, ended, task_status)
+                if host_end is not None:
+                    nursery.start_soon(self._start_extension_host, host_end, watched, control, ended)
                 for name in ("provider", "tool-pool"):
                     if name in watched:
                         nursery.start_soon(self._keep, name, watched, control, ended)
@@ -268,6 +283,8 @@ class _Supervisor:
                 message, sock = await control.receive()
                 if sock is not None:
                     sock.close()
+                if "start" in message:
+                    self._host_wanted.set()
                 if "session" in message:
                     path = message["session"]
                     self.session_path = path if isinstance(path, str) and path else None
@@ -298,7 +315,9 @@ class _Supervisor:
             ours, theirs = link_pair()
             links = {"coordinator": theirs}
         try:
-            if name == "provider":
+            if name == "extension-host":
+                actor = await self._spawn_extension_host(links)
+            elif name == "provider":
                 config = _wire(msgspec.structs.replace(self.config.provider, standby=standby))
                 actor = await self._spawn(
                     name, "pi_actors.actors.provider:run_provider", links, config, None, record=not standby, prestarted=early
@@ -315,6 +334,33 @@ class _Supervisor:
                 early.abandon()
             raise
         return actor, ours
+
+    async def _start_extension_host(self, host_end: socket.socket, watched: dict[str, WatchedActor], control: FdChannel,
+                                    over: trio.Event) -> None:  # fmt: skip
+        """Start the extension host once the coordinator asks for it — after it has linked
+        the provider and the tool pool, so that the host's start-up never delays a hello an
+        actor is waiting for — then keep it (restarts: :meth:`_keep`)."""
+        try:
+            async with trio.open_nursery() as waiting:
+
+                async def until(event: trio.Event) -> None:
+                    await event.wait()
+                    waiting.cancel_scope.cancel()
+
+                waiting.start_soon(until, self._host_wanted)
+                waiting.start_soon(until, over)
+            if over.is_set():
+                return
+            watched["extension-host"] = await self._spawn_extension_host({"coordinator": host_end})
+        finally:
+            host_end.close()
+        await self._keep("extension-host", watched, control, over)
+
+    async def _spawn_extension_host(self, links: dict[str, Any]) -> WatchedActor:
+        """The extension host, with the user's environment: extensions are trusted code that
+        runs unsandboxed, as in pi (README, "Security")."""
+        config = _wire(self.config.extensions or ExtensionHostConfig())
+        return await self._spawn("extension-host", "pi_actors.actors.extension_host:run_extension_host", links, config, None)
 
     async def _take(self, name: str) -> tuple[WatchedActor, socket.socket]:
         """A warm spare of ``name`` if there is one, else a new process."""
@@ -367,8 +413,8 @@ class _Supervisor:
     async def _keep(self, name: str, watched: dict[str, WatchedActor], control: FdChannel, over: trio.Event) -> None:
         """one_for_one: restart ``name`` each time it dies and hand the coordinator the new
         link; ``over`` is set when the generation ends (then nothing is restarted)."""
-        link_name = "provider" if name == "provider" else "tools"
-        label = "provider" if name == "provider" else "tool pool"
+        link_name = {"provider": "provider", "extension-host": "extensions"}.get(name, "tools")
+        label = {"provider": "provider", "extension-host": "extension host"}.get(name, "tool pool")
         while True:
             actor = watched[name]
             await actor.down.wait()

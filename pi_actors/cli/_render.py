@@ -15,7 +15,15 @@ from typing import Any, TextIO
 
 import msgspec
 
-__all__ = ["JsonRenderer", "PrintRenderer", "LiveRenderer"]
+__all__ = ["JsonRenderer", "PrintRenderer", "LiveRenderer", "extension_line"]
+
+
+def extension_line(event: dict) -> str:
+    """An ``extension_error`` or a notify ``extension_ui_request`` as one line for people."""
+    if event.get("type") == "extension_error":
+        where = event.get("extensionPath") or "extension host"
+        return f"Extension error ({where}, {event.get('event')}): {event.get('error')}"
+    return f"[{event.get('notifyType') or 'info'}] {event.get('message', '')}"
 
 _encoder = msgspec.json.Encoder()
 
@@ -52,6 +60,12 @@ class PrintRenderer:
     def event(self, event: dict) -> None:
         if event.get("type") == "message_end" and (event.get("message") or {}).get("role") == "assistant":
             self.last_assistant = event["message"]
+        elif event.get("type") == "extension_error" or (
+            event.get("type") == "extension_ui_request" and event.get("method") == "notify"
+        ):
+            # An extension's failure, or its notification: one line on stderr (stdout is the answer).
+            self.err.write(extension_line(event) + "\n")
+            self.err.flush()
 
     def finish(self) -> int:
         msg = self.last_assistant

@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
     p.add_argument("--log-file", metavar="PATH", help="append structured logs (JSON lines) from every process here")
+    p.add_argument("-e", "--extension", action="append", default=[], metavar="PATH",
+                   help="load an extension (a .py file or a package directory); repeatable")  # fmt: skip
+    p.add_argument("--no-extensions", action="store_true",
+                   help="do not load extensions from ~/.pi-actors/extensions and .pi-actors/extensions (-e still loads)")  # fmt: skip
     p.add_argument("-v", "--version", action="version", version=f"pi-actors {VERSION}")
     return p
 
@@ -389,7 +393,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     tools = _tool_names(args)
     log_file = os.path.abspath(args.log_file) if args.log_file else None
     _create_hidden_paths(log_file, args.session_dir)
-    return runtime_config(
+    config = runtime_config(
         model=choice.model,
         thinking=thinking,
         tools=tools,
@@ -407,6 +411,23 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         sandbox=args.sandbox,
         allow_network=args.allow_network,
     )
+    return _with_extensions(config, args, cwd)
+
+
+def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str) -> RuntimeConfig:
+    """``config`` with the extension host's part, if there are extensions to load (``-e``,
+    the extension directories unless ``--no-extensions``). ``ctx.ui`` dialogs are answered
+    in RPC mode and the TUI; in ``-p`` and json mode they get their default answer."""
+    import msgspec
+
+    from ..extensions import discover_extension_specs
+    from ..protocol.extension_host import ExtensionHostConfig
+
+    specs = discover_extension_specs(cwd, args.extension, no_extensions=args.no_extensions)
+    if not specs:
+        return config
+    has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
+    return msgspec.structs.replace(config, extensions=ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui))
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:

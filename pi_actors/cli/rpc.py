@@ -103,6 +103,9 @@ class RpcSession:
             self.respond(request if isinstance(request, dict) else {}, "parse", error="Failed to parse command: a command is an object with a string 'type'")
             return
         command = request["type"]
+        if command == "extension_ui_response":
+            await self.answer_extension_ui(request)
+            return
         handler = getattr(self, f"cmd_{command}", None)
         if handler is None:
             self.respond(request, command, error=f"Unknown command: {command}")
@@ -261,6 +264,15 @@ class RpcSession:
 
     async def cmd_get_commands(self, request: dict, nursery: trio.Nursery) -> dict:
         return {"commands": []}
+
+    async def answer_extension_ui(self, request: dict) -> None:
+        """pi's ``extension_ui_response`` (an answer to an ``extension_ui_request`` event):
+        no response line, as in pi — except an error response when it answers nothing."""
+        answer = {k: request[k] for k in ("id", "value", "confirmed", "cancelled") if k in request}
+        try:
+            await self.c.call("extension_ui_response", answer)
+        except RemoteError as exc:
+            self.respond(request, "extension_ui_response", error=exc.message)
 
     async def wait_idle(self) -> None:
         await self._idle.wait()

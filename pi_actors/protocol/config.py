@@ -33,6 +33,7 @@ from ..ai.retry_after import DEFAULT_MAX_RETRY_DELAY_MS
 from ..ai.types import Model
 from ..choices import QueueMode, SandboxMode, ThinkingChoice, ToolExecutionMode
 from ..runtime import WireStruct
+from .extension_host import ExtensionHostConfig
 
 __all__ = [
     "ThinkingLevelName",
@@ -242,6 +243,8 @@ class CoordinatorConfig(WireStruct):
     models: list[Model] = msgspec.field(default_factory=list)
     exports: ExportsConfig = msgspec.field(default_factory=ExportsConfig)
     relink: list[str] = msgspec.field(default_factory=list)
+    #: The extension host's part (set by the placement from ``RuntimeConfig.extensions``).
+    extensions: ExtensionHostConfig | None = None
 
 
 class RuntimeConfig(WireStruct):
@@ -251,6 +254,8 @@ class RuntimeConfig(WireStruct):
     provider: ProviderConfig = msgspec.field(default_factory=ProviderConfig)
     tools: ToolPoolConfig = msgspec.field(default_factory=ToolPoolConfig)
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
+    #: The extension host's part; None (or no specs): no extension host is started.
+    extensions: ExtensionHostConfig | None = None
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ __all__ = [
     "Tree",
     # the methods
     "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
-    "GET_STATE", "GET_MESSAGES", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
+    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
     "CLONE", "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
@@ -612,6 +612,25 @@ SET_AUTO: Method[SetAutoArgs, None, Empty] = Method(
     doc="Switch auto-compaction or auto-retry on or off for this session.",
 )  # fmt: skip
 
+class ExtensionUiResponseArgs(WireStruct):
+    """pi's ``extension_ui_response``: ``id`` of the ``extension_ui_request`` answered, and
+    ``value`` (select, input), ``confirmed`` (confirm) or ``cancelled``."""
+
+    id: str
+    value: str | None = None
+    confirmed: bool | None = None
+    cancelled: bool = False
+
+
+EXTENSION_UI_RESPONSE: Method[ExtensionUiResponseArgs, None, Empty] = Method(
+    "extension_ui_response",
+    args=ExtensionUiResponseArgs,
+    result=Empty,
+    errors={"not_found": "no extension UI request with that id is waiting (answered, timed out, or never asked)"},
+    doc="Answer an extension's ctx.ui dialog (an extension_ui_request session event).",
+)
+
+
 COORDINATOR = Interface(
     "coordinator",
     [
@@ -645,6 +664,7 @@ COORDINATOR = Interface(
         SET_QUEUE_MODE,
         SET_AUTO,
         CLEAR_QUEUE,
+        EXTENSION_UI_RESPONSE,
     ],  # fmt: skip
     doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
     "to the session's UI (and by the server to its clients).",

@@ -49,7 +49,7 @@ END = "<!-- END GENERATED -->"
 
 def all_interfaces() -> list[Interface]:
     """Every actor interface of the application protocol, in document order."""
-    from . import coordinator, pool, provider, server, store
+    from . import coordinator, extension_host, pool, provider, server, store
 
     return [
         coordinator.COORDINATOR,
@@ -60,6 +60,8 @@ def all_interfaces() -> list[Interface]:
         store.STORE,
         server.SERVER,
         server.TOOL_PROXY,
+        extension_host.EXTENSION_HOST,
+        extension_host.EXTENSION_CLIENT,
     ]
 
 

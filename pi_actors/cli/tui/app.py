@@ -152,6 +152,8 @@ class TuiApp:
             "auto_compaction_end": self._on_compaction_end,
             "auto_retry_start": self._on_retry_start,
             "auto_retry_end": self._on_retry_end,
+            "extension_error": self._on_extension_error,
+            "extension_ui_request": self._on_extension_ui,
         }
         self.commands = SlashCommands(self)
         self.screen = ScreenLayout(self)
@@ -606,8 +608,51 @@ class TuiApp:
         self.app.layout.focus(proxy)
 
     def close_selector(self) -> None:
-        self.selector = None
+        closed, self.selector = self.selector, None
         self.app.layout.focus(self.buffer)
+        on_close = getattr(closed, "on_close", None)
+        if on_close is not None:
+            self.post(on_close)  # after the selection (if any) is handled
+
+    # -- extensions (ctx.ui; docs/extensions.md) --------------------------------------------------
+
+    def _on_extension_error(self, event: dict[str, Any]) -> None:
+        from .._render import extension_line
+
+        self.print_text(Text(extension_line(event), style="red"))
+
+    def _on_extension_ui(self, event: dict[str, Any]) -> None:
+        """An extension's ``ctx.ui`` request: notify is a line; confirm and select open the
+        selector, whose choice (or escape: cancelled) answers it; input is not asked here
+        yet (answered cancelled); setStatus and the rest are not shown."""
+        method, request_id = event.get("method"), event.get("id")
+        if method == "notify":
+            style = {"error": "red", "warning": "yellow"}.get(str(event.get("notifyType")), "cyan")
+            self.print_text(Text(str(event.get("message", "")), style=style))
+            return
+        if method not in ("confirm", "select", "input"):
+            return
+        answered = False
+
+        def answer(reply: dict[str, Any]) -> None:
+            nonlocal answered
+            if not answered:
+                answered = True
+                self.call("extension_ui_response", {"id": request_id, **reply})
+
+        if method == "input":
+            self.print_text(Text(f"(an extension asked for text input: {event.get('title')}; not supported here yet)", style="dim"))
+            answer({"cancelled": True})
+            return
+        title = str(event.get("title") or "")
+        if method == "confirm":
+            items: list[tuple[str, Any]] = [("Yes", {"confirmed": True}), ("No", {"confirmed": False})]
+            title = f"{title} {event.get('message') or ''}".strip()
+        else:
+            items = [(str(option), {"value": str(option)}) for option in event.get("options") or []]
+        selector = Selector(title, items, answer)
+        selector.on_close = lambda: answer({"cancelled": True})  # type: ignore[attr-defined]
+        self.open_selector(selector)
 
     def exit_app(self) -> None:
         if self.app.is_running and not self.app.is_done:
