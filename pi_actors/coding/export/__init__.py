@@ -83,6 +83,35 @@ def _info(header: dict, entries: list[dict]) -> str:
     return "".join(f"<span>{html.escape(k)}</span><b>{html.escape(str(v))}</b>" for k, v in rows)
 
 
+def _pair_results(entries: list[dict]) -> tuple[dict[str, dict[str, dict]], set[str]]:
+    """Tool results by the assistant entry that made the call: ``({assistant id: {toolCallId:
+    result message}}, ids of the paired result entries)``. A result belongs to the nearest
+    assistant message above it in the tree (call ids need not be unique across a session)."""
+    by_id = {str(e["id"]): e for e in entries if e.get("id") is not None}
+    calls: dict[str, set[str]] = {}
+    for key, entry in by_id.items():
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "assistant" and isinstance(message.get("content"), list):
+            calls[key] = {str(b.get("id")) for b in message["content"] if isinstance(b, dict) and b.get("type") == "toolCall"}
+    results: dict[str, dict[str, dict]] = {}
+    paired: set[str] = set()
+    for key, entry in by_id.items():
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if not (isinstance(message, dict) and message.get("role") == "toolResult"):
+            continue
+        owner, seen = entry.get("parentId"), {key}
+        while owner is not None and str(owner) in by_id and str(owner) not in calls and str(owner) not in seen:
+            seen.add(str(owner))
+            owner = by_id[str(owner)].get("parentId")
+        call_id = str(message.get("toolCallId"))
+        if owner is not None and call_id in calls.get(str(owner), set()):
+            mine = results.setdefault(str(owner), {})
+            if call_id not in mine:
+                mine[call_id] = message
+                paired.add(key)
+    return results, paired
+
+
 def render_html(header: dict, entries: list[dict], leaf_id: Any = None) -> str:
     """The page for a session: ``header`` (the session line), ``entries`` (all of them, in file
     order) and the leaf whose branch is shown first (default: the last entry)."""
@@ -91,22 +120,14 @@ def render_html(header: dict, entries: list[dict], leaf_id: Any = None) -> str:
     leaf = str(leaf_id) if leaf_id is not None and str(leaf_id) in parents else (ids[-1] if ids else None)
     on_path = set(path_ids(parents, leaf))
 
-    results: dict[str, dict] = {}
-    paired: set[str] = set()
-    for entry in entries:
-        message = entry.get("message") if entry.get("type") == "message" else None
-        if not isinstance(message, dict):
-            continue
-        if message.get("role") == "toolResult":
-            results.setdefault(str(message.get("toolCallId")), message)
-        elif message.get("role") == "assistant" and isinstance(message.get("content"), list):
-            paired.update(str(b.get("id")) for b in message["content"] if isinstance(b, dict) and b.get("type") == "toolCall")
-
+    results, paired = _pair_results(entries)
     blocks = []
     for entry in entries:
         if entry.get("id") is None:
             continue
-        body = entry_html(entry, results, paired)
+        if str(entry["id"]) in paired:
+            continue  # a tool result shown inside the call that asked for it
+        body = entry_html(entry, results.get(str(entry["id"]), {}))
         if body:
             key = html.escape(str(entry["id"]))
             hidden = "" if str(entry["id"]) in on_path else " hidden"

@@ -148,7 +148,7 @@ def _section(css: str, role_html: str, body: str) -> str:
     return f'<div class="message {css}"><div class="role">{role_html}</div>{body}</div>'
 
 
-def _message(message: dict, results: dict[str, dict], paired: set[str]) -> str:
+def _message(message: dict, results: dict[str, dict]) -> str:
     role = message.get("role")
     if role == "user":
         content = message.get("content")
@@ -156,8 +156,6 @@ def _message(message: dict, results: dict[str, dict], paired: set[str]) -> str:
     if role == "assistant":
         return _assistant(message, results)
     if role == "toolResult":
-        if str(message.get("toolCallId")) in paired:
-            return ""  # shown inside the call that asked for it
         css = "tool error" if message.get("isError") else "tool"
         return _section(css, f"Tool result <span class=\"muted\">{_e(message.get('toolName', ''))}</span>", _output(text_of(message.get("content"))))
     if role == "bashExecution":
@@ -178,14 +176,15 @@ def _summary(kind: str, title: str, text: Any) -> str:
     return _section(f"summary {kind}", _e(title.split(" (")[0]), body)
 
 
-def entry_html(entry: dict, results: dict[str, dict], paired: set[str]) -> str:
-    """The block ``entry`` shows in the conversation ("" for entries shown nowhere)."""
+def entry_html(entry: dict, results: dict[str, dict]) -> str:
+    """The block ``entry`` shows in the conversation ("" for entries shown nowhere);
+    ``results``: the results of this entry's tool calls by ``toolCallId`` (an assistant's)."""
     kind = entry.get("type")
     if kind == "message" and isinstance(entry.get("message"), dict):
-        return _message(entry["message"], results, paired)
+        return _message(entry["message"], results)
     if kind == "custom_message":
         message = {"role": "custom", "customType": entry.get("customType"), "content": entry.get("content"), "display": entry.get("display")}
-        return _message(message, results, paired)
+        return _message(message, results)
     if kind == "compaction":
         before = entry.get("tokensBefore")
         return _summary("compaction", f"Compaction ({before} tokens before)" if before else "Compaction", entry.get("summary"))

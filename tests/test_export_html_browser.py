@@ -1,0 +1,189 @@
+"""The exported HTML page as a person sees it: a scripted session run through the real CLI,
+exported with ``--export``, rendered by headless Chromium (one browser for the whole check).
+
+The page is asserted from the rendered DOM — headings and a table from the Markdown, the
+bash call with its output, the edit's diff with added and removed lines, thinking collapsed
+until clicked, the session tree in the sidebar with its branch, search that hides rows as one
+types, the branch switch by clicking a row, and the light/dark switch — and it must load
+nothing from anywhere and run without script errors. A screenshot is written under the
+test's tmp dir (its path is printed) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import trio
+from conftest import CLI
+from support.chromium import chromium_page, require_chromium
+
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+MODEL = ("--model", "scripted/scripted-model")
+
+ANSWER = """# Changes made
+
+I replaced **beta** in `notes.txt`:
+
+| file | before | after |
+|------|--------|-------|
+| notes.txt | beta | BETA |
+
+<script>window.pwned = 1</script> <img src=x onerror="window.pwned = 2"> [click](javascript:window.pwned=3) [docs](https://example.org/docs)
+"""
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _message_entry(parent_id: str, message: dict) -> dict:
+    return {"type": "message", "id": uuid.uuid4().hex[:8], "parentId": parent_id, "timestamp": "2026-01-01T00:00:00.000Z", "message": message}
+
+
+def _assistant(text: str) -> dict:
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}  # fmt: skip
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "openai-completions",
+            "provider": "scripted", "model": "scripted-model", "usage": usage, "stopReason": "stop", "timestamp": 2}  # fmt: skip
+
+
+def _append_branches(path, parent_id: str) -> tuple[str, str]:
+    """Two follow-ups to the answer ``parent_id``, as pi writes them after /tree: "Anything
+    else?" and, on a second branch beside it (the file's leaf, labelled "short"), "Say it in
+    one line instead"; returns the two user messages' ids."""
+    main = _message_entry(parent_id, {"role": "user", "content": [{"type": "text", "text": "Anything else?"}], "timestamp": 1})
+    main_reply = _message_entry(main["id"], _assistant("Nothing else to do."))
+    other = _message_entry(parent_id, {"role": "user", "content": [{"type": "text", "text": "Say it in one line instead"}], "timestamp": 3})
+    other_reply = _message_entry(other["id"], _assistant("One line: *beta* became **BETA**."))
+    label = {"type": "label", "id": uuid.uuid4().hex[:8], "parentId": other_reply["id"], "timestamp": "2026-01-01T00:00:01.000Z",
+             "targetId": other["id"], "label": "short"}  # fmt: skip
+    with path.open("a") as f:
+        f.writelines(json.dumps(e) + "\n" for e in (main, main_reply, other, other_reply, label))
+    return main["id"], other["id"]
+
+
+async def _scripted_session(scripted, env):
+    """A real session file (one print-mode run: thinking, a bash call, an edit, a Markdown
+    answer), then two follow-ups on two branches."""
+    (env.work / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    scripted.script += [
+        Reply(thinking="The user wants beta replaced; first look at the file.", text="Let me look.",
+              tool_calls=[ScriptToolCall(name="bash", arguments={"command": "cat notes.txt"})]),
+        Reply(tool_calls=[ScriptToolCall(name="edit", arguments={"path": "notes.txt", "oldText": "beta", "newText": "BETA"})]),
+        Reply(text=ANSWER),
+    ]  # fmt: skip
+    first = await env.run(*MODEL, "-p", "Replace beta in notes.txt")
+    assert first.returncode == 0, first.stderr.decode()
+    (path,) = sorted((env.home / "sessions").glob("*/*.jsonl"))
+    entries = _lines(path)
+    answer = next(e for e in entries if e["type"] == "message" and "Changes made" in json.dumps(e["message"]))
+    return path, answer["id"], _append_branches(path, answer["id"])
+
+
+async def test_the_exported_page_renders_markdown_tools_diff_thinking_and_a_searchable_tree_in_chromium(scripted, env, tmp_path):
+    require_chromium()
+    path, answer_id, (_, branch_user) = await _scripted_session(scripted, env)
+    done = await env.run("--export", str(path))  # no output: pi's default name, in the current directory
+    expected = env.work / f"pi-session-{path.stem}.html"
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == f"Exported to: {expected}" and expected.is_file()
+
+    async with chromium_page(tmp_path) as page:
+        await page.goto(expected.as_uri())
+        dom = await page.js(
+            """(() => {
+              const shown = (e) => !!e && e.checkVisibility();
+              const visible = (sel) => Array.from(document.querySelectorAll(sel)).filter(shown);
+              const text = (sel) => visible(sel).map((e) => e.textContent.trim());
+              return {
+                h1: text("#messages h1"),
+                headers: text("#messages table th"),
+                cells: text("#messages table td"),
+                bash: text(".tool-call[data-tool=bash] .tool-command"),
+                bashOutput: text(".tool-call[data-tool=bash] .tool-output"),
+                added: text(".tool-call[data-tool=edit] .diff-add"),
+                removed: text(".tool-call[data-tool=edit] .diff-del"),
+                thinkingSummary: text("details.thinking > summary"),
+                thinkingTextShown: visible(".thinking-text").length,
+                links: Array.from(document.querySelectorAll("#messages a")).map((a) => a.getAttribute("href")),
+                scripts: document.querySelectorAll("script:not([type])").length,
+                images: document.querySelectorAll("#messages img").length,
+                pwned: window.pwned === undefined ? null : window.pwned,
+                rows: visible("#tree .tree-row").map((r) => [r.dataset.id, r.textContent.trim(), getComputedStyle(r).paddingLeft]),
+                current: text("#tree .tree-row.current"),
+                messagesShown: visible("#messages .message").length,
+                background: getComputedStyle(document.body).backgroundColor,
+              };
+            })()"""
+        )
+        assert dom["h1"] == ["Changes made"]
+        assert dom["headers"] == ["file", "before", "after"] and dom["cells"] == ["notes.txt", "beta", "BETA"]
+        assert dom["bash"] == ["$ cat notes.txt"] and dom["bashOutput"] == ["alpha\nbeta\ngamma"]
+        assert [line.split()[-1] for line in dom["removed"]] == ["beta"] and [line.split()[-1] for line in dom["added"]] == ["BETA"]
+        assert dom["thinkingSummary"] == ["Thinking"] and dom["thinkingTextShown"] == 0
+        # Untrusted text stays text: no injected element ran, only the http(s) link is a link.
+        assert dom["pwned"] is None and dom["scripts"] == 1 and dom["images"] == 0
+        assert dom["links"] == ["https://example.org/docs"]
+        # The tree: both branches listed, the second one (the file's leaf) shown and marked.
+        row_text = {row_id: text for row_id, text, _ in dom["rows"]}
+        assert any("Anything else?" in t for t in row_text.values()) and "[short]" in row_text[branch_user]
+        padding = {row_id: float(pad[:-2]) for row_id, _, pad in dom["rows"]}
+        assert padding[branch_user] > padding[answer_id]  # a branch point indents its children
+        assert dom["current"] == ["assistant: One line: *beta* became **BETA**."]
+        shown_text = await page.js("document.getElementById('messages').innerText")
+        assert "Say it in one line instead" in shown_text and "Anything else?" not in shown_text
+        shot = await page.screenshot(tmp_path / "export-page.png")
+        print(f"screenshot of the exported page: {shot}")
+
+        await page.click("details.thinking > summary")  # thinking opens on a click
+        assert await page.js("document.querySelector('.thinking-text').checkVisibility()") is True
+
+        await page.type_into("#tree-search", "anything")  # search hides the rows that do not match
+        rows = await page.js("Array.from(document.querySelectorAll('#tree .tree-row')).filter((r) => !r.hidden).map((r) => r.textContent)")
+        assert rows == ["user: Anything else?"], rows
+        assert await page.js("document.getElementById('tree-status').textContent") == f"1 of {len(dom['rows'])} entries"
+
+        await page.click("#tree .tree-row:not([hidden])")  # clicking the row shows its branch
+        shown_text = await page.js("document.getElementById('messages').innerText")
+        assert "Anything else?" in shown_text and "Say it in one line instead" not in shown_text and "Changes made" in shown_text
+
+        await page.click("#theme-toggle")  # light/dark switch
+        assert await page.js("getComputedStyle(document.body).backgroundColor") != dom["background"]
+        await page.screenshot(tmp_path / "export-page-switched.png")
+
+        requested = {e["params"]["request"]["url"].split(":", 1)[0] for e in page.events if e["method"] == "Network.requestWillBeSent"}
+        assert requested <= {"file", "data"}, requested  # self-contained: nothing fetched from anywhere
+        errors = [e for e in page.events if e["method"] == "Runtime.exceptionThrown"]
+        errors += [e for e in page.events if e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"]
+        assert errors == []
+
+
+async def test_slash_export_without_a_path_writes_where_export_flag_does(scripted, env):
+    """pi's rule for both: ``pi-session-<session file name>.html`` in the current directory."""
+    scripted.script.append(Reply(text="Hello."))
+    assert (await env.run(*MODEL, "-p", "hi")).returncode == 0
+    (path,) = sorted((env.home / "sessions").glob("*/*.jsonl"))
+    proc = await trio.lowlevel.open_process(
+        [CLI, *MODEL, "--mode", "rpc", "--session", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    await proc.stdin.send_all(b'{"id": "e", "type": "export_html"}\n')
+    buffer = b""
+    with trio.fail_after(30):
+        while b'"id": "e"' not in buffer and b'"id":"e"' not in buffer:
+            chunk = await proc.stdout.receive_some()
+            assert chunk, buffer
+            buffer += chunk
+        await proc.stdin.aclose()
+        await proc.wait()
+    answer = next(json.loads(line) for line in buffer.splitlines() if b'"e"' in line)
+    expected = env.work / f"pi-session-{path.stem}.html"
+    assert answer["success"] is True and answer["data"]["path"] == str(expected), answer
+    from_slash = expected.read_text()
+    expected.unlink()
+    done = await env.run("--export", str(path))
+    assert done.returncode == 0 and expected.read_text() == from_slash
