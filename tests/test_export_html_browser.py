@@ -19,8 +19,8 @@ import trio
 from conftest import CLI
 from support.chromium import chromium_page, require_chromium
 
+from pi_actors.coding.tools import run_tool
 from pi_actors.testing.scripted_server import Reply
-from pi_actors.testing.wire_formats import ScriptToolCall
 
 MODEL = ("--model", "scripted/scripted-model")
 
@@ -36,57 +36,67 @@ I replaced **beta** in `notes.txt`:
 """
 
 
-def _lines(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _message_entry(parent_id: str, message: dict) -> dict:
+def _entry(parent_id: str | None, message: dict) -> dict:
     return {"type": "message", "id": uuid.uuid4().hex[:8], "parentId": parent_id, "timestamp": "2026-01-01T00:00:00.000Z", "message": message}
 
 
-def _assistant(text: str) -> dict:
-    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+def _user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
+
+
+def _assistant(*content: dict) -> dict:
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}  # fmt: skip
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "openai-completions",
-            "provider": "scripted", "model": "scripted-model", "usage": usage, "stopReason": "stop", "timestamp": 2}  # fmt: skip
+    return {"role": "assistant", "content": list(content), "api": "openai-completions", "provider": "scripted",
+            "model": "scripted-model", "usage": usage, "stopReason": "stop", "timestamp": 2}  # fmt: skip
 
 
-def _append_branches(path, parent_id: str) -> tuple[str, str]:
-    """Two follow-ups to the answer ``parent_id``, as pi writes them after /tree: "Anything
-    else?" and, on a second branch beside it (the file's leaf, labelled "short"), "Say it in
-    one line instead"; returns the two user messages' ids."""
-    main = _message_entry(parent_id, {"role": "user", "content": [{"type": "text", "text": "Anything else?"}], "timestamp": 1})
-    main_reply = _message_entry(main["id"], _assistant("Nothing else to do."))
-    other = _message_entry(parent_id, {"role": "user", "content": [{"type": "text", "text": "Say it in one line instead"}], "timestamp": 3})
-    other_reply = _message_entry(other["id"], _assistant("One line: *beta* became **BETA**."))
-    label = {"type": "label", "id": uuid.uuid4().hex[:8], "parentId": other_reply["id"], "timestamp": "2026-01-01T00:00:01.000Z",
-             "targetId": other["id"], "label": "short"}  # fmt: skip
-    with path.open("a") as f:
-        f.writelines(json.dumps(e) + "\n" for e in (main, main_reply, other, other_reply, label))
-    return main["id"], other["id"]
+async def _tool(work, call_id: str, name: str, args: dict) -> tuple[dict, dict]:
+    """A tool call and its result, the result from running the real tool in ``work``."""
+    done = await run_tool(name, args, cwd=str(work))
+    result = {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": done["content"], "isError": False, "timestamp": 3}
+    if done.get("details"):
+        result["details"] = done["details"]
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": args}, result
 
 
-async def _scripted_session(scripted, env):
-    """A real session file (one print-mode run: thinking, a bash call, an edit, a Markdown
-    answer), then two follow-ups on two branches."""
+async def _scripted_session(env):
+    """A session file as a scripted run writes it — thinking, a bash call, an edit (both run
+    for real in the work directory; the call ids repeat, as the scripted model's do), a
+    Markdown answer — then two follow-ups on two branches: "Anything else?" and, beside it,
+    the file's leaf "Say it in one line instead" (labelled "short"). Returns the file, the
+    answer's id and the two follow-ups' ids."""
     (env.work / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    scripted.script += [
-        Reply(thinking="The user wants beta replaced; first look at the file.", text="Let me look.",
-              tool_calls=[ScriptToolCall(name="bash", arguments={"command": "cat notes.txt"})]),
-        Reply(tool_calls=[ScriptToolCall(name="edit", arguments={"path": "notes.txt", "oldText": "beta", "newText": "BETA"})]),
-        Reply(text=ANSWER),
-    ]  # fmt: skip
-    first = await env.run(*MODEL, "-p", "Replace beta in notes.txt")
-    assert first.returncode == 0, first.stderr.decode()
-    (path,) = sorted((env.home / "sessions").glob("*/*.jsonl"))
-    entries = _lines(path)
-    answer = next(e for e in entries if e["type"] == "message" and "Changes made" in json.dumps(e["message"]))
-    return path, answer["id"], _append_branches(path, answer["id"])
+    bash_call, bash_result = await _tool(env.work, "call_1", "bash", {"command": "cat notes.txt"})
+    edit_call, edit_result = await _tool(env.work, "call_1", "edit", {"path": "notes.txt", "oldText": "beta", "newText": "BETA"})
+    thinking = {"type": "thinking", "thinking": "The user wants beta replaced; first look at the file."}
+    entries = [{"type": "model_change", "id": "m0", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
+                "provider": "scripted", "modelId": "scripted-model"}]  # fmt: skip
+    for message in (
+        _user("Replace beta in notes.txt"),
+        _assistant(thinking, {"type": "text", "text": "Let me look."}, bash_call),
+        bash_result,
+        _assistant(edit_call),
+        edit_result,
+        _assistant({"type": "text", "text": ANSWER}),
+    ):
+        entries.append(_entry(entries[-1]["id"], message))
+    answer = entries[-1]["id"]
+    main = _entry(answer, _user("Anything else?"))
+    other = _entry(answer, _user("Say it in one line instead"))
+    entries += [main, _entry(main["id"], _assistant({"type": "text", "text": "Nothing else to do."})), other]
+    entries.append(_entry(other["id"], _assistant({"type": "text", "text": "One line: *beta* became **BETA**."})))
+    entries.append({"type": "label", "id": "l0", "parentId": entries[-1]["id"], "timestamp": "2026-01-01T00:00:01.000Z",
+                    "targetId": other["id"], "label": "short"})  # fmt: skip
+    header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(env.work)}
+    path = env.work / "2026-01-01T00-00-00-000Z_session.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in (header, *entries)))
+    return path, answer, (main["id"], other["id"])
 
 
 async def test_the_exported_page_renders_markdown_tools_diff_thinking_and_a_searchable_tree_in_chromium(scripted, env, tmp_path):
     require_chromium()
-    path, answer_id, (_, branch_user) = await _scripted_session(scripted, env)
+    path, answer_id, (_, branch_user) = await _scripted_session(env)
     done = await env.run("--export", str(path))  # no output: pi's default name, in the current directory
     expected = env.work / f"pi-session-{path.stem}.html"
     assert done.returncode == 0, done.stderr.decode()

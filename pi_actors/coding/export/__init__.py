@@ -23,9 +23,10 @@ from typing import Any
 
 from ._assets import SCRIPT, STYLE
 from ._blocks import entry_html
-from ._tree import path_ids, tree_rows
+from ._markdown import markdown_html
+from ._tree import TreeRow, path_ids, tree_rows
 
-__all__ = ["default_export_name", "export_html", "render_html"]
+__all__ = ["TreeRow", "default_export_name", "export_html", "markdown_html", "render_html", "tree_rows"]
 
 
 def default_export_name(session_path: str | None, session_id: Any = None) -> str:

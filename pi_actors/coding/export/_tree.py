@@ -123,16 +123,21 @@ def tree_rows(entries: list[dict]) -> list[TreeRow]:
             row.parent = None
             roots.append(row.id)
     ordered: list[TreeRow] = []
-    stack = [(r, 1 if len(roots) > 1 else 0) for r in reversed(roots)]
     placed: set[str] = set()
-    while stack:
-        key, depth = stack.pop()
-        if key in placed:
+    # Rows in a parent cycle have no root above them: each such loop starts at its first row.
+    for start in [*roots, *rows]:
+        if start in placed:
             continue
-        placed.add(key)
-        row = rows[key]
-        row.depth = depth
-        ordered.append(row)
-        step = 1 if len(row.children) > 1 else 0
-        stack.extend((child, depth + step) for child in reversed(row.children))
+        rows[start].parent = None if start not in roots else rows[start].parent
+        stack = [(start, 1 if len(roots) > 1 else 0)]
+        while stack:
+            key, depth = stack.pop()
+            if key in placed:
+                continue
+            placed.add(key)
+            row = rows[key]
+            row.depth = depth
+            ordered.append(row)
+            step = 1 if len(row.children) > 1 else 0
+            stack.extend((child, depth + step) for child in reversed(row.children))
     return ordered
