@@ -20,7 +20,6 @@ from conftest import CLI
 from support.chromium import chromium_page, require_chromium
 
 from pi_actors.coding.tools import run_tool
-from pi_actors.testing.scripted_server import Reply
 
 MODEL = ("--model", "scripted/scripted-model")
 
@@ -174,9 +173,9 @@ async def test_the_exported_page_renders_markdown_tools_diff_thinking_and_a_sear
 
 async def test_slash_export_without_a_path_writes_where_export_flag_does(scripted, env):
     """pi's rule for both: ``pi-session-<session file name>.html`` in the current directory."""
-    scripted.script.append(Reply(text="Hello."))
-    assert (await env.run(*MODEL, "-p", "hi")).returncode == 0
-    (path,) = sorted((env.home / "sessions").glob("*/*.jsonl"))
+    path, _, _ = await _scripted_session(env)
+    env.sessions.mkdir()
+    path = path.rename(env.sessions / path.name)  # the session file is not in the working directory
     proc = await trio.lowlevel.open_process(
         [CLI, *MODEL, "--mode", "rpc", "--session", str(path)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,

@@ -22,7 +22,7 @@ import os
 from typing import Any
 
 from ._assets import SCRIPT, STYLE
-from ._blocks import entry_html
+from ._blocks import as_dict, as_list, entry_html
 from ._markdown import markdown_html
 from ._tree import TreeRow, path_ids, tree_rows
 
@@ -60,16 +60,16 @@ def _info(header: dict, entries: list[dict]) -> str:
             counts["user"] += 1
         elif role == "assistant":
             counts["assistant"] += 1
-            content = message.get("content") if isinstance(message.get("content"), list) else []
-            counts["toolCall"] += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "toolCall")
+            content = as_list(message.get("content"))
+            counts["toolCall"] += len([b for b in content if isinstance(b, dict) and b.get("type") == "toolCall"])
             name = f"{message.get('provider', '')}/{message.get('model', '')}"
             if name not in models:
                 models.append(name)
-            usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+            usage = as_dict(message.get("usage"))
             for key in tokens:
                 value = usage.get(key)
                 tokens[key] += value if isinstance(value, int) else 0
-            total = (usage.get("cost") or {}).get("total") if isinstance(usage.get("cost"), dict) else None
+            total = as_dict(usage.get("cost")).get("total")
             cost += total if isinstance(total, int | float) else 0.0
     rows = [
         ("Session", header.get("id", "")),

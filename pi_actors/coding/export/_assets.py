@@ -53,6 +53,7 @@ h1.title{font-size:1.4em;margin:.2em 0}
 .role{font-size:11px;font-weight:700;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);margin-bottom:.3em}
 .muted{color:var(--muted);font-weight:400;text-transform:none;letter-spacing:0}
 .setting{font-size:12px;margin:.4em 0 .4em 1em}
+.markdown h1{font-size:1.35em}.markdown h2{font-size:1.2em}.markdown h3,.markdown h4,.markdown h5,.markdown h6{font-size:1.05em}
 .markdown>:first-child{margin-top:0}.markdown>:last-child{margin-bottom:0}
 .markdown table{border-collapse:collapse;margin:.6em 0}
 .markdown th,.markdown td{border:1px solid var(--border);padding:.25em .6em}.markdown th{background:var(--code)}

@@ -21,11 +21,21 @@ from typing import Any
 
 from ._markdown import markdown_html
 
-__all__ = ["entry_html", "text_of"]
+__all__ = ["as_dict", "as_list", "entry_html", "text_of"]
 
 _PREVIEW_LINES = 12
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+
+
+def as_list(value: Any) -> list:
+    """``value`` if it is a list, else an empty list (session files are untrusted)."""
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: Any) -> dict:
+    """``value`` if it is a dict, else an empty dict."""
+    return value if isinstance(value, dict) else {}
 
 
 def _e(value: Any) -> str:
@@ -37,7 +47,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts = []
-    for block in content if isinstance(content, list) else []:
+    for block in as_list(content):
         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
     return "\n".join(parts)
@@ -45,7 +55,7 @@ def text_of(content: Any) -> str:
 
 def _images(content: Any) -> str:
     out = []
-    for block in content if isinstance(content, list) else []:
+    for block in as_list(content):
         if not (isinstance(block, dict) and block.get("type") == "image"):
             continue
         mime, data = block.get("mimeType"), block.get("data")
@@ -78,7 +88,7 @@ def _diff_html(diff: str) -> str:
 
 
 def _args_diff(args: dict) -> str:
-    edits = args.get("edits") if isinstance(args.get("edits"), list) else [args]
+    edits = as_list(args.get("edits")) or [args]
     lines: list[str] = []
     for edit in edits:
         if isinstance(edit, dict):
@@ -102,16 +112,16 @@ def _tool_header(name: str, args: dict) -> str:
 
 def _tool_call(call: dict, result: dict | None) -> str:
     name = str(call.get("name", ""))
-    args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
+    args = as_dict(call.get("arguments"))
     body = [_tool_header(name, args)]
     if name not in ("bash", "read", "write", "edit", "ls", "find", "grep") or (name in ("ls", "find", "grep") and len(args) > 1):
         body.append(f'<pre class="tool-args">{_e(json.dumps(args, ensure_ascii=False, indent=2))}</pre>')
     if name == "write" and isinstance(args.get("content"), str):
         body.append(_output(args["content"], "tool-content"))
     error = bool(result and result.get("isError"))
-    details = result.get("details") if result and isinstance(result.get("details"), dict) else {}
+    details = as_dict(result.get("details")) if result else {}
     if name == "edit" and not error:
-        diff = details.get("diff") if isinstance(details, dict) else None
+        diff = details.get("diff")
         body.append(_diff_html(diff) if isinstance(diff, str) and diff else _args_diff(args))
     if result is None:
         body.append('<div class="muted">(no result)</div>')
@@ -124,7 +134,7 @@ def _tool_call(call: dict, result: dict | None) -> str:
 
 def _assistant(message: dict, results: dict[str, dict]) -> str:
     body = []
-    for block in message.get("content") if isinstance(message.get("content"), list) else []:
+    for block in as_list(message.get("content")):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
@@ -159,7 +169,8 @@ def _message(message: dict, results: dict[str, dict]) -> str:
         css = "tool error" if message.get("isError") else "tool"
         return _section(css, f"Tool result <span class=\"muted\">{_e(message.get('toolName', ''))}</span>", _output(text_of(message.get("content"))))
     if role == "bashExecution":
-        output = message.get("output") if isinstance(message.get("output"), str) else ""
+        output = message.get("output")
+        output = output if isinstance(output, str) else ""
         code = message.get("exitCode")
         status = " (cancelled)" if message.get("cancelled") else f" (exit {code})" if code not in (0, None) else ""
         header = f'<div class="tool-header"><span class="tool-command">$ {_e(message.get("command", ""))}</span>{_e(status)}</div>'

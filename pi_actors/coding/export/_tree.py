@@ -14,7 +14,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._blocks import text_of
+from ._blocks import as_dict, as_list, text_of
 
 __all__ = ["TreeRow", "path_ids", "tree_rows"]
 
@@ -58,10 +58,10 @@ def _describe(entry: dict) -> tuple[str, str]:
         return "summary", "branch summary: " + _one_line(str(entry.get("summary") or ""))
     if kind == "custom_message":
         return "custom", _one_line(text_of(entry.get("content")))
-    message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+    message = as_dict(entry.get("message"))
     role = message.get("role")
     if role == "assistant":
-        parts = message.get("content") if isinstance(message.get("content"), list) else []
+        parts = as_list(message.get("content"))
         text = " ".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text")
         calls = [str(p.get("name", "")) for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
         preview = _one_line(str(text)) if str(text).strip() else ""
