@@ -160,6 +160,11 @@ async def test_the_exported_page_renders_markdown_tools_diff_thinking_and_a_sear
         shown_text = await page.js("document.getElementById('messages').innerText")
         assert "Anything else?" in shown_text and "Say it in one line instead" not in shown_text and "Changes made" in shown_text
 
+        await page.js("(() => { const s = document.getElementById('tree-search'); s.value = ''; s.dispatchEvent(new Event('input')); })()")
+        await page.click(".filter-btn[data-filter=labeled]")  # only labelled entries
+        rows = await page.js("Array.from(document.querySelectorAll('#tree .tree-row')).filter((r) => !r.hidden).map((r) => r.textContent)")
+        assert rows == ["user: [short] Say it in one line instead"], rows
+
         await page.click("#theme-toggle")  # light/dark switch
         assert await page.js("getComputedStyle(document.body).backgroundColor") != dom["background"]
         await page.screenshot(tmp_path / "export-page-switched.png")

@@ -40,6 +40,15 @@ def default_export_name(session_path: str | None, session_id: Any = None) -> str
     return f"pi-session-{stem}.html"
 
 
+def _stamp(entry: dict) -> str:
+    """The entry's time as ``YYYY-MM-DD HH:MM:SS`` (UTC, from its ISO timestamp), or ""."""
+    value = entry.get("timestamp")
+    if entry.get("type") not in ("message", "custom_message", "compaction", "branch_summary") or not isinstance(value, str):
+        return ""
+    shown = value.replace("T", " ")[:19]
+    return f'<div class="stamp"><time datetime="{html.escape(value)}">{html.escape(shown)}</time></div>'
+
+
 def _json_block(value: Any) -> str:
     """JSON that cannot end its ``<script>`` element early."""
     text = json.dumps(value, ensure_ascii=False)
@@ -132,7 +141,7 @@ def render_html(header: dict, entries: list[dict], leaf_id: Any = None) -> str:
         if body:
             key = html.escape(str(entry["id"]))
             hidden = "" if str(entry["id"]) in on_path else " hidden"
-            blocks.append(f'<div class="entry" data-entry="{key}"{hidden}>{body}</div>')
+            blocks.append(f'<div class="entry" data-entry="{key}"{hidden}>{_stamp(entry)}{body}</div>')
 
     rows = tree_rows(entries)
     shown_ids = {row.id for row in rows}
@@ -152,10 +161,12 @@ def render_html(header: dict, entries: list[dict], leaf_id: Any = None) -> str:
         '<input type="search" id="tree-search" placeholder="Search…" aria-label="Search the session tree">'
         '<div class="filters"><button class="filter-btn active" data-filter="all">All</button>'
         '<button class="filter-btn" data-filter="no-tools">No tools</button>'
-        '<button class="filter-btn" data-filter="user">User</button></div></div>'
+        '<button class="filter-btn" data-filter="user">User</button>'
+        '<button class="filter-btn" data-filter="labeled">Labeled</button></div></div>'
         f'<nav id="tree">\n{tree}\n</nav><div id="tree-status">{len(rows)} entries</div></aside>\n'
         '<main id="content"><header><h1 class="title">'
-        f'{html.escape(title)}</h1><button id="theme-toggle" title="Switch light/dark">◐ Theme</button></header>'
+        f'{html.escape(title)}</h1><div class="actions"><button id="toggle-thinking">Toggle thinking</button>'
+        '<button id="theme-toggle" title="Switch light/dark">◐ Theme</button></div></header>'
         f'<div class="info">{_info(header, entries)}</div>\n<div id="messages">\n'
         + "\n".join(blocks)
         + "\n</div></main></div>\n"

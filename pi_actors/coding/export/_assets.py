@@ -6,8 +6,9 @@ prefers it, and the page's theme button forces either (``<html data-theme=...>``
 Script (runs offline, reads only the page): the sidebar's rows select a branch — the
 conversation then shows the entries on the path from the root to the clicked row; the search
 box hides rows whose row text and entry text do not contain the query (case-insensitive); the
-filter buttons keep all rows, all but tool results, or only user messages; the theme button
-switches light/dark. The tree's parent links come from the page's ``session-tree`` JSON block.
+filter buttons keep all rows, all but tool results, only user messages or only labelled
+entries; one button opens (or closes) every thinking block; the theme button switches
+light/dark. The tree's parent links come from the page's ``session-tree`` JSON block.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ button.active{border-color:var(--accent);color:var(--accent)}
 #tree-status{padding:.4em .6em;border-top:1px solid var(--border);color:var(--muted);font-size:12px}
 #content{overflow:auto;padding:1.2em 2em 4em}
 #content>*{max-width:920px;margin-left:auto;margin-right:auto}
-header{display:flex;justify-content:space-between;align-items:flex-start;gap:1em}
+header{display:flex;justify-content:space-between;align-items:flex-start;gap:1em}.actions{display:flex;gap:.4em}
+.stamp{font-size:11px;color:var(--muted);margin:.9em 0 -.7em .2em}
 h1.title{font-size:1.4em;margin:.2em 0}
 .info{display:grid;grid-template-columns:auto 1fr;gap:.1em 1em;font-size:12.5px;color:var(--muted);margin:.5em 0 1.5em}
 .info b{font-weight:600;color:var(--text)}
@@ -119,7 +121,8 @@ SCRIPT = """
     var shown = 0;
     rows.forEach(function (r) {
       var role = r.getAttribute("data-role");
-      var kept = filter === "all" || (filter === "no-tools" && role !== "tool") || (filter === "user" && role === "user");
+      var kept = filter === "all" || (filter === "no-tools" && role !== "tool") || (filter === "user" && role === "user")
+        || (filter === "labeled" && r.hasAttribute("data-labeled"));
       var visible = kept && (!query || haystack.get(r).indexOf(query) !== -1);
       r.hidden = !visible;
       if (visible) { shown += 1; }
@@ -138,6 +141,11 @@ SCRIPT = """
       Array.prototype.forEach.call(document.querySelectorAll(".filter-btn"), function (b) { b.classList.toggle("active", b === button); });
       applyFilter();
     });
+  });
+  document.getElementById("toggle-thinking").addEventListener("click", function () {
+    var all = Array.prototype.slice.call(document.querySelectorAll("details.thinking"));
+    var open = all.some(function (d) { return !d.open; });
+    all.forEach(function (d) { d.open = open; });
   });
   var root = document.documentElement;
   document.getElementById("theme-toggle").addEventListener("click", function () {

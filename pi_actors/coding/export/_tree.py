@@ -37,6 +37,7 @@ class TreeRow:
         classes = "tree-row" + (" on-path" if on_path else "") + (" current" if current else "")
         label = f'<span class="tree-label">[{html.escape(self.label)}]</span> ' if self.label else ""
         parent = f' data-parent="{html.escape(self.parent)}"' if self.parent is not None else ""
+        parent += ' data-labeled="1"' if self.label else ""
         return (
             f'<div class="{classes}" data-id="{html.escape(self.id)}"{parent} data-role="{self.role}" tabindex="0" '
             f'style="--depth:{self.depth}"><span class="tree-role tree-{self.role}">{self.role}:</span> {label}'
