@@ -34,6 +34,9 @@ def safe_link(url: str) -> bool:
 
 def _link_open(renderer: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
     token = tokens[idx]
+    if not safe_link(str(token.attrGet("href") or "")):
+        # markdown-it keeps the link of an empty destination (``[a]()``): no target at all then.
+        token.attrs.pop("href", None)
     token.attrSet("rel", "noopener noreferrer nofollow")
     token.attrSet("target", "_blank")
     return str(renderer.renderToken(tokens, idx, options, env))
