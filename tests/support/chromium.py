@@ -136,6 +136,9 @@ async def chromium_page(tmp_path: Path, width: int = 1280, height: int = 900) ->
     argv = [
         binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
         "--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        # No traffic anywhere: no pings or reports, and no host name resolves (the page is a file).
+        "--no-pings", "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--disable-default-apps",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--disable-features=Translate,OptimizationHints,MediaRouter",
         "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank",
     ]
     async with trio.open_nursery() as nursery:
