@@ -1,5 +1,8 @@
-"""The exported HTML page as a person sees it: a scripted session run through the real CLI,
-exported with ``--export``, rendered by headless Chromium (one browser for the whole check).
+"""The exported HTML page as a person sees it: a scripted session file (the shapes a run
+writes, its bash and edit results from the real tools) exported through the real CLI with
+``--export``, rendered by headless Chromium (one browser for the whole check). The session is
+written by the test rather than by a ``-p`` run so that no provider or actor start (whose
+handshake deadline a loaded machine can miss) stands between the test and the page.
 
 The page is asserted from the rendered DOM — headings and a table from the Markdown, the
 bash call with its output, the edit's diff with added and removed lines, thinking collapsed
