@@ -330,37 +330,36 @@ class SessionCommands:
 
     @implements(P.EXPORT_HTML)
     async def export_html(self, args: P.ExportHtmlArgs, call: TypedCall[P.ExportHtmlArgs, None]) -> P.ExportHtmlResult:
-        """The session's current branch as a self-contained HTML file; ``{path}``.
+        """The session (its tree, the current branch shown) as a self-contained HTML file;
+        ``{path}``.
 
-        Without ``outputPath`` the file goes next to the session file (or, for a session the
-        configuration's ``exports.dir`` names, in that directory — a served session's own
-        directory), named after the session, created exclusively (``O_EXCL``; ``-1``, ``-2``,
-        … are appended rather than overwrite anything) and never through a symlink. An
-        ``outputPath`` is the local user's choice and is honoured unless ``exports.callerPath``
-        is false (a served session: ``invalid_args``)."""
-        from ..coding.export_html import export_html, render_html
+        Without ``outputPath`` the file is pi's default, ``pi-session-<session file
+        name>.html``, in the session's working directory — the place ``pi-actors --export
+        FILE`` writes to when started there — or in ``exports.dir`` when the configuration
+        names one; an existing file is replaced, as pi does. A session whose
+        ``exports.callerPath`` is false (a served session) refuses an ``outputPath``
+        (``invalid_args``) and writes only in ``exports.dir``, creating the file exclusively
+        (``O_EXCL``; ``-1``, ``-2``, … are appended rather than overwrite anything) and never
+        through a symlink."""
+        from ..coding.export_html import default_export_name, export_html, render_html
 
         tree = await self._entries()
         header = (self.c.session or {}).get("header") or {}
         exports = self.c.config.exports
-        path = args.output_path
-        if path:
-            if not exports.caller_path:
-                raise RemoteError(
-                    "invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory"
-                )
+        name = default_export_name((self.c.session or {}).get("path"), header.get("id"))
+        if exports.caller_path:
+            target = args.output_path or os.path.join(exports.dir or self.c.cwd or os.getcwd(), name)
             try:
-                written = export_html(header, tree["entries"], path, tree.get("leafId"))
+                written = await trio.to_thread.run_sync(export_html, header, tree["entries"], target, tree.get("leafId"))
             except OSError as exc:
-                raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
+                raise RemoteError("write_failed", f"Cannot write {target}: {exc.strerror or exc}") from None
             return P.ExportHtmlResult(path=written)
-        base = (self.c.session or {}).get("path")
-        stem = os.path.basename(base)[: -len(".jsonl")] if base else f"pi-session-{header.get('id', 'export')}"
-        directory = exports.dir if not exports.caller_path else (exports.dir or (os.path.dirname(base) if base else self.c.cwd))
-        if not directory:
+        if args.output_path:
+            raise RemoteError("invalid_args", "export_html: this session takes no outputPath; the file is written in its session directory")
+        if not exports.dir:
             raise RemoteError("write_failed", "export_html: this session has no directory to write the export in")
         html = render_html(header, tree["entries"], tree.get("leafId")).encode("utf-8")
-        return P.ExportHtmlResult(path=await trio.to_thread.run_sync(_write_new, directory, stem, html))
+        return P.ExportHtmlResult(path=await trio.to_thread.run_sync(_write_new, exports.dir, name[: -len(".html")], html))
 
     # -- !cmd ----------------------------------------------------------------------------------
 

@@ -259,7 +259,7 @@ def _list_models(search: str) -> int:
 
 
 def _export(paths: list[str]) -> int:
-    from ..coding.export_html import export_html
+    from ..coding.export_html import default_export_name, export_html
     from ..coding.session import SessionLoadError, load_session
     from ._config import ConfigError
 
@@ -274,7 +274,8 @@ def _export(paths: list[str]) -> int:
         raise ConfigError(f"Cannot export {source}: {exc}") from None
     for warning in loaded.warnings:  # damaged lines are not in the page: say so
         print(f"Warning: {warning}", file=sys.stderr)
-    target = paths[1] if len(paths) == 2 else os.path.splitext(os.path.basename(source))[0] + ".html"
+    # pi's default: pi-session-<file name>.html in the current directory (also /export's name).
+    target = paths[1] if len(paths) == 2 else default_export_name(source)
     try:
         written = export_html(loaded.header, loaded.entries, target)
     except OSError as exc:

@@ -221,8 +221,8 @@ class SessionConfig(WireStruct):
 
 class ExportsConfig(WireStruct):
     """Where ``export_html`` writes. By default a caller's ``outputPath``, else ``dir``, else
-    beside the session file (or in the cwd). ``caller_path`` False (a served session) refuses
-    an ``outputPath`` and writes only in ``dir`` — none if ``dir`` is None."""
+    the session's cwd (pi's place). ``caller_path`` False (a served session) refuses an
+    ``outputPath`` and writes only in ``dir`` — none if ``dir`` is None."""
 
     dir: str | None = None
     caller_path: bool = True

@@ -596,8 +596,9 @@ EXPORT_HTML: Method[ExportHtmlArgs, None, ExportHtmlResult] = Method(
         "invalid_args": "this (served) session takes no outputPath",
         "write_failed": "the file could not be written",
     },
-    doc="The current branch as a self-contained HTML file (pi's /export). Without outputPath "
-    "it is created next to the session file (or in the configured exports directory), "
+    doc="The session as a self-contained HTML page, its current branch shown (pi's /export). Without "
+    "outputPath it is pi's pi-session-<session file name>.html in the session's working directory "
+    "(or the configured exports directory); a served session writes only in its exports directory, "
     "never overwriting a file or following a symlink.",
 )  # fmt: skip
 

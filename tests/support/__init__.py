@@ -9,4 +9,5 @@ modules live in ``tests/conftest.py``.
 - ``sandbox`` — the real tool pool in the test's loop, and process inspection.
 - ``wire`` — raw protocol exchanges and line readers for server and CLI tests.
 - ``prompts`` — running one prompt through a coordinator link.
+- ``chromium`` — headless Chromium over the DevTools protocol, for tests that look at a page.
 """
