@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pi-actors",
         description="A multi-process coding agent on trio, in the lineage of pi.",
-        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key.",
+        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key; "
+        "'pi-actors install|remove|update|list' manage packages (extensions, skills, prompt templates, themes).",
     )
     p.add_argument("messages", nargs="*", help="prompt messages; the first is sent first")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true", help="non-interactive: run the prompt(s), print the answer, exit")
@@ -63,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-dir", help="directory for session files")
     p.add_argument("--export", nargs="+", metavar="FILE", help="export SESSION.jsonl [OUTPUT.html] to HTML and exit")
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
+    p.add_argument("--skill", action="append", default=[], metavar="PATH", help="load a skill (a SKILL.md, a .md file or a directory of skills); repeatable")
+    p.add_argument("--no-skills", action="store_true", help="do not discover skills (--skill paths still load)")
+    p.add_argument("--prompt-template", action="append", default=[], metavar="PATH", help="load a prompt template (.md file or directory); repeatable")
+    p.add_argument("--no-prompt-templates", action="store_true", help="do not discover prompt templates (--prompt-template paths still load)")
+    p.add_argument("--theme", metavar="NAME|PATH", help="TUI colour theme: dark, light, a theme's name or a theme JSON file")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
     p.add_argument("--log-file", metavar="PATH", help="append structured logs (JSON lines) from every process here")
     p.add_argument("-v", "--version", action="version", version=f"pi-actors {VERSION}")
@@ -121,6 +127,7 @@ def runtime_config(
     key_sources: dict[str, str],
     sandbox: str | None = None,
     allow_network: bool = False,
+    resources: Any = None,
 ) -> RuntimeConfig:
     """The configuration handed to the actor processes (``pi_actors.protocol.config``).
 
@@ -148,6 +155,7 @@ def runtime_config(
         read_part,
     )
     from ._config import ConfigError
+    from ._resources import resources_config
     from ._settings import parse_settings, stream_limits
 
     typed = parse_settings(settings)
@@ -176,6 +184,7 @@ def runtime_config(
             workspace=cwd,
             allow_network=allow_network,
             hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if p),
+            read_only=tuple(dict.fromkeys(s.base_dir for s in resources.skills)) if resources is not None else (),
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -201,6 +210,7 @@ def runtime_config(
             log_file=log_file,
             # The models a session may switch to (set_model, and restoring a resumed one).
             models=list(models or [model]),
+            resources=resources_config(resources),
         ),
     )
 
@@ -322,9 +332,15 @@ def _early_provider(args: argparse.Namespace) -> Any:
 
 def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
     """The entry point of the subcommand ``argv`` names (``demo``, ``serve``, ``attach``,
-    ``tool-host``), or None when ``argv`` is a session's command line."""
+    ``tool-host``, and the package commands ``install``, ``remove``/``uninstall``,
+    ``update``, ``list``), or None when ``argv`` is a session's command line."""
     from importlib import import_module
 
+    if argv and argv[0] in ("install", "remove", "uninstall", "update", "list"):
+        from .packages import entry as package_command
+
+        run: Callable[[list[str]], int] = package_command(argv[0])
+        return run
     if not argv or argv[0] not in ("demo", "serve", "attach", "tool-host"):
         return None
     module = import_module(f".{argv[0].replace('-', '_')}", __package__)
@@ -389,13 +405,17 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     tools = _tool_names(args)
     log_file = os.path.abspath(args.log_file) if args.log_file else None
     _create_hidden_paths(log_file, args.session_dir)
+    from ._resources import session_resources
+
+    resources = session_resources(args, cwd=cwd, agent_dir=adir, settings=settings)
     return runtime_config(
         model=choice.model,
         thinking=thinking,
         tools=tools,
         cwd=cwd,
         system_prompt=build_system_prompt(
-            cwd=cwd, tools=tools, custom=args.system_prompt, append=args.append_system_prompt, agent_dir=adir
+            cwd=cwd, tools=tools, custom=args.system_prompt, append=args.append_system_prompt, agent_dir=adir,
+            skills=resources.skills,
         ),
         agent_dir=adir,
         session=session.config,
@@ -406,6 +426,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
         allow_network=args.allow_network,
+        resources=resources,
     )
 
 
