@@ -151,14 +151,22 @@ def hidden_paths(policy: SandboxPolicy) -> list[str]:
     return out
 
 
+#: Credential stores that are agent directories: what else they hold (skills, prompts) may
+#: be shown below them; nothing inside the other stores is ever shown.
+_AGENT_STORES = (".pi", ".pi-actors")
+
+
 def shown_read_only(policy: SandboxPolicy, workspace: str) -> list[str]:
     """``policy.read_only`` (skill directories) to bind read-only after the masks: existing
-    absolute paths outside the workspace (already visible there), symlinks resolved. A path
-    that contains a hidden path (it would uncover the agent directory, a session directory or
-    a credential store) or lies inside a credential store is left hidden."""
-    hidden = hidden_paths(policy)
+    absolute paths outside the workspace (already visible there), symlinks resolved. Left
+    hidden: a path that contains a hidden path or a credential store (it would uncover the
+    agent directory, a session directory, ``~/.ssh``...), and a path inside a credential
+    store other than an agent directory (``~/.pi``, ``~/.pi-actors``, whose ``skills`` are
+    shown but never their ``auth.json``, which lies beside them)."""
     home = _home(policy)
     stores = [os.path.realpath(os.path.join(home, rel)) for rel in CREDENTIAL_PATHS] if home else []
+    closed = [os.path.realpath(os.path.join(home, rel)) for rel in CREDENTIAL_PATHS if rel not in _AGENT_STORES] if home else []
+    secret = hidden_paths(policy) + stores
     out: list[str] = []
     for raw in policy.read_only:
         if not os.path.isabs(raw) or not os.path.exists(raw):
@@ -166,7 +174,7 @@ def shown_read_only(policy: SandboxPolicy, workspace: str) -> list[str]:
         path = os.path.realpath(raw)
         if _inside(path, workspace) or path in out:
             continue
-        if any(_inside(h, path) for h in hidden) or any(_inside(path, s) for s in stores):
+        if any(_inside(h, path) for h in secret) or any(_inside(path, s) for s in closed):
             continue
         out.append(path)
     return out
