@@ -9,19 +9,19 @@ import subprocess
 from pathlib import Path
 
 import trio
+from conftest import CLI
 from hypothesis import given
 from hypothesis import strategies as st
-from conftest import CLI
 
 from pi_actors.coding.resources import (
     ResourceOptions,
     expand_input,
     format_skills_for_prompt,
     load_resources,
+    parse_frontmatter,
     split_arguments,
     substitute_arguments,
 )
-from pi_actors.coding.resources._frontmatter import parse_frontmatter
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 

@@ -469,9 +469,27 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
     if interactive:
         from .interactive import run_interactive
 
+        _choose_theme(args, config)
+
         return trio.run(run_interactive, config, messages)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     return trio.run(run_prompts, config, messages, renderer, early)
+
+
+def _choose_theme(args: argparse.Namespace, config: RuntimeConfig) -> None:
+    """The TUI's colours: ``--theme`` (a bad one is a one-line error), else the settings'."""
+    from ._paths import agent_dir
+    from ._settings import load_settings
+    from .tui.themes import ThemeError, choose_theme
+
+    cwd, adir = config.coordinator.cwd, agent_dir()
+    settings, _warnings = load_settings(adir, cwd)
+    try:
+        warnings = choose_theme(args.theme, agent_dir=adir, cwd=cwd, settings=settings)
+    except ThemeError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in warnings:
+        print(warning, file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
