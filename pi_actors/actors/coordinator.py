@@ -149,6 +149,14 @@ class Coordinator:
     def session(self) -> dict[str, Any] | None:
         return self._session
 
+    @session.setter
+    def session(self, value: dict[str, Any] | None) -> None:
+        old = (self._session or {}).get("path")
+        self._session = value
+        new = (value or {}).get("path")
+        if self.on_session_path is not None and new != old:
+            self.on_session_path(new)
+
     # -- skills and prompt templates (pi_actors.coding.resources) ---------------------------
 
     def expand_resources(self, text: str) -> str:
@@ -170,14 +178,6 @@ class Coordinator:
         except SkillError as exc:
             self.log.event("skill_expansion_failed", session=self.session_id, error=str(exc))
             return text
-
-    @session.setter
-    def session(self, value: dict[str, Any] | None) -> None:
-        old = (self._session or {}).get("path")
-        self._session = value
-        new = (value or {}).get("path")
-        if self.on_session_path is not None and new != old:
-            self.on_session_path(new)
 
     @property
     def session_id(self) -> str | None:

@@ -8,7 +8,8 @@ Sources (as pi's, with PyPI for npm):
   absolute path (global);
 - a git URL (``git:host/user/repo[@ref]``, ``git+https://...``, ``https://``/``ssh://``/
   ``git://`` URLs): ``pip install git+URL[@ref]``;
-- anything else is a PyPI requirement (``name``, ``name==1.2``, ``pypi:name``).
+- a wheel or sdist file (``.whl``, ``.tar.gz``, ``.zip``) is installed by pip, like
+- anything else, a PyPI requirement (``name``, ``name==1.2``, ``pypi:name``).
 
 Git and PyPI packages are installed with pip into a virtual environment that pi-actors owns,
 made with ``python -m venv`` (never the system's or the project's interpreter):
@@ -100,6 +101,8 @@ def classify(source: str) -> tuple[str, str]:
     text = source.strip()
     if not text:
         raise ConfigError("a package source is empty")
+    if text.endswith((".whl", ".tar.gz", ".zip")) and os.path.isfile(os.path.expanduser(text)):
+        return "pypi", os.path.abspath(os.path.expanduser(text))  # a distribution file: pip installs it
     if text.startswith(("/", "./", "../", "~")) or text in (".", "..") or os.path.isdir(text):
         return "local", text
     if text.startswith("git:"):
@@ -258,15 +261,21 @@ def extension_specs(packages: list[PackageResources], agent_dir: str, cwd: str) 
 
 
 def _pip(where: Scope, *args: str) -> None:
-    """Run pip of the scope's environment (created first with ``python -m venv`` if missing);
-    its output goes to the terminal. Raises ConfigError when it fails."""
+    """Run pip on the scope's environment, creating it first with ``python -m venv`` if
+    missing. pip is pi-actors' own when it has one (``pip --python ENV``: the environment
+    needs no pip of its own and is made in a moment), else the environment's. Its output
+    goes to the terminal. Raises ConfigError when it fails."""
+    import importlib.util
+
+    own_pip = importlib.util.find_spec("pip") is not None
     if not os.path.exists(where.python):
         os.makedirs(where.env_dir, exist_ok=True)
         print(f"Creating the package environment {where.venv}", file=sys.stderr)
-        made = subprocess.run([sys.executable, "-m", "venv", where.venv], check=False)
+        made = subprocess.run([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), where.venv], check=False)
         if made.returncode != 0:
             raise ConfigError(f"cannot create the package environment {where.venv}")
-    done = subprocess.run([where.python, "-m", "pip", "--disable-pip-version-check", *args], check=False)
+    pip = [sys.executable, "-m", "pip", "--python", where.python] if own_pip else [where.python, "-m", "pip"]
+    done = subprocess.run([*pip, "--disable-pip-version-check", *args], check=False)
     if done.returncode != 0:
         raise ConfigError(f"pip {args[0]} failed (exit status {done.returncode})")
 
@@ -298,7 +307,7 @@ def _install(args: argparse.Namespace, agent_dir: str, cwd: str) -> int:
             raise ConfigError(f"{args.source}: no such file or directory")
         recorded = _recorded_form(args.source, where, cwd)
     else:
-        recorded = args.source
+        recorded = target if os.path.isabs(target) else args.source  # a distribution file: by its absolute path
         names = _pip_install(where, target)
         records = _records(where)
         records[recorded] = names or records.get(recorded, [])
@@ -313,7 +322,10 @@ def _find(source: str, where: Scope, cwd: str) -> str | None:
     sources = _sources(where)
     if source in sources:
         return source
-    if classify(source)[0] == "local":
+    kind, target = classify(source)
+    if kind != "local" and target in sources:
+        return target
+    if kind == "local":
         wanted = os.path.abspath(os.path.join(cwd, os.path.expanduser(source)))
         return next((s for s in sources if classify(s)[0] == "local" and _local_path(s, where) == wanted), None)
     return None

@@ -65,7 +65,7 @@ def load_skill_file(path: str, *, scope: str = "user", source: str = "auto") -> 
     raw_name = meta.get("name")
     default = os.path.basename(base_dir) if os.path.basename(path) == "SKILL.md" else os.path.basename(path)[:-3]
     name = raw_name if isinstance(raw_name, str) and raw_name else default
-    warnings = []
+    warnings: list[str] = []
     if len(name) > 64 or not _NAME.fullmatch(name):
         warnings.append(f"skill {path}: name {name!r} breaks the Agent Skills rules (a-z, 0-9, single hyphens, at most 64)")
     skill = Skill(
@@ -79,8 +79,8 @@ def load_skills_from(root: str, *, scope: str = "user", source: str = "auto") ->
     """Every skill under the directory (or ``*.md`` file) ``root``, and the warnings; a
     missing root gives none."""
     if os.path.isfile(root):
-        skill, warnings = load_skill_file(root, scope=scope, source=source)
-        return ([skill] if skill else []), warnings
+        single, said = load_skill_file(root, scope=scope, source=source)
+        return ([single] if single else []), said
     skills: list[Skill] = []
     warnings: list[str] = []
     _scan(root, scope, source, True, skills, warnings)

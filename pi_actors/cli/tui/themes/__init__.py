@@ -139,11 +139,12 @@ def _dark() -> Theme:
 
 def _theme_dirs(agent_dir: str, cwd: str) -> list[str]:
     dirs = [os.path.join(cwd, ".pi-actors", "themes"), os.path.join(agent_dir, "themes"), os.path.expanduser("~/.pi/agent/themes")]
-    try:
-        from ..packages import installed_packages
+    from ..._config import ConfigError
+    from ...packages import installed_packages
 
-        packages, _warnings = installed_packages(agent_dir, cwd)
-    except Exception:  # noqa: BLE001 - a broken package record was reported when the session started
+    try:
+        packages, _warnings = installed_packages(agent_dir, cwd)  # (its warnings were shown at start)
+    except ConfigError:
         packages = []
     for pkg in packages:
         dirs += pkg.themes
@@ -212,7 +213,7 @@ def current_theme(agent_dir: str, cwd: str, settings: dict[str, Any] | None = No
     global _current
     if _current is None:
         if settings is None:
-            from .._settings import load_settings
+            from ..._settings import load_settings
 
             settings, _warnings = load_settings(agent_dir, cwd)
         chosen = _requested or settings.get("theme") or "dark"
