@@ -22,6 +22,8 @@ from pi_actors.coding.resources import (
     split_arguments,
     substitute_arguments,
 )
+from pi_actors.coding.sandbox import SandboxPolicy
+from pi_actors.coding.sandbox.bwrap import build_argv, shown_read_only
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
@@ -193,3 +195,18 @@ def test_template_substitution_never_raises_on_hostile_text(content, args):
 def test_block_scalars_and_quotes_in_front_matter():
     meta, body = parse_frontmatter("---\nname: x\ndescription: >\n  folded\n  text\nlit: |\n  a\n  b\nq: 'it''s'\n---\n\nbody\n")
     assert meta == {"name": "x", "description": "folded text", "lit": "a\nb", "q": "it's"} and body == "body\n"
+
+
+def test_skill_directories_are_shown_to_tools_but_never_a_credential_store_or_what_holds_the_agent_dir(tmp_path):
+    home, work, agent = tmp_path / "home", tmp_path / "work", tmp_path / "home" / ".pi-actors"
+    skill = _skill(agent / "skills", "ok").parent
+    pi_skill = _skill(home / ".pi" / "agent" / "skills", "pi-ok").parent
+    ssh_skill = _skill(home / ".ssh", "keys").parent
+    work.mkdir()
+    policy = SandboxPolicy(
+        workspace=str(work), home=str(home), hidden=(str(agent),),
+        read_only=(str(skill), str(pi_skill), str(ssh_skill), str(home), str(work / "inside"), "relative/path"),
+    )  # fmt: skip
+    assert shown_read_only(policy, str(work)) == [str(skill), str(pi_skill)]
+    argv = build_argv(policy, ["true"])
+    assert argv.index(str(skill)) > argv.index(str(home))  # bound after $HOME is masked

@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from ...coding.resources import PromptTemplate, Skill, expand_skill_command, split_arguments, substitute_arguments
+from ...coding.resources import PromptTemplate, Skill, SkillError, expand_skill_command, split_arguments, substitute_arguments
 
 __all__ = [
     "Template",
@@ -74,9 +74,14 @@ def expand_template(template: PromptTemplate, arg_text: str) -> str:
 
 
 def expand_skill(skill: Skill, args: str) -> str:
-    """pi's ``<skill ...>`` block for ``skill``, then ``args``; raises SkillError when its
-    file cannot be read."""
-    return expand_skill_command(f"/skill:{skill.name} {args}".rstrip(), [skill])
+    """pi's ``<skill ...>`` block for ``skill``, then ``args``. When its file cannot be read
+    any more the command is sent as typed (the coordinator tries again and logs why, as pi
+    passes an unreadable skill's command through)."""
+    typed = f"/skill:{skill.name} {args}".rstrip()
+    try:
+        return expand_skill_command(typed, [skill])
+    except SkillError:
+        return typed
 
 
 _AT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
