@@ -210,3 +210,15 @@ def test_skill_directories_are_shown_to_tools_but_never_a_credential_store_or_wh
     assert shown_read_only(policy, str(work)) == [str(skill), str(pi_skill)]
     argv = build_argv(policy, ["true"])
     assert argv.index(str(skill)) > argv.index(str(home))  # bound after $HOME is masked
+
+
+def test_a_skill_added_by_the_project_settings_is_usable_but_not_shown_to_tools(tmp_path):
+    listed = _skill(tmp_path / "elsewhere", "outside")
+    own = _skill(tmp_path / "agent" / "skills", "mine")
+    found = load_resources(
+        cwd=str(tmp_path / "work"), agent_dir=str(tmp_path / "agent"), home=str(tmp_path / "h"),
+        settings={"skills": [str(tmp_path / "elsewhere")]},
+        options=ResourceOptions(untrusted_paths=[str(tmp_path / "elsewhere")]),
+    )  # fmt: skip
+    assert [s.name for s in found.skills] == ["mine", "outside"]
+    assert found.readable == [str(own.parent)] and str(listed.parent) not in found.readable

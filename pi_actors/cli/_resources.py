@@ -23,6 +23,7 @@ def session_resources(args: Any, *, cwd: str, agent_dir: str, settings: dict[str
 
     packages, warnings = installed_packages(agent_dir, cwd)
     options = ResourceOptions(
+        untrusted_paths=_project_setting(cwd, "skills"),
         skill_paths=list(getattr(args, "skill", None) or []),
         template_paths=list(getattr(args, "prompt_template", None) or []),
         skills=not getattr(args, "no_skills", False),
@@ -33,6 +34,20 @@ def session_resources(args: Any, *, cwd: str, agent_dir: str, settings: dict[str
         for line in warnings + [f"Warning (resources): {w}" for w in found.warnings]:
             print(line, file=sys.stderr)
     return found
+
+
+def _project_setting(cwd: str, key: str) -> list[str]:
+    """The project settings file's list ``key`` (tools may write that file: what it adds is
+    not shown to them). A file that cannot be read gives none (load_settings reports it)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(cwd, ".pi-actors", "settings.json"), encoding="utf-8") as f:
+            value = json.load(f).get(key)
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def resources_config(resources: Resources | None) -> ResourcesConfig:

@@ -184,7 +184,7 @@ def runtime_config(
             workspace=cwd,
             allow_network=allow_network,
             hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if p),
-            read_only=tuple(dict.fromkeys(s.base_dir for s in resources.skills)) if resources is not None else (),
+            read_only=tuple(resources.readable) if resources is not None else (),
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

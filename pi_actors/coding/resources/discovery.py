@@ -53,6 +53,9 @@ class ResourceOptions:
     template_paths: Sequence[str] = ()
     skills: bool = True
     templates: bool = True
+    #: Setting paths that came from the project's settings file, which tools may write: their
+    #: skills are listed and usable, but not added to :attr:`Resources.readable`.
+    untrusted_paths: Sequence[str] = ()
 
 
 @dataclass
@@ -63,6 +66,9 @@ class Resources:
     skills: list[Skill] = field(default_factory=list)
     templates: list[PromptTemplate] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The skill directories sandboxed tools may read (so that the model can ``read`` a
+    #: listed skill): every skill's but those found through :attr:`ResourceOptions.untrusted_paths`.
+    readable: list[str] = field(default_factory=list)
 
 
 def _git_root(start: str) -> str | None:
@@ -89,6 +95,10 @@ def project_dirs(cwd: str) -> list[str]:
         out.append(parent)
         directory = parent
     return out
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _paths(value: Any, cwd: str) -> list[str]:
@@ -154,6 +164,8 @@ def load_resources(
                 continue
             by_name[skill.name] = skill
             out.skills.append(skill)
+    untrusted = _paths(list(options.untrusted_paths), where["cwd"])  # type: ignore[arg-type]
+    out.readable = list(dict.fromkeys(s.base_dir for s in out.skills if not any(_within(s.path, u) for u in untrusted)))
     names: set[str] = set()
     for root, scope, source in prompt_roots:
         for template in load_templates_from(root, scope=scope, source=source):
