@@ -23,7 +23,7 @@ def test_a_prompt_template_expands_positional_and_all_arguments(tmp_path):
     (cwd / ".pi-actors" / "prompts" / "shared.md").write_text("project version\nmore")
     templates = load_templates(str(agent), str(cwd))
     assert templates["review"].description == "Review a file (user)"
-    assert templates["shared"].body == "project version\nmore"  # the project wins
+    assert templates["shared"].content == "project version\nmore"  # the project wins
     assert expand_template(templates["review"], 'a.py "error handling" x') == (
         "Review a.py focusing on error handling. All: a.py error handling x. Rest: error handling x"
     )

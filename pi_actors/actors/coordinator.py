@@ -120,6 +120,7 @@ class Coordinator:
         #: Called with the session file's path (None: not saved) whenever it changes.
         self.on_session_path: Any = None
         self._session: dict[str, Any] | None = None
+        self._resources: tuple[list[Any], list[Any]] | None = None
         tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.tools if n in TOOL_SPECS]
         self.agent = Agent(
             initial_state={
@@ -170,6 +171,28 @@ class Coordinator:
         new = (value or {}).get("path")
         if self.on_session_path is not None and new != old:
             self.on_session_path(new)
+
+    # -- skills and prompt templates (pi_actors.coding.resources) ---------------------------
+
+    def expand_resources(self, text: str) -> str:
+        """``/skill:name args`` and ``/template args`` expanded with the session's skills and
+        templates (``config.resources``), in every mode; other text unchanged. A skill whose
+        file cannot be read any more leaves the text as typed (as pi) and is logged."""
+        if not text.startswith("/"):
+            return text
+        from ..coding.resources import PromptTemplate, Skill, SkillError, expand_input
+
+        if self._resources is None:
+            found = self.config.resources
+            self._resources = (
+                [Skill(**msgspec.structs.asdict(s)) for s in found.skills],
+                [PromptTemplate(**msgspec.structs.asdict(t)) for t in found.templates],
+            )
+        try:
+            return expand_input(text, *self._resources)
+        except SkillError as exc:
+            self.log.event("skill_expansion_failed", session=self.session_id, error=str(exc))
+            return text
 
     @property
     def session_id(self) -> str | None:
@@ -306,7 +329,8 @@ class Coordinator:
 
     @implements(P.PROMPT)
     async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.WireEvent]) -> None:
-        await self._run(call.incoming, T.UserMessage(content=args.text, timestamp=T.now_ms()), quiet=not args.events)
+        text = self.expand_resources(args.text)
+        await self._run(call.incoming, T.UserMessage(content=text, timestamp=T.now_ms()), quiet=not args.events)
 
     @implements(P.CONTINUE)
     async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.WireEvent]) -> None:
@@ -314,11 +338,11 @@ class Coordinator:
 
     @implements(P.STEER)
     async def serve_steer(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.steer(T.UserMessage(content=args.text, timestamp=T.now_ms()))
+        self.agent.steer(T.UserMessage(content=self.expand_resources(args.text), timestamp=T.now_ms()))
 
     @implements(P.FOLLOW_UP)
     async def serve_follow_up(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.follow_up(T.UserMessage(content=args.text, timestamp=T.now_ms()))
+        self.agent.follow_up(T.UserMessage(content=self.expand_resources(args.text), timestamp=T.now_ms()))
 
     @implements(P.CLEAR_QUEUE)
     async def serve_clear_queue(self, args: Empty, call: TypedCall[Empty, None]) -> P.QueuedTexts:

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pi-actors",
         description="A multi-process coding agent on trio, in the lineage of pi.",
-        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key.",
+        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key; "
+        "'pi-actors install|remove|update|list' manage packages (extensions, skills, prompt templates, themes).",
     )
     p.add_argument("messages", nargs="*", help="prompt messages; the first is sent first")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true", help="non-interactive: run the prompt(s), print the answer, exit")
@@ -63,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-dir", help="directory for session files")
     p.add_argument("--export", nargs="+", metavar="FILE", help="export SESSION.jsonl [OUTPUT.html] to HTML and exit")
     p.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
+    p.add_argument("--skill", action="append", default=[], metavar="PATH", help="load a skill (a SKILL.md, a .md file or a directory of skills); repeatable")
+    p.add_argument("--no-skills", action="store_true", help="do not discover skills (--skill paths still load)")
+    p.add_argument("--prompt-template", action="append", default=[], metavar="PATH", help="load a prompt template (.md file or directory); repeatable")
+    p.add_argument("--no-prompt-templates", action="store_true", help="do not discover prompt templates (--prompt-template paths still load)")
+    p.add_argument("--theme", metavar="NAME|PATH", help="TUI colour theme: dark, light, a theme's name or a theme JSON file")
     p.add_argument("--verbose", action="store_true", help="show tracebacks for errors")
     p.add_argument("--log-file", metavar="PATH", help="append structured logs (JSON lines) from every process here")
     p.add_argument("-e", "--extension", action="append", default=[], metavar="PATH",
@@ -125,6 +131,7 @@ def runtime_config(
     key_sources: dict[str, str],
     sandbox: str | None = None,
     allow_network: bool = False,
+    resources: Any = None,
 ) -> RuntimeConfig:
     """The configuration handed to the actor processes (``pi_actors.protocol.config``).
 
@@ -152,6 +159,7 @@ def runtime_config(
         read_part,
     )
     from ._config import ConfigError
+    from ._resources import resources_config
     from ._settings import parse_settings, stream_limits
 
     typed = parse_settings(settings)
@@ -180,6 +188,7 @@ def runtime_config(
             workspace=cwd,
             allow_network=allow_network,
             hidden=tuple(p for p in [agent_dir, *session_dirs, log_file] if p),
+            read_only=tuple(resources.readable) if resources is not None else (),
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -205,6 +214,7 @@ def runtime_config(
             log_file=log_file,
             # The models a session may switch to (set_model, and restoring a resumed one).
             models=list(models or [model]),
+            resources=resources_config(resources),
         ),
     )
 
@@ -327,9 +337,15 @@ def _early_provider(args: argparse.Namespace) -> Any:
 
 def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
     """The entry point of the subcommand ``argv`` names (``demo``, ``serve``, ``attach``,
-    ``tool-host``), or None when ``argv`` is a session's command line."""
+    ``tool-host``, and the package commands ``install``, ``remove``/``uninstall``,
+    ``update``, ``list``), or None when ``argv`` is a session's command line."""
     from importlib import import_module
 
+    if argv and argv[0] in ("install", "remove", "uninstall", "update", "list"):
+        from .packages import entry as package_command
+
+        run: Callable[[list[str]], int] = package_command(argv[0])
+        return run
     if not argv or argv[0] not in ("demo", "serve", "attach", "tool-host"):
         return None
     module = import_module(f".{argv[0].replace('-', '_')}", __package__)
@@ -394,13 +410,17 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     tools = _tool_names(args)
     log_file = os.path.abspath(args.log_file) if args.log_file else None
     _create_hidden_paths(log_file, args.session_dir)
+    from ._resources import session_resources
+
+    resources = session_resources(args, cwd=cwd, agent_dir=adir, settings=settings)
     config = runtime_config(
         model=choice.model,
         thinking=thinking,
         tools=tools,
         cwd=cwd,
         system_prompt=build_system_prompt(
-            cwd=cwd, tools=tools, custom=args.system_prompt, append=args.append_system_prompt, agent_dir=adir
+            cwd=cwd, tools=tools, custom=args.system_prompt, append=args.append_system_prompt, agent_dir=adir,
+            skills=resources.skills,
         ),
         agent_dir=adir,
         session=session.config,
@@ -411,24 +431,32 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
         allow_network=args.allow_network,
+        resources=resources,
     )
-    return _with_extensions(config, args, cwd)
+    return _with_extensions(config, args, cwd, adir)
 
 
-def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str) -> RuntimeConfig:
+def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, adir: str) -> RuntimeConfig:
     """``config`` with the extension host's part, if there are extensions to load (``-e``,
-    the extension directories unless ``--no-extensions``). ``ctx.ui`` dialogs are answered
+    the extension directories and installed packages' extensions unless ``--no-extensions``;
+    a package's environment goes on the host's ``sys.path``). ``ctx.ui`` dialogs are answered
     in RPC mode and the TUI; in ``-p`` and json mode they get their default answer."""
     import msgspec
 
     from ..extensions import discover_extension_specs
     from ..protocol.extension_host import ExtensionHostConfig
 
-    specs = discover_extension_specs(cwd, args.extension, no_extensions=args.no_extensions)
+    from .packages import extension_specs, installed_packages
+
+    # A package that is missing or broken was already reported once by session_resources.
+    packages, _already_reported = installed_packages(adir, cwd)
+    extra, sys_path = extension_specs(packages, adir, cwd)
+    specs = discover_extension_specs(cwd, args.extension, no_extensions=args.no_extensions, extra=extra)
     if not specs:
         return config
     has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
-    return msgspec.structs.replace(config, extensions=ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui))
+    host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui, sys_path=sys_path)
+    return msgspec.structs.replace(config, extensions=host)
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:
@@ -470,9 +498,27 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
     if interactive:
         from .interactive import run_interactive
 
+        _choose_theme(args, config)
+
         return trio.run(run_interactive, config, messages)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     return trio.run(run_prompts, config, messages, renderer, early)
+
+
+def _choose_theme(args: argparse.Namespace, config: RuntimeConfig) -> None:
+    """The TUI's colours: ``--theme`` (a bad one is a one-line error), else the settings'."""
+    from ._paths import agent_dir
+    from ._settings import load_settings
+    from .tui.themes import ThemeError, choose_theme
+
+    cwd, adir = config.coordinator.cwd, agent_dir()
+    settings, _warnings = load_settings(adir, cwd)
+    try:
+        warnings = choose_theme(args.theme, agent_dir=adir, cwd=cwd, settings=settings)
+    except ThemeError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in warnings:
+        print(warning, file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -263,7 +263,15 @@ class RpcSession:
         return await self.c.call("get_messages")
 
     async def cmd_get_commands(self, request: dict, nursery: trio.Nursery) -> dict:
-        return {"commands": []}
+        """pi's list of what a prompt may start with: extension commands, then prompt
+        templates, then skills (``skill:name``), each with its ``sourceInfo``."""
+        resources = self.config.coordinator.resources
+        # Extension commands come first (pi's order) once the extension host is merged: its
+        # registered commands go here as {"name", "description", "source": "extension", ...}.
+        commands: list[dict[str, Any]] = []
+        commands += [_command(t.name, t.description, "prompt", t, os.path.dirname(t.path)) for t in resources.templates]
+        commands += [_command(f"skill:{s.name}", s.description, "skill", s, s.base_dir) for s in resources.skills]
+        return {"commands": commands}
 
     async def answer_extension_ui(self, request: dict) -> None:
         """pi's ``extension_ui_response`` (an answer to an ``extension_ui_request`` event):
@@ -276,6 +284,15 @@ class RpcSession:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+
+def _command(name: str, description: str, kind: str, item: Any, base_dir: str) -> dict[str, Any]:
+    """One ``get_commands`` entry in pi's shape: ``sourceInfo`` says where it was found
+    (``source``: ``auto``, ``local`` or a package's source; ``scope``: ``user``, ``project`` or
+    ``temporary``; ``origin``: ``package`` for a package's, else ``top-level``)."""
+    packaged = item.source not in ("auto", "local")
+    info = {"path": item.path, "source": item.source, "scope": item.scope, "origin": "package" if packaged else "top-level", "baseDir": base_dir}
+    return {"name": name, "description": description, "source": kind, "sourceInfo": info}
 
 
 async def _lines(stream: trio.abc.ReceiveStream):

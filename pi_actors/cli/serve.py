@@ -206,18 +206,22 @@ def make_config_factory(args: argparse.Namespace) -> Any:
         if not os.path.isdir(cwd):
             raise ValueError(f"{cwd} is not a directory")
         settings, _warnings = load_settings(adir, cwd)
+        from ._resources import session_resources
+
+        resources = session_resources(None, cwd=cwd, agent_dir=adir, settings=settings, quiet=True)
         return runtime_config(
             model=choice.model,
             thinking=thinking,
             tools=tools,
             cwd=cwd,
-            system_prompt=build_system_prompt(cwd=cwd, tools=tools, custom=None, append=None, agent_dir=adir),
+            system_prompt=build_system_prompt(cwd=cwd, tools=tools, custom=None, append=None, agent_dir=adir, skills=resources.skills),
             agent_dir=adir,
             no_session=args.no_session,
             settings=settings,
             runtime_keys={},
             key_sources=reg.key_sources,
             sandbox=args.sandbox,
+            resources=resources,
         )
 
     return make

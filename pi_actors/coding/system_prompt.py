@@ -9,7 +9,10 @@ then the current date and working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import date
+
+from .resources import Skill, format_skills_for_prompt
 
 __all__ = ["build_system_prompt", "TOOL_SNIPPETS"]
 
@@ -86,8 +89,10 @@ def build_system_prompt(
     append: str | None = None,
     agent_dir: str | None = None,
     today: date | None = None,
+    skills: Sequence[Skill] = (),
 ) -> str:
-    """The full system prompt for a session in ``cwd`` with ``tools`` active."""
+    """The full system prompt for a session in ``cwd`` with ``tools`` active; ``skills``
+    are listed for the model when it has the ``read`` tool to load them (as pi)."""
     if custom:
         prompt = _text_or_file(custom)
     else:
@@ -109,6 +114,8 @@ def build_system_prompt(
         prompt += "\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n"
         for path, content in files:
             prompt += f"## {path}\n\n{content}\n\n"
+    if "read" in tools:
+        prompt += format_skills_for_prompt(list(skills))
     prompt += f"\nCurrent date: {(today or date.today()).isoformat()}"
     prompt += f"\nCurrent working directory: {cwd.replace(os.sep, '/')}"
     return prompt

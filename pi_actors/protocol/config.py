@@ -47,6 +47,9 @@ __all__ = [
     "Settings",
     "StreamLimits",
     "ProviderConfig",
+    "SkillConfig",
+    "PromptTemplateConfig",
+    "ResourcesConfig",
     "LimitsConfig",
     "SandboxConfig",
     "ToolPoolConfig",
@@ -185,6 +188,7 @@ class SandboxConfig(WireStruct):
     limits: LimitsConfig | None = None
     home: str | None = None
     home_allow: list[str] | None = None
+    read_only: list[str] = msgspec.field(default_factory=list)
 
 
 class ToolPoolConfig(WireStruct):
@@ -228,6 +232,38 @@ class ExportsConfig(WireStruct):
     caller_path: bool = True
 
 
+class SkillConfig(WireStruct):
+    """One skill the session knows (``pi_actors.coding.resources.Skill``'s fields)."""
+
+    name: str
+    description: str
+    path: str
+    base_dir: str = ""
+    scope: str = "user"
+    source: str = "auto"
+    disable_model_invocation: bool = False
+
+
+class PromptTemplateConfig(WireStruct):
+    """One prompt template (``pi_actors.coding.resources.PromptTemplate``'s fields)."""
+
+    name: str
+    description: str = ""
+    content: str = ""
+    path: str = ""
+    scope: str = "user"
+    source: str = "auto"
+    argument_hint: str | None = None
+
+
+class ResourcesConfig(WireStruct):
+    """The skills and prompt templates the CLI found for the session, in precedence order:
+    the coordinator expands ``/skill:name`` and ``/template`` with them and lists them."""
+
+    skills: list[SkillConfig] = msgspec.field(default_factory=list)
+    templates: list[PromptTemplateConfig] = msgspec.field(default_factory=list)
+
+
 class CoordinatorConfig(WireStruct):
     """The loop coordinator. ``models``: the models a session may switch to; ``relink``: the
     links a supervisor re-links after a restart (set by the placement, not by users)."""
@@ -245,6 +281,7 @@ class CoordinatorConfig(WireStruct):
     relink: list[str] = msgspec.field(default_factory=list)
     #: The extension host's part (set by the placement from ``RuntimeConfig.extensions``).
     extensions: ExtensionHostConfig | None = None
+    resources: ResourcesConfig = msgspec.field(default_factory=ResourcesConfig)
 
 
 class RuntimeConfig(WireStruct):

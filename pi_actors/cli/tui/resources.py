@@ -2,23 +2,23 @@
 
 Nothing here imports prompt_toolkit or rich, so it is cheap and testable on its own.
 
-* Prompt templates: ``*.md`` in ``<agentDir>/prompts`` and ``<cwd>/.pi-actors/prompts``
-  (project first, so it wins); ``/name args`` expands ``$1..$N``, ``${@:N}``, ``${@:N:L}``,
-  ``$ARGUMENTS`` and ``$@`` (pi's prompt-templates.ts, spec §6.7).
-* Skills: ``<agentDir>/skills``, ``~/.agents/skills``, ``<cwd>/.pi-actors/skills``,
-  ``<cwd>/.agents/skills``: a directory with ``SKILL.md`` or a root-level ``*.md``; a skill
-  needs a ``description``. ``/skill:name args`` expands to pi's ``<skill ...>`` block (§4.3).
+* Prompt templates and skills: found and expanded by the shared code of every mode
+  (:mod:`pi_actors.coding.resources`; the places are listed in its ``discovery`` module,
+  installed packages included). The TUI lists them for completion (a template's description
+  says where it came from: ``(user)``, ``(project)``) and expands ``/name args`` and
+  ``/skill:name args`` before sending, exactly as the coordinator does for the other modes.
 * ``@path`` in a submission: each existing file is attached as
   ``<file name="/abs/path">content</file>`` before the text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-import shlex
-from dataclasses import dataclass
 from typing import Any
+
+from ...coding.resources import PromptTemplate, Skill, SkillError, expand_skill_command, split_arguments, substitute_arguments
 
 __all__ = [
     "Template",
@@ -34,36 +34,7 @@ __all__ = [
     "context_percent",
 ]
 
-
-@dataclass
-class Template:
-    name: str
-    description: str
-    body: str
-    path: str
-
-
-@dataclass
-class Skill:
-    name: str
-    description: str
-    body: str
-    path: str
-
-
-def _frontmatter(text: str) -> tuple[dict[str, str], str]:
-    if not text.startswith("---"):
-        return {}, text
-    end = text.find("\n---", 3)
-    if end < 0:
-        return {}, text
-    meta: dict[str, str] = {}
-    for line in text[3:end].splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            meta[k.strip()] = v.strip().strip("\"'")
-    rest = text[end + 4 :]
-    return meta, rest.lstrip("\n")
+Template = PromptTemplate
 
 
 def _read(path: str) -> str | None:
@@ -74,99 +45,43 @@ def _read(path: str) -> str | None:
         return None
 
 
-def load_templates(agent_dir: str, cwd: str) -> dict[str, Template]:
-    out: dict[str, Template] = {}
-    for where, directory in (("project", os.path.join(cwd, ".pi-actors", "prompts")), ("user", os.path.join(agent_dir, "prompts"))):
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".md"):
-                continue
-            text = _read(os.path.join(directory, name))
-            if text is None:
-                continue
-            meta, body = _frontmatter(text)
-            desc = meta.get("description") or next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-            if len(desc) > 60:
-                desc = desc[:60] + "..."
-            tname = name[:-3]
-            out.setdefault(tname, Template(tname, f"{desc} ({where})", body, os.path.join(directory, name)))
-    return out
+def _resources(agent_dir: str, cwd: str) -> Any:
+    from .._resources import session_resources
+    from .._settings import load_settings
+
+    try:
+        settings, _warnings = load_settings(agent_dir, cwd)
+    except Exception:  # noqa: BLE001 - a bad settings file was reported when the session started
+        settings = {}
+    return session_resources(None, cwd=cwd, agent_dir=agent_dir, settings=settings, quiet=True)
+
+
+def load_templates(agent_dir: str, cwd: str) -> dict[str, PromptTemplate]:
+    """The prompt templates by name (project ones win), each description ending with where it
+    was found."""
+    found = _resources(agent_dir, cwd).templates
+    return {t.name: dataclasses.replace(t, description=f"{t.description} ({t.scope})") for t in found}
 
 
 def load_skills(agent_dir: str, cwd: str) -> dict[str, Skill]:
-    out: dict[str, Skill] = {}
-    roots = [
-        os.path.join(cwd, ".pi-actors", "skills"),
-        os.path.join(cwd, ".agents", "skills"),
-        os.path.join(agent_dir, "skills"),
-        os.path.expanduser("~/.agents/skills"),
-    ]
-    for root in roots:
-        try:
-            entries = sorted(os.listdir(root))
-        except OSError:
-            continue
-        if os.path.isfile(os.path.join(root, "SKILL.md")):
-            candidates = [(os.path.join(root, "SKILL.md"), os.path.basename(root))]
-        else:
-            candidates = []
-            for e in entries:
-                if e.startswith(".") or e == "node_modules":
-                    continue
-                p = os.path.join(root, e)
-                if os.path.isdir(p) and os.path.isfile(os.path.join(p, "SKILL.md")):
-                    candidates.append((os.path.join(p, "SKILL.md"), e))
-                elif e.endswith(".md") and os.path.isfile(p):
-                    candidates.append((p, e[:-3]))
-        for path, default_name in candidates:
-            text = _read(path)
-            if text is None:
-                continue
-            meta, body = _frontmatter(text)
-            if not meta.get("description"):
-                continue
-            name = meta.get("name") or default_name
-            out.setdefault(name, Skill(name, meta["description"], body.strip(), path))
-    return out
+    """The skills by name, in precedence order."""
+    return {s.name: s for s in _resources(agent_dir, cwd).skills}
 
 
-def _split_args(text: str) -> list[str]:
-    try:
-        return shlex.split(text, posix=True)
-    except ValueError:
-        return text.split()
-
-
-def expand_template(template: Template, arg_text: str) -> str:
-    args = _split_args(arg_text)
-
-    def slice_(m: re.Match) -> str:
-        start = max(int(m.group(1)), 1) - 1
-        if m.group(2) is not None:
-            return " ".join(args[start : start + int(m.group(2))])
-        return " ".join(args[start:])
-
-    def sub(m: re.Match) -> str:
-        whole = m.group(0)
-        if whole.startswith("${@:"):
-            return slice_(re.match(r"\$\{@:(\d+)(?::(\d+))?\}", whole))  # type: ignore[arg-type]
-        if whole in ("$ARGUMENTS", "$@"):
-            return " ".join(args)
-        i = int(whole[1:]) - 1
-        return args[i] if 0 <= i < len(args) else ""
-
-    return re.sub(r"\$\{@:\d+(?::\d+)?\}|\$ARGUMENTS|\$@|\$\d+", sub, template.body)
+def expand_template(template: PromptTemplate, arg_text: str) -> str:
+    """``template`` with ``arg_text``'s arguments substituted (pi's ``$1``, ``$@``, ...)."""
+    return substitute_arguments(template.content, split_arguments(arg_text))
 
 
 def expand_skill(skill: Skill, args: str) -> str:
-    block = (
-        f'<skill name="{skill.name}" location="{skill.path}">\n'
-        f"References are relative to {os.path.dirname(skill.path)}.\n\n{skill.body}\n</skill>"
-    )
-    return f"{block}\n\n{args}" if args.strip() else block
+    """pi's ``<skill ...>`` block for ``skill``, then ``args``. When its file cannot be read
+    any more the command is sent as typed (the coordinator tries again and logs why, as pi
+    passes an unreadable skill's command through)."""
+    typed = f"/skill:{skill.name} {args}".rstrip()
+    try:
+        return expand_skill_command(typed, [skill])
+    except SkillError:
+        return typed
 
 
 _AT = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")

@@ -25,11 +25,11 @@ from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.renderer import CPR_Support
-from prompt_toolkit.styles import Style
 
 from ._markdown import PiMarkdown
 from .commands import THINKING_LEVELS
 from .resources import UsageTally, context_percent, format_tokens
+from .themes import current_theme, prompt_toolkit_style, style
 from .widgets import _tool_label, completion_view
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ScreenLayout"]
 
-_LEVEL_COLOURS = {"minimal": "#5f5f87", "low": "#5f87af", "medium": "#81a2be", "high": "#b294bb", "xhigh": "#d183e8"}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Every key an open selector may handle itself (see ``Selector.keys``).
 SELECTOR_KEYS = frozenset(
@@ -96,9 +95,9 @@ class ScreenLayout:
             frags.append(("bold", "● " + _tool_label(tc["name"] or "?", tc["args"]) + "\n"))
             out = (tc.get("output") or "").rstrip("\n").splitlines()[-5:]
             if out:
-                frags.append(("fg:ansibrightblack", "".join("  " + ln[: width - 3] + "\n" for ln in out)))
+                frags.append((style("toolOutput"), "".join("  " + ln[: width - 3] + "\n" for ln in out)))
         if self.tui.bash_running:
-            frags.append(("fg:ansiyellow", f"$ {self.tui.bash_running}  (running, esc to cancel)\n"))
+            frags.append((style("bashMode"), f"$ {self.tui.bash_running}  (running, esc to cancel)\n"))
         # Keep only the tail that fits: the finished message is printed in full at its end.
         wrapped = _wrap(frags, width)
         while wrapped and not any(f[1].strip() for f in wrapped[-1]):
@@ -115,7 +114,7 @@ class ScreenLayout:
         frags: list[Any] = []
         for b in (self.tui.stream or {}).get("content") or []:
             if b.get("type") == "thinking" and b.get("thinking"):
-                frags.append(("italic fg:ansibrightblack", (b["thinking"] if self.tui.show_thinking else "Thinking...") + "\n"))
+                frags.append(("italic " + style("thinkingText"), (b["thinking"] if self.tui.show_thinking else "Thinking...") + "\n"))
             elif b.get("type") == "text" and b.get("text"):
                 frags += self._markdown_fragments(b["text"], width)
             elif b.get("type") == "toolCall":
@@ -126,16 +125,16 @@ class ScreenLayout:
         """The queued messages above the editor, as pi shows them, with pi's hint."""
         frags: StyleAndTextTuples = []
         for kind, _sent, shown in self.tui.queued:
-            frags.append(("fg:ansicyan", f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
-        frags.append(("fg:ansibrightblack", "↳ alt+up to edit all queued messages"))
+            frags.append((style("accent"), f"{kind}: {shown.splitlines()[0] if shown else ''}\n"))
+        frags.append((style("muted"), "↳ alt+up to edit all queued messages"))
         return frags
 
     def _status(self) -> StyleAndTextTuples:
         spin = SPINNER[int(time.monotonic() * 10) % len(SPINNER)]
         if self.tui.status:
-            return [("fg:ansicyan", f"{spin} {self.tui.status}")]
+            return [(style("accent"), f"{spin} {self.tui.status}")]
         secs = int(time.monotonic() - self.tui._started)
-        return [("fg:ansicyan", f"{spin} Working... ({secs}s, esc to abort)")]
+        return [(style("accent"), f"{spin} Working... ({secs}s, esc to abort)")]
 
     def _selector_view(self) -> StyleAndTextTuples:
         sel = self.tui.selector
@@ -151,8 +150,8 @@ class ScreenLayout:
         for i, (label, _) in enumerate(items[start : start + 10], start):
             frags.append(("reverse" if i == sel.index else "", ("→ " if i == sel.index else "  ") + label + "\n"))
         if not items:
-            frags.append(("fg:ansibrightblack", "  (no match)\n"))
-        frags.append(("fg:ansibrightblack", f"  ({len(items)} items; type to filter, ↑↓ move, enter select, esc cancel)"))
+            frags.append((style("muted"), "  (no match)\n"))
+        frags.append((style("muted"), f"  ({len(items)} items; type to filter, ↑↓ move, enter select, esc cancel)"))
         return frags
 
     def _footer(self) -> StyleAndTextTuples:
@@ -177,8 +176,8 @@ class ScreenLayout:
         right = f"({self.tui.model.get('provider')}) {self.tui.model.get('id')}"
         right += f" • {self.tui.thinking}" if self.tui.model.get("reasoning") and self.tui.thinking != "off" else (" • thinking off" if self.tui.model.get("reasoning") else "")
         pad = max(2, width - len(left) - len(right))
-        pct_style = "fg:ansired" if (pct or 0) > 90 else "fg:ansiyellow" if (pct or 0) > 70 else "fg:ansibrightblack"
-        return [("fg:ansibrightblack", line1[:width] + "\n"), (pct_style, left), ("", " " * pad), ("fg:ansibrightblack", right)]
+        pct_style = style("error") if (pct or 0) > 90 else style("warning") if (pct or 0) > 70 else style("dim")
+        return [(style("dim"), line1[:width] + "\n"), (pct_style, left), ("", " " * pad), (style("dim"), right)]
 
     def _build(self) -> Application:
         """The prompt_toolkit application: the layout and the key bindings."""
@@ -188,7 +187,7 @@ class ScreenLayout:
         app: Application = Application(
             layout=Layout(root, focused_element=self.tui.buffer),
             key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
-            style=Style.from_dict({"completion-menu": "bg:#303030 #d0d0d0", "completion-menu.completion.current": "bg:#5f87af #ffffff"}),
+            style=prompt_toolkit_style(current_theme(self.tui.agent_dir, self.tui.cwd)),
             full_screen=False,
             mouse_support=False,
             erase_when_done=False,
@@ -332,12 +331,12 @@ class ScreenLayout:
     def _rule(self) -> Window:
         """A horizontal rule around the editor, coloured by mode: bash, else thinking level."""
 
-        def style() -> str:
+        def rule_style() -> str:
             if self.tui.buffer.text.startswith("!"):
-                return "fg:ansiyellow"  # bash mode
-            return "fg:" + _LEVEL_COLOURS.get(self.tui.thinking, "ansibrightblack")  # as pi: by thinking level
+                return style("bashMode")
+            return style("thinking" + str(self.tui.thinking).capitalize())  # as pi: by thinking level
 
-        return Window(height=1, char="─", style=style)
+        return Window(height=1, char="─", style=rule_style)
 
     def _body(self) -> HSplit:
         """Live area, queued messages, spinner, selector, editor between rules, footer."""

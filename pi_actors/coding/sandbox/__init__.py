@@ -19,7 +19,8 @@ Both sandboxed policies also:
   (:data:`DEFAULT_HOME_ALLOW`, setting ``sandbox.homeAllow``) and the workspace when it lies
   in ``$HOME``; hide credential stores (``~/.ssh``, ``~/.aws``, ...) and ``hidden`` paths
   (agent directory, session directory, log file, server sockets and tokens) wherever they
-  are, inside the workspace included (see :func:`.bwrap.hidden_paths`);
+  are, inside the workspace included (see :func:`.bwrap.hidden_paths`); then show the
+  ``read_only`` paths (the session's skill directories) read-only again, wherever they are;
 - give size-limited tmpfs for every writable place that is not the workspace (``/tmp``,
   ``/dev/shm``) and read-only tmpfs for ``/run`` and the masks;
 - run in new PID, IPC, UTS (and, unless ``allow_network``, network) namespaces, each worker
@@ -172,7 +173,9 @@ class SandboxPolicy:
     ``hidden``: extra paths to hide in every sandboxed mode, wherever they are (the agent
     directory, the session directory, the log file; a server adds its socket directory and
     token file). ``home``: the home directory to hide (default ``$HOME``); ``home_allow``:
-    what of it stays visible, read-only (paths relative to it).
+    what of it stays visible, read-only (paths relative to it). ``read_only``: paths shown
+    read-only even inside a hidden place (the skill directories, so that the model can
+    ``read`` a skill listed in its system prompt; skills are text, nothing there is secret).
     """
 
     mode: str = "workspace-write"
@@ -182,6 +185,7 @@ class SandboxPolicy:
     limits: Limits = field(default_factory=default_limits)
     home: str | None = None
     home_allow: tuple[str, ...] = DEFAULT_HOME_ALLOW
+    read_only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -203,6 +207,7 @@ class SandboxPolicy:
             "limits": self.limits.to_config(),
             "home": self.home,
             "homeAllow": list(self.home_allow),
+            "readOnly": list(self.read_only),
         }
 
     @classmethod
@@ -217,6 +222,7 @@ class SandboxPolicy:
             limits=Limits.from_config(data.get("limits")),
             home=data.get("home"),
             home_allow=DEFAULT_HOME_ALLOW if allow is None else tuple(allow),
+            read_only=tuple(data.get("readOnly") or ()),
         )
 
     @classmethod

@@ -21,7 +21,8 @@ ones cover earlier ones):
    the package — :func:`essential_paths`) where 2–4 covered them;
 6. the workspace: read-write for ``workspace-write``, read-only for ``read-only``;
 7. hidden paths inside the workspace (a session directory kept there) or inside an
-   allow-listed path; then ``--remount-ro`` of every tmpfs but ``/tmp`` and ``/dev/shm``.
+   allow-listed path; the ``read_only`` paths (skill directories, :func:`shown_read_only`)
+   bound read-only; then ``--remount-ro`` of every tmpfs but ``/tmp`` and ``/dev/shm``.
 
 The zygote starts in ``/`` (``--chdir /``): the workspace is never its working directory.
 
@@ -50,7 +51,7 @@ from functools import lru_cache
 
 from . import SandboxPolicy, SandboxUnavailable
 
-__all__ = ["build_argv", "check_bwrap", "essential_paths", "hidden_paths", "home_allowed", "CREDENTIAL_PATHS", "MASK_SIZE"]
+__all__ = ["build_argv", "check_bwrap", "essential_paths", "hidden_paths", "home_allowed", "shown_read_only", "CREDENTIAL_PATHS", "MASK_SIZE"]
 
 # Relative to $HOME: credential stores and other agents' state, never visible to tools.
 CREDENTIAL_PATHS = (
@@ -147,6 +148,35 @@ def hidden_paths(policy: SandboxPolicy) -> list[str]:
         path = os.path.realpath(path)
         if path != "/" and os.path.exists(path) and path not in out:
             out.append(path)
+    return out
+
+
+#: Credential stores that are agent directories: what else they hold (skills, prompts) may
+#: be shown below them; nothing inside the other stores is ever shown.
+_AGENT_STORES = (".pi", ".pi-actors")
+
+
+def shown_read_only(policy: SandboxPolicy, workspace: str) -> list[str]:
+    """``policy.read_only`` (skill directories) to bind read-only after the masks: existing
+    absolute paths outside the workspace (already visible there), symlinks resolved. Left
+    hidden: a path that contains a hidden path or a credential store (it would uncover the
+    agent directory, a session directory, ``~/.ssh``...), and a path inside a credential
+    store other than an agent directory (``~/.pi``, ``~/.pi-actors``, whose ``skills`` are
+    shown but never their ``auth.json``, which lies beside them)."""
+    home = _home(policy)
+    stores = [os.path.realpath(os.path.join(home, rel)) for rel in CREDENTIAL_PATHS] if home else []
+    closed = [os.path.realpath(os.path.join(home, rel)) for rel in CREDENTIAL_PATHS if rel not in _AGENT_STORES] if home else []
+    secret = hidden_paths(policy) + stores
+    out: list[str] = []
+    for raw in policy.read_only:
+        if not os.path.isabs(raw) or not os.path.exists(raw):
+            continue
+        path = os.path.realpath(raw)
+        if _inside(path, workspace) or path in out:
+            continue
+        if any(_inside(h, path) for h in secret) or any(_inside(path, s) for s in closed):
+            continue
+        out.append(path)
     return out
 
 
@@ -309,6 +339,8 @@ def build_argv(
         plan.rebind(essentials, roots=[home])
     for path in later:
         plan.mask(path)
+    for path in shown_read_only(policy, workspace):
+        plan.argv += ["--ro-bind", path, path]
     for path in plan.read_only:
         plan.argv += ["--remount-ro", path]
     return argv + plan.argv + ["--chdir", "/", "--", *command]
