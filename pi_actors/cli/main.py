@@ -445,7 +445,6 @@ def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, 
 
     from ..extensions import discover_extension_specs
     from ..protocol.extension_host import ExtensionHostConfig
-
     from .packages import extension_specs, installed_packages
 
     # A package that is missing or broken was already reported once by session_resources.
