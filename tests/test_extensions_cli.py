@@ -225,6 +225,11 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         compacted = await _request(rpc, {"id": "4", "type": "compact"})
         assert compacted["success"], compacted
         assert compacted["data"]["summary"].startswith("The user asked, in order:"), compacted
+        # get_commands lists the extension's command first, in pi's shape.
+        listed = (await _request(rpc, {"id": "5", "type": "get_commands"}))["data"]["commands"]
+        assert listed[0]["source"] == "extension"
+        remember = next(c for c in listed if c["name"] == "remember")
+        assert remember["sourceInfo"]["path"] == str(notes) and remember["sourceInfo"]["baseDir"] == str(env.work)
     finally:
         await proc.stdin.aclose()
         with trio.fail_after(60):

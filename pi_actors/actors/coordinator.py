@@ -392,6 +392,10 @@ class Coordinator:
             raise RemoteError("not_found", "this session has no extensions")
         self.extensions.answer(args.id, X.UiAnswer(value=args.value, confirmed=args.confirmed, cancelled=args.cancelled))
 
+    @implements(P.EXTENSION_COMMANDS)
+    async def serve_extension_commands(self, args: Empty, call: TypedCall[Empty, None]) -> P.ExtensionCommands:
+        return P.ExtensionCommands(commands=list(self.extensions.registry.commands) if self.extensions is not None else [])
+
     @implements(P.GET_MESSAGES)
     async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
         return P.Messages(messages=[T.to_plain(m) for m in self.agent.state.messages])

@@ -266,9 +266,16 @@ class RpcSession:
         """pi's list of what a prompt may start with: extension commands, then prompt
         templates, then skills (``skill:name``), each with its ``sourceInfo``."""
         resources = self.config.coordinator.resources
-        # Extension commands come first (pi's order) once the extension host is merged: its
-        # registered commands go here as {"name", "description", "source": "extension", ...}.
-        commands: list[dict[str, Any]] = []
+        # Extension commands first (pi's order), with pi's synthetic source info for a path.
+        registered = (await self.c.call("extension_commands"))["commands"] if self.config.extensions is not None else []
+        commands: list[dict[str, Any]] = [
+            {
+                "name": c["name"], "description": c.get("description", ""), "source": "extension",
+                "sourceInfo": {"path": c.get("extension", ""), "source": "local", "scope": "temporary", "origin": "top-level",
+                               "baseDir": os.path.dirname(c.get("extension", ""))},
+            }
+            for c in registered
+        ]  # fmt: skip
         commands += [_command(t.name, t.description, "prompt", t, os.path.dirname(t.path)) for t in resources.templates]
         commands += [_command(f"skill:{s.name}", s.description, "skill", s, s.base_dir) for s in resources.skills]
         return {"commands": commands}

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from ..ai.types import Model
 from ..runtime import Empty, Interface, Method, WireStruct
 from .events import AgentEventData, WireEvent
+from .extension_host import CommandSpec
 
 __all__ = [
     "COORDINATOR",
@@ -82,7 +83,7 @@ __all__ = [
     "Tree",
     # the methods
     "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
-    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
+    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "EXTENSION_COMMANDS", "ExtensionCommands", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
     "CLONE", "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
@@ -632,6 +633,21 @@ EXTENSION_UI_RESPONSE: Method[ExtensionUiResponseArgs, None, Empty] = Method(
 )
 
 
+class ExtensionCommands(WireStruct):
+    """The ``/name`` commands the session's extensions registered, in load order (none when
+    the session has no extensions); ``extension`` is the path or spec that registered each."""
+
+    commands: list[CommandSpec] = []
+
+
+EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
+    "extension_commands",
+    args=Empty,
+    result=ExtensionCommands,
+    doc="The commands the session's extensions registered (RPC get_commands lists them first, as pi does).",
+)
+
+
 COORDINATOR = Interface(
     "coordinator",
     [
@@ -666,6 +682,7 @@ COORDINATOR = Interface(
         SET_AUTO,
         CLEAR_QUEUE,
         EXTENSION_UI_RESPONSE,
+        EXTENSION_COMMANDS,
     ],  # fmt: skip
     doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
     "to the session's UI (and by the server to its clients).",
