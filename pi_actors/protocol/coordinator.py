@@ -161,6 +161,13 @@ class State(WireStruct):
     session_id: str | None
     auto_compaction_enabled: bool
     auto_retry_enabled: bool
+    #: The session's name (its latest session_info entry), absent when it has none.
+    session_name: str | None = None
+    #: A compaction (manual or automatic) or a branch summary is being made.
+    is_compacting: bool = False
+    #: The sequence number of the last event sent to subscribers: a subscriber that has
+    #: seen it has seen every event of what was done before this call.
+    seq: int = 0
 
 
 class Messages(WireStruct):
@@ -224,6 +231,15 @@ class TokenStats(WireStruct):
     total: int
 
 
+class ContextUsage(WireStruct):
+    """pi's estimate of the context's size: ``tokens`` and ``percent`` are null after a
+    compaction until a reply has reported its usage."""
+
+    tokens: int | None
+    context_window: int
+    percent: float | None
+
+
 class SessionStats(WireStruct):
     session_id: str | None
     user_messages: int
@@ -235,6 +251,9 @@ class SessionStats(WireStruct):
     cost: float
     #: Absent for a session not saved to a file.
     session_file: str | None = None
+    #: How full the model's context window is (pi's ``contextUsage``); absent without a
+    #: model or a context window.
+    context_usage: ContextUsage | None = None
 
 
 class LastAssistantText(WireStruct):
@@ -288,6 +307,11 @@ class ForkArgs(WireStruct):
 class ForkResult(WireStruct):
     #: The forked user message's text (for the editor).
     text: str
+    path: str | None
+
+
+class CloneResult(WireStruct):
+    #: The new session's file (null for a session not saved).
     path: str | None
 
 
@@ -494,6 +518,16 @@ FORK_MESSAGES: Method[Empty, None, ForkMessages] = Method(
     doc="The user messages one can fork from, with their entry ids.",
 )  # fmt: skip
 
+CLONE: Method[Empty, None, CloneResult] = Method(
+    "clone", args=Empty, result=CloneResult,
+    errors={
+        "busy": _BUSY,
+        "invalid_state": "the session has no entry yet (Cannot clone session: no current entry selected)",
+    },
+    doc="pi's /clone: the current branch, up to and including its leaf, becomes a new session "
+    "file, which the coordinator continues in.",
+)  # fmt: skip
+
 SET_MODEL: Method[SetModelArgs, None, Model] = Method(
     "set_model", args=SetModelArgs, result=Model,
     errors={"not_found": "the configuration knows no such model (Model not found: p/id)"},
@@ -551,6 +585,11 @@ BASH: Method[BashArgs, None, BashResult] = Method(
     "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code.",
 )  # fmt: skip
 
+ABORT_BASH: Method[Empty, None, Empty] = Method(
+    "abort_bash", args=Empty, result=Empty,
+    doc="Stop the user's !cmd that is running, if any; its bash call answers with cancelled.",
+)  # fmt: skip
+
 GET_AVAILABLE_MODELS: Method[Empty, None, Models] = Method(
     "get_available_models", args=Empty, result=Models,
     doc="The models the configuration knows, for pi's model selector.",
@@ -605,6 +644,8 @@ COORDINATOR = Interface(
         GET_SESSION_STATS,
         GET_LAST_ASSISTANT_TEXT,
         BASH,
+        ABORT_BASH,
+        CLONE,
         GET_AVAILABLE_MODELS,
         EXPORT_HTML,
         SET_QUEUE_MODE,
