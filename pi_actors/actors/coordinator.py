@@ -246,7 +246,8 @@ class Coordinator:
             if spec.name == "bash" and on_update is not None:
                 # pi's bash tool reports an empty partial result as it starts (the first
                 # tool_execution_update of every bash call).
-                await on_update(AgentToolResult(content=[], details=None))
+                # As the plain tree pi sends: the Struct would leave out the empty content.
+                await on_update({"content": []})
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
                     async with call.cancel_when(signal.wait if signal else None):
