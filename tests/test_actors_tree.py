@@ -53,7 +53,7 @@ async def test_navigating_back_to_a_user_message_re_asks_it_on_a_new_branch(scri
         await send_prompt(coordinator, "first", _Quiet())
         await send_prompt(coordinator, "second", _Quiet())
         tree = await coordinator.call("tree")
-        second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == "second")
+        second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == [{"type": "text", "text": "second"}])
         moved = await coordinator.call("navigate", {"targetId": second["id"]})
         assert moved["editorText"] == "second"
         assert [m["role"] for m in (await coordinator.call("get_messages"))["messages"]] == ["user", "assistant"]

@@ -31,7 +31,7 @@ async def test_print_mode_prints_the_final_assistant_text(scripted, env):
     request = scripted.requests[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["headers"]["authorization"] == "Bearer test-key"
-    assert request["body"]["messages"][-1] == {"role": "user", "content": "Say hello"}
+    assert request["body"]["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
 
 
 async def test_print_mode_talks_to_the_anthropic_messages_api_with_a_key_from_an_env_var(scripted, env):
@@ -49,7 +49,7 @@ async def test_piped_stdin_is_the_prompt(scripted, env):
     done = await env.run("--model", "scripted/scripted-model", "--no-session", stdin=b"what is piped in\n")
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode() == "Got it.\n"
-    assert scripted.requests[0]["body"]["messages"][-1]["content"] == "what is piped in"
+    assert scripted.requests[0]["body"]["messages"][-1]["content"] == [{"type": "text", "text": "what is piped in"}]
 
 
 async def test_json_mode_prints_the_header_then_every_event_in_pi_shapes(scripted, env):

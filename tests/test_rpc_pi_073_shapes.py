@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_actors.cli.rpc import RpcSession
+from pi_actors.coding.session import SessionWriter
+from pi_actors.coding.session.format import new_session_id
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
@@ -211,7 +213,7 @@ async def test_json_mode_writes_user_content_as_parts_and_the_response_id(script
 
 
 _no_type = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=10,
 ).filter(lambda v: not (isinstance(v, dict) and isinstance(v.get("type"), str)))
@@ -246,3 +248,20 @@ def test_any_json_line_without_a_string_type_gets_one_unknown_command_reply(valu
     assert reply["error"].startswith("Unknown command: ")
     if not isinstance(value, dict) or "type" not in value:
         assert reply["error"] == "Unknown command: undefined"
+
+
+def test_session_ids_are_uuid7_and_sort_by_creation_time():
+    ids = [new_session_id(now_ms=ms) for ms in (1, 2**40, 2**47 + 5)]
+    assert all(uuid.UUID(i).version == 7 and uuid.UUID(i).variant == uuid.RFC_4122 for i in ids)
+    assert ids == sorted(ids) and int(ids[1].replace("-", "")[:12], 16) == 2**40
+    assert new_session_id() != new_session_id()
+
+
+def test_a_session_with_only_its_initial_entries_leaves_no_file_until_the_first_message(tmp_path):
+    writer = SessionWriter.create(str(tmp_path), "/work", lazy=False)
+    writer.append_entry({"type": "model_change", "provider": "p", "modelId": "m"})
+    writer.append_entry({"type": "thinking_level_change", "thinkingLevel": "off"})
+    assert not list(tmp_path.iterdir())
+    writer.append_message({"role": "user", "content": [{"type": "text", "text": "hi"}], "timestamp": 1})
+    assert [json.loads(line)["type"] for line in open(writer.path)] == ["session", "model_change", "thinking_level_change", "message"]
+    writer.close()
