@@ -6,6 +6,7 @@ tests/support/pi_side_by_side.py for the script that compares them)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 
@@ -184,11 +185,11 @@ async def test_a_run_reports_its_queue_lets_bash_run_and_answers_abort_after_age
 
 async def test_abort_bash_stops_the_users_command(scripted, env):
     started = env.work / "started"
+    os.mkfifo(started)
     rpc = await _open(env, "--no-session")
-    await rpc.send({"id": "b", "type": "bash", "command": f"echo before; touch {started}; sleep 60"})
-    with trio.fail_after(60):
-        while not started.exists():  # the command is running
-            await trio.sleep(0.01)
+    await rpc.send({"id": "b", "type": "bash", "command": f"echo before; echo up > {started}; sleep 60"})
+    with trio.fail_after(60):  # the command is running once it has written to the fifo
+        assert await trio.to_thread.run_sync(started.read_text) == "up\n"
     assert await rpc.request({"id": "x", "type": "abort_bash"}) == {"id": "x", "type": "response", "command": "abort_bash", "success": True}
     reply = await rpc.until(lambda o: o.get("id") == "b")
     assert reply["success"] is True and reply["data"]["cancelled"] is True and reply["data"]["exitCode"] is None

@@ -91,7 +91,9 @@ class SessionCommands:
         if new or not messages:
             model = self.c.agent.state.model
             if model is not None:
-                await self.c.store.call("append_entry", {"entry": {"type": "model_change", "provider": model.provider, "modelId": model.id}})
+                await self.c.store.call(
+                    "append_entry", {"entry": {"type": "model_change", "provider": model.provider, "modelId": model.id}}
+                )
             await self._set_level(self.c.agent.state.thinking_level)
             return
         tree = await self._entries()

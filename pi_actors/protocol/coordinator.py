@@ -409,8 +409,8 @@ PROMPT: Method[PromptArgs, WireEvent, Empty] = Method(
         "write_failed": "a finished message could not be saved; the run stopped",
     },
     doc="Send a user message and run the agent until it is done, streaming every event of "
-    "the run (pi's AgentEvents and the auto_retry_*/auto_compaction_* session events, in "
-    "the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
+    "the run (pi's AgentEvents and the session events auto_retry_*, compaction_*, "
+    "queue_update, session_info_changed, in the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
     "comes when the run is over. Cancelling the call aborts the run; the aborted reply still "
     "arrives.",
 )  # fmt: skip
@@ -578,11 +578,11 @@ BASH: Method[BashArgs, None, BashResult] = Method(
     "bash", args=BashArgs, result=BashResult,
     errors={
         "invalid_args": "the command is empty",
-        "busy": _BUSY,
         "bash_failed": "the tool pool could not run it",
     },
     doc="A user's !cmd: run in the tool sandbox like any tool call and recorded as a "
-    "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code.",
+    "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code. "
+    "Allowed during a run, as in pi: the message is then recorded when the run ends.",
 )  # fmt: skip
 
 ABORT_BASH: Method[Empty, None, Empty] = Method(
