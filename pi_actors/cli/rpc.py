@@ -232,7 +232,7 @@ class RpcSession:
     async def cmd_get_state(self, request: dict, nursery: trio.Nursery) -> dict:
         state = await self._state()
         out = {
-            "model": state.get("model"),
+            "model": _pi_model(state.get("model")),
             "thinkingLevel": state.get("thinkingLevel"),
             "isStreaming": state.get("isStreaming"),
             "isCompacting": state.get("isCompacting", False),
@@ -248,10 +248,11 @@ class RpcSession:
         return {k: v for k, v in out.items() if v is not None}
 
     async def cmd_set_model(self, request: dict, nursery: trio.Nursery) -> dict:
-        return await self.c.call("set_model", {"provider": request["provider"], "modelId": request["modelId"]})
+        return _pi_model(await self.c.call("set_model", {"provider": request["provider"], "modelId": request["modelId"]}))
 
     async def cmd_get_available_models(self, request: dict, nursery: trio.Nursery) -> dict:
-        return await self.c.call("get_available_models")
+        models = (await self.c.call("get_available_models"))["models"]
+        return {"models": [_pi_model(m) for m in models]}
 
     async def cmd_cycle_model(self, request: dict, nursery: trio.Nursery) -> Any:
         models = (await self.c.call("get_available_models"))["models"]
@@ -262,7 +263,7 @@ class RpcSession:
         here = keys.index((current.get("provider"), current.get("id"))) if (current.get("provider"), current.get("id")) in keys else -1
         nxt = models[(here + 1) % len(models)]
         model = await self.c.call("set_model", {"provider": nxt["provider"], "modelId": nxt["id"]})
-        return {"model": model, "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
+        return {"model": _pi_model(model), "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
 
     async def cmd_set_thinking_level(self, request: dict, nursery: trio.Nursery) -> None:
         if request.get("level") is None:
@@ -338,6 +339,13 @@ class RpcSession:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+
+def _pi_model(model: Any) -> Any:
+    """A model as pi writes it: the optional members that are not set are left out."""
+    if not isinstance(model, dict):
+        return model
+    return {k: v for k, v in model.items() if v is not None}
 
 
 def _js_text(value: Any) -> str:
