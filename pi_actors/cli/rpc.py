@@ -185,6 +185,12 @@ class RpcSession:
         if not isinstance(text, str):
             raise ValueError("message must be a string")
         state = await self._state()
+        if state["isStreaming"] and self._no_run_written.is_set() and self._runs:
+            # The run's agent_end is written (the client may answer it at once, as pi's
+            # clients do), but its call has not returned yet: the coordinator is finishing
+            # the run (saving, the compaction check). Not a run to steer: wait for its end.
+            await self._idle.wait()
+            state = await self._state()
         if state["isStreaming"]:
             behavior = request.get("streamingBehavior")
             if behavior == "steer":
