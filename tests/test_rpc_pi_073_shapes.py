@@ -76,7 +76,7 @@ def _entries(path: str) -> list[dict]:
 
 
 async def test_odd_commands_get_pis_replies_and_session_commands_pis_shapes(scripted, env):
-    scripted.script += [Reply(text="first answer"), Reply(text="## Goal\nthe summary")]
+    scripted.script += [Reply(text="first answer"), Reply(text="second answer"), Reply(text="## Goal\nthe summary")]
     rpc = await _open(env, "--session-dir", str(env.sessions))
     # pi: error(undefined, command.type, ...) — no command member, "undefined" in the text.
     missing = await rpc.request({"id": "t", "message": "no type"})
@@ -98,6 +98,9 @@ async def test_odd_commands_get_pis_replies_and_session_commands_pis_shapes(scri
     assert not list(env.sessions.rglob("*.jsonl"))
 
     await rpc.request({"id": "p", "type": "prompt", "message": "talk"})
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    # A prompt sent as soon as agent_end is read is taken, not refused as busy (pi's clients do this).
+    assert (await rpc.request({"id": "p2", "type": "prompt", "message": "again"}))["success"] is True
     await rpc.until(lambda o: o.get("type") == "agent_end")
     user_start = next(o for o in rpc.lines if o["type"] == "message_start" and o["message"]["role"] == "user")
     assert user_start["message"]["content"] == [{"type": "text", "text": "talk"}]
