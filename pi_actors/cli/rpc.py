@@ -52,7 +52,7 @@ _encoder = msgspec.json.Encoder()
 
 #: Commands whose events (queue_update, session_info_changed, compaction_*, ...) pi writes
 #: before their response.
-_EMITTING = frozenset({"steer", "follow_up", "prompt", "set_session_name", "compact", "bash"})
+_EMITTING = frozenset({"steer", "follow_up", "set_session_name", "compact", "bash"})
 
 #: ``respond(data=NULL)``: a ``data: null`` member (pi's "nothing to cycle"), not no data.
 NULL: Any = object()
@@ -195,9 +195,11 @@ class RpcSession:
             behavior = request.get("streamingBehavior")
             if behavior == "steer":
                 await self.c.call("steer", {"text": text})
+                await self._catch_up()  # its queue_update first
                 return None
             if behavior == "followUp":
                 await self.c.call("follow_up", {"text": text})
+                await self._catch_up()
                 return None
             raise RemoteError(
                 "busy", "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
