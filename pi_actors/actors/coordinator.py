@@ -519,11 +519,11 @@ class Coordinator:
         self.session = await self.store.call("open", args)
         self.agent.session_id = self.session_id
         self.load_context(self.session)
-        await self.commands.after_open(new=not (args.get("resume") or args.get("forkFrom")))
         repairs = interrupted_tool_results(self.agent.state.messages)
         for result in repairs:
             await self.store.call("append", {"message": T.to_plain(result)})
             self.agent.append_message(result)
+        await self.commands.after_open(new=not (args.get("resume") or args.get("forkFrom")))
 
     def load_context(self, described: dict[str, Any]) -> None:
         context = described.get("context") or {}
