@@ -204,7 +204,7 @@ async def test_killing_the_root_with_sigkill_leaves_no_process_behind(scripted, 
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     event = json.loads(line)
-                    if event["type"] == "tool_execution_update":
+                    if event["type"] == "tool_execution_update" and event["partialResult"].get("content"):
                         started.add(event["toolCallId"])
         pids = _marked_pids(env.marker)
         # root, 4 actors, 3 tool workers (more may be warming), 3 shells, 6 sleeps (forked by

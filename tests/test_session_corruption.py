@@ -59,7 +59,12 @@ def _damaged_session() -> bytes:
 
 
 def _sent(scripted, index: int) -> list[tuple[str, str]]:
-    return [(m["role"], m["content"] if isinstance(m["content"], str) else "") for m in scripted.requests[index]["body"]["messages"]]
+    def text(content) -> str:  # user content as pi sends it is an array of parts
+        if isinstance(content, list):
+            return "".join(p.get("text", "") for p in content if p.get("type") == "text")
+        return content if isinstance(content, str) else ""
+
+    return [(m["role"], text(m["content"])) for m in scripted.requests[index]["body"]["messages"]]
 
 
 # -- the real CLI -------------------------------------------------------------------------------

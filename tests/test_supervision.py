@@ -99,7 +99,7 @@ async def test_a_killed_tool_pool_fails_the_tool_call_in_flight_and_later_tool_c
             pool = processes["tool-pool"]
 
             async def kill(event: dict) -> None:
-                if event["type"] == "tool_execution_update" and pool.returncode is None:
+                if event["type"] == "tool_execution_update" and event["partialResult"].get("content") and pool.returncode is None:
                     pool.kill()
 
             events = await _run(coordinator, "block", kill)
