@@ -460,7 +460,8 @@ COMPACT: Method[CompactArgs, None, CompactResult] = Method(
 GET_STATE: Method[Empty, None, State] = Method(
     "get_state", args=Empty, result=State,
     doc="Model, thinking level, whether a run is active, message counts, queue modes, the "
-    "session's file and id, and the auto-compaction/auto-retry switches.",
+    "session's file, id and name, the auto-compaction/auto-retry switches, whether a "
+    "compaction is under way, and the sequence number of the last event sent to subscribers.",
 )  # fmt: skip
 
 GET_MESSAGES: Method[Empty, None, Messages] = Method(
