@@ -48,6 +48,8 @@ def _request_roles(server: ScriptedLLM, index: int) -> list[tuple[str, str]]:
     out = []
     for m in server.requests[index]["body"]["messages"]:
         content = m.get("content")
+        if isinstance(content, list):  # user content as pi sends it: an array of parts
+            content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
         out.append((m["role"], content if isinstance(content, str) else ""))
     return out
 
@@ -121,7 +123,7 @@ async def test_steering_during_tool_execution_is_injected_before_the_next_model_
     roles = _request_roles(scripted, 1)
     assert roles[-2][0] == "tool" and roles[-1] == ("user", "also check the tests")
     user_starts = [e for e in events if e["type"] == "message_start" and e["message"]["role"] == "user"]
-    assert [m["message"]["content"] for m in user_starts] == ["start", "also check the tests"]
+    assert [m["message"]["content"][0]["text"] for m in user_starts] == ["start", "also check the tests"]
 
 
 async def test_a_follow_up_queued_during_a_run_starts_a_new_turn_when_the_agent_would_stop(scripted, tmp_path):

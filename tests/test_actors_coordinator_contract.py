@@ -83,7 +83,7 @@ async def test_answers_match_their_declarations_and_keep_pis_keys(scripted, tmp_
         raw = await coordinator.call("get_state")
         assert raw["sessionFile"] is None and set(raw) == {
             "model", "thinkingLevel", "isStreaming", "messageCount", "pendingMessageCount", "steeringMode",
-            "followUpMode", "sessionFile", "sessionId", "autoCompactionEnabled", "autoRetryEnabled",
+            "followUpMode", "sessionFile", "sessionId", "autoCompactionEnabled", "autoRetryEnabled", "seq",
         }  # fmt: skip
         assert await coordinator.call("get_last_assistant_text") == {"text": "Hi."}
 
@@ -149,6 +149,11 @@ def test_the_session_events_are_declared_events_byte_for_byte():
         {"type": "auto_compaction_end", "result": {"summary": "s"}, "aborted": False, "willRetry": True},
         {"type": "auto_compaction_end", "aborted": True, "willRetry": False},
         {"type": "auto_compaction_end", "aborted": False, "willRetry": False, "errorMessage": "failed"},
+        {"type": "compaction_start", "reason": "manual"},
+        {"type": "compaction_end", "reason": "threshold", "result": {"summary": "s"}, "aborted": False, "willRetry": True},
+        {"type": "compaction_end", "reason": "manual", "aborted": False, "willRetry": False, "errorMessage": "Compaction failed: x"},
+        {"type": "queue_update", "steering": ["a"], "followUp": []},
+        {"type": "session_info_changed", "name": "n"},
     ]
     for event in produced:
         assert _same_tree(event_to_plain(msgspec.convert(event, WireEvent)), event), event

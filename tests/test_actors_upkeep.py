@@ -60,9 +60,9 @@ async def test_a_reply_over_the_context_threshold_triggers_auto_compaction(scrip
         seen = Events()
         await send_prompt(coordinator, "fill the window", seen)
         messages = (await coordinator.call("get_messages"))["messages"]
-    (start,) = seen.of("auto_compaction_start")
-    (end,) = seen.of("auto_compaction_end")
-    assert start["reason"] == "threshold"
+    (start,) = seen.of("compaction_start")
+    (end,) = seen.of("compaction_end")
+    assert start["reason"] == "threshold" and end["reason"] == "threshold"
     assert end["willRetry"] is False and end["aborted"] is False and end["result"]["summary"].startswith("## Goal")
     assert _is_summary_request(scripted.requests[1])
     assert messages[0]["role"] == "compactionSummary"
@@ -74,8 +74,8 @@ async def test_a_context_overflow_compacts_and_retries_the_request_once(scripted
     async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         seen = Events()
         await send_prompt(coordinator, "a huge request", seen)
-    (start,) = seen.of("auto_compaction_start")
-    (end,) = seen.of("auto_compaction_end")
+    (start,) = seen.of("compaction_start")
+    (end,) = seen.of("compaction_end")
     assert start["reason"] == "overflow" and end["willRetry"] is True
     assert _is_summary_request(scripted.requests[1])
     assert seen.of("message_end")[-1]["message"]["content"][0]["text"] == "fits now"
@@ -88,7 +88,7 @@ async def test_a_second_overflow_reports_that_recovery_failed(scripted, tmp_path
     async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
         seen = Events()
         await send_prompt(coordinator, "a huge request", seen)
-    ends = seen.of("auto_compaction_end")
+    ends = seen.of("compaction_end")
     assert ends[-1]["willRetry"] is False and "recovery failed" in ends[-1]["errorMessage"]
     assert len(scripted.requests) == 3
 

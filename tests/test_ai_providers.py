@@ -45,7 +45,10 @@ async def test_thinking_block_precedes_text_and_keeps_its_signature(api, start_l
     server = await start_llm([Reply(thinking="Let me think.", thinking_signature="sig-abc", text="Answer")])
     result, rec = await run(api, server)
     kinds = [t for t in rec.types if t.endswith(("_start", "_end")) and t != "start"]
-    assert kinds == ["thinking_start", "thinking_end", "text_start", "text_end"]
+    if api == "openai-completions":  # pi 0.73 ends every block when the stream ends
+        assert kinds == ["thinking_start", "text_start", "thinking_end", "text_end"]
+    else:
+        assert kinds == ["thinking_start", "thinking_end", "text_start", "text_end"]
     thinking, text = result.content
     assert thinking.thinking == "Let me think." and text.text == "Answer"
     if api == "anthropic-messages":

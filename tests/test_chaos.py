@@ -158,7 +158,8 @@ async def _fault(rpc: Rpc, scripted: Any, env: Any, kind: str, sig: int, phase: 
             Reply(text=f"after the tool {n}"),
         ]
         request = await rpc.send({"type": "prompt", "message": f"tool {n}"})
-        await rpc.wait(lambda line: line.get("type") == "tool_execution_update", start)
+        # The command's output (bash's first update, empty, comes before it runs).
+        await rpc.wait(lambda line: line.get("type") == "tool_execution_update" and line["partialResult"].get("content"), start)
     os.kill(_actor_pid(env.marker, kind), sig)
     await rpc.wait_stderr(note, notes + 1)
     if phase == "idle":

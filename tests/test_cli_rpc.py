@@ -108,7 +108,7 @@ async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_que
     assert queued["success"] is True
     gate.touch()
     await rpc.until(lambda o: o.get("type") == "agent_end")
-    assert scripted.requests[1]["body"]["messages"][-1] == {"role": "user", "content": "please also lint"}
+    assert scripted.requests[1]["body"]["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "please also lint"}]}
     assert await _close(rpc) == 0
 
 
@@ -135,7 +135,7 @@ async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the
     # The next LLM request has both tool results, then the steer.
     sent = scripted.requests[1]["body"]["messages"]
     assert [m["role"] for m in sent[-3:]] == ["tool", "tool", "user"]
-    assert sent[-1] == {"role": "user", "content": "also lint"}
+    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "also lint"}]}
     assert await _close(rpc) == 0
 
 

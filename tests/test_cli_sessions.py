@@ -18,7 +18,14 @@ def _lines(path) -> list[dict]:
 
 
 def _sent(scripted, index: int) -> list[tuple[str, str]]:
-    return [(m["role"], m["content"] if isinstance(m["content"], str) else "") for m in scripted.requests[index]["body"]["messages"]]
+    return [(m["role"], _text(m["content"])) for m in scripted.requests[index]["body"]["messages"]]
+
+
+def _text(content) -> str:
+    """A message's text: its content, or (user content as pi sends it) its text parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
 
 
 async def test_continue_picks_up_the_most_recent_session_of_this_directory(scripted, env):
@@ -39,11 +46,13 @@ async def test_session_flag_opens_a_session_by_id_prefix(scripted, env):
     assert (await env.run(*MODEL, "-p", "first session")).returncode == 0
     assert (await env.run(*MODEL, "-p", "second session")).returncode == 0
     older = min(_session_files(env), key=lambda p: _lines(p)[0]["timestamp"])
-    prefix = _lines(older)[0]["id"][:8]
+    # Ids are UUIDv7 (as pi's): their first 12 digits are the creation time in ms, so a
+    # prefix that tells two sessions of the same minute apart is longer than 8 digits.
+    prefix = _lines(older)[0]["id"][:18]
     done = await env.run("--session", prefix, "-p", "back to the first")
     assert done.returncode == 0, done.stderr.decode()
     assert _sent(scripted, 2)[1:] == [("user", "first session"), ("assistant", "A."), ("user", "back to the first")]
-    assert len(_lines(older)) == 1 + 4
+    assert len(_lines(older)) == 1 + 2 + 4  # header, the initial model and thinking level, 4 messages
 
 
 async def test_fork_copies_a_session_into_a_new_file_that_names_its_parent(scripted, env):
@@ -80,7 +89,9 @@ async def test_a_tool_call_left_without_a_result_by_a_crash_gets_an_error_result
     sent = scripted.requests[0]["body"]["messages"]
     assert sent[-2]["role"] == "tool" and sent[-2]["tool_call_id"] == "call_x" and "interrupted" in sent[-2]["content"]
     lines = _lines(path)  # the torn line is gone, the repair is on disk
-    assert [e.get("message", {}).get("role") for e in lines[1:]] == ["user", "assistant", "toolResult", "user", "assistant"]
+    # pi's thinking_level_change is added to a continued session whose branch has none.
+    kinds = [e.get("message", {}).get("role") or e["type"] for e in lines[1:]]
+    assert kinds == ["user", "assistant", "toolResult", "thinking_level_change", "user", "assistant"]
     assert lines[3]["message"]["isError"] is True
 
 

@@ -141,7 +141,7 @@ async def test_navigating_the_tree_sends_the_new_branch_whole_never_a_wrong_delt
             await send_prompt(coordinator, "first", _Quiet())
             await send_prompt(coordinator, "second", _Quiet())
             tree = await coordinator.call("tree")
-            second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == "second")
+            second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == [{"type": "text", "text": "second"}])
             await coordinator.call("navigate", {"targetId": second["id"]})
             await send_prompt(coordinator, "second, differently", _Quiet())
             await send_prompt(coordinator, "third", _Quiet())

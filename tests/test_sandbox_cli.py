@@ -98,7 +98,7 @@ async def test_sigkill_of_the_root_during_8_sandboxed_tool_calls_leaves_no_proce
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     event = json.loads(line)
-                    if event["type"] == "tool_execution_update":
+                    if event["type"] == "tool_execution_update" and event["partialResult"].get("content"):
                         started.add(event["toolCallId"])
         # The whole tree: every descendant of the root, and everything carrying the marker.
         tree = set(live_pids(lambda pid: is_descendant(pid, proc.pid))) | set(_marked(env.marker)) | {proc.pid}

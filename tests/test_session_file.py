@@ -95,7 +95,8 @@ def test_header_shape_and_file_name_follow_pi(tmp_path):
     header = writer.header
     assert list(header) == ["type", "version", "id", "timestamp", "cwd"]
     assert header["type"] == "session" and header["version"] == 3 and header["cwd"] == "/work/proj"
-    assert re.match(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", header["id"])
+    # A UUIDv7, as pi 0.73 makes session ids.
+    assert re.match(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", header["id"])
     assert ISO.match(header["timestamp"])
     file_stamp = header["timestamp"].replace(":", "-").replace(".", "-")
     assert os.path.basename(writer.path) == f"{file_stamp}_{writer.session_id}.jsonl"

@@ -99,7 +99,7 @@ async def test_a_killed_tool_pool_fails_the_tool_call_in_flight_and_later_tool_c
             pool = processes["tool-pool"]
 
             async def kill(event: dict) -> None:
-                if event["type"] == "tool_execution_update" and pool.returncode is None:
+                if event["type"] == "tool_execution_update" and event["partialResult"].get("content") and pool.returncode is None:
                     pool.kill()
 
             events = await _run(coordinator, "block", kill)
@@ -135,7 +135,7 @@ async def test_a_killed_coordinator_is_restarted_with_the_session_reloaded_from_
             assert _final(events)["content"][0]["text"] == "after the restart"
             assert (await coordinator.call("session"))["path"] == path
             # The reloaded context: the first exchange, the acknowledged "two", then "three".
-            sent = [m.get("content") for m in scripted.requests[-1]["body"]["messages"] if m["role"] == "user"]
+            sent = [m["content"][0]["text"] for m in scripted.requests[-1]["body"]["messages"] if m["role"] == "user"]
             assert sent == ["one", "two", "three"]
     lines = [json.loads(line) for line in open(path)]
     texts = [m["message"]["content"] for m in lines if m.get("type") == "message" and m["message"]["role"] == "user"]

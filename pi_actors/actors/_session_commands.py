@@ -62,6 +62,8 @@ class SessionCommands:
             P.GET_SESSION_STATS,
             P.GET_LAST_ASSISTANT_TEXT,
             P.BASH,
+            P.ABORT_BASH,
+            P.CLONE,
             P.GET_AVAILABLE_MODELS,
             P.EXPORT_HTML,
             P.SET_QUEUE_MODE,
@@ -71,6 +73,41 @@ class SessionCommands:
 
     def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator
+        #: The session's name (its latest session_info entry), for get_state.
+        self.session_name: str | None = None
+        #: A branch summary is being made (part of pi's ``isCompacting``).
+        self.summarizing = False
+        #: The user's !cmd that is running (abort_bash stops it), and the bashExecution
+        #: messages of commands that ended during a run, recorded when the run ends (pi's order).
+        self._bash_stops: set[trio.Event] = set()
+        self._pending_bash: list[dict[str, Any]] = []
+
+    async def after_open(self, *, new: bool) -> None:
+        """What pi does when it opens a session: a new one (or one without messages) gets
+        the initial ``model_change`` and ``thinking_level_change`` entries (no file is
+        written for them alone, see the session writer); a continued one whose branch holds
+        no ``thinking_level_change`` gets one. Also reads the session's name."""
+        self.session_name = None
+        messages = ((self.c.session or {}).get("context") or {}).get("messages") or []
+        if new or not messages:
+            model = self.c.agent.state.model
+            if model is not None:
+                await self.c.store.call(
+                    "append_entry", {"entry": {"type": "model_change", "provider": model.provider, "modelId": model.id}}
+                )
+            await self._set_level(self.c.agent.state.thinking_level)
+            return
+        tree = await self._entries()
+        names = [e.get("name") for e in tree["entries"] if e.get("type") == "session_info"]
+        self.session_name = (names[-1] or None) if names else None
+        by_id = {e.get("id"): e for e in tree["entries"]}
+        entry, seen = by_id.get(tree.get("leafId")), set()
+        while entry is not None and entry.get("id") not in seen:
+            if entry.get("type") == "thinking_level_change":
+                return
+            seen.add(entry.get("id"))
+            entry = by_id.get(entry.get("parentId"))
+        await self._set_level(self.c.agent.state.thinking_level)
 
     # -- the tree (pi's /tree, /fork, labels) --------------------------------------------------
 
@@ -111,8 +148,9 @@ class SessionCommands:
     @implements(P.FORK)
     async def fork(self, args: P.ForkArgs, call: TypedCall[P.ForkArgs, None]) -> P.ForkResult:
         self._refuse_during_run("fork")
-        _, target = await self._target(args.entry_id)
-        if not _is_user_entry(target):
+        tree = await self._entries()
+        target = next((e for e in tree["entries"] if e.get("id") == args.entry_id), None)
+        if target is None or not _is_user_entry(target):  # pi's one text for both
             raise RemoteError("invalid_args", "Invalid entry ID for forking")
         # The new session holds the path up to, not including, the chosen user message;
         # its text goes back to the editor.
@@ -120,20 +158,22 @@ class SessionCommands:
         self.c.session = session
         self.c.agent.session_id = self.c.session_id
         self.c.load_context(session)
+        await self.after_open(new=False)
         return P.ForkResult(text=_entry_text(target), path=session.get("path"))
 
     @implements(P.CLONE)
     async def clone(self, args: Empty, call: TypedCall[Empty, None]) -> P.CloneResult:
-        """The branch up to the leaf into a new session file, which becomes the session."""
+        """pi's /clone: the branch up to and including the leaf, in a new session file."""
         self._refuse_during_run("clone")
-        leaf = (await self._entries()).get("leafId")
-        if not leaf:
+        tree = await self._entries()
+        if not tree.get("leafId"):
             raise RemoteError("invalid_state", "Cannot clone session: no current entry selected")
-        session = await self.c.store.call("fork", {"entryId": leaf})
+        session = await self.c.store.call("fork", {"entryId": tree["leafId"]})
         self.c.session = session
         self.c.agent.session_id = self.c.session_id
         self.c.load_context(session)
-        return P.CloneResult(cancelled=False)
+        await self.after_open(new=False)
+        return P.CloneResult(cancelled=False, path=session.get("path"))
 
     @implements(P.NAVIGATE)
     async def navigate(self, args: P.NavigateArgs, call: TypedCall[P.NavigateArgs, None]) -> P.NavigateResult:
@@ -147,7 +187,11 @@ class SessionCommands:
             editor_text = _entry_text(target)
         summary, details = args.summary, args.details
         if not summary and args.summarize and args.target_id != tree["leafId"]:
-            summary, details = await self._summarize_branch(tree, args)
+            self.summarizing = True
+            try:
+                summary, details = await self._summarize_branch(tree, args)
+            finally:
+                self.summarizing = False
         self.c.session = await self.c.store.call("branch", {"entryId": new_leaf})
         if summary:
             entry = {"type": "branch_summary", "fromId": new_leaf or "root", "summary": summary, "details": details, "fromHook": False}
@@ -239,7 +283,7 @@ class SessionCommands:
         session = await self.c.store.call("open", {**self._session_dirs(), "noSession": no_session})
         self.c.session = session
         self.c.agent.session_id = self.c.session_id
-        await self._set_level(self.c.agent.state.thinking_level)
+        await self.after_open(new=True)
         return P.NewSessionResult(cancelled=False, previous_session_file=current, path=session.get("path"))
 
     @implements(P.SWITCH_SESSION)
@@ -264,6 +308,7 @@ class SessionCommands:
         level = context.get("thinkingLevel")
         if level in THINKING_LEVELS:
             self.c.agent.set_thinking_level(_clamp_level(level, self.c.agent.state.model))
+        await self.after_open(new=False)
         return P.SwitchSessionResult(cancelled=False, path=session.get("path"), warnings=session.get("warnings") or [])
 
     @implements(P.SET_QUEUE_MODE)
@@ -292,6 +337,8 @@ class SessionCommands:
         if not name:
             raise RemoteError("invalid_args", "Session name cannot be empty")
         await self.c.store.call("append_entry", {"entry": {"type": "session_info", "name": name}})
+        self.session_name = name
+        await self.c._emit_session_event({"type": "session_info_changed", "name": name})
 
     @implements(P.GET_SESSION_STATS)
     async def get_session_stats(self, args: Empty, call: TypedCall[Empty, None]) -> P.SessionStats:
@@ -318,6 +365,7 @@ class SessionCommands:
             tokens=tokens,
             cost=cost,
             session_file=(self.c.session or {}).get("path") or None,
+            context_usage=_context_usage(messages, self.c.agent.state.model),
         )
 
     @implements(P.GET_LAST_ASSISTANT_TEXT)
@@ -366,38 +414,28 @@ class SessionCommands:
     @implements(P.BASH)
     async def bash(self, args: P.BashArgs, call: TypedCall[P.BashArgs, None]) -> P.BashResult:
         """Run a user's shell command through the tool pool (sandboxed like any tool call)
-        and record it as a ``bashExecution`` message (``excludeFromContext`` for ``!!``)."""
+        and record it as a ``bashExecution`` message (``excludeFromContext`` for ``!!``).
+        Allowed during a run, as in pi: the message is then recorded when the run ends.
+        ``abort_bash`` stops it (``cancelled: true``, the output printed so far)."""
         command = args.command
         if not command.strip():
             raise RemoteError("invalid_args", "bash: command must be a non-empty string")
-        self._refuse_during_run("bash")
+        stop = trio.Event()
+        self._bash_stops.add(stop)
         try:
-            result = await self.c.tools_peer.call(
-                "run_tool", {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd}
-            )
+            args_ = {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd}
+            async with self.c.tools_peer.open_call("run_tool", args_) as running:
+                # abort_bash cancels the call cooperatively: the pool kills the command and
+                # answers with what it printed so far ("Command aborted").
+                async with running.cancel_when(stop.wait):
+                    async for _ in running:
+                        pass
+                result = await running.result()
         except RemoteError as exc:
             raise RemoteError("bash_failed", exc.message) from None
-        text = "".join(b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text")
-        details = result.get("details") or {}
-        exit_code: int | None = 0
-        cancelled = False
-        if result.get("isError"):
-            marker = "\n\nCommand exited with code "
-            if marker in text:
-                text, _, code = text.rpartition(marker)
-                exit_code = int(code) if code.strip().lstrip("-").isdigit() else None
-            elif text.endswith("Command aborted"):
-                cancelled, exit_code = True, None
-                text = text[: -len("Command aborted")].rstrip("\n")
-        if text == "(no output)":
-            text = ""
-        outcome = P.BashResult(
-            output=text,
-            exit_code=exit_code,
-            cancelled=cancelled,
-            truncated=bool(details.get("truncation")),
-            full_output_path=details.get("fullOutputPath") or None,
-        )
+        finally:
+            self._bash_stops.discard(stop)
+        outcome = _bash_outcome(result)
         # pi's bashExecution message, keys in pi's order.
         message: dict[str, Any] = {
             "role": "bashExecution",
@@ -412,9 +450,79 @@ class SessionCommands:
             message["fullOutputPath"] = outcome.full_output_path
         if args.exclude_from_context:
             message["excludeFromContext"] = True
+        if self.c.agent.state.is_streaming:
+            # As pi: recorded when the run ends, so a reply's tool calls and results stay together.
+            self._pending_bash.append(message)
+        else:
+            await self._record_bash(message)
+        return outcome
+
+    async def _record_bash(self, message: dict[str, Any]) -> None:
         await self.c.store.call("append", {"message": message})
         self.c.agent.append_message(message)
-        return outcome
+
+    async def flush_pending_bash(self) -> None:
+        """Record the bashExecution messages of commands that ended during the run (agent_end)."""
+        pending, self._pending_bash = self._pending_bash, []
+        for message in pending:
+            await self._record_bash(message)
+
+    @implements(P.ABORT_BASH)
+    async def abort_bash(self, args: Empty, call: TypedCall[Empty, None]) -> None:
+        """Stop the running !cmd (its tool call is cancelled, which kills the command)."""
+        for stop in list(self._bash_stops):
+            stop.set()
+
+
+def _bash_outcome(result: dict[str, Any]) -> P.BashResult:
+    """The ``bash`` tool's result as pi's BashResult (output, exit code, cancelled, ...)."""
+    text = "".join(b.get("text", "") for b in result.get("content") or [] if b.get("type") == "text")
+    details = result.get("details") or {}
+    exit_code: int | None = 0
+    cancelled = False
+    if result.get("isError"):
+        marker = "\n\nCommand exited with code "
+        if marker in text:
+            text, _, code = text.rpartition(marker)
+            exit_code = int(code) if code.strip().lstrip("-").isdigit() else None
+        elif text.endswith("Command aborted"):
+            cancelled, exit_code = True, None
+            text = text[: -len("Command aborted")].rstrip("\n")
+    if text == "(no output)":
+        text = ""
+    return P.BashResult(
+        output=text,
+        exit_code=exit_code,
+        cancelled=cancelled,
+        truncated=bool(details.get("truncation")),
+        full_output_path=details.get("fullOutputPath") or None,
+    )
+
+
+def _context_usage(messages: list[Any], model: T.Model | None) -> P.ContextUsage | None:
+    """pi's ``getContextUsage``: the estimated context size against the model's window.
+    After a compaction the size is unknown (null) until a reply has reported its usage."""
+    from ..agent.types import message_role
+    from ..coding.compaction.tokens import calculate_context_tokens, estimate_context_tokens
+
+    window = model.context_window if model is not None else 0
+    if not window or window <= 0:
+        return None
+    summaries = [m for m in messages if message_role(m) == "compactionSummary" and isinstance(m, dict)]
+    if summaries:
+        # The compaction entry comes after the messages it keeps: only a reply newer than it
+        # has measured the compacted context.
+        since = summaries[-1].get("timestamp")
+        since_ms = since if isinstance(since, int | float) else 0
+        known = False
+        for m in reversed(messages):
+            if isinstance(m, T.AssistantMessage) and m.timestamp > since_ms and m.stop_reason not in ("aborted", "error"):
+                known = calculate_context_tokens(m.usage) > 0
+                break
+        if not known:
+            return P.ContextUsage(tokens=None, context_window=window, percent=None)
+    tokens = estimate_context_tokens(messages).tokens
+    return P.ContextUsage(tokens=tokens, context_window=window, percent=tokens / window * 100)
 
 
 def _clamp_level(level: str, model: T.Model | None) -> AgentThinkingLevel:

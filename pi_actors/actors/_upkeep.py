@@ -11,7 +11,7 @@ drives them against the live session, in pi's order (pi's packages/coding-agent,
 
 Summaries are requested from the session's model through the provider actor (the
 coordinator's stream function), with pi's prompts and token limits. Session events
-(``auto_retry_*``, ``auto_compaction_*``) are plain dicts in pi's shapes, given to ``emit``.
+(``auto_retry_*``, ``compaction_start``/``compaction_end`` with pi 0.73's ``reason``) are plain dicts in pi's shapes, given to ``emit``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class Upkeep:
         self.retry = AutoRetry(retry or RetrySettings())
         self.overflow_attempted = False
         self._compaction_signal: AbortSignal | None = None
+        #: Manual compactions under way (from their start event to their end event).
+        self.manual_compactions = 0
 
     # -- hooks from the coordinator ----------------------------------------------------------
 
@@ -103,26 +105,29 @@ class Upkeep:
         if decision.action == "none":
             return False
         if decision.action == "overflow_failed":
-            await emit({"type": "auto_compaction_end", "aborted": False, "willRetry": False, "errorMessage": C.OVERFLOW_RECOVERY_FAILED})
+            await emit(
+                {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False, "errorMessage": C.OVERFLOW_RECOVERY_FAILED}
+            )
             return False
         will_retry = decision.will_retry
         if decision.action == "overflow" and will_retry:
             self.overflow_attempted = True
             self._drop_failed_reply()
-        await emit({"type": "auto_compaction_start", "reason": decision.action})
+        reason = decision.action
+        await emit({"type": "compaction_start", "reason": reason})
         try:
             result = await self._compact(branch, None)
         except C.CompactionCancelled:
-            await emit({"type": "auto_compaction_end", "aborted": True, "willRetry": False})
+            await emit({"type": "compaction_end", "reason": reason, "aborted": True, "willRetry": False})
             return False
         except (C.CompactionError, RemoteError) as exc:
             message = C.auto_compaction_error_message(decision.action, exc)
-            await emit({"type": "auto_compaction_end", "aborted": False, "willRetry": False, "errorMessage": message})
+            await emit({"type": "compaction_end", "reason": reason, "aborted": False, "willRetry": False, "errorMessage": message})
             return False
         if result is None:
-            await emit({"type": "auto_compaction_end", "aborted": False, "willRetry": False})
+            await emit({"type": "compaction_end", "reason": reason, "aborted": False, "willRetry": False})
             return False
-        await emit({"type": "auto_compaction_end", "result": result, "aborted": False, "willRetry": will_retry})
+        await emit({"type": "compaction_end", "reason": reason, "result": result, "aborted": False, "willRetry": will_retry})
         if will_retry:
             # The transcript was rebuilt from the file, failed reply included: drop it again.
             self._drop_failed_reply()
@@ -139,21 +144,46 @@ class Upkeep:
             after_run=after_run,
         )
 
-    async def compact(self, instructions: str | None) -> P.CompactResult:
+    async def compact(self, instructions: str | None, emit: SessionEmit | None = None) -> P.CompactResult:
         """Manual compaction (``/compact [instructions]``); returns pi's result shape.
         Raises RemoteError with pi's texts (``Already compacted``, ``Nothing to compact…``,
-        ``Compaction cancelled``, ``Summarization failed: …``)."""
-        branch = await self._branch_entries()
+        ``Compaction cancelled``, ``Summarization failed: …``). With ``emit``, pi 0.73's
+        ``compaction_start``/``compaction_end`` (``reason: "manual"``) frame it, the end
+        event saying ``Compaction failed: <text>`` when it fails (not when it is aborted)."""
+
+        async def end(**fields: Any) -> None:
+            if emit is not None:
+                await emit({"type": "compaction_end", "reason": "manual", **fields})
+
+        if emit is not None:
+            await emit({"type": "compaction_start", "reason": "manual"})
+        self.manual_compactions += 1
         try:
-            result = await self._compact(branch, instructions)
-        except C.CompactionCancelled:
-            raise RemoteError("cancelled", "Compaction cancelled") from None
-        except C.CompactionError as exc:
-            raise RemoteError("compaction_failed", str(exc)) from None
-        if result is None:
-            reason = C.compaction_unavailable_reason(branch, self.compaction_settings) or C.NOTHING_TO_COMPACT
-            raise RemoteError("nothing_to_compact", reason)
+            branch = await self._branch_entries()
+            try:
+                result = await self._compact(branch, instructions)
+            except C.CompactionCancelled:
+                raise RemoteError("cancelled", "Compaction cancelled") from None
+            except C.CompactionError as exc:
+                raise RemoteError("compaction_failed", str(exc)) from None
+            if result is None:
+                reason = C.compaction_unavailable_reason(branch, self.compaction_settings) or C.NOTHING_TO_COMPACT
+                raise RemoteError("nothing_to_compact", reason)
+        except RemoteError as exc:
+            if exc.code == "cancelled":
+                await end(aborted=True, willRetry=False)
+            else:
+                await end(aborted=False, willRetry=False, errorMessage=f"Compaction failed: {exc.message}")
+            raise
+        finally:
+            self.manual_compactions -= 1
+        await end(result=result, aborted=False, willRetry=False)
         return msgspec.convert(result, P.CompactResult)
+
+    @property
+    def is_compacting(self) -> bool:
+        """A manual or automatic compaction is under way (pi's ``isCompacting``)."""
+        return self.manual_compactions > 0 or self._compaction_signal is not None
 
     async def _compact(self, branch: list[dict[str, Any]], instructions: str | None) -> dict[str, Any] | None:
         """Summarize, append the compaction entry, reload the transcript; None if there is

@@ -84,14 +84,6 @@ _RUN_METHODS = Interface(
 )
 
 
-def _queued_text(message: Any) -> str:
-    """The text of a queued user message (its text parts joined when content is a list)."""
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content
-    return "".join(getattr(part, "text", "") or "" for part in content or [])
-
-
 class SessionNotSaved(Exception):
     """A finished message could not be written to the session: the run must stop."""
 
@@ -147,6 +139,8 @@ class Coordinator:
         self._published: list[Any] = []
         self._published_stream: Any = None
         self._sink_quiet = False
+        #: The queues as the last queue_update told them.
+        self._queue_told: tuple[list[str], list[str]] = ([], [])
         self.log = JsonLog(config.log_file, "coordinator")
         self._requests = 0
         #: What the provider was last sent of the context (requests carry only what is new).
@@ -279,6 +273,11 @@ class Coordinator:
                 "cwd": self.cwd,
                 "sessionId": self.session_id,
             }
+            if spec.name == "bash" and on_update is not None:
+                # pi's bash tool reports an empty partial result as it starts (the first
+                # tool_execution_update of every bash call).
+                # As the plain tree pi sends: the Struct would leave out the empty content.
+                await on_update({"content": []})
             try:
                 async with self.tools_peer.open_call("run_tool", args) as call:
                     async with call.cancel_when(signal.wait if signal else None):
@@ -329,8 +328,7 @@ class Coordinator:
 
     @implements(P.PROMPT)
     async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.WireEvent]) -> None:
-        text = self.expand_resources(args.text)
-        await self._run(call.incoming, T.UserMessage(content=text, timestamp=T.now_ms()), quiet=not args.events)
+        await self._run(call.incoming, _user_message(self.expand_resources(args.text)), quiet=not args.events)
 
     @implements(P.CONTINUE)
     async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.WireEvent]) -> None:
@@ -338,11 +336,13 @@ class Coordinator:
 
     @implements(P.STEER)
     async def serve_steer(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.steer(T.UserMessage(content=self.expand_resources(args.text), timestamp=T.now_ms()))
+        self.agent.steer(_user_message(self.expand_resources(args.text)))
+        await self._emit_queue_update()
 
     @implements(P.FOLLOW_UP)
     async def serve_follow_up(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.follow_up(T.UserMessage(content=self.expand_resources(args.text), timestamp=T.now_ms()))
+        self.agent.follow_up(_user_message(self.expand_resources(args.text)))
+        await self._emit_queue_update()
 
     @implements(P.CLEAR_QUEUE)
     async def serve_clear_queue(self, args: Empty, call: TypedCall[Empty, None]) -> P.QueuedTexts:
@@ -350,7 +350,8 @@ class Coordinator:
         of them is delivered afterwards) and answer their texts, oldest first."""
         steering, follow_ups = self.agent._steering, self.agent._follow_ups
         self.agent.clear_all_queues()
-        return P.QueuedTexts(steering=[_queued_text(m) for m in steering], follow_up=[_queued_text(m) for m in follow_ups])
+        await self._emit_queue_update()
+        return P.QueuedTexts(steering=[_text_of(m) for m in steering], follow_up=[_text_of(m) for m in follow_ups])
 
     @implements(P.ABORT)
     async def serve_abort(self, args: Empty, call: TypedCall[Empty, None]) -> None:
@@ -367,7 +368,7 @@ class Coordinator:
         if self.agent.state.is_streaming:
             self.agent.abort()
             await self.agent.wait_for_idle()
-        return await self.upkeep.compact(args.custom_instructions or None)
+        return await self.upkeep.compact(args.custom_instructions or None, self._emit_session_event)
 
     @implements(P.GET_STATE)
     async def serve_get_state(self, args: Empty, call: TypedCall[Empty, None]) -> P.State:
@@ -384,6 +385,9 @@ class Coordinator:
             session_id=self.session_id,
             auto_compaction_enabled=self.upkeep.compaction_settings.enabled,
             auto_retry_enabled=self.upkeep.retry.settings.enabled,
+            session_name=self.commands.session_name,
+            is_compacting=self.upkeep.is_compacting or self.commands.summarizing,
+            seq=self._seq,
         )
 
     @implements(P.EXTENSION_UI_RESPONSE)
@@ -475,6 +479,8 @@ class Coordinator:
     async def _on_event(self, event: Any) -> None:
         """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
         kind = event.type
+        if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
+            await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
         if kind == "message_end":
             await self._persist(event.message)
         elif (
@@ -508,9 +514,21 @@ class Coordinator:
         follow = self.upkeep.on_event(event)
         if follow is not None:
             await self._emit_session_event(follow)
+        if kind == "agent_end":
+            await self.commands.flush_pending_bash()
+
+    def _queue_texts(self) -> tuple[list[str], list[str]]:
+        """The texts of the queued steering and follow-up messages (pi's ``queue_update``)."""
+        return [_text_of(m) for m in self.agent._steering], [_text_of(m) for m in self.agent._follow_ups]
+
+    async def _emit_queue_update(self) -> None:
+        """pi's ``queue_update`` after the queues changed: every queued message's text."""
+        steering, follow_up = self._queue_told = self._queue_texts()
+        await self._emit_session_event({"type": "queue_update", "steering": steering, "followUp": follow_up})
 
     async def _emit_session_event(self, event: dict[str, Any]) -> None:
-        """A session event (auto_retry_*, auto_compaction_*): to subscribers and the run's UI."""
+        """A session event (auto_retry_*, compaction_*, queue_update, session_info_changed):
+        to subscribers and the run's UI."""
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": event})
         if self._sink is not None and not self._sink_quiet:
@@ -582,6 +600,7 @@ class Coordinator:
         for result in repairs:
             await self.store.call("append", {"message": T.to_plain(result)})
             self.agent.append_message(result)
+        await self.commands.after_open(new=not (args.get("resume") or args.get("forkFrom")))
 
     def load_context(self, described: dict[str, Any]) -> None:
         context = described.get("context") or {}
@@ -611,6 +630,19 @@ class Coordinator:
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
             raise SessionNotSaved(self._store_error) from None
+
+
+def _user_message(text: str) -> T.UserMessage:
+    """A user's prompt as pi writes it: content is an array of parts (one text part)."""
+    return T.UserMessage(content=[T.TextContent(text=text)], timestamp=T.now_ms())
+
+
+def _text_of(message: Any) -> str:
+    """The text of a queued user message (its text parts, joined)."""
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(b.text for b in content if isinstance(b, T.TextContent))
 
 
 def _wire_options(options: Any) -> dict[str, Any]:

@@ -7,7 +7,9 @@ that records a tool result message, and a view of the sink's failure. It runs th
 of one assistant message — preflight (lookup, ``prepare_arguments``, validation, ``before_tool_call``),
 execution (all runnable calls at once in parallel mode, one after another in sequential
 mode — the agent's setting, or forced for the batch by a tool declaring
-``execution_mode="sequential"``), ``after_tool_call`` — and emits every call's outcome in call order. Every call ends
+``execution_mode="sequential"``), ``after_tool_call`` — and emits every call's outcome: in
+parallel mode each ``tool_execution_end`` as its call finishes and then the result messages
+in call order (pi 0.73), in sequential mode call after call. Every call ends
 with exactly one result. A callback failure is returned in the batch (``failure``) for the
 loop to end the run after ``turn_end``; a sink failure is raised at once.
 """
@@ -168,34 +170,43 @@ class ToolPhase:
         return Batch(results, self._all_terminate(calls), failure)
 
     async def _run_parallel(self, message: AssistantMessage, calls: list[_Call]) -> Batch:
+        """pi 0.73's order: preflight in call order (a call that may not run ends at once),
+        every runnable call started together, each ``tool_execution_end`` emitted as its call
+        finishes, then the tool result messages in call order."""
+        failures: list[Exception] = []
+
+        async def conclude(call: _Call) -> None:
+            try:
+                await self._conclude(message, call)
+            except Exception as exc:
+                failures.append(self._check_failure(exc))
+                await self._emit_end(call, _Outcome(_text_result(error_text(exc)), True))
+
         # Phase 1: preflight in call order.
         for call in calls:
             await self._emit_start(call)
             await self._prepare(message, call)
-        # Phase 2 + 3: start every runnable call at once (a call whose exclusive key an
-        # earlier call holds waits for that one to settle); settle outcomes in call order.
-        results: list[ToolResultMessage] = []
-        failure: Exception | None = None
+            if not call.runnable:
+                await conclude(call)
+        # Phase 2: start every runnable call at once (a call whose exclusive key an earlier
+        # call holds waits for that one to settle); each ends as soon as it is done.
         holders: dict[str, _Call] = {}
+
+        async def run_one(call: _Call, before: _Call | None) -> None:
+            await self._execute(call, before)
+            await conclude(call)
+
         async with trio.open_nursery() as nursery:
             for call in calls:
                 if call.runnable:
                     before = holders.get(call.key) if call.key is not None else None
                     if call.key is not None:
                         holders[call.key] = call
-                    nursery.start_soon(self._execute, call, before)
-            for call in calls:
-                await call.done.wait()
-                try:
-                    results.append(await self._finalize(message, call))
-                except Exception as exc:
-                    if failure is None:
-                        failure = self._check_failure(exc)
-                    else:
-                        self._check_failure(exc)
-                    results.append(await self._emit_outcome(call, _Outcome(_text_result(error_text(exc)), True)))
-        # Steering is polled after turn_end, as after any turn; nothing is skipped.
-        return Batch(results, self._all_terminate(calls), failure)
+                    nursery.start_soon(run_one, call, before)
+        # Phase 3: the results, in call order. Steering is polled after turn_end, as after
+        # any turn; nothing is skipped.
+        results = [await self._record_result(call) for call in calls]
+        return Batch(results, self._all_terminate(calls), failures[0] if failures else None)
 
     def _check_failure(self, exc: Exception) -> Exception:
         """A callback failure in the tool phase; a sink failure is re-raised at once."""
@@ -290,6 +301,12 @@ class ToolPhase:
     async def _finalize(self, message: AssistantMessage, call: _Call) -> ToolResultMessage:
         """after_tool_call (executed calls only), then emit the outcome. A raising hook
         propagates; the caller gives the call an error result instead."""
+        await self._conclude(message, call)
+        return await self._record_result(call)
+
+    async def _conclude(self, message: AssistantMessage, call: _Call) -> None:
+        """after_tool_call (executed calls only), then ``tool_execution_end``. A raising hook
+        propagates (nothing emitted)."""
         assert call.outcome is not None
         outcome = call.outcome
         hook = self.config.after_tool_call
@@ -307,10 +324,13 @@ class ToolPhase:
                 )
                 is_error = override.is_error if override.is_error is not None else outcome.is_error
                 outcome = _Outcome(result, is_error)
-                call.outcome = outcome
-        return await self._emit_outcome(call, outcome)
+        await self._emit_end(call, outcome)
 
     async def _emit_outcome(self, call: _Call, outcome: _Outcome) -> ToolResultMessage:
+        await self._emit_end(call, outcome)
+        return await self._record_result(call)
+
+    async def _emit_end(self, call: _Call, outcome: _Outcome) -> None:
         block = call.block
         call.outcome = outcome
         await self.emit(
@@ -318,6 +338,11 @@ class ToolPhase:
                 tool_call_id=block.id, tool_name=block.name, result=outcome.result, is_error=outcome.is_error
             )
         )
+
+    async def _record_result(self, call: _Call) -> ToolResultMessage:
+        """The call's tool result message (``message_start``/``message_end``)."""
+        block, outcome = call.block, call.outcome
+        assert outcome is not None
         message = ToolResultMessage(
             tool_call_id=block.id,
             tool_name=block.name,

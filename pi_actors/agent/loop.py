@@ -28,9 +28,10 @@ Contract beyond pi's snapshot (docs/architecture.md §7, and the README's "Where
   mode the other calls, already running, finish normally. The turn ends normally, and the run
   then ends with the error message in a turn of its own.
 * **Parallel mode** (the default) preflights every call in order (``tool_execution_start``,
-  lookup, ``prepare_arguments``, validation, ``before_tool_call``), then starts all runnable
-  calls at once in a nursery, then emits every outcome (``tool_execution_end``, the result's
-  ``message_start``/``message_end``) in call order, preflight failures included. Steering is
+  lookup, ``prepare_arguments``, validation, ``before_tool_call``; a call that may not run
+  gets its ``tool_execution_end`` there), then starts all runnable calls at once in a
+  nursery, each emitting its ``tool_execution_end`` as it finishes (pi 0.73's order), then
+  the results' ``message_start``/``message_end`` in call order. Steering is
   polled after the turn, as after any turn; nothing is skipped. **Sequential mode** (the
   config's ``tool_execution="sequential"``, or any call of the batch naming a tool that
   declares ``execution_mode="sequential"``) runs call after call, each prepared once the one

@@ -11,9 +11,21 @@ Where we differ from pi, on purpose (docs/architecture.md §7): every error resp
 id); only a line that is not JSON at all is answered as ``parse``. A ``prompt`` whose run
 later fails gets a second response with ``success: false``, as in pi.
 
+pi's replies where they are not plain: a line without a string ``type`` is answered
+``Unknown command: undefined`` (no ``command``, as pi); ``cycle_model`` and
+``cycle_thinking_level`` answer ``data: null`` when there is nothing to cycle;
+``set_thinking_level`` without a level succeeds and changes nothing; ``abort`` is answered
+once the run's ``agent_end`` has been written; ``bash`` runs while the agent streams (its
+message is recorded when the run ends) and ``abort_bash`` stops it.
+
 Framing: records are split on ``\\n`` only (U+2028/U+2029 inside strings do not split), a
-trailing ``\\r`` is dropped, a last unterminated line is handled at end of input. At end of
-input the process waits for the running commands and the agent to finish, then exits.
+trailing ``\\r`` is dropped, a last unterminated line is handled at end of input.
+
+End of input, on purpose unlike pi (which exits at once, dropping a prompt in flight): the
+process waits for the running commands and the agent to finish, then exits — so that
+``printf '{"type":"prompt",...}' | pi-actors --mode rpc`` gets its answer. A client that
+wants pi's behaviour sends ``abort`` before closing stdin (or kills the process, as pi's
+RpcClient does on ``stop()``).
 """
 
 from __future__ import annotations
@@ -26,6 +38,8 @@ import msgspec
 import trio
 
 from ..actors import CoordinatorLink, open_local_runtime
+from ..ai import supports_xhigh
+from ..ai.types import Model
 from ..choices import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
 from ..protocol.events import AgentEventRebuilder
@@ -35,6 +49,13 @@ from ._sessions import print_session_warnings
 __all__ = ["run_rpc", "RpcSession"]
 
 _encoder = msgspec.json.Encoder()
+
+#: Commands whose events (queue_update, session_info_changed, compaction_*, ...) pi writes
+#: before their response.
+_EMITTING = frozenset({"steer", "follow_up", "set_session_name", "compact", "bash"})
+
+#: ``respond(data=NULL)``: a ``data: null`` member (pi's "nothing to cycle"), not no data.
+NULL: Any = object()
 
 
 class RpcSession:
@@ -50,17 +71,29 @@ class RpcSession:
         self._runs = 0
         self._idle = trio.Event()
         self._idle.set()
+        #: Set while no run is open in the events written (agent_start seen, agent_end not yet).
+        self._no_run_written = trio.Event()
+        self._no_run_written.set()
+        #: The sequence number of the last event written, and an event set when it grows.
+        self._seq_written = 0
+        self._seq_grew = trio.Event()
 
     def write(self, obj: Any) -> None:
         self.out.write(_encoder.encode(obj) + b"\n")
         self.out.flush()
 
-    def respond(self, request: dict, command: str, *, data: Any = None, error: str | None = None) -> None:
+    def respond(self, request: dict, command: str | None, *, data: Any = None, error: str | None = None) -> None:
+        """One response line; ``command=None`` leaves it out (pi's reply to a missing type),
+        ``data=NULL`` writes ``data: null``."""
         response: dict[str, Any] = {"type": "response", "command": command, "success": error is None}
+        if command is None:
+            del response["command"]
         if "id" in request:
             response = {"id": request["id"], **response}
         if error is not None:
             response["error"] = error
+        elif data is NULL:
+            response["data"] = None
         elif data is not None:
             response["data"] = data
         self.write(response)
@@ -78,18 +111,41 @@ class RpcSession:
                     async for chunk in call:
                         if "snapshot" in chunk:
                             rebuild.seed(chunk["snapshot"].get("streamMessage"))
+                            self._wrote(chunk["snapshot"].get("seq", 0))
                             if not started:
                                 started = True
                                 task_status.started()
                             continue
-                        self.write(rebuild.apply(chunk["event"]))
+                        event = rebuild.apply(chunk["event"])
+                        self.write(event)
+                        self._note_run(event.get("type"))
+                        self._wrote(chunk.get("seq", 0))
                     await call.result()
             except ConnectionLost:
                 if not started or self.c.closed_event.is_set():
                     raise
+                self._note_run("agent_end")  # that coordinator's run is over
             except RemoteError as exc:
                 if not started or exc.code == "session_failed":
                     raise
+
+    def _wrote(self, seq: int) -> None:
+        self._seq_written = seq
+        self._seq_grew.set()
+        self._seq_grew = trio.Event()
+
+    async def _catch_up(self) -> None:
+        """Wait until every event the coordinator has sent so far is written: the events a
+        command caused come before its response, as pi writes them."""
+        target = (await self._state()).get("seq", 0)
+        while self._seq_written < target:
+            await self._seq_grew.wait()
+
+    def _note_run(self, kind: str | None) -> None:
+        if kind == "agent_start" and self._no_run_written.is_set():
+            self._no_run_written = trio.Event()
+        elif kind == "agent_end":
+            self._no_run_written.set()
 
     # -- commands ------------------------------------------------------------------------
 
@@ -100,7 +156,10 @@ class RpcSession:
             self.write({"type": "response", "command": "parse", "success": False, "error": f"Failed to parse command: {exc}"})
             return
         if not isinstance(request, dict) or not isinstance(request.get("type"), str):
-            self.respond(request if isinstance(request, dict) else {}, "parse", error="Failed to parse command: a command is an object with a string 'type'")
+            # pi: error(undefined, command.type, `Unknown command: ${command.type}`).
+            kind = request.get("type") if isinstance(request, dict) else None
+            shown = "undefined" if kind is None and not (isinstance(request, dict) and "type" in request) else _js_text(kind)
+            self.respond(request if isinstance(request, dict) else {}, None, error=f"Unknown command: {shown}")
             return
         command = request["type"]
         if command == "extension_ui_response":
@@ -112,6 +171,8 @@ class RpcSession:
             return
         try:
             data = await handler(request, nursery)
+            if command in _EMITTING:
+                await self._catch_up()
         except RemoteError as exc:
             self.respond(request, command, error=exc.message)
         except (KeyError, TypeError, ValueError) as exc:
@@ -127,13 +188,21 @@ class RpcSession:
         if not isinstance(text, str):
             raise ValueError("message must be a string")
         state = await self._state()
+        if state["isStreaming"] and self._no_run_written.is_set() and self._runs:
+            # The run's agent_end is written (the client may answer it at once, as pi's
+            # clients do), but its call has not returned yet: the coordinator is finishing
+            # the run (saving, the compaction check). Not a run to steer: wait for its end.
+            await self._idle.wait()
+            state = await self._state()
         if state["isStreaming"]:
             behavior = request.get("streamingBehavior")
             if behavior == "steer":
                 await self.c.call("steer", {"text": text})
+                await self._catch_up()  # its queue_update first
                 return None
             if behavior == "followUp":
                 await self.c.call("follow_up", {"text": text})
+                await self._catch_up()
                 return None
             raise RemoteError(
                 "busy", "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
@@ -160,7 +229,9 @@ class RpcSession:
         await self.c.call("follow_up", {"text": request["message"]})
 
     async def cmd_abort(self, request: dict, nursery: trio.Nursery) -> None:
+        """Answered once the run has ended and its ``agent_end`` is written, as pi does."""
         await self.c.call("abort")
+        await self._no_run_written.wait()
 
     async def cmd_abort_retry(self, request: dict, nursery: trio.Nursery) -> None:
         await self.c.call("abort_retry")
@@ -172,14 +243,15 @@ class RpcSession:
     async def cmd_get_state(self, request: dict, nursery: trio.Nursery) -> dict:
         state = await self._state()
         out = {
-            "model": state.get("model"),
+            "model": _pi_model(state.get("model")),
             "thinkingLevel": state.get("thinkingLevel"),
             "isStreaming": state.get("isStreaming"),
-            "isCompacting": False,
+            "isCompacting": state.get("isCompacting", False),
             "steeringMode": state.get("steeringMode"),
             "followUpMode": state.get("followUpMode"),
             "sessionFile": state.get("sessionFile"),
             "sessionId": state.get("sessionId"),
+            "sessionName": state.get("sessionName"),
             "autoCompactionEnabled": state.get("autoCompactionEnabled", True),
             "messageCount": state.get("messageCount"),
             "pendingMessageCount": state.get("pendingMessageCount", 0),
@@ -187,31 +259,38 @@ class RpcSession:
         return {k: v for k, v in out.items() if v is not None}
 
     async def cmd_set_model(self, request: dict, nursery: trio.Nursery) -> dict:
-        return await self.c.call("set_model", {"provider": request["provider"], "modelId": request["modelId"]})
+        return _pi_model(await self.c.call("set_model", {"provider": request["provider"], "modelId": request["modelId"]}))
 
     async def cmd_get_available_models(self, request: dict, nursery: trio.Nursery) -> dict:
-        return await self.c.call("get_available_models")
+        models = (await self.c.call("get_available_models"))["models"]
+        return {"models": [_pi_model(m) for m in models]}
 
-    async def cmd_cycle_model(self, request: dict, nursery: trio.Nursery) -> dict | None:
+    async def cmd_cycle_model(self, request: dict, nursery: trio.Nursery) -> Any:
         models = (await self.c.call("get_available_models"))["models"]
         current = (await self._state()).get("model") or {}
         if len(models) < 2:
-            return None
+            return NULL
         keys = [(m["provider"], m["id"]) for m in models]
         here = keys.index((current.get("provider"), current.get("id"))) if (current.get("provider"), current.get("id")) in keys else -1
         nxt = models[(here + 1) % len(models)]
         model = await self.c.call("set_model", {"provider": nxt["provider"], "modelId": nxt["id"]})
-        return {"model": model, "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
+        return {"model": _pi_model(model), "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
 
     async def cmd_set_thinking_level(self, request: dict, nursery: trio.Nursery) -> None:
+        if request.get("level") is None:
+            return None  # pi accepts it and the level stays as it is
         await self.c.call("set_thinking_level", {"level": request["level"]})
 
-    async def cmd_cycle_thinking_level(self, request: dict, nursery: trio.Nursery) -> dict | None:
+    async def cmd_cycle_thinking_level(self, request: dict, nursery: trio.Nursery) -> Any:
+        """The next level the model supports (``xhigh`` only where it has it); ``data: null``
+        for a model without reasoning, as pi."""
         state = await self._state()
-        if not (state.get("model") or {}).get("reasoning"):
-            return None
+        plain = state.get("model")
+        if not (plain or {}).get("reasoning"):
+            return NULL
+        levels = [lv for lv in THINKING_LEVELS if lv != "xhigh" or supports_xhigh(msgspec.convert(plain, Model))]
         level = state.get("thinkingLevel") or "off"
-        nxt = THINKING_LEVELS[(THINKING_LEVELS.index(level) + 1) % len(THINKING_LEVELS)] if level in THINKING_LEVELS else "off"
+        nxt = levels[(levels.index(level) + 1) % len(levels)] if level in levels else "off"
         return await self.c.call("set_thinking_level", {"level": nxt})
 
     async def cmd_set_steering_mode(self, request: dict, nursery: trio.Nursery) -> None:
@@ -234,7 +313,7 @@ class RpcSession:
         return await self.c.call("bash", {"command": request["command"]})
 
     async def cmd_abort_bash(self, request: dict, nursery: trio.Nursery) -> None:
-        return None  # a user's bash command runs to its end (or its timeout); nothing to stop
+        await self.c.call("abort_bash")
 
     async def cmd_get_session_stats(self, request: dict, nursery: trio.Nursery) -> dict:
         return await self.c.call("get_session_stats")
@@ -249,6 +328,10 @@ class RpcSession:
     async def cmd_fork(self, request: dict, nursery: trio.Nursery) -> dict:
         result = await self.c.call("fork", {"entryId": request["entryId"]})
         return {"text": result["text"], "cancelled": False}
+
+    async def cmd_clone(self, request: dict, nursery: trio.Nursery) -> dict:
+        await self.c.call("clone")
+        return {"cancelled": False}
 
     async def cmd_get_fork_messages(self, request: dict, nursery: trio.Nursery) -> dict:
         return await self.c.call("fork_messages")
@@ -300,6 +383,28 @@ def _command(name: str, description: str, kind: str, item: Any, base_dir: str) -
     packaged = item.source not in ("auto", "local")
     info = {"path": item.path, "source": item.source, "scope": item.scope, "origin": "package" if packaged else "top-level", "baseDir": base_dir}
     return {"name": name, "description": description, "source": kind, "sourceInfo": info}
+
+
+def _pi_model(model: Any) -> Any:
+    """A model as pi writes it: the optional members that are not set are left out."""
+    if not isinstance(model, dict):
+        return model
+    return {k: v for k, v in model.items() if v is not None}
+
+
+def _js_text(value: Any) -> str:
+    """``${value}`` in JavaScript, for the JSON values a ``type`` can be."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, list):
+        return ",".join("" if v is None else _js_text(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 async def _lines(stream: trio.abc.ReceiveStream):

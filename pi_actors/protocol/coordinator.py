@@ -173,6 +173,13 @@ class State(WireStruct):
     session_id: str | None
     auto_compaction_enabled: bool
     auto_retry_enabled: bool
+    #: The session's name (its latest session_info entry), absent when it has none.
+    session_name: str | None = None
+    #: A compaction (manual or automatic) or a branch summary is being made.
+    is_compacting: bool = False
+    #: The sequence number of the last event sent to subscribers: a subscriber that has
+    #: seen it has seen every event of what was done before this call.
+    seq: int = 0
 
 
 class Messages(WireStruct):
@@ -236,6 +243,15 @@ class TokenStats(WireStruct):
     total: int
 
 
+class ContextUsage(WireStruct):
+    """pi's estimate of the context's size: ``tokens`` and ``percent`` are null after a
+    compaction until a reply has reported its usage."""
+
+    tokens: int | None
+    context_window: int
+    percent: float | None
+
+
 class SessionStats(WireStruct):
     session_id: str | None
     user_messages: int
@@ -247,6 +263,9 @@ class SessionStats(WireStruct):
     cost: float
     #: Absent for a session not saved to a file.
     session_file: str | None = None
+    #: How full the model's context window is (pi's ``contextUsage``); absent without a
+    #: model or a context window.
+    context_usage: ContextUsage | None = None
 
 
 class LastAssistantText(WireStruct):
@@ -304,9 +323,11 @@ class ForkResult(WireStruct):
 
 
 class CloneResult(WireStruct):
-    """pi's ``{cancelled}`` (always false here: nothing can cancel a clone)."""
+    """pi's ``{cancelled}`` (always false here: nothing can cancel a clone) and the new
+    session's file (null for a session not saved)."""
 
     cancelled: bool = False
+    path: str | None = None
 
 
 class SetModelArgs(WireStruct):
@@ -403,8 +424,8 @@ PROMPT: Method[PromptArgs, WireEvent, Empty] = Method(
         "write_failed": "a finished message could not be saved; the run stopped",
     },
     doc="Send a user message and run the agent until it is done, streaming every event of "
-    "the run (pi's AgentEvents and the auto_retry_*/auto_compaction_* session events, in "
-    "the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
+    "the run (pi's AgentEvents and the session events auto_retry_*, compaction_*, "
+    "queue_update, session_info_changed, in the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
     "comes when the run is over. Cancelling the call aborts the run; the aborted reply still "
     "arrives.",
 )  # fmt: skip
@@ -460,7 +481,8 @@ COMPACT: Method[CompactArgs, None, CompactResult] = Method(
 GET_STATE: Method[Empty, None, State] = Method(
     "get_state", args=Empty, result=State,
     doc="Model, thinking level, whether a run is active, message counts, queue modes, the "
-    "session's file and id, and the auto-compaction/auto-retry switches.",
+    "session's file, id and name, the auto-compaction/auto-retry switches, whether a "
+    "compaction is under way, and the sequence number of the last event sent to subscribers.",
 )  # fmt: skip
 
 GET_MESSAGES: Method[Empty, None, Messages] = Method(
@@ -579,11 +601,16 @@ BASH: Method[BashArgs, None, BashResult] = Method(
     "bash", args=BashArgs, result=BashResult,
     errors={
         "invalid_args": "the command is empty",
-        "busy": _BUSY,
         "bash_failed": "the tool pool could not run it",
     },
     doc="A user's !cmd: run in the tool sandbox like any tool call and recorded as a "
-    "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code.",
+    "bashExecution message (excludeFromContext for !!cmd); returns its output and exit code. "
+    "Allowed during a run, as in pi: the message is then recorded when the run ends.",
+)  # fmt: skip
+
+ABORT_BASH: Method[Empty, None, Empty] = Method(
+    "abort_bash", args=Empty, result=Empty,
+    doc="Stop the user's !cmd that is running, if any; its bash call answers with cancelled.",
 )  # fmt: skip
 
 GET_AVAILABLE_MODELS: Method[Empty, None, Models] = Method(
@@ -676,6 +703,7 @@ COORDINATOR = Interface(
         GET_SESSION_STATS,
         GET_LAST_ASSISTANT_TEXT,
         BASH,
+        ABORT_BASH,
         GET_AVAILABLE_MODELS,
         EXPORT_HTML,
         SET_QUEUE_MODE,

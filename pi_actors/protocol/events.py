@@ -5,8 +5,9 @@ Events are pi's, as plain JSON-like trees with camelCase keys: the AgentEvents
 (``agent_start``, ``agent_end``, ``turn_start``, ``turn_end``, ``message_start``,
 ``message_update``, ``message_end``, ``tool_execution_start``, ``tool_execution_update``,
 ``tool_execution_end``) and the session events of the coordinator's upkeep
-(``auto_retry_start``, ``auto_retry_end``, ``auto_compaction_start``, ``auto_compaction_end``),
-each with its ``type``. :data:`WireEvent` declares them as a tagged union of Structs (the
+(``auto_retry_start``, ``auto_retry_end``, ``compaction_start``, ``compaction_end`` — pi
+0.73's names, with ``reason`` ``manual``/``threshold``/``overflow`` —, ``queue_update``,
+``session_info_changed``), each with its ``type``. :data:`WireEvent` declares them as a tagged union of Structs (the
 ``chunk`` of ``prompt``/``continue``, the ``event`` of a subscription update), byte for byte
 the trees that are sent: the event's own fields are typed, the messages and tool results
 inside stay plain trees (``dict``; the transcript also holds custom messages such as
@@ -73,6 +74,10 @@ __all__ = [
     "AutoRetryEnd",
     "AutoCompactionStart",
     "AutoCompactionEnd",
+    "CompactionStart",
+    "CompactionEnd",
+    "QueueUpdate",
+    "SessionInfoChanged",
     "DELTA_TYPES",
     "strip_stream_event",
     "StreamRebuilder",
@@ -165,7 +170,38 @@ class AutoRetryEnd(_Event, tag="auto_retry_end"):
     final_error: str | None = None
 
 
+class CompactionStart(_Event, tag="compaction_start"):
+    """pi 0.73's compaction events: a manual ``/compact`` or an automatic compaction starts."""
+
+    #: ``manual``, ``threshold`` or ``overflow``.
+    reason: str
+
+
+class CompactionEnd(_Event, tag="compaction_end", kw_only=True):
+    reason: str
+    #: The compaction's ``{summary, firstKeptEntryId, tokensBefore, details}``, if one was made.
+    result: _Tree | None = None
+    aborted: bool
+    will_retry: bool
+    error_message: str | None = None
+
+
+class QueueUpdate(_Event, tag="queue_update"):
+    """The texts of the queued steering and follow-up messages, after every change."""
+
+    steering: list[str]
+    follow_up: list[str]
+
+
+class SessionInfoChanged(_Event, tag="session_info_changed"):
+    """The session was named (``set_session_name``)."""
+
+    name: str | None = None
+
+
 class AutoCompactionStart(_Event, tag="auto_compaction_start"):
+    """Before pi 0.73 (no longer sent; kept so that older peers' events still decode)."""
+
     #: ``threshold`` or ``overflow``.
     reason: str
 
@@ -183,6 +219,7 @@ WireEvent = (
     AgentStart | AgentEnd | TurnStart | TurnEnd | MessageStart | MessageUpdate | MessageEnd
     | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd
     | AutoRetryStart | AutoRetryEnd | AutoCompactionStart | AutoCompactionEnd
+    | CompactionStart | CompactionEnd | QueueUpdate | SessionInfoChanged
 )  # fmt: skip
 
 

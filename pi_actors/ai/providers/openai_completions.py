@@ -9,7 +9,8 @@ raise, exactly one terminal event). Specific to this API:
   a typed object per chunk;
 - at most one block is open at a time; a block of another kind closes the open one first; a
   tool-call delta with a new ``id``, or with an ``index`` other than the open call's, starts a
-  new tool call (pi ignores the index, so servers that send parallel calls without ids would
+  new tool call; as in pi, every block's ``*_end`` event comes at the end of the stream, in
+  content order (a closed block only takes no more deltas) (pi ignores the index, so servers that send parallel calls without ids would
   have them merged into one);
 - ``delta.content`` is text, or a list of typed parts (Mistral): ``text`` parts → text,
   ``thinking`` parts → thinking; reasoning fields (``reasoning_content``, ``reasoning``...) →
@@ -303,11 +304,20 @@ class _Mapper:
         self.tool_index: int | None = None  # the wire ``index`` of the open tool call
         self.saw_finish = False
         self.done = False
+        self.closed: list[int] = []  # blocks that take no more deltas, not yet ended
 
     async def close_open(self) -> None:
+        """The open block takes no more deltas; its end event waits for :meth:`end_all`."""
         if self.open is not None:
-            i, self.open, self.open_kind = self.open, None, None
+            self.closed.append(self.open)
+            self.open, self.open_kind = None, None
+
+    async def end_all(self) -> None:
+        """The stream is over: every block's ``*_end``, in content order (pi's order)."""
+        await self.close_open()
+        for i in sorted(self.closed):
             await self.run.end_block(i)
+        self.closed = []
 
     def _usage(self, usage: dict[str, Any]) -> None:
         if not isinstance(usage, dict):
@@ -573,7 +583,7 @@ async def _body(run: StreamRun, context: Context) -> None:
             run.check_aborted()
             if not mapper.saw_finish:
                 raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-            await mapper.close_open()
+            await mapper.end_all()
         finally:
             await close_quietly(chunks)  # the body stream first: never left to the GC
             await close_quietly(response)

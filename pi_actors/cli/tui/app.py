@@ -150,6 +150,8 @@ class TuiApp:
             "tool_execution_end": self._on_tool_end,
             "auto_compaction_start": self._on_compaction_start,
             "auto_compaction_end": self._on_compaction_end,
+            "compaction_start": self._on_compaction_start,
+            "compaction_end": self._on_compaction_end,
             "auto_retry_start": self._on_retry_start,
             "auto_retry_end": self._on_retry_end,
             "extension_error": self._on_extension_error,
@@ -428,12 +430,16 @@ class TuiApp:
         self.print_tool(tc["name"] or "?", tc.get("args"), event.get("result") or {}, bool(event.get("isError")), took)
 
     def _on_compaction_start(self, event: dict[str, Any]) -> None:
+        if event.get("reason") == "manual":
+            return  # /compact shows its own progress and result
         self.status = "Auto-compacting... (esc to cancel)"
 
     def _on_retry_start(self, event: dict[str, Any]) -> None:
         self.status = f"Retrying ({event.get('attempt')}/{event.get('maxAttempts')}) in {round((event.get('delayMs') or 0) / 1000)}s... (esc to cancel)"
 
     def _on_compaction_end(self, event: dict[str, Any]) -> None:
+        if event.get("reason") == "manual":
+            return
         self.status = None
         self.print_text(Text("Context compacted automatically.", style="dim"))
         self.commands.reload_messages()  # the footer's context use follows the new transcript

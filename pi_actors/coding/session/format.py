@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Container
 from datetime import UTC, datetime
@@ -64,6 +65,16 @@ def timestamp_ms(iso: str) -> int:
 
 def session_file_name(timestamp: str, session_id: str) -> str:
     return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def new_session_id(now_ms: int | None = None) -> str:
+    """A new session id, a UUID version 7 as pi 0.73 makes them (RFC 9562): 48 bits of
+    Unix time in milliseconds, then random bits; ids made later sort later."""
+    ms = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) & ((1 << 48) - 1)
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # variant 10
+    return str(uuid.UUID(int=value))
 
 
 def new_entry_id(existing: Container[str]) -> str:

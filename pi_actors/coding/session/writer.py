@@ -46,7 +46,7 @@ import json
 import os
 import uuid
 
-from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, session_file_name
+from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, new_session_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
 from .lock import SessionLock
 
@@ -74,6 +74,11 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+#: Entries that alone never create the file (pi's initial entries of a new session): a new
+#: session nobody writes to leaves no file, even when its writer is not lazy.
+_SETTINGS_ONLY = frozenset({"model_change", "thinking_level_change"})
 
 
 def _is_assistant_message(entry: dict) -> bool:
@@ -127,11 +132,13 @@ class SessionWriter:
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
 
         ``lazy`` (pi's rule): nothing touches the disk until the first assistant message is
-        appended. With ``lazy=False`` the file is created by the first append of any kind,
-        so every entry is durable when ``append_*`` returns. ``in_memory`` (``--no-session``):
+        appended. With ``lazy=False`` the file is created by the first append of any kind
+        but ``model_change``/``thinking_level_change`` (pi's initial entries: a session
+        that stays empty leaves no file), so every other entry is durable when
+        ``append_*`` returns and those two are written with it. ``in_memory`` (``--no-session``):
         the tree is kept in memory only and nothing is ever written.
         """
-        session_id = session_id or str(uuid.uuid4())
+        session_id = session_id or new_session_id()
         timestamp = iso_timestamp()
         header: dict = {
             "type": "session",
@@ -177,7 +184,7 @@ class SessionWriter:
 
     @classmethod
     def _start_in_empty_file(cls, path: str, cwd: str) -> SessionWriter:
-        header: dict = {"type": "session", "version": CURRENT_VERSION, "id": str(uuid.uuid4()),
+        header: dict = {"type": "session", "version": CURRENT_VERSION, "id": new_session_id(),
                         "timestamp": iso_timestamp(), "cwd": cwd}
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
@@ -315,7 +322,8 @@ class SessionWriter:
         line = encode_line(stored)  # ValueError before anything changes
 
         if self._pending:
-            if not self.in_memory and (not self._lazy or _is_assistant_message(stored)):
+            eager = not self._lazy and stored["type"] not in _SETTINGS_ONLY
+            if not self.in_memory and (eager or _is_assistant_message(stored)):
                 header = encode_line(self.header)
                 self._create_file([header, *self._read(self._lines), line])
                 self._remember(stored, line)
