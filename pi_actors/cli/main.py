@@ -2,11 +2,11 @@
 
 Usage::
 
-    pi-actors [options] [messages...]      interactive (plain line mode) or, with -p, print mode
+    pi-actors [options] [@files...] [messages...]   interactive (the TUI, or a plain line mode)
     pi-actors -p "prompt"                   print the final assistant text
     pi-actors --mode json "prompt"          every AgentEvent as one JSON line (pi's shapes)
-    pi-actors demo                          a real multi-process session against a bundled
-                                            scripted model; needs no API key
+    pi-actors <command> ...                 a subcommand of :data:`SUBCOMMANDS` (demo, serve,
+                                            attach, tool-host, ...)
 
 User mistakes (unknown model, no key, bad flag) give one line on stderr and exit code 1;
 a traceback is shown only with ``--verbose``. Heavy imports (trio, the actors, the SDKs) are
@@ -28,16 +28,46 @@ __all__ = ["main", "build_parser"]
 
 VERSION = "0.1.0"
 
+#: The subcommands, in the order ``--help`` lists them: name -> (module under ``pi_actors.cli``,
+#: one-line summary). ``pi-actors NAME ARGS...`` runs ``module.main(ARGS)`` (an exit code);
+#: a subcommand added here is dispatched and listed in ``--help`` with nothing else to change.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "a real multi-process session against a bundled scripted model (no API key)"),
+    "serve": ("serve", "host sessions for remote clients over WebSocket or a unix socket"),
+    "attach": ("attach", "attach to a session on a pi-actors server (TUI, line mode or -p)"),
+    "tool-host": ("tool_host", "run the tool calls of a server's session on this machine"),
+}
+
+#: The API key variables ``--help`` names, with the model each one selects by default.
+_KEY_VARIABLES = (
+    ("ANTHROPIC_API_KEY", "Anthropic key; default model anthropic/{anthropic}"),
+    ("ANTHROPIC_OAUTH_TOKEN", "Anthropic OAuth token (used before ANTHROPIC_API_KEY)"),
+    ("OPENAI_API_KEY", "OpenAI key; default model openai/{openai} (when no Anthropic key)"),
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of a session's command line (not the subcommands'): one-line errors with a
+    "did you mean" (``_usage.CliParser``); ``--help`` ends with the subcommands, the
+    configuration directory, where sessions go and the key variables (``_usage.help_epilog``)."""
     from ..choices import SANDBOX_MODES, THINKING_LEVELS
+    from ._config import DEFAULT_MODEL_IDS
+    from ._paths import agent_dir
+    from ._usage import CliParser, help_epilog
 
-    p = argparse.ArgumentParser(
+    keys = [(name, what.format(**DEFAULT_MODEL_IDS)) for name, what in _KEY_VARIABLES]
+    p = CliParser(
         prog="pi-actors",
+        usage="pi-actors [options] [@files...] [messages...]\n       pi-actors <command> [options]",
         description="A multi-process coding agent on trio, in the lineage of pi.",
-        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key.",
+        epilog=help_epilog(((name, summary) for name, (_m, summary) in SUBCOMMANDS.items()), agent_dir(), keys),
     )
-    p.add_argument("messages", nargs="*", help="prompt messages; the first is sent first")
+    p.add_argument(
+        "messages",
+        nargs="*",
+        help="prompt messages, each its own turn; @FILE attaches a text file to the first "
+        "(after piped stdin, as pi)",
+    )
     p.add_argument("-p", "--print", dest="print_mode", action="store_true", help="non-interactive: run the prompt(s), print the answer, exit")
     p.add_argument("--mode", choices=["text", "json", "rpc"], default="text", help="output mode (json: one event per line; rpc: pi's JSON-lines RPC on stdin/stdout)")
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
@@ -321,13 +351,13 @@ def _early_provider(args: argparse.Namespace) -> Any:
 
 
 def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
-    """The entry point of the subcommand ``argv`` names (``demo``, ``serve``, ``attach``,
-    ``tool-host``), or None when ``argv`` is a session's command line."""
+    """The entry point of the subcommand ``argv`` names (:data:`SUBCOMMANDS`), or None when
+    ``argv`` is a session's command line."""
     from importlib import import_module
 
-    if not argv or argv[0] not in ("demo", "serve", "attach", "tool-host"):
+    if not argv or argv[0] not in SUBCOMMANDS:
         return None
-    module = import_module(f".{argv[0].replace('-', '_')}", __package__)
+    module = import_module(f".{SUBCOMMANDS[argv[0]][0]}", __package__)
     entry: Callable[[list[str]], int] = module.main
     return entry
 
