@@ -363,19 +363,27 @@ def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
 
 
 def _initial_messages(args: argparse.Namespace) -> list[str]:
-    """The prompts to send first: the arguments, after the text piped on stdin (which
-    switches to print mode). RPC mode takes its prompts from stdin as commands, so it
-    refuses prompt arguments."""
-    messages = list(args.messages)
+    """The user messages to send first (``_initial.initial_messages``): the text piped on
+    stdin, the ``@file`` attachments and the first message argument as one message, then the
+    other arguments, one turn each. Piped text switches to print mode, as pi. RPC mode takes
+    its prompts from stdin as commands, so it refuses message and ``@file`` arguments.
+    Raises UsageError (RPC with arguments) or ConfigError (a file that cannot be attached)."""
+    from ._config import ConfigError
+    from ._initial import AttachError, initial_messages
+
     if args.mode == "rpc":
-        if messages:
+        if args.messages:
             raise UsageError("In RPC mode prompts come as commands on stdin, not as arguments")
-    elif not sys.stdin.isatty():
-        piped = sys.stdin.read().strip()
-        if piped:
-            messages.insert(0, piped)
+        return []
+    piped = None
+    if not sys.stdin.isatty():
+        piped = sys.stdin.read()
+        if piped.strip():
             args.print_mode = True
-    return messages
+    try:
+        return initial_messages(args.messages, piped, os.getcwd())
+    except AttachError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
@@ -383,6 +391,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     tools, system prompt, session file, sandbox), with warnings about the model registry and
     the settings printed on stderr; None when the user chose no session to resume."""
     from ..coding.system_prompt import build_system_prompt
+    from ..coding.session import default_session_dir
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
     from ._sessions import NoSessionSelected, choose_session
     from ._settings import load_settings, parse_settings
@@ -397,6 +406,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
     cwd = os.getcwd()
     adir = agent_dir()
+    default_dir = os.path.join(adir, "sessions")
     try:
         session = choose_session(
             agent_dir=adir,
@@ -410,6 +420,10 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         )
     except NoSessionSelected:
         return None
+    except OSError as exc:  # the session folder could not be made
+        raise ConfigError(_unwritable(exc.filename or args.session_dir or default_dir, exc)) from None
+    if not args.no_session:
+        _check_session_writable(session.config.resume, args.session_dir or default_session_dir(adir, cwd))
     typed = parse_settings(settings)
     model_arg = args.model
     if model_arg is None and args.provider is None:
@@ -436,6 +450,52 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         key_sources=reg.key_sources,
         sandbox=args.sandbox,
         allow_network=args.allow_network,
+    )
+
+
+def _check_session_writable(resumed: str | None, directory: str) -> None:
+    """Raise ConfigError (:func:`_unwritable`) unless the session can be saved: the resumed
+    file can be appended to, or new files can be made in its folder or ``directory`` (created
+    if missing, 0700).
+    Checked before the run, so that no model request is made for an answer that cannot be
+    saved; ``os.access`` also sees a read-only file system, even for root."""
+    from ._config import ConfigError
+
+    from ..coding.session.format import make_private_dirs
+
+    if resumed is not None and os.path.exists(resumed):
+        if not os.access(resumed, os.W_OK):
+            raise ConfigError(_unwritable(resumed, _refusal(resumed)))
+        return
+    if resumed is not None:  # --session naming a file still to be made
+        directory = os.path.dirname(os.path.abspath(resumed))
+    try:
+        make_private_dirs(directory)
+    except OSError as exc:
+        raise ConfigError(_unwritable(exc.filename or directory, exc)) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(_unwritable(directory, _refusal(directory)))
+
+
+def _refusal(path: str) -> OSError:
+    """Why ``os.access`` refused to let us write at ``path``: a read-only file system, or
+    the permissions."""
+    import errno
+
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    return OSError(code, os.strerror(code))
+
+
+def _unwritable(path: str, exc: OSError) -> str:
+    """The one-line error for a session that cannot be saved at ``path``."""
+    reason = exc.strerror or str(exc)
+    return (
+        f"Cannot save the session in {path}: {reason}. Run with --no-session, "
+        "or --session-dir DIR to save sessions elsewhere"
     )
 
 
