@@ -390,8 +390,8 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     """The runtime configuration for the session the options choose (model, thinking level,
     tools, system prompt, session file, sandbox), with warnings about the model registry and
     the settings printed on stderr; None when the user chose no session to resume."""
-    from ..coding.system_prompt import build_system_prompt
     from ..coding.session import default_session_dir
+    from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
     from ._sessions import NoSessionSelected, choose_session
     from ._settings import load_settings, parse_settings
@@ -459,9 +459,10 @@ def _check_session_writable(resumed: str | None, directory: str) -> None:
     if missing, 0700).
     Checked before the run, so that no model request is made for an answer that cannot be
     saved; ``os.access`` also sees a read-only file system, even for root."""
-    from ._config import ConfigError
+    import errno
 
     from ..coding.session.format import make_private_dirs
+    from ._config import ConfigError
 
     if resumed is not None and os.path.exists(resumed):
         if not os.access(resumed, os.W_OK):
@@ -473,6 +474,8 @@ def _check_session_writable(resumed: str | None, directory: str) -> None:
         make_private_dirs(directory)
     except OSError as exc:
         raise ConfigError(_unwritable(exc.filename or directory, exc)) from None
+    if not os.path.isdir(directory):
+        raise ConfigError(_unwritable(directory, NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))))
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ConfigError(_unwritable(directory, _refusal(directory)))
 

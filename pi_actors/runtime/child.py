@@ -78,6 +78,11 @@ def _import_all(items: list[str]) -> None:
 
 
 def main() -> None:
+    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
+    # The spawner started us with SIGINT blocked (``_process.ChildProcess.spawn``), so none
+    # could interrupt the imports before this line; one that came meanwhile is dropped here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     prestarted = "--preload" in sys.argv
     if prestarted:
         _preload(sys.argv[2:])
@@ -89,8 +94,6 @@ def main() -> None:
     if os.getppid() != boot["parent_pid"]:
         # The parent died before the death signal was armed.
         os._exit(1)
-    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Directories the owner named explicitly (an application's own actors outside the
     # installed packages); never the working directory, which stays out of the path.
     sys.path[:0] = [path for path in boot.get("import_paths") or () if os.path.isabs(path)]
