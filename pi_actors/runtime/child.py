@@ -9,7 +9,7 @@ this process's event loop for as long as the actor runs.
 
 Started ahead of its configuration (``_spawn.prestart_actor``: ``--preload ITEMS --parent
 PID`` after the name), it imports those modules (in a thread) while it waits for the boot
-document, and exits quietly if its stdin closes without one.
+document. Any actor exits quietly if its stdin closes without one (its parent gave up).
 
 Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
 function has returned (its links are closed, every frame it wrote is in the kernel's socket
@@ -87,8 +87,10 @@ def main() -> None:
     if prestarted:
         _preload(sys.argv[2:])
     data = sys.stdin.buffer.read()
-    if prestarted and not data:
-        os._exit(0)  # given up before it was booted (PrestartedActor.abandon)
+    if not data:
+        # Given up before it was booted: a prestarted one abandoned (PrestartedActor.abandon),
+        # or a parent that stopped while starting us (Ctrl-C during start-up): nothing to say.
+        os._exit(0)
     boot = json.loads(data)
     set_parent_death_signal(boot["death_signal"])
     if os.getppid() != boot["parent_pid"]:
