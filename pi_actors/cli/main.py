@@ -560,6 +560,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code = _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the event loop, perhaps in the middle of an import: handled with
+        # nothing more imported (an import here could fail on the half-imported module).
+        if verbose:
+            raise
+        print("Interrupted.", file=sys.stderr)
+        code = 130
     except BaseException as exc:  # noqa: BLE001 - sorted below; anything else is re-raised
         # Failures raised inside trio arrive wrapped in exception groups: judge the leaves.
         from ..runtime import RemoteError, leaf_exceptions
