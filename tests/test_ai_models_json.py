@@ -46,14 +46,14 @@ def test_invalid_json_is_an_error(tmp_path):
 
 def test_any_validation_error_drops_all_custom_models(tmp_path):
     cases = [
-        ({"good": {"baseUrl": "u", "apiKey": "k", "api": "a", "models": [{"id": "x"}]},
-          "bad": {"apiKey": "k", "api": "a", "models": [{"id": "y"}]}}, "baseUrl is required"),
-        ({"p": {"baseUrl": "u", "api": "a", "models": [{"id": "y"}]}}, "apiKey is required"),
+        ({"good": {"baseUrl": "u", "apiKey": "k", "api": "openai-completions", "models": [{"id": "x"}]},
+          "bad": {"apiKey": "k", "api": "openai-completions", "models": [{"id": "y"}]}}, "baseUrl is required"),
+        ({"p": {"baseUrl": "u", "api": "openai-completions", "models": [{"id": "y"}]}}, "apiKey is required"),
         ({"p": {"baseUrl": "u", "apiKey": "k", "models": [{"id": "y"}]}}, "api is required"),
-        ({"p": {"baseUrl": "u", "apiKey": "k", "api": "a", "models": [{"id": "y", "maxTokens": 0}]}},
+        ({"p": {"baseUrl": "u", "apiKey": "k", "api": "openai-completions", "models": [{"id": "y", "maxTokens": 0}]}},
          "maxTokens must be a positive integer"),
         ({"p": {"apiKey": "k"}}, "specify baseUrl"),
-        ({"p": {"baseUrl": "u", "apiKey": "k", "api": "a", "models": [{"id": "y", "reasoning": "yes"}]}},
+        ({"p": {"baseUrl": "u", "apiKey": "k", "api": "openai-completions", "models": [{"id": "y", "reasoning": "yes"}]}},
          "Expected `bool`"),
     ]
     for providers, message in cases:
@@ -88,7 +88,7 @@ def test_resolve_config_value(monkeypatch):
 
 
 def test_auth_header_adds_bearer_authorization(tmp_path):
-    path = write(tmp_path, {"providers": {"p": {"baseUrl": "u", "apiKey": "secret", "api": "a", "authHeader": True,
+    path = write(tmp_path, {"providers": {"p": {"baseUrl": "u", "apiKey": "secret", "api": "openai-completions", "authHeader": True,
                                                 "models": [{"id": "m"}]}}})
     models, errors = ai.load_models_json(path)
     assert errors == [] and models[0].headers == {"Authorization": "Bearer secret"}

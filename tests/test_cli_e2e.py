@@ -171,8 +171,11 @@ async def test_a_session_that_cannot_be_written_stops_the_run_with_a_clear_error
     done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(blocker / "sessions"), "-p", "hi")
     assert done.returncode == 1
     err = done.stderr.decode().strip()
-    assert err.startswith("Error: session not saved:") and "Not a directory" in err
+    # Refused before the model is asked (cli-first: tests/test_cli_first_contact.py has the rest).
+    assert err.startswith(f"Error: Cannot save the session in {blocker / 'sessions'}: Not a directory")
+    assert "--no-session" in err and "--session-dir" in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert scripted.requests == []
 
 
 def _marked_pids(marker: str) -> list[int]:

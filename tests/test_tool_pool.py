@@ -86,7 +86,16 @@ class Started:
 # -- workers -------------------------------------------------------------------------------
 
 
+async def no_workers_left() -> None:
+    """Wait until no tool worker of an earlier test in this process is alive: counting
+    workers (``worker_pids``) counts every worker descended from the test process, and the
+    workers of a pool that has just closed may still be exiting on a busy machine (a
+    sandboxed one dies with its sandbox's PID 1, asynchronously)."""
+    await wait_exited(worker_pids(), timeout=30)
+
+
 async def test_warm_workers_start_ahead_and_serve_the_first_calls(tmp_path):
+    await no_workers_left()
     config = {**sandbox_config(str(tmp_path)), "warm": 2}
     async with open_pool(str(tmp_path), **config) as pool:
         assert worker_pids() == []  # warm-up waits for the coordinator's "warm"
@@ -103,6 +112,7 @@ async def test_the_pool_grows_to_its_limit_one_call_per_worker_and_later_calls_w
         os.mkfifo(tmp_path / f"f{i}")
     started = Started()
     results: dict[int, dict] = {}
+    await no_workers_left()
     async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "max_workers": 3}) as pool:
 
         async def call(i: int) -> None:

@@ -10,8 +10,11 @@ Contract:
 - ``read_models_json(path)`` never raises. A missing file is empty and not an error. Any error
   (bad JSON, a provider with models but no ``baseUrl``/``apiKey``, a provider without models and
   without ``baseUrl``/``compat``/``modelOverrides``, a model without ``api``, a non-positive
-  ``contextWindow``/``maxTokens``, a wrongly typed field) is reported in ``errors`` and **all**
-  custom models are dropped, as pi does; built-ins stay usable.
+  ``contextWindow``/``maxTokens``, a wrongly typed field, an ``api`` no provider implements)
+  is reported in ``errors`` — one line naming the file, the place in it and, for an unknown
+  ``api``, the valid ones — and **all** custom models are dropped, as pi does; built-ins stay
+  usable. The valid APIs are the built-in providers' and those registered in this process
+  (``ai.registry``), plus ``extra_apis`` a caller knows of.
 - ``load_models_json(path) -> (models, errors)``: the custom models only.
 - ``merge_models(builtins, config)``: built-ins with provider-level baseUrl/headers/compat and
   ``modelOverrides`` applied, then custom models replacing same provider+id or appended.
@@ -90,6 +93,20 @@ def _check_dict(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def known_apis(extra: tuple[str, ...] = ()) -> list[str]:
+    """The APIs a model may name: the built-in providers', the registered ones, ``extra``."""
+    from .registry import BUILTIN_PROVIDER_MODULES, get_api_providers
+
+    names = [*BUILTIN_PROVIDER_MODULES, *(p.api for p in get_api_providers()), *extra]
+    return sorted(set(names))
+
+
+def _check_api(api: Any, where: str, valid: list[str]) -> None:
+    """Refuse an ``api`` that is set but not one of ``valid`` (one line listing them)."""
+    if api is not None and api not in valid:
+        raise _Invalid(f'{where}: unknown api "{api}" (valid: {", ".join(valid)})')
+
+
 def _build_model(provider: str, spec: dict[str, Any], idx: int) -> Model:
     where = f"providers.{provider}.models[{idx}]"
     if not isinstance(spec, dict):
@@ -109,7 +126,7 @@ def _build_model(provider: str, spec: dict[str, Any], idx: int) -> Model:
         raise _Invalid(f"{where}: {exc}") from None
 
 
-def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
+def _parse_provider(cfg: ModelsJson, name: str, p: Any, apis: list[str]) -> list[Model]:
     where = f"providers.{name}"
     if not isinstance(p, dict):
         raise _Invalid(f"{where} must be an object")
@@ -119,9 +136,13 @@ def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
     for key in ("baseUrl", "apiKey", "api"):
         if key in p and not isinstance(p[key], str):
             raise _Invalid(f"{where}.{key} must be a string")
+    _check_api(p.get("api"), where, apis)
     headers = _resolved_headers(p.get("headers"), where)
     compat = _check_dict(p.get("compat"), f"{where}.compat")
     overrides = _check_dict(p.get("modelOverrides"), f"{where}.modelOverrides")
+    for model_id, override in overrides.items():
+        if isinstance(override, dict):
+            _check_api(override.get("api"), f"{where}.modelOverrides.{model_id}", apis)
     _check_provider_says_enough(p, where, bool(models), bool(compat or overrides))
     if p.get("apiKey"):
         cfg.api_keys[name] = p["apiKey"]
@@ -135,7 +156,7 @@ def _parse_provider(cfg: ModelsJson, name: str, p: Any) -> list[Model]:
     if overrides:
         cfg.model_overrides[name] = {k: _check_dict(v, f"{where}.modelOverrides.{k}") for k, v in overrides.items()}
 
-    return [_build_model(name, _with_provider_defaults(spec, p, headers, compat, f"{where}.models[{i}]"), i)
+    return [_build_model(name, _with_provider_defaults(spec, p, headers, compat, f"{where}.models[{i}]", apis), i)
             for i, spec in enumerate(models)]
 
 
@@ -152,7 +173,7 @@ def _check_provider_says_enough(p: dict[str, Any], where: str, has_models: bool,
 
 
 def _with_provider_defaults(spec: Any, p: dict[str, Any], headers: dict[str, str], compat: dict[str, Any],
-                            where: str) -> Any:
+                            where: str, apis: list[str]) -> Any:
     """A model spec with the provider's ``api``, ``baseUrl``, headers and compat filled in
     (the model's own win); a spec that is not an object is left for ``_build_model`` to refuse."""
     if not isinstance(spec, dict):
@@ -162,6 +183,7 @@ def _with_provider_defaults(spec: Any, p: dict[str, Any], headers: dict[str, str
     spec.setdefault("baseUrl", p.get("baseUrl"))
     if spec.get("api") is None:
         raise _Invalid(f"{where}: api is required (on the model or the provider)")
+    _check_api(spec["api"], where, apis)
     model_headers = {**headers, **_resolved_headers(spec.get("headers"), where)}
     spec["headers"] = model_headers or None
     model_compat = {**compat, **_check_dict(spec.get("compat"), f"{where}.compat")}
@@ -169,7 +191,8 @@ def _with_provider_defaults(spec: Any, p: dict[str, Any], headers: dict[str, str
     return spec
 
 
-def read_models_json(path: str | os.PathLike[str]) -> ModelsJson:
+def read_models_json(path: str | os.PathLike[str], extra_apis: tuple[str, ...] = ()) -> ModelsJson:
+    """The models.json at ``path`` (module docstring); never raises."""
     cfg = ModelsJson()
     try:
         with open(path, "rb") as f:
@@ -189,8 +212,9 @@ def read_models_json(path: str | os.PathLike[str]) -> ModelsJson:
             raise _Invalid("the top level must be an object")
         providers = _check_dict(data.get("providers"), "providers")
         models: list[Model] = []
+        apis = known_apis(extra_apis)
         for name, p in providers.items():
-            models.extend(_parse_provider(cfg, name, p))
+            models.extend(_parse_provider(cfg, name, p, apis))
         cfg.models = models
     except _Invalid as exc:
         return ModelsJson(errors=[f"{path}: {exc}"])

@@ -18,9 +18,10 @@ from typing import Any
 from ..choices import THINKING_LEVELS
 from ._paths import agent_dir
 
-__all__ = ["agent_dir", "ConfigError", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
+__all__ = ["agent_dir", "ConfigError", "DEFAULT_MODEL_IDS", "ModelChoice", "load_model_registry", "choose_model", "THINKING_LEVELS"]
 
-_DEFAULT_IDS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1"}
+#: The model each built-in provider gives when only its key is known.
+DEFAULT_MODEL_IDS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1"}
 
 
 class ConfigError(Exception):
@@ -99,7 +100,7 @@ def choose_model(reg: ModelRegistry, *, provider: str | None, model: str | None,
         models = [m for m in reg.models if m.provider == p]
         if not models:
             continue
-        default = next((m for m in models if m.id == _DEFAULT_IDS.get(p)), models[0])
+        default = next((m for m in models if m.id == DEFAULT_MODEL_IDS.get(p)), models[0])
         return ModelChoice(default, thinking)
     raise ConfigError(
         "No models available. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -104,6 +105,9 @@ def start_provider_early(sdk_module: str | None) -> EarlyProvider:
     fds = {link: theirs.fileno() for link, (_ours, theirs) in pairs.items()}
     argv = [sys.executable, "-I", "-m", "pi_actors.runtime.child", "provider", "--preload", preload,
             "--parent", str(os.getpid())]  # fmt: skip
+    # Started with SIGINT blocked, as ``runtime.ChildProcess.spawn`` starts every actor (see
+    # there: a Ctrl-C during its imports must not kill it with a traceback).
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         popen = subprocess.Popen(argv, pass_fds=tuple(fds.values()), stdin=subprocess.PIPE, close_fds=True, cwd="/")
     except BaseException:
@@ -111,6 +115,7 @@ def start_provider_early(sdk_module: str | None) -> EarlyProvider:
             ours.close()
         raise
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         for _ours, theirs in pairs.values():
             theirs.close()
     return EarlyProvider(popen, {link: ours for link, (ours, _theirs) in pairs.items()}, fds)

@@ -10,7 +10,6 @@ in call order), then a second round that writes a file, then a summary.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -68,9 +67,23 @@ def demo_reply(body: dict) -> Any:
     )
 
 
+#: ``pi-actors demo --help``: what the module docstring says, as plain text.
+DESCRIPTION = """\
+Run a real multi-process session against a bundled scripted model: no API key, no network.
+
+A scripted LLM server (the real OpenAI chat-completions wire) runs on 127.0.0.1 in this
+process; the provider process talks to it through the official SDK. The coordinator, the
+session store and the tool workers are the ordinary ones, each in its own process. The
+model works in a scratch directory: four tool calls in parallel (the slowest first, to show
+results collected in call order), then one that writes a file, then a summary."""
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="pi-actors demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["text", "json"], default="text")
+    """``pi-actors demo [--mode text|json] [--keep]``; returns the exit code."""
+    from ._usage import CliParser
+
+    parser = CliParser(prog="pi-actors demo", description=DESCRIPTION)
+    parser.add_argument("--mode", choices=["text", "json"], default="text", help="text (default) or json: one event per line")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = parser.parse_args(argv)
 

@@ -2,11 +2,11 @@
 
 Usage::
 
-    pi-actors [options] [messages...]      interactive (plain line mode) or, with -p, print mode
+    pi-actors [options] [@files...] [messages...]   interactive (the TUI, or a plain line mode)
     pi-actors -p "prompt"                   print the final assistant text
     pi-actors --mode json "prompt"          every AgentEvent as one JSON line (pi's shapes)
-    pi-actors demo                          a real multi-process session against a bundled
-                                            scripted model; needs no API key
+    pi-actors <command> ...                 a subcommand of :data:`SUBCOMMANDS` (demo, serve,
+                                            attach, tool-host, ...)
 
 User mistakes (unknown model, no key, bad flag) give one line on stderr and exit code 1;
 a traceback is shown only with ``--verbose``. Heavy imports (trio, the actors, the SDKs) are
@@ -28,17 +28,52 @@ __all__ = ["main", "build_parser"]
 
 VERSION = "0.1.0"
 
+#: The subcommands, in the order ``--help`` lists them: name -> (module under ``pi_actors.cli``,
+#: one-line summary). ``pi-actors NAME ARGS...`` runs ``module.main(ARGS)`` (an exit code), or
+#: for ``module:command`` ``module.entry(command)(ARGS)``; a subcommand added here is
+#: dispatched and listed in ``--help`` with nothing else to change.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "a real multi-process session against a bundled scripted model (no API key)"),
+    "serve": ("serve", "host sessions for remote clients over WebSocket or a unix socket"),
+    "attach": ("attach", "attach to a session on a pi-actors server (TUI, line mode or -p)"),
+    "tool-host": ("tool_host", "run the tool calls of a server's session on this machine"),
+    "install": ("packages:install", "install a package (PyPI requirement, git URL or path) of extensions, skills, prompts, themes"),
+    "remove": ("packages:remove", "remove an installed package (also: uninstall)"),
+    "uninstall": ("packages:uninstall", "the same as remove"),
+    "update": ("packages:update", "update installed packages"),
+    "list": ("packages:list", "list installed packages"),
+}
+
+#: The API key variables ``--help`` names, with the model each one selects by default.
+_KEY_VARIABLES = (
+    ("ANTHROPIC_API_KEY", "Anthropic key; default model anthropic/{anthropic}"),
+    ("ANTHROPIC_OAUTH_TOKEN", "Anthropic OAuth token (used before ANTHROPIC_API_KEY)"),
+    ("OPENAI_API_KEY", "OpenAI key; default model openai/{openai} (when no Anthropic key)"),
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of a session's command line (not the subcommands'): one-line errors with a
+    "did you mean" (``_usage.CliParser``); ``--help`` ends with the subcommands, the
+    configuration directory, where sessions go and the key variables (``_usage.help_epilog``)."""
     from ..choices import SANDBOX_MODES, THINKING_LEVELS
+    from ._config import DEFAULT_MODEL_IDS
+    from ._paths import agent_dir
+    from ._usage import CliParser, help_epilog
 
-    p = argparse.ArgumentParser(
+    keys = [(name, what.format(**DEFAULT_MODEL_IDS)) for name, what in _KEY_VARIABLES]
+    p = CliParser(
         prog="pi-actors",
+        usage="pi-actors [options] [@files...] [messages...]\n       pi-actors <command> [options]",
         description="A multi-process coding agent on trio, in the lineage of pi.",
-        epilog="Subcommands: 'pi-actors demo' runs a scripted session that needs no API key; "
-        "'pi-actors install|remove|update|list' manage packages (extensions, skills, prompt templates, themes).",
+        epilog=help_epilog(((name, summary) for name, (_m, summary) in SUBCOMMANDS.items()), agent_dir(), keys),
     )
-    p.add_argument("messages", nargs="*", help="prompt messages; the first is sent first")
+    p.add_argument(
+        "messages",
+        nargs="*",
+        help="prompt messages, each its own turn; @FILE attaches a text file to the first "
+        "(after piped stdin, as pi)",
+    )
     p.add_argument("-p", "--print", dest="print_mode", action="store_true", help="non-interactive: run the prompt(s), print the answer, exit")
     p.add_argument("--mode", choices=["text", "json", "rpc"], default="text", help="output mode (json: one event per line; rpc: pi's JSON-lines RPC on stdin/stdout)")
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
@@ -336,43 +371,47 @@ def _early_provider(args: argparse.Namespace) -> Any:
 
 
 def _subcommand(argv: Sequence[str]) -> Callable[[list[str]], int] | None:
-    """The entry point of the subcommand ``argv`` names (``demo``, ``serve``, ``attach``,
-    ``tool-host``, and the package commands ``install``, ``remove``/``uninstall``,
-    ``update``, ``list``), or None when ``argv`` is a session's command line."""
+    """The entry point of the subcommand ``argv`` names (:data:`SUBCOMMANDS`), or None when
+    ``argv`` is a session's command line."""
     from importlib import import_module
 
-    if argv and argv[0] in ("install", "remove", "uninstall", "update", "list"):
-        from .packages import entry as package_command
-
-        run: Callable[[list[str]], int] = package_command(argv[0])
-        return run
-    if not argv or argv[0] not in ("demo", "serve", "attach", "tool-host"):
+    if not argv or argv[0] not in SUBCOMMANDS:
         return None
-    module = import_module(f".{argv[0].replace('-', '_')}", __package__)
-    entry: Callable[[list[str]], int] = module.main
+    module_name, _, command = SUBCOMMANDS[argv[0]][0].partition(":")
+    module = import_module(f".{module_name}", __package__)
+    entry: Callable[[list[str]], int] = module.entry(command) if command else module.main
     return entry
 
 
 def _initial_messages(args: argparse.Namespace) -> list[str]:
-    """The prompts to send first: the arguments, after the text piped on stdin (which
-    switches to print mode). RPC mode takes its prompts from stdin as commands, so it
-    refuses prompt arguments."""
-    messages = list(args.messages)
+    """The user messages to send first (``_initial.initial_messages``): the text piped on
+    stdin, the ``@file`` attachments and the first message argument as one message, then the
+    other arguments, one turn each. Piped text switches to print mode, as pi. RPC mode takes
+    its prompts from stdin as commands, so it refuses message and ``@file`` arguments.
+    Raises UsageError (RPC with arguments) or ConfigError (a file that cannot be attached)."""
+    from ._config import ConfigError
+    from ._initial import AttachError, initial_messages
+
     if args.mode == "rpc":
-        if messages:
+        if args.messages:
             raise UsageError("In RPC mode prompts come as commands on stdin, not as arguments")
-    elif not sys.stdin.isatty():
-        piped = sys.stdin.read().strip()
-        if piped:
-            messages.insert(0, piped)
+        return []
+    piped = None
+    if not sys.stdin.isatty():
+        piped = sys.stdin.read()
+        if piped.strip():
             args.print_mode = True
-    return messages
+    try:
+        return initial_messages(args.messages, piped, os.getcwd())
+    except AttachError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     """The runtime configuration for the session the options choose (model, thinking level,
     tools, system prompt, session file, sandbox), with warnings about the model registry and
     the settings printed on stderr; None when the user chose no session to resume."""
+    from ..coding.session import default_session_dir
     from ..coding.system_prompt import build_system_prompt
     from ._config import ConfigError, agent_dir, choose_model, load_model_registry
     from ._sessions import NoSessionSelected, choose_session
@@ -388,6 +427,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
     cwd = os.getcwd()
     adir = agent_dir()
+    default_dir = os.path.join(adir, "sessions")
     try:
         session = choose_session(
             agent_dir=adir,
@@ -401,6 +441,10 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         )
     except NoSessionSelected:
         return None
+    except OSError as exc:  # the session folder could not be made
+        raise ConfigError(_unwritable(exc.filename or args.session_dir or default_dir, exc)) from None
+    if not args.no_session:
+        _check_session_writable(session.config.resume, args.session_dir or default_session_dir(adir, cwd))
     typed = parse_settings(settings)
     model_arg = args.model
     if model_arg is None and args.provider is None:
@@ -456,6 +500,55 @@ def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, 
     has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
     host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui, sys_path=sys_path)
     return msgspec.structs.replace(config, extensions=host)
+
+
+def _check_session_writable(resumed: str | None, directory: str) -> None:
+    """Raise ConfigError (:func:`_unwritable`) unless the session can be saved: the resumed
+    file can be appended to, or new files can be made in its folder or ``directory`` (created
+    if missing, 0700).
+    Checked before the run, so that no model request is made for an answer that cannot be
+    saved; ``os.access`` also sees a read-only file system, even for root."""
+    import errno
+
+    from ..coding.session.format import make_private_dirs
+    from ._config import ConfigError
+
+    if resumed is not None and os.path.exists(resumed):
+        if not os.access(resumed, os.W_OK):
+            raise ConfigError(_unwritable(resumed, _refusal(resumed)))
+        return
+    if resumed is not None:  # --session naming a file still to be made
+        directory = os.path.dirname(os.path.abspath(resumed))
+    try:
+        make_private_dirs(directory)
+    except OSError as exc:
+        raise ConfigError(_unwritable(exc.filename or directory, exc)) from None
+    if not os.path.isdir(directory):
+        raise ConfigError(_unwritable(directory, NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(_unwritable(directory, _refusal(directory)))
+
+
+def _refusal(path: str) -> OSError:
+    """Why ``os.access`` refused to let us write at ``path``: a read-only file system, or
+    the permissions."""
+    import errno
+
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    return OSError(code, os.strerror(code))
+
+
+def _unwritable(path: str, exc: OSError) -> str:
+    """The one-line error for a session that cannot be saved at ``path``."""
+    reason = exc.strerror or str(exc)
+    return (
+        f"Cannot save the session in {path}: {reason}. Run with --no-session, "
+        "or --session-dir DIR to save sessions elsewhere"
+    )
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:
@@ -534,6 +627,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code = _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C outside the event loop, perhaps in the middle of an import: handled with
+        # nothing more imported (an import here could fail on the half-imported module).
+        if verbose:
+            raise
+        print("Interrupted.", file=sys.stderr)
+        code = 130
     except BaseException as exc:  # noqa: BLE001 - sorted below; anything else is re-raised
         # Failures raised inside trio arrive wrapped in exception groups: judge the leaves.
         from ..runtime import RemoteError, leaf_exceptions

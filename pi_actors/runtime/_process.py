@@ -41,8 +41,18 @@ class ChildProcess:
         stdin: int | None = subprocess.PIPE,
         cwd: str | None = None,
     ) -> ChildProcess:
-        """Start ``argv`` (in ``cwd``, default ours); raises OSError if it cannot be started."""
-        popen = subprocess.Popen(list(argv), pass_fds=tuple(pass_fds), env=env, stdin=stdin, close_fds=True, cwd=cwd)
+        """Start ``argv`` (in ``cwd``, default ours); raises OSError if it cannot be started.
+
+        The child starts with SIGINT blocked (the mask survives exec): Ctrl-C in a terminal
+        goes to the whole foreground process group, and an actor still importing its modules
+        would die of it with a KeyboardInterrupt traceback. ``child.main`` then ignores SIGINT
+        and unblocks it (a pending one is dropped); the root owns the reaction to Ctrl-C. Our
+        own mask is restored at once: a SIGINT for us meanwhile stays pending, not lost."""
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            popen = subprocess.Popen(list(argv), pass_fds=tuple(pass_fds), env=env, stdin=stdin, close_fds=True, cwd=cwd)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return cls(popen)
 
     @property

@@ -9,7 +9,7 @@ this process's event loop for as long as the actor runs.
 
 Started ahead of its configuration (``_spawn.prestart_actor``: ``--preload ITEMS --parent
 PID`` after the name), it imports those modules (in a thread) while it waits for the boot
-document, and exits quietly if its stdin closes without one.
+document. Any actor exits quietly if its stdin closes without one (its parent gave up).
 
 Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
 function has returned (its links are closed, every frame it wrote is in the kernel's socket
@@ -78,19 +78,24 @@ def _import_all(items: list[str]) -> None:
 
 
 def main() -> None:
+    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
+    # The spawner started us with SIGINT blocked (``_process.ChildProcess.spawn``), so none
+    # could interrupt the imports before this line; one that came meanwhile is dropped here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     prestarted = "--preload" in sys.argv
     if prestarted:
         _preload(sys.argv[2:])
     data = sys.stdin.buffer.read()
-    if prestarted and not data:
-        os._exit(0)  # given up before it was booted (PrestartedActor.abandon)
+    if not data:
+        # Given up before it was booted: a prestarted one abandoned (PrestartedActor.abandon),
+        # or a parent that stopped while starting us (Ctrl-C during start-up): nothing to say.
+        os._exit(0)
     boot = json.loads(data)
     set_parent_death_signal(boot["death_signal"])
     if os.getppid() != boot["parent_pid"]:
         # The parent died before the death signal was armed.
         os._exit(1)
-    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Directories the owner named explicitly (an application's own actors outside the
     # installed packages); never the working directory, which stays out of the path.
     sys.path[:0] = [path for path in boot.get("import_paths") or () if os.path.isabs(path)]
