@@ -63,7 +63,6 @@ class SessionCommands:
             P.GET_LAST_ASSISTANT_TEXT,
             P.BASH,
             P.ABORT_BASH,
-            P.CLONE,
             P.GET_AVAILABLE_MODELS,
             P.EXPORT_HTML,
             P.SET_QUEUE_MODE,
