@@ -23,6 +23,7 @@ from _procs import environ_has, live_pids, parent_pid, wait_exited
 from conftest import CLI
 from hypothesis import given
 from hypothesis import strategies as st
+from support.wire import content_text
 
 from pi_actors.ai import read_models_json
 from pi_actors.cli import main as cli_main
@@ -141,9 +142,9 @@ async def test_piped_stdin_attached_files_and_the_first_message_make_one_user_me
     first = [m for m in scripted.requests[0]["body"]["messages"] if m["role"] == "user"]
     # pi 0.73.1's buildInitialMessage: stdin, the files, the first message, joined with "".
     notes = env.work / "notes.txt"
-    assert [m["content"] for m in first] == [f'piped text<file name="{notes}">\nline one\nline two\n</file>\nexplain']
+    assert [content_text(m["content"]) for m in first] == [f'piped text<file name="{notes}">\nline one\nline two\n</file>\nexplain']
     second = [m for m in scripted.requests[1]["body"]["messages"] if m["role"] == "user"]
-    assert second[-1]["content"] == "and then this" and len(scripted.requests) == 2
+    assert content_text(second[-1]["content"]) == "and then this" and len(scripted.requests) == 2
 
     missing = await env.run(*MODEL, "--no-session", "-p", "@nope.txt", "read it")
     assert missing.returncode == 1

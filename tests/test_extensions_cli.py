@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import trio
+from support.wire import content_text, ends_in_call_order
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -83,7 +84,7 @@ async def test_json_mode_shows_the_extension_tool_the_gate_blocking_rm_rf_and_ho
     result = await env.run(*MODEL, "-e", HELLO, "-e", GATE, "-e", str(rewrites), "--mode", "json", "go")
     assert result.returncode == 0, result.stderr.decode()
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]
-    ends = [e for e in events if e.get("type") == "tool_execution_end"]
+    ends = ends_in_call_order(events)
     texts = ["".join(b.get("text", "") for b in e["result"]["content"]) for e in ends]
     assert [e["toolName"] for e in ends] == ["hello", "bash", "bash"]
     assert texts[0] == "hello Ann" and not ends[0]["isError"]
@@ -96,8 +97,8 @@ async def test_json_mode_shows_the_extension_tool_the_gate_blocking_rm_rf_and_ho
     assert _tool_texts(scripted.requests[1]) == ["hello Ann", f"Blocked by the permission gate: rm -rf {victim}", "rewritten (checked)"]
     # input, before_agent_start and context changed what the model was sent.
     first = scripted.requests[0]["body"]["messages"]
-    assert first[0]["content"].endswith(" EXT-RULES") and first[1]["content"] == "go, politely"
-    assert first[-1]["content"] == "CTX-NOTE" and scripted.requests[1]["body"]["messages"][-1]["content"] == "CTX-NOTE"
+    assert first[0]["content"].endswith(" EXT-RULES") and content_text(first[1]["content"]) == "go, politely"
+    assert content_text(first[-1]["content"]) == "CTX-NOTE" and content_text(scripted.requests[1]["body"]["messages"][-1]["content"]) == "CTX-NOTE"
     # ... but the session keeps its own context: the note was sent, not saved.
     saved = [e for e in events if e.get("type") == "message_end"]
     assert all("CTX-NOTE" not in json.dumps(e["message"]) for e in saved)
@@ -135,7 +136,7 @@ async def test_a_crash_during_a_hook_is_reported_the_host_restarts_and_the_sessi
     assert {"extensionPath": str(crashing), "event": "turn_end", "error": "ValueError: turn_end handler broke"} in [
         {k: e[k] for k in ("extensionPath", "event", "error")} for e in errors
     ]
-    ends = [e for e in events if e.get("type") == "tool_execution_end"]
+    ends = ends_in_call_order(events)
     assert [e["toolName"] for e in ends] == ["bash", "hello"]
     # The restarted host serves the extension tool.
     assert "".join(b["text"] for b in ends[1]["result"]["content"]) == "hello again"
@@ -236,7 +237,7 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
             while await proc.stdout.receive_some():
                 pass
             await proc.wait()
-    ends = [o for o in rpc.lines if o.get("type") == "tool_execution_end"]
+    ends = ends_in_call_order(rpc.lines)
     texts = ["".join(b.get("text", "") for b in e["result"]["content"]) for e in ends]
     assert texts[0] == "hello Rpc"
     assert not ends[1]["isError"] and not victim.exists()  # confirmed: it ran

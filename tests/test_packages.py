@@ -11,6 +11,8 @@ import os
 import zipfile
 from pathlib import Path
 
+from support.wire import content_text
+
 from pi_actors.cli.packages import classify, installed_packages
 from pi_actors.testing.scripted_server import Reply
 
@@ -69,8 +71,8 @@ async def test_a_local_package_and_a_wheel_install_list_reach_the_model_and_remo
     assert done.returncode == 0, done.stderr.decode()
     system = scripted.requests[0]["body"]["messages"][0]["content"]
     assert "<name>wave</name>" in system and "<name>bow</name>" in system
-    assert scripted.requests[0]["body"]["messages"][1]["content"] == "Hail, Ann!"
-    assert scripted.requests[1]["body"]["messages"][-1]["content"] == "Cheers, you all!"
+    assert content_text(scripted.requests[0]["body"]["messages"][1]["content"]) == "Hail, Ann!"
+    assert content_text(scripted.requests[1]["body"]["messages"][-1]["content"]) == "Cheers, you all!"
 
     assert (await env.run("remove", str(pkg))).returncode == 0
     done = await env.run("remove", "-l", str(wheel))

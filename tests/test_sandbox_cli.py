@@ -17,6 +17,7 @@ import trio
 from _procs import cmdline, environ_has, live_pids, wait_exited
 from conftest import CLI
 from support.sandbox import is_descendant
+from support.wire import ends_in_call_order
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -27,7 +28,7 @@ def _events(stdout: bytes) -> list[dict]:
 
 
 def _tool_results(events: list[dict]) -> list[tuple[bool, str]]:
-    return [(e["isError"], e["result"]["content"][0]["text"]) for e in events if e["type"] == "tool_execution_end"]
+    return [(e["isError"], e["result"]["content"][0]["text"]) for e in ends_in_call_order(events)]
 
 
 async def test_default_tools_write_in_the_workspace_and_see_no_keys_or_agent_files(scripted, env):

@@ -184,7 +184,7 @@ class ExtensionHooks:
         """A prompt about to run: ``/command`` runs the extension command (None: no run),
         then ``input`` (may transform it, or handle it: None), then ``before_agent_start``
         (may set the run's system prompt, inject messages). Returns the prompt to run."""
-        text = prompt.content if isinstance(prompt.content, str) else None
+        text = _prompt_text(prompt)
         await self.flush()
         if text is not None and text.startswith("/"):
             name, _, args = text[1:].partition(" ")
@@ -197,7 +197,7 @@ class ExtensionHooks:
                 return None
             if answer and answer.get("action") == "transform" and isinstance(answer.get("text"), str):
                 text = answer["text"]
-                prompt = T.UserMessage(content=text, timestamp=prompt.timestamp)
+                prompt = T.UserMessage(content=[T.TextContent(text=text)], timestamp=prompt.timestamp)
         agent = self.coordinator.agent
         answer = await self.emit("before_agent_start", {"prompt": text or "", "systemPrompt": agent.state.system_prompt})
         if answer:
@@ -329,3 +329,13 @@ def _blocks(content: Any) -> list[Any]:
     except msgspec.ValidationError:
         return [T.TextContent(text=str(content))]
 
+
+def _prompt_text(prompt: T.UserMessage) -> str | None:
+    """The text of a prompt made only of text (a string, or text parts as pi writes a user's
+    prompt); None when it carries anything else (an image), which no command or ``input``
+    handler takes."""
+    if isinstance(prompt.content, str):
+        return prompt.content
+    if all(isinstance(part, T.TextContent) for part in prompt.content):
+        return "".join(part.text for part in prompt.content)
+    return None

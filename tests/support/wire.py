@@ -56,3 +56,26 @@ class Lines:
                 obj = line
             if pred(obj):
                 return obj
+
+
+def content_text(content: str | list | None) -> str:
+    """A message's text as the model or a JSON reader sees it: a string content as is, user
+    content as pi writes it (an array of parts) by its text parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if part.get("type") == "text")
+
+
+def ends_in_call_order(events: list[dict]) -> list[dict]:
+    """The ``tool_execution_end`` events (JSON or RPC lines) in call order. Within a turn each
+    comes as its call finishes (pi's order), so a fast call's end may come first; the model
+    still gets the results in call order."""
+    turn, position, ends = 0, {}, []
+    for e in events:
+        if e.get("type") == "turn_start":
+            turn += 1
+        elif e.get("type") == "tool_execution_start":
+            position[(turn, e["toolCallId"])] = len(position)
+        elif e.get("type") == "tool_execution_end":
+            ends.append((position[(turn, e["toolCallId"])], e))
+    return [e for _, e in sorted(ends, key=lambda pair: pair[0])]
