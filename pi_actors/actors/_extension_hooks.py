@@ -336,6 +336,5 @@ def _prompt_text(prompt: T.UserMessage) -> str | None:
     handler takes."""
     if isinstance(prompt.content, str):
         return prompt.content
-    if all(isinstance(part, T.TextContent) for part in prompt.content):
-        return "".join(part.text for part in prompt.content)
-    return None
+    texts = [part.text for part in prompt.content if isinstance(part, T.TextContent)]
+    return "".join(texts) if len(texts) == len(prompt.content) else None
