@@ -7,6 +7,7 @@ import json
 
 import pytest
 from support.prompts import send_prompt
+from support.wire import content_text
 
 from pi_actors.actors import open_local_runtime
 from pi_actors.ai import types as T
@@ -80,7 +81,7 @@ async def test_new_session_starts_an_empty_transcript_in_a_new_file(scripted, tm
         # And back again.
         await coordinator.call("switch_session", {"sessionPath": first})
         messages = (await coordinator.call("get_messages"))["messages"]
-        assert [m.get("content") for m in messages if m["role"] == "user"] == ["in the first session"]
+        assert [content_text(m.get("content")) for m in messages if m["role"] == "user"] == ["in the first session"]
     assert len(scripted.requests[1]["body"]["messages"]) == 2  # system + the new prompt only
 
 

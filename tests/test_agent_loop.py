@@ -683,7 +683,7 @@ async def test_after_tool_call_overrides_field_by_field():
 
     stream = ScriptedStream(reply(Call("a", "echo", {"value": "1"}), Call("b", "echo", {"value": "2"})), done_only(Text("ok")))
     result, rec = await run([user("go")], stream, tools=[make_tool(execute=execute)], after_tool_call=after)
-    ends = rec.of("tool_execution_end")
+    ends = sorted(rec.of("tool_execution_end"), key=lambda e: e.tool_call_id)  # each ends as it finishes
     assert (text_of(ends[0].result), ends[0].result.details, ends[0].is_error) == ("rewritten", {"d": 1}, False)
     assert (text_of(ends[1].result), ends[1].result.details, ends[1].is_error) == ("original", {"d": 2}, True)
     results = [m for m in result if isinstance(m, ToolResultMessage)]

@@ -197,8 +197,9 @@ async def test_completions_reasoning_field_names_the_thinking_block(start_llm):
     result, rec = await run("openai-completions", server)
     assert result.content == [ai.ThinkingContent(thinking="hmm ok", thinking_signature="reasoning"),
                               ai.TextContent(text="done")]
-    assert rec.types[1:] == ["thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
-                             "text_start", "text_delta", "text_end", "done"]
+    # pi's order for chat completions: every block ends when the stream does, in content order.
+    assert rec.types[1:] == ["thinking_start", "thinking_delta", "thinking_delta",
+                             "text_start", "text_delta", "thinking_end", "text_end", "done"]
 
 
 async def test_completions_tool_call_fragments_follow_their_index_even_without_ids(start_llm):

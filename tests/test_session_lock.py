@@ -13,6 +13,7 @@ import pytest
 import trio
 from _procs import live_pids, parent_pid, wait_exited
 from conftest import CLI, actor_config
+from support.wire import content_text
 
 from pi_actors.coding.session import SessionLocked, SessionWriter, load_session, lock_holder
 from pi_actors.runtime import RemoteError, leaf_exceptions
@@ -30,7 +31,7 @@ def _session_files(env) -> list:
 
 
 def _sent(scripted, index: int) -> list[tuple[str, str]]:
-    return [(m["role"], m["content"] if isinstance(m["content"], str) else "") for m in scripted.requests[index]["body"]["messages"]]
+    return [(m["role"], content_text(m["content"])) for m in scripted.requests[index]["body"]["messages"]]
 
 
 class Rpc:
