@@ -76,3 +76,19 @@ async def wait_exited(pids: Iterable[int], timeout: float = 10.0) -> None:
         for fd in fds:
             trio.lowlevel.notify_closing(fd)
             os.close(fd)
+
+
+async def wait_all_gone(find: Callable[[], list[int]], timeout: float = 20.0) -> list[int]:
+    """Wait until ``find()`` lists no live process; return what it lists at the end.
+
+    One snapshot is not enough for orphans: a ``bwrap`` whose parent was killed mid-start may
+    still fork its namespace child after the snapshot was taken, so every round waits for the
+    processes seen and then looks again. Gives up (returning what is left) after ``timeout``.
+    """
+    with trio.move_on_after(timeout):
+        while left := find():
+            try:
+                await wait_exited(left, timeout=timeout)
+            except trio.TooSlowError:
+                break
+    return find()
