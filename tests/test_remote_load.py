@@ -107,12 +107,6 @@ async def test_twenty_clients_on_one_session_and_ten_sessions_streaming_at_once(
             assert got == base
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known runtime bug, not fixed yet: when the server cancels the stalled client's forwarded "
-    "subscription while the coordinator is writing a large chunk for it, the write is cut mid-frame and "
-    "the peer closes the whole shared coordinator link, which ends the session (runtime/_peer.py _write)",
-)
 async def test_a_client_that_stops_reading_is_disconnected_and_nobody_slows_down(server, scripted):
     big = "x" * 4000
     scripted.script += [Reply(text=big * 100, chunks=100) for _ in range(10)]

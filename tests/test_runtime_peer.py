@@ -10,6 +10,7 @@ import trio.lowlevel
 import trio.testing
 
 from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
+from pi_actors.runtime import _peer as _peer_module
 from pi_actors.runtime import protocol as P
 
 #: Set whenever a handler starts serving a call (tests wait on it, not on the peer's state).
@@ -168,11 +169,60 @@ async def test_cooperative_handler_answers_a_cancel_with_its_own_result(stream_p
                 assert await call.result() == "stopped politely"
 
 
-async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection_instead_of_hanging_the_peer():
-    """The client stops reading while the server writes a 1 MB chunk, then cancels the call.
-    The server's handler is cancelled inside ``send_all`` with part of the frame written:
-    the connection must end (the client sees end-of-stream), not stay open with half a frame
-    — the client would wait forever for the rest of it."""
+async def _raw_client_with_a_frame_half_written(nursery, size: int):
+    """A raw client whose server is blocked writing a ``size``-byte chunk the client has not
+    read yet (small socket buffers): returns (client stream, its Connection, the server)."""
+    a, b = socket.socketpair()
+    for sock in (a, b):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    conn = P.Connection("client")
+    lo, hi = P.SUPPORTED_VERSIONS
+    server = _Server()
+    nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
+    await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
+    while not isinstance(conn.next_event(), P.HelloOk):
+        conn.receive_data(await client.receive_some(65536))
+    await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": size})))
+    await server.wait_for_handler()
+    await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
+    return client, conn, server
+
+
+async def _next_message(client, conn):
+    while (event := conn.next_event()) is P.NEED_DATA:
+        conn.receive_data(await client.receive_some(1 << 16))
+    return event
+
+
+async def test_a_call_cancelled_while_its_chunk_is_half_written_leaves_the_shared_connection_working():
+    """The fault behind a remote session that ended for every client: the server cancelled
+    one client's subscription while the coordinator was writing a large chunk of it on their
+    shared link, the cut frame closed the link, and the session with it. A peer that cancels
+    a call but goes on reading gets the whole frame, then the cancelled result, and the
+    connection carries on with the next call."""
+    async with trio.open_nursery() as nursery:
+        client, conn, server = await _raw_client_with_a_frame_half_written(nursery, 1 << 20)
+        await client.send_all(conn.send(P.Cancel(id=1)))
+        with trio.fail_after(20):
+            chunk = await _next_message(client, conn)
+            assert isinstance(chunk, P.Chunk) and len(chunk.data) == 1 << 20  # whole, readable
+            result = await _next_message(client, conn)
+            assert isinstance(result, P.Result) and result.error.code == "cancelled"
+            await client.send_all(conn.send(P.Call(id=2, method="echo", args="still here")))
+            assert (await _next_message(client, conn)).value == "still here"
+        assert not server.peer._closed
+        server.peer.closed_event.set()
+
+
+async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection_instead_of_hanging_the_peer(monkeypatch):
+    """The client stops reading while the server writes a 1 MB chunk, then cancels the call
+    and never reads again. The frame cannot be finished: after the grace the server gives a
+    peer that cancelled (shortened here), the connection must end (the client sees
+    end-of-stream), not stay open with half a frame — the client would wait forever for the
+    rest of it."""
+    monkeypatch.setattr(_peer_module, "CANCELLED_FRAME_GRACE", 0.2)
     a, b = socket.socketpair()
     for sock in (a, b):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)

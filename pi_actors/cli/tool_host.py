@@ -85,6 +85,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
     from ..coding.tools import TOOL_SPECS
     from ..protocol.config import SandboxConfig, ToolPoolConfig
     from ..runtime import ConnectionLost, RemoteError, child_environment, link_pair, open_peer, start_actor
+    from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
     from ..server.client import ConnectionRefused, connect
 
     workspace = os.path.abspath(args.workspace)
@@ -106,7 +107,7 @@ async def run_tool_host(args: argparse.Namespace) -> int:
             config=config, env=child_environment(scrub=secret_env_names()),
         )
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
-        async with open_peer(stream, side="client", role="tool-host", name="tool-pool") as pool:
+        async with open_peer(stream, side="client", role="tool-host", name="tool-pool", handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT) as pool:
 
             handle = Router.serving(ToolHost(pool, workspace), TOOL_HOST)
             delay = 0.2

@@ -70,6 +70,11 @@ __all__ = [
 #: The reserved method of a liveness check, answered by the runtime on every connection.
 PING_METHOD = "$ping"
 
+#: Seconds a peer that cancelled a call gets to read the rest of a frame that call's handler
+#: had started writing; a peer that has not read the rest by then has stopped reading, and
+#: the connection is closed (see ``Peer._write``).
+CANCELLED_FRAME_GRACE = 10.0
+
 
 class RemoteError(Exception):
     """A call failed: ``code`` is stable and machine-readable, ``message`` is for people."""
@@ -116,6 +121,7 @@ class IncomingCall:
         #: with a proper result instead of being cancelled.
         self.cooperative = False
         self._scope: trio.CancelScope | None = None
+        self._task: trio.lowlevel.Task | None = None  # the handler's task, once it runs
         self._credit = trio.Event()  # set when credit arrives (or the connection ends)
 
     async def send_chunk(self, data: Any) -> None:
@@ -288,6 +294,9 @@ class Peer:
         self.peer_role: str = ""
         self.peer_name: str = ""
         self._handler_nursery: trio.Nursery | None = None
+        # The frame being written, and the task writing it (see _write).
+        self._frame_scope: trio.CancelScope | None = None
+        self._frame_task: trio.lowlevel.Task | None = None
 
     def _them(self) -> str:
         """The other side, for error texts: the name it gave in its hello."""
@@ -321,28 +330,63 @@ class Peer:
         ``frame`` runs under the send lock, right before the write, so the Connection records
         a message (a call id, a chunk's number, credit used) only when it is really written:
         a sender cancelled while waiting for its turn leaves no trace. Exceptions of
-        ``frame`` propagate with nothing sent."""
+        ``frame`` propagate with nothing sent.
+
+        Once its first byte is written, a frame is finished even if the sender is cancelled
+        meanwhile: the link is shared by every call, and a frame cut in the middle would leave
+        nothing after it readable. The sender's cancellation takes effect right after. Only two
+        things cut a frame short, and both close the connection: the connection closing, and
+        a ``cancel`` from the peer for the call whose handler is writing when the peer then does
+        not read the rest within :data:`CANCELLED_FRAME_GRACE` seconds (it stopped reading).
+
+        Raises:
+            ConnectionLost: the connection is (or became) closed; nothing or part was sent.
+        """
         if self._closed:
             raise ConnectionLost(self._close_reason)
         async with self._send_lock:
             # A cancellation already pending ends the send here, before any byte is written.
             await trio.lowlevel.checkpoint_if_cancelled()
-            if self._closed:
+            if self._closed or self._conn.state is P.CLOSED:
+                # (CLOSED while open: a final hello_error is on its way; nothing may follow it.)
                 raise ConnectionLost(self._close_reason)
             data = frame()
-            try:
-                await self._stream.send_all(data)
-            except trio.Cancelled:
-                # Cancelled while the stream was blocked (the peer is not reading): part of
-                # the frame may be written, and nothing after it could be framed. Close the
-                # connection rather than leave the peer waiting for the rest of a frame.
+            with trio.CancelScope(shield=True) as scope:
+                self._frame_scope = scope
+                self._frame_task = trio.lowlevel.current_task()
+                try:
+                    await self._stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    self._mark_closed(f"connection to {self._them()} broke: {exc}")
+                    raise ConnectionLost(self._close_reason) from None
+                finally:
+                    self._frame_scope = None
+                    self._frame_task = None
+            if scope.cancelled_caught:
+                # Part of the frame may be written, and nothing after it could be framed: close
+                # rather than leave the peer waiting for the rest of a frame.
                 self._mark_closed(f"a send to {self._them()} was interrupted mid-frame; connection closed")
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(self._stream)
-                raise
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                self._mark_closed(f"connection to {self._them()} broke: {exc}")
-                raise ConnectionLost(self._close_reason) from None
+                raise ConnectionLost(self._close_reason)
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancellation held off by the frame
+
+    def _cut_frame(self) -> None:
+        """End the frame being written now (the connection is closing)."""
+        if self._frame_scope is not None:
+            self._frame_scope.cancel()
+
+    def _limit_frame_of(self, call: IncomingCall) -> None:
+        """The peer cancelled ``call``: if its handler (or a task under it) is writing a frame,
+        give the peer :data:`CANCELLED_FRAME_GRACE` seconds to read the rest of it."""
+        scope, task = self._frame_scope, self._frame_task
+        if scope is None or task is None or call._task is None:
+            return
+        while task is not None and task is not call._task:
+            nursery = task.parent_nursery
+            task = nursery.parent_task if nursery is not None else None
+        if task is not None:
+            scope.deadline = min(scope.deadline, trio.current_time() + CANCELLED_FRAME_GRACE)
 
     async def _send_cancel(self, call_id: int) -> None:
         def frame() -> bytes:
@@ -497,6 +541,7 @@ class Peer:
                 inc.cancel_requested.set()
                 if not inc.cooperative and inc._scope is not None:
                     inc._scope.cancel()
+                    self._limit_frame_of(inc)
         elif isinstance(msg, P.HelloError):
             self._mark_closed(f"{self._them()} ended the connection: {msg.message} ({msg.code})")
 
@@ -511,6 +556,7 @@ class Peer:
         try:
             with trio.CancelScope() as scope:
                 call._scope = scope
+                call._task = trio.lowlevel.current_task()
                 if self._handler is None:
                     raise RemoteError("not_found", f"{self.name} serves no calls")
                 value = await self._handler(call)
@@ -557,6 +603,7 @@ class Peer:
 
     async def aclose(self) -> None:
         self._mark_closed("closed locally")
+        self._cut_frame()
         await trio.aclose_forcefully(self._stream)
 
 
@@ -612,6 +659,7 @@ async def open_peer(
                 yield peer
             finally:
                 nursery.cancel_scope.cancel()
+                peer._cut_frame()  # a handler finishing a frame must not hold the exit up
     finally:
         peer._mark_closed("closed locally")
         await trio.aclose_forcefully(stream)
