@@ -127,8 +127,8 @@ class CliParser(argparse.ArgumentParser):
     def first_unknown_option(self, given: Sequence[str]) -> str | None:
         """The first word of ``given`` that looks like an option this parser does not know,
         or None. A long option may be abbreviated (argparse accepts a unique prefix); a
-        short one may carry its value (``-mfoo``); a negative number and anything after
-        ``--`` are values. A parser with subcommands answers None: the words after the
+        short one may carry its value (``-mfoo``); a negative number, a word with a space
+        and anything after ``--`` are values. A parser with subcommands answers None: the words after the
         subcommand are its parser's to judge."""
         if self._subparsers is not None:
             return None
@@ -137,8 +137,8 @@ class CliParser(argparse.ArgumentParser):
         for word in given:
             if word == "--":
                 return None
-            if not word.startswith("-") or word == "-" or word[1:2].isdigit() or word[1:2] == ".":
-                continue
+            if not word.startswith("-") or word == "-" or word[1:2].isdigit() or word[1:2] == "." or " " in word:
+                continue  # a value, as argparse reads it (a negative number, a sentence)
             name = word.split("=", 1)[0]
             if name.startswith("--"):
                 if name in known or (self.allow_abbrev and any(s.startswith(name) for s in long_)):
