@@ -7,59 +7,18 @@ import subprocess
 
 import trio
 from conftest import CLI
+from support.rpc import RpcClient
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
 
-class Rpc:
-    """A client of the CLI's stdin/stdout: send commands, read responses and events."""
-
-    def __init__(self, proc: trio.Process) -> None:
-        self.proc = proc
-        self.buffer = b""
-        self.lines: list[dict] = []
-
-    async def send(self, obj: dict | str) -> None:
-        data = obj if isinstance(obj, str) else json.dumps(obj)
-        await self.proc.stdin.send_all(data.encode() + b"\n")
-
-    async def next(self) -> dict:
-        while b"\n" not in self.buffer:
-            data = await self.proc.stdout.receive_some()
-            assert data, "the RPC process closed its output"
-            self.buffer += data
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        obj = json.loads(line)
-        self.lines.append(obj)
-        return obj
-
-    async def until(self, predicate) -> dict:
-        with trio.fail_after(30):
-            while True:
-                obj = await self.next()
-                if predicate(obj):
-                    return obj
-
-    async def request(self, obj: dict) -> dict:
-        await self.send(obj)
-        return await self.until(lambda o: o.get("type") == "response" and o.get("id") == obj.get("id"))
-
-
-async def _open(env, *extra: str) -> Rpc:
+async def _open(env, *extra: str) -> RpcClient:
     proc = await trio.lowlevel.open_process(
         [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
-    return Rpc(proc)
-
-
-async def _close(rpc: Rpc) -> int:
-    await rpc.proc.stdin.aclose()
-    with trio.fail_after(30):
-        while await rpc.proc.stdout.receive_some():
-            pass
-        return await rpc.proc.wait()
+    return RpcClient(proc)
 
 
 async def test_a_prompt_is_answered_at_once_and_its_events_follow_in_pis_shapes(scripted, env):
@@ -78,13 +37,14 @@ async def test_a_prompt_is_answered_at_once_and_its_events_follow_in_pis_shapes(
     state = await rpc.request({"id": "req_3", "type": "get_state"})
     assert state["data"]["isStreaming"] is False and state["data"]["messageCount"] == 4
     assert state["data"]["model"]["id"] == "scripted-model" and state["data"]["thinkingLevel"] == "off"
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0
 
 
-async def test_errors_keep_the_request_id_and_bad_lines_are_answered_as_parse_errors(scripted, env):
+async def test_errors_keep_the_request_id_but_unknown_commands_and_bad_lines_are_answered_as_pi_does(scripted, env):
     rpc = await _open(env, "--no-session")
-    unknown = await rpc.request({"id": "a", "type": "no_such_command"})
-    assert unknown == {"id": "a", "type": "response", "command": "no_such_command", "success": False, "error": "Unknown command: no_such_command"}
+    await rpc.send({"id": "a", "type": "no_such_command"})  # pi answers an unknown command without its id
+    unknown = await rpc.until(lambda o: o.get("type") == "response")
+    assert unknown == {"type": "response", "command": "no_such_command", "success": False, "error": "Unknown command: no_such_command"}
     bad_model = await rpc.request({"id": "b", "type": "set_model", "provider": "scripted", "modelId": "missing"})
     assert bad_model["success"] is False and bad_model["error"] == "Model not found: scripted/missing" and bad_model["command"] == "set_model"
     empty_name = await rpc.request({"id": "c", "type": "set_session_name", "name": " "})
@@ -92,7 +52,7 @@ async def test_errors_keep_the_request_id_and_bad_lines_are_answered_as_parse_er
     await rpc.send("{this is not json")
     parse = await rpc.until(lambda o: o.get("command") == "parse")
     assert parse["success"] is False and parse["error"].startswith("Failed to parse command:") and "id" not in parse
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0
 
 
 async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_queues(scripted, env):
@@ -109,7 +69,7 @@ async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_que
     gate.touch()
     await rpc.until(lambda o: o.get("type") == "agent_end")
     assert scripted.requests[1]["body"]["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "please also lint"}]}
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0
 
 
 async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the_tool_results(scripted, env):
@@ -136,7 +96,7 @@ async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the
     sent = scripted.requests[1]["body"]["messages"]
     assert [m["role"] for m in sent[-3:]] == ["tool", "tool", "user"]
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "also lint"}]}
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0
 
 
 async def test_bash_compact_and_session_commands(scripted, env):
@@ -156,7 +116,7 @@ async def test_bash_compact_and_session_commands(scripted, env):
     assert exported["data"]["path"] == str(env.work / "out.html") and "talk" in (env.work / "out.html").read_text()
     messages = await rpc.request({"id": "m", "type": "get_messages"})
     assert messages["data"]["messages"][0]["role"] == "compactionSummary"
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0
 
 
 async def test_a_mistyped_argument_is_refused_naming_the_field_and_the_session_goes_on(scripted, env):
@@ -183,4 +143,4 @@ async def test_a_mistyped_argument_is_refused_naming_the_field_and_the_session_g
     await rpc.until(lambda o: o.get("type") == "agent_end")
     text = await rpc.request({"id": "t", "type": "get_last_assistant_text"})
     assert text["data"] == {"text": "Still here."}
-    assert await _close(rpc) == 0
+    assert await rpc.close() == 0

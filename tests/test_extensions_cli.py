@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import trio
+from support.rpc import RpcClient
 from support.wire import content_text, ends_in_call_order
 
 from pi_actors.testing.scripted_server import Reply
@@ -144,29 +145,6 @@ async def test_a_crash_during_a_hook_is_reported_the_host_restarts_and_the_sessi
     assert events[-1]["type"] == "agent_end"
 
 
-class _Rpc:
-    def __init__(self, proc: trio.Process) -> None:
-        self.proc = proc
-        self.buffer = b""
-        self.lines: list[dict] = []
-
-    async def send(self, obj: dict) -> None:
-        await self.proc.stdin.send_all(json.dumps(obj).encode() + b"\n")
-
-    async def until(self, predicate) -> dict:
-        with trio.fail_after(60):
-            while True:
-                while b"\n" not in self.buffer:
-                    data = await self.proc.stdout.receive_some()
-                    assert data, f"the RPC process closed its output; saw {self.lines}"
-                    self.buffer += data
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                obj = json.loads(line)
-                self.lines.append(obj)
-                if predicate(obj):
-                    return obj
-
-
 NOTES = (
     "def register(pi):\n"
     "    async def remember(args, ctx):\n"
@@ -174,11 +152,6 @@ NOTES = (
     "        await pi.append_entry('note-state', {'last': args})\n"
     "    pi.register_command('remember', description='Keep a note in the context', handler=remember)\n"
 )
-
-
-async def _request(rpc: _Rpc, obj: dict) -> dict:
-    await rpc.send(obj)
-    return await rpc.until(lambda o: o.get("type") == "response" and o.get("id") == obj["id"])
 
 
 async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_client(scripted, env):
@@ -199,7 +172,7 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
          "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes), "--mode", "rpc"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
-    rpc = _Rpc(proc)
+    rpc = RpcClient(proc)
     try:
         await rpc.send({"id": "1", "type": "prompt", "message": "go"})
         first = await rpc.until(lambda o: o.get("type") == "extension_ui_request")
@@ -216,18 +189,18 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         await rpc.until(lambda o: o.get("id") == "2")
         with trio.fail_after(30):
             while True:  # the command runs after its prompt's response
-                messages = await _request(rpc, {"id": "3", "type": "get_messages"})
+                messages = await rpc.request({"id": "3", "type": "get_messages"})
                 if any(m["role"] == "custom" for m in messages["data"]["messages"]):
                     break
                 await trio.sleep(0.05)
         custom = [m for m in messages["data"]["messages"] if m["role"] == "custom"]
         assert [(m["customType"], m["content"]) for m in custom] == [("note", "the tests pass")]
         # The extension's compaction is used instead of the model's summary.
-        compacted = await _request(rpc, {"id": "4", "type": "compact"})
+        compacted = await rpc.request({"id": "4", "type": "compact"})
         assert compacted["success"], compacted
         assert compacted["data"]["summary"].startswith("The user asked, in order:"), compacted
         # get_commands lists the extension's command first, in pi's shape.
-        listed = (await _request(rpc, {"id": "5", "type": "get_commands"}))["data"]["commands"]
+        listed = (await rpc.request({"id": "5", "type": "get_commands"}))["data"]["commands"]
         assert listed[0]["source"] == "extension"
         remember = next(c for c in listed if c["name"] == "remember")
         assert remember["sourceInfo"]["path"] == str(notes) and remember["sourceInfo"]["baseDir"] == str(env.work)

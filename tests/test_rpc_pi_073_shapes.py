@@ -14,6 +14,7 @@ import trio
 from conftest import CLI
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.rpc import RpcClient
 
 from pi_actors.cli.rpc import RpcSession
 from pi_actors.coding.session import SessionWriter
@@ -22,52 +23,12 @@ from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
 
-class Rpc:
-    """pi's RpcClient in miniature: send commands, read responses and events in order."""
-
-    def __init__(self, proc: trio.Process) -> None:
-        self.proc = proc
-        self.buffer = b""
-        self.lines: list[dict] = []
-
-    async def send(self, obj: dict) -> None:
-        await self.proc.stdin.send_all(json.dumps(obj).encode() + b"\n")
-
-    async def next(self) -> dict:
-        while b"\n" not in self.buffer:
-            data = await self.proc.stdout.receive_some()
-            assert data, "the RPC process closed its output"
-            self.buffer += data
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        obj = json.loads(line)
-        self.lines.append(obj)
-        return obj
-
-    async def until(self, predicate) -> dict:
-        with trio.fail_after(60):
-            while True:
-                obj = await self.next()
-                if predicate(obj):
-                    return obj
-
-    async def request(self, obj: dict) -> dict:
-        await self.send(obj)
-        return await self.until(lambda o: o.get("type") == "response" and o.get("id") == obj.get("id"))
-
-    async def close(self) -> int:
-        await self.proc.stdin.aclose()
-        with trio.fail_after(60):
-            while await self.proc.stdout.receive_some():
-                pass
-            return await self.proc.wait()
-
-
-async def _open(env, *extra: str) -> Rpc:
+async def _open(env, *extra: str) -> RpcClient:
     proc = await trio.lowlevel.open_process(
         [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
-    return Rpc(proc)
+    return RpcClient(proc)
 
 
 def _entries(path: str) -> list[dict]:
@@ -78,9 +39,10 @@ def _entries(path: str) -> list[dict]:
 async def test_odd_commands_get_pis_replies_and_session_commands_pis_shapes(scripted, env):
     scripted.script += [Reply(text="first answer"), Reply(text="second answer"), Reply(text="## Goal\nthe summary")]
     rpc = await _open(env, "--session-dir", str(env.sessions))
-    # pi: error(undefined, command.type, ...) — no command member, "undefined" in the text.
-    missing = await rpc.request({"id": "t", "message": "no type"})
-    assert missing == {"id": "t", "type": "response", "success": False, "error": "Unknown command: undefined"}
+    # pi: error(undefined, command.type, ...) — no id and no command member, "undefined" in the text.
+    await rpc.send({"id": "t", "message": "no type"})
+    missing = await rpc.until(lambda o: o.get("type") == "response")
+    assert missing == {"type": "response", "success": False, "error": "Unknown command: undefined"}
     # set_thinking_level without a level succeeds; a model without reasoning cycles to null.
     assert await rpc.request({"id": "l", "type": "set_thinking_level"}) == {
         "id": "l", "type": "response", "command": "set_thinking_level", "success": True,
@@ -220,7 +182,10 @@ _no_type = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=10,
-).filter(lambda v: not (isinstance(v, dict) and isinstance(v.get("type"), str)))
+).filter(lambda v: not (isinstance(v, dict) and isinstance(v.get("type"), str))) | st.fixed_dictionaries(
+    {"type": st.text().filter(lambda t: t != "extension_ui_response" and not hasattr(RpcSession, f"cmd_{t}"))},
+    optional={"id": st.text() | st.integers(), "message": st.text()},
+)
 
 
 class _Lines:
@@ -248,10 +213,12 @@ def test_any_json_line_without_a_string_type_gets_one_unknown_command_reply(valu
     lines = out.data.splitlines()
     assert len(lines) == 1
     reply = json.loads(lines[0])
-    assert reply["type"] == "response" and reply["success"] is False and "command" not in reply
+    assert reply["type"] == "response" and reply["success"] is False and "id" not in reply
     assert reply["error"].startswith("Unknown command: ")
     if not isinstance(value, dict) or "type" not in value:
-        assert reply["error"] == "Unknown command: undefined"
+        assert reply["error"] == "Unknown command: undefined" and "command" not in reply
+    else:  # pi: the type as given is the command
+        assert reply["command"] == value["type"]
 
 
 def test_session_ids_are_uuid7_and_sort_by_creation_time():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
 __all__ = ["CliParser", "help_epilog", "suggest"]
@@ -53,21 +53,63 @@ class CliParser(argparse.ArgumentParser):
     """An argument parser for people: an unknown option or a bad value is reported as one
     line naming it (with the closest known option when there is one) and exit code 1.
 
-    ``parse_args`` refuses every unknown option (``-x``, ``--xyz``, ``--xyz=1``); anything
-    else that does not fit goes through ``error`` as argparse words it, on one line."""
+    ``parse_args`` and ``parse_intermixed_args`` refuse every unknown option (``-x``,
+    ``--xyz``, ``--xyz=1``); anything else that does not fit goes through ``error`` as
+    argparse words it, on one line. An unknown option is named before any other complaint
+    (``tool-host --conect URL`` is "did you mean --connect", not "--connect is required")."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._given: list[str] = []
+        self._depth = 0
 
     def option_strings(self) -> list[str]:
-        """Every option this parser knows, long and short."""
-        return [s for action in self._actions for s in action.option_strings]
+        """Every option this parser knows, long and short, and those of its subcommands
+        (an unknown one is left over by the subcommand and reported here)."""
+        found = [s for action in self._actions for s in action.option_strings]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for parser in action.choices.values():
+                    found += [s for s in parser.option_strings() if s not in found]
+        return found
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        return self._remembering(super().parse_known_args, args, namespace)
+
+    def parse_known_intermixed_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        return self._remembering(super().parse_known_intermixed_args, args, namespace)
+
+    def _remembering(
+        self, parse: Callable[..., tuple[argparse.Namespace, list[str]]],
+        args: Sequence[str] | None, namespace: argparse.Namespace | None,
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Run ``parse``, keeping the outermost call's arguments for :meth:`error`."""
+        if self._depth == 0:
+            self._given = list(sys.argv[1:] if args is None else args)
+        self._depth += 1
+        try:
+            return parse(args, namespace)
+        finally:
+            self._depth -= 1
 
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
         parsed, extras = self.parse_known_args(args, namespace)
+        return self._refuse_extras(parsed, extras)
+
+    def parse_intermixed_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_intermixed_args(args, namespace)
+        return self._refuse_extras(parsed, extras)
+
+    def _refuse_extras(self, parsed: argparse.Namespace, extras: list[str]) -> argparse.Namespace:
         for extra in extras:
             if extra.startswith("-") and extra != "-":
                 self.unknown_option(extra)
@@ -82,8 +124,36 @@ class CliParser(argparse.ArgumentParser):
         tail = f"; did you mean {hint}?" if hint else f" (see {self.prog} --help)"
         self.exit_with(f"unknown option {name}{tail}")
 
+    def first_unknown_option(self, given: Sequence[str]) -> str | None:
+        """The first word of ``given`` that looks like an option this parser does not know,
+        or None. A long option may be abbreviated (argparse accepts a unique prefix); a
+        short one may carry its value (``-mfoo``); a negative number, a word with a space
+        and anything after ``--`` are values. A parser with subcommands answers None: the words after the
+        subcommand are its parser's to judge."""
+        if self._subparsers is not None:
+            return None
+        known = set(self.option_strings())
+        long_ = [s for s in known if s.startswith("--")]
+        for word in given:
+            if word == "--":
+                return None
+            if not word.startswith("-") or word == "-" or word[1:2].isdigit() or word[1:2] == "." or " " in word:
+                continue  # a value, as argparse reads it (a negative number, a sentence)
+            name = word.split("=", 1)[0]
+            if name.startswith("--"):
+                if name in known or (self.allow_abbrev and any(s.startswith(name) for s in long_)):
+                    continue
+            elif word[:2] in known:
+                continue
+            return word
+        return None
+
     def error(self, message: str) -> NoReturn:
-        """argparse's complaint (a bad value lists the valid ones), as one line."""
+        """argparse's complaint (a bad value lists the valid ones), as one line; an unknown
+        option among the arguments is reported instead, being the likelier mistake."""
+        unknown = self.first_unknown_option(self._given)
+        if unknown is not None:
+            self.unknown_option(unknown)
         self.exit_with(message.replace("\n", " "))
 
     def exit_with(self, message: str) -> NoReturn:

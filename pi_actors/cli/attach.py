@@ -42,7 +42,9 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pi-actors attach", description=(
+    from ._usage import CliParser
+
+    p = CliParser(prog="pi-actors attach", description=(
             "Attach to a session on a pi-actors server: the interactive TUI on a terminal, a line mode "
             "otherwise; -p (or --mode json with messages) runs the messages headless."
         ),

@@ -393,7 +393,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         "update": "upgrade the installed git and PyPI packages (or one of them)",
         "list": "list the installed packages, global and of this project",
     }
-    p = argparse.ArgumentParser(prog=f"pi-actors {command}", description=descriptions[command])
+    from ._usage import CliParser
+
+    p = CliParser(prog=f"pi-actors {command}", description=descriptions[command])
     if command in ("install", "remove"):
         p.add_argument("source", help="the package source, as given to install")
         p.add_argument("-l", "--local", action="store_true", help="the project's packages (.pi-actors/settings.json)")

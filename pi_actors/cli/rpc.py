@@ -6,13 +6,15 @@ event (pi's AgentEvents plus ``auto_retry_*`` / ``auto_compaction_*``) is writte
 line, without an id, as it happens. Commands are handled concurrently, as in pi, so a long
 ``compact`` or ``bash`` answers after later commands.
 
-Where we differ from pi, on purpose (docs/architecture.md §7): every error response carries the request's
-``id`` and its own ``command`` (pi answers some failures as ``command: "parse"`` without the
-id); only a line that is not JSON at all is answered as ``parse``. A ``prompt`` whose run
+Where we differ from pi, on purpose (docs/architecture.md §7): every error response to a
+known command carries the request's ``id`` and its own ``command`` (pi answers some failures
+as ``command: "parse"`` without the id); only a line that is not JSON at all is answered as
+``parse``. A ``prompt`` whose run
 later fails gets a second response with ``success: false``, as in pi.
 
-pi's replies where they are not plain: a line without a string ``type`` is answered
-``Unknown command: undefined`` (no ``command``, as pi); ``cycle_model`` and
+pi's replies where they are not plain: a line whose ``type`` is missing or unknown is
+answered without its ``id`` (``Unknown command: undefined``, no ``command``, for a missing
+one), as pi; ``cycle_model`` and
 ``cycle_thinking_level`` answer ``data: null`` when there is nothing to cycle;
 ``set_thinking_level`` without a level succeeds and changes nothing; ``abort`` is answered
 once the run's ``agent_end`` has been written; ``bash`` runs while the agent streams (its
@@ -82,12 +84,10 @@ class RpcSession:
         self.out.write(_encoder.encode(obj) + b"\n")
         self.out.flush()
 
-    def respond(self, request: dict, command: str | None, *, data: Any = None, error: str | None = None) -> None:
-        """One response line; ``command=None`` leaves it out (pi's reply to a missing type),
-        ``data=NULL`` writes ``data: null``."""
+    def respond(self, request: dict, command: str, *, data: Any = None, error: str | None = None) -> None:
+        """One response line, with the request's ``id`` when it has one; ``data=NULL``
+        writes ``data: null``."""
         response: dict[str, Any] = {"type": "response", "command": command, "success": error is None}
-        if command is None:
-            del response["command"]
         if "id" in request:
             response = {"id": request["id"], **response}
         if error is not None:
@@ -96,6 +96,19 @@ class RpcSession:
             response["data"] = None
         elif data is not None:
             response["data"] = data
+        self.write(response)
+
+    def refuse_unknown(self, request: Any) -> None:
+        """pi's reply to a line that is JSON but no command it knows:
+        ``error(undefined, command.type, `Unknown command: ${command.type}`)`` — no ``id``
+        (even when the line has one), ``command`` as given (left out when there is none, as
+        JSON.stringify drops ``undefined``), and the type as JavaScript prints it."""
+        has_type = isinstance(request, dict) and "type" in request
+        kind = request["type"] if has_type else None
+        response: dict[str, Any] = {"type": "response", "command": kind, "success": False,
+                                    "error": f"Unknown command: {_js_text(kind) if has_type else 'undefined'}"}  # fmt: skip
+        if not has_type:
+            del response["command"]
         self.write(response)
 
     # -- events --------------------------------------------------------------------------
@@ -155,20 +168,16 @@ class RpcSession:
         except msgspec.DecodeError as exc:
             self.write({"type": "response", "command": "parse", "success": False, "error": f"Failed to parse command: {exc}"})
             return
-        if not isinstance(request, dict) or not isinstance(request.get("type"), str):
-            # pi: error(undefined, command.type, `Unknown command: ${command.type}`).
-            kind = request.get("type") if isinstance(request, dict) else None
-            shown = "undefined" if kind is None and not (isinstance(request, dict) and "type" in request) else _js_text(kind)
-            self.respond(request if isinstance(request, dict) else {}, None, error=f"Unknown command: {shown}")
+        handler = None
+        if isinstance(request, dict) and isinstance(request.get("type"), str):
+            if request["type"] == "extension_ui_response":
+                await self.answer_extension_ui(request)
+                return
+            handler = getattr(self, f"cmd_{request['type']}", None)
+        if handler is None:
+            self.refuse_unknown(request)
             return
         command = request["type"]
-        if command == "extension_ui_response":
-            await self.answer_extension_ui(request)
-            return
-        handler = getattr(self, f"cmd_{command}", None)
-        if handler is None:
-            self.respond(request, command, error=f"Unknown command: {command}")
-            return
         try:
             data = await handler(request, nursery)
             if command in _EMITTING:

@@ -45,8 +45,9 @@ __all__ = ["main", "build_parser"]
 
 def build_parser() -> argparse.ArgumentParser:
     from ..choices import SANDBOX_MODES, THINKING_LEVELS
+    from ._usage import CliParser
 
-    p = argparse.ArgumentParser(prog="pi-actors serve", description="Host sessions for remote clients.")
+    p = CliParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
     p.add_argument("--token-file", help="also accept the token in this file, as an admin token")
@@ -283,7 +284,9 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def build_token_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pi-actors serve token", description="Manage the server's credentials.")
+    from ._usage import CliParser
+
+    p = CliParser(prog="pi-actors serve token", description="Manage the server's credentials.")
     p.add_argument("--state-dir", help="the server's state directory (default: $PI_ACTORS_DIR/server)")
     sub = p.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", help="mint a token for a new identity; prints the path of the 0600 file holding it")

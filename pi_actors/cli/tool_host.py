@@ -40,8 +40,9 @@ __all__ = ["main", "build_parser", "ToolHost"]
 
 def build_parser() -> argparse.ArgumentParser:
     from ..choices import SANDBOX_MODES
+    from ._usage import CliParser
 
-    p = argparse.ArgumentParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
+    p = CliParser(prog="pi-actors tool-host", description="Run a pi-actors server's tool calls here.")
     p.add_argument("--connect", required=True, metavar="URL", help="ws://HOST:PORT/, wss://HOST:PORT/ or unix:PATH of the server")
     add_credential_args(p)
     p.add_argument("--name", required=True)

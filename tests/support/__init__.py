@@ -8,6 +8,7 @@ modules live in ``tests/conftest.py``.
 - ``sessions`` — building session branches (pi's JSONL v3 entries) for compaction tests.
 - ``sandbox`` — the real tool pool in the test's loop, and process inspection.
 - ``wire`` — raw protocol exchanges and line readers for server and CLI tests.
+- ``rpc`` — ``RpcClient``, a client of ``pi-actors --mode rpc`` as pi's RpcClient drives it.
 - ``prompts`` — running one prompt through a coordinator link.
 - ``chromium`` — headless Chromium over the DevTools protocol, for tests that look at a page.
 """

@@ -31,6 +31,8 @@ import trio
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
 
+from .rpc import RpcClient
+
 __all__ = ["normalize", "run_cli", "side_by_side"]
 
 _VOLATILE_KEYS = {"timestamp", "id", "sessionId", "toolCallId", "parentId", "entryId", "firstKeptEntryId", "tokensBefore"}
@@ -56,35 +58,18 @@ def _models_json(port: int) -> str:
 async def run_cli(argv: list[str], env: dict[str, str], cwd: Path, commands: list[dict]) -> list[dict]:
     """Drive one CLI in RPC mode through ``commands``; every line it printed, decoded."""
     proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    assert proc.stdin is not None and proc.stdout is not None
-    lines: list[dict] = []
-    buffer = b""
-
-    async def until(predicate: Any) -> None:
-        nonlocal buffer
-        while True:
-            while b"\n" not in buffer:
-                data = await proc.stdout.receive_some()  # type: ignore[union-attr]
-                if not data:
-                    raise EOFError("the CLI closed its output")
-                buffer += data
-            raw, buffer = buffer.split(b"\n", 1)
-            obj = json.loads(raw)
-            lines.append(obj)
-            if predicate(obj):
-                return
-
-    with trio.fail_after(120):
-        for n, command in enumerate(commands):
-            command = {"id": f"r{n}", **command}
-            await proc.stdin.send_all(json.dumps(command).encode() + b"\n")
-            await until(lambda o, i=command["id"]: o.get("type") == "response" and o.get("id") in (i, None))
-            if command.get("type") == "prompt" and lines[-1].get("success"):
-                await until(lambda o: o.get("type") == "agent_end")
-        await proc.stdin.aclose()
-        proc.kill()
-        await proc.wait()
-    return lines
+    rpc = RpcClient(proc, timeout=120)
+    for n, command in enumerate(commands):
+        command = {"id": f"r{n}", **command}
+        await rpc.send(command)
+        await rpc.until(lambda o, i=command["id"]: o.get("type") == "response" and o.get("id") in (i, None))
+        if command.get("type") == "prompt" and rpc.lines[-1].get("success"):
+            await rpc.until(lambda o: o.get("type") == "agent_end")
+    assert proc.stdin is not None
+    await proc.stdin.aclose()
+    proc.kill()
+    await proc.wait()
+    return rpc.lines
 
 
 async def side_by_side(pi: str, commands: list[dict], replies: list[Reply]) -> tuple[list[dict], list[dict]]:

@@ -16,7 +16,7 @@ import trio
 from ...actors import open_local_runtime
 from ...ai import types as T
 from ...protocol.config import RuntimeConfig
-from ...runtime import RemoteError
+from ...runtime import ConnectionLost, RemoteError
 from .._sessions import print_session_warnings
 
 __all__ = ["run_tui", "run_app"]
@@ -103,6 +103,7 @@ async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
 
             nursery.start_soon(watch_failure)
             await run_app(controller, ui, initial)
+            await _tell_unsent(coordinator, ui)
             nursery.cancel_scope.cancel()
     if coordinator.failure is not None:
         import sys
@@ -110,3 +111,33 @@ async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
         print(f"Error: {coordinator.failure}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _tell_unsent(coordinator: Any, ui: Any) -> None:
+    """After the user quit (Ctrl+C twice, Ctrl+D, /quit): take the steering and follow-up
+    messages still queued out of the session, so that none is sent while it closes, and
+    print each below the TUI as it was typed. Nothing typed is lost silently (pi 0.73.1
+    drops them, leaving them only in its editor history). The coordinator's answer says
+    what is unsent; when it cannot answer (it failed, or took 5 s), the queue the TUI
+    showed does."""
+    import sys
+
+    unsent = [(kind, text) for kind, _sent, text in ui.queued]
+    try:
+        with trio.move_on_after(5):
+            queued = await coordinator.call("clear_queue", {}) or {}
+            shown = list(ui.queued)
+            unsent = []
+            for kind, sent in [*(("Steering", t) for t in queued.get("steering") or []),
+                               *(("Follow-up", t) for t in queued.get("followUp") or [])]:  # fmt: skip
+                typed = next((q for q in shown if q[1] == sent), None)
+                if typed is not None:
+                    shown.remove(typed)  # the text before @file expansion
+                unsent.append((kind, typed[2] if typed else sent))
+    except (RemoteError, ConnectionLost):
+        pass
+    if unsent:
+        n = len(unsent)
+        print(f"Not sent (queued when you quit) — {n} message{'s' if n > 1 else ''}:", file=sys.stderr)
+        for kind, text in unsent:
+            print(f"  {kind}: " + text.replace("\n", "\n    "), file=sys.stderr)
