@@ -214,12 +214,13 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         # A command of an extension writes a custom message into the session's context.
         await rpc.send({"id": "2", "type": "prompt", "message": "/remember the tests pass"})
         await rpc.until(lambda o: o.get("id") == "2")
-        with trio.fail_after(30):
-            while True:  # the command runs after its prompt's response
-                messages = await _request(rpc, {"id": "3", "type": "get_messages"})
-                if any(m["role"] == "custom" for m in messages["data"]["messages"]):
-                    break
-                await trio.sleep(0.05)
+        # The command runs after its prompt's response; the client hears of its message as pi's
+        # message_start / message_end of a custom message.
+        shown = await rpc.until(lambda o: o.get("type") == "message_end" and o["message"].get("role") == "custom")
+        assert (shown["message"]["customType"], shown["message"]["content"]) == ("note", "the tests pass")
+        started = [o for o in rpc.lines if o.get("type") == "message_start" and o["message"].get("role") == "custom"]
+        assert [o["message"]["customType"] for o in started] == ["note"]
+        messages = await _request(rpc, {"id": "3", "type": "get_messages"})
         custom = [m for m in messages["data"]["messages"] if m["role"] == "custom"]
         assert [(m["customType"], m["content"]) for m in custom] == [("note", "the tests pass")]
         # The extension's compaction is used instead of the model's summary.

@@ -17,7 +17,9 @@ and the next call reaches the new one) and:
 * serves the host's calls the other way (:data:`~pi_actors.protocol.extension_host.EXTENSION_CLIENT`):
   ``ui`` becomes an ``extension_ui_request`` session event (pi's RPC shape) that the attached
   UI answers with the coordinator's ``extension_ui_response``; ``append`` writes a custom
-  entry to the session.
+  entry to the session — a custom message (``pi.send_message``) also goes to every UI as
+  ``message_start`` / ``message_end``, as pi's ``sendCustomMessage`` does; a data entry
+  (``pi.append_entry``) is not shown, as in pi.
 
 Errors found while no UI is listening (load errors, at start-up) are kept and told at the
 start of the next run.
@@ -311,8 +313,13 @@ class ExtensionHooks:
             entry = {"type": "custom_message", "customType": args.custom_type, "content": content,
                      "display": args.display, **({"details": args.details} if args.details is not None else {})}  # fmt: skip
             await c.store.call("append_entry", {"entry": entry})
-            message = {k: v for k, v in entry.items() if k != "type"}
-            c.agent.append_message({"role": "custom", **message, "timestamp": T.now_ms()})
+            message = {"role": "custom", **{k: v for k, v in entry.items() if k != "type"}, "timestamp": T.now_ms()}
+            c.agent.append_message(message)
+            # pi's sendCustomMessage: every UI hears of it as a message that starts and ends.
+            if c._sink is not None:
+                c._published = c.agent.state.messages
+            await c._emit_session_event({"type": "message_start", "message": message})
+            await c._emit_session_event({"type": "message_end", "message": message})
         else:
             await c.store.call("append_entry", {"entry": {"type": "custom", "customType": args.custom_type, "data": args.data}})
 
