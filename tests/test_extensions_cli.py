@@ -196,7 +196,8 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     ]
     proc = await trio.lowlevel.open_process(
         [str(Path(sys.executable).with_name("pi-actors")), *MODEL,
-         "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes), "--mode", "rpc"],
+         "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes),
+         "-e", str(_provider_extension(env, scripted)), "--mode", "rpc"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
     rpc = _Rpc(proc)
@@ -232,6 +233,9 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         assert listed[0]["source"] == "extension"
         remember = next(c for c in listed if c["name"] == "remember")
         assert remember["sourceInfo"]["path"] == str(notes) and remember["sourceInfo"]["baseDir"] == str(env.work)
+        # An extension's provider is among the available models, in the session's model list.
+        models = (await _request(rpc, {"id": "6", "type": "get_available_models"}))["data"]["models"]
+        assert {"provider": "extprov", "id": "ext-model"} in [{"provider": m["provider"], "id": m["id"]} for m in models]
     finally:
         await proc.stdin.aclose()
         with trio.fail_after(60):
@@ -246,3 +250,45 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     assert len(scripted.requests) == 3  # neither the command nor the compaction asked the model
     # A confirm answered is not answered twice: no error response was written.
     assert not [o for o in rpc.lines if o.get("type") == "response" and not o.get("success")]
+
+
+def _provider_extension(env, scripted) -> Path:
+    """An extension with a string and a boolean flag and a model provider (pi's config
+    form) that points at the scripted server, its key in an environment variable."""
+    path = env.work / "provider_ext.py"
+    path.write_text(
+        "def register(pi):\n"
+        "    pi.register_flag('greeting', description='How to greet', type='string', default='hi')\n"
+        "    pi.register_flag('loud', description='Shout', type='boolean', default=False)\n"
+        "    pi.register_provider('extprov', {\n"
+        f"        'baseUrl': {scripted.base_url_openai!r}, 'api': 'openai-completions', 'apiKey': 'EXTPROV_KEY',\n"
+        "        'models': [{'id': 'ext-model', 'name': 'Ext Model', 'contextWindow': 64000, 'maxTokens': 2000}]})\n"
+        "    def start(event, ctx):\n"
+        "        return {'systemPrompt': event['systemPrompt'] + f\" FLAGS={pi.get_flag('greeting')}/{pi.get_flag('loud')}\"}\n"
+        "    pi.on('before_agent_start', start)\n"
+    )
+    return path
+
+
+async def test_extension_flags_reach_the_extension_and_its_provider_streams_a_run(scripted, env):
+    ext = str(_provider_extension(env, scripted))
+    env.env["EXTPROV_KEY"] = "ext-secret"
+    # The provider's models are listed with the built-in ones.
+    listed = await env.run("-e", ext, "--list-models", "ext-model")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[:4] for line in listed.stdout.decode().splitlines()[1:]] == [["extprov", "ext-model", "64000", "2000"]]
+    # A typo of an extension's flag is still one line with the right hint (checked after loading).
+    typo = await env.run("-e", ext, "--no-session", "--greting", "x", "-p", "hi")
+    assert (typo.returncode, typo.stderr.decode()) == (1, "Error: unknown option --greting; did you mean --greeting?\n")
+    missing = await env.run("-e", ext, "--no-session", "-p", "hi", "--greeting")
+    assert missing.returncode == 1 and missing.stderr.decode().startswith("Error: extension flag --greeting needs a value")
+    assert not scripted.requests
+    # --model provider/id streams through the extension's provider; the flags reach get_flag,
+    # and the words after them stay the prompt.
+    scripted.script += [Reply(text="Through the extension.")]
+    result = await env.run("-e", ext, "--no-session", "--model", "extprov/ext-model", "--greeting", "hello", "--loud", "-p", "say hi")
+    assert (result.returncode, result.stdout.decode()) == (0, "Through the extension.\n"), result.stderr
+    (request,) = scripted.requests
+    assert request["headers"]["authorization"] == "Bearer ext-secret" and request["body"]["model"] == "ext-model"
+    assert request["body"]["messages"][0]["content"].endswith(" FLAGS=hello/True")
+    assert content_text(request["body"]["messages"][-1]["content"]) == "say hi"
