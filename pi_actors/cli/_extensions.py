@@ -24,7 +24,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ExtensionLook", "FlagError", "look_at_extensions", "take_extension_flags", "provider_models"]
+__all__ = [
+    "ExtensionLook",
+    "FlagError",
+    "discover_session_extensions",
+    "look_at_extensions",
+    "take_extension_flags",
+    "provider_models",
+]
 
 
 class FlagError(Exception):
@@ -47,15 +54,10 @@ def look_at_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, a
     """Find the session's extensions (``-e`` paths, the extension directories and installed
     packages' entry points unless ``no_extensions``) and run their ``register(pi)`` here to
     learn their flags and providers. Never raises for an extension's failure."""
-    from ..extensions import discover_extension_specs
     from ..extensions._api import _Registrations
     from ..extensions._loader import load_specs
-    from .packages import extension_specs, installed_packages
 
-    # A package that is missing or broken is reported once, by session_resources.
-    packages, _already_reported = installed_packages(agent_dir, cwd)
-    extra, sys_path = extension_specs(packages, agent_dir, cwd)
-    specs = discover_extension_specs(cwd, explicit, no_extensions=no_extensions, extra=extra)
+    specs, sys_path = discover_session_extensions(explicit, no_extensions, cwd, agent_dir)
     look = ExtensionLook(specs=specs, sys_path=sys_path)
     if not specs:
         return look
@@ -70,6 +72,19 @@ def look_at_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, a
     look.flags = dict(registry.flags)
     look.providers = {name: dict(config) for name, config in registry.providers.items()}
     return look
+
+
+def discover_session_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, agent_dir: str) -> tuple[list[str], list[str]]:
+    """The extension specs of a session in ``cwd`` (``explicit`` ``-e`` paths, then unless
+    ``no_extensions`` the extension directories and installed packages' entry points) and
+    the ``sys.path`` entries their packages need."""
+    from ..extensions import discover_extension_specs
+    from .packages import extension_specs, installed_packages
+
+    # A package that is missing or broken is reported once, by session_resources.
+    packages, _already_reported = installed_packages(agent_dir, cwd)
+    extra, sys_path = extension_specs(packages, agent_dir, cwd)
+    return discover_extension_specs(cwd, explicit, no_extensions=no_extensions, extra=extra), sys_path
 
 
 def take_extension_flags(argv: Sequence[str], known: Iterable[str], flags: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
