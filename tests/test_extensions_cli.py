@@ -282,6 +282,11 @@ async def test_extension_flags_reach_the_extension_and_its_provider_streams_a_ru
     assert (typo.returncode, typo.stderr.decode()) == (1, "Error: unknown option --greting; did you mean --greeting?\n")
     missing = await env.run("-e", ext, "--no-session", "-p", "hi", "--greeting")
     assert missing.returncode == 1 and missing.stderr.decode().startswith("Error: extension flag --greeting needs a value")
+    env.env["PI_ACTORS_EXTENSION_HOOK_TIMEOUT"] = "soon"
+    bad = await env.run("-e", ext, "--no-session", "-p", "hi")
+    assert (bad.returncode, bad.stderr.decode().splitlines()[-1]) == (
+        1, "Error: PI_ACTORS_EXTENSION_HOOK_TIMEOUT must be a positive number of seconds, not 'soon'")
+    del env.env["PI_ACTORS_EXTENSION_HOOK_TIMEOUT"]
     assert not scripted.requests
     # --model provider/id streams through the extension's provider; the flags reach get_flag,
     # and the words after them stay the prompt.

@@ -16,6 +16,7 @@ from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 
 ASK = (
+    "import trio\n"
     "START = []\n"
     "def register(pi):\n"
     "    async def on_start(event, ctx):\n"
@@ -23,10 +24,14 @@ ASK = (
     "    async def ask(args, ctx):\n"
     "        ok = await ctx.ui.confirm('Proceed?', args)\n"
     "        await pi.send_message({'customType': 'answer', 'content': f'start={START} ask={ok}'})\n"
+    "    async def on_input(event, ctx):\n"
+    "        if event['text'] == 'hang':\n"
+    "            await trio.sleep_forever()\n"
     "    def on_turn_end(event, ctx):\n"
     "        raise ValueError('turn_end handler broke')\n"
     "    pi.on('session_start', on_start)\n"
     "    pi.on('turn_end', on_turn_end)\n"
+    "    pi.on('input', on_input)\n"
     "    pi.register_command('ask', description='Ask the user', handler=ask)\n"
 )
 
@@ -65,6 +70,7 @@ async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_t
     (env.work / "broken.py").write_text("def register(pi):\n    raise RuntimeError('boom at load')\n")
     sock = tmp_path / "run" / "s.sock"
     scripted.script += [Reply(text="served answer")]
+    env.env["PI_ACTORS_EXTENSION_HOOK_TIMEOUT"] = "3"
     proc = await trio.lowlevel.open_process(
         [CLI, "serve", "--unix", str(sock), "--model", "scripted/scripted-model", "--no-session", "--sandbox", "off",
          "-e", "ask.py", "-e", "broken.py"],
@@ -101,10 +107,11 @@ async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_t
                 for events in (events_one, events_two):
                     shown = await events.until("message_end", lambda e: e["message"]["role"] == "custom")
                     assert shown["message"]["content"] == "start=[False] ask=True"
-                # A handler that raises is one line; the session goes on and answers.
-                nursery.start_soon(one.call, "prompt", {"text": "hi", "events": False})
-                error = await events_two.until("extension_error", lambda e: e["event"] != "load")
-                assert (error["event"], error["error"]) == ("turn_end", "ValueError: turn_end handler broke")
+                # A handler that hangs is cut off by the timeout and one that raises is one line;
+                # the session goes on and answers.
+                nursery.start_soon(one.call, "prompt", {"text": "hang", "events": False})
+                errors = [await events_two.until("extension_error", lambda e, name=name: e["event"] == name) for name in ("input", "turn_end")]
+                assert [e["error"] for e in errors] == ["the input handlers did not finish within 3 s", "ValueError: turn_end handler broke"]
                 end = await events_two.until("agent_end")
                 assert end["messages"][-1]["content"][0]["text"] == "served answer"
                 nursery.cancel_scope.cancel()

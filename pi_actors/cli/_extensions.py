@@ -31,6 +31,8 @@ __all__ = [
     "look_at_extensions",
     "take_extension_flags",
     "provider_models",
+    "hook_timeout",
+    "HOOK_TIMEOUT_VARIABLE",
 ]
 
 
@@ -85,6 +87,28 @@ def discover_session_extensions(explicit: Iterable[str], no_extensions: bool, cw
     packages, _already_reported = installed_packages(agent_dir, cwd)
     extra, sys_path = extension_specs(packages, agent_dir, cwd)
     return discover_extension_specs(cwd, explicit, no_extensions=no_extensions, extra=extra), sys_path
+
+
+#: The environment variable that sets the extension hook timeout (seconds; default 30).
+HOOK_TIMEOUT_VARIABLE = "PI_ACTORS_EXTENSION_HOOK_TIMEOUT"
+
+
+def hook_timeout(environ: dict[str, str] | None = None) -> float:
+    """Seconds one extension event may take (``PI_ACTORS_EXTENSION_HOOK_TIMEOUT``, default
+    30). Raises FlagError (one line) for a value that is not a positive number."""
+    import math
+    import os
+
+    raw = (os.environ if environ is None else environ).get(HOOK_TIMEOUT_VARIABLE)
+    if raw is None or raw == "":
+        return 30.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise FlagError(f"{HOOK_TIMEOUT_VARIABLE} must be a positive number of seconds, not {raw!r}")
+    return value
 
 
 def take_extension_flags(argv: Sequence[str], known: Iterable[str], flags: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:

@@ -540,12 +540,18 @@ def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, 
     import msgspec
 
     from ..protocol.extension_host import ExtensionHostConfig
+    from ._extensions import FlagError, hook_timeout
 
     look = args.extension_look
     if not look.specs:
         return config
+    try:
+        timeout = hook_timeout()
+    except FlagError as exc:
+        raise UsageError(str(exc)) from None
     has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
-    host = ExtensionHostConfig(specs=look.specs, cwd=cwd, has_ui=has_ui, sys_path=look.sys_path, flags=args.extension_flags)
+    host = ExtensionHostConfig(specs=look.specs, cwd=cwd, has_ui=has_ui, sys_path=look.sys_path, flags=args.extension_flags,
+                               hook_timeout=timeout)  # fmt: skip
     return msgspec.structs.replace(config, extensions=host)
 
 

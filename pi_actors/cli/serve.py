@@ -241,13 +241,13 @@ def _with_extensions(config: Any, args: argparse.Namespace, cwd: str, adir: str)
     import msgspec
 
     from ..protocol.extension_host import ExtensionHostConfig
-    from ._extensions import discover_session_extensions
+    from ._extensions import discover_session_extensions, hook_timeout
 
     explicit = [os.path.abspath(os.path.expanduser(path)) for path in args.extension]
     specs, sys_path = discover_session_extensions(explicit, args.no_extensions, cwd, adir)
     if not specs:
         return config
-    host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=True, sys_path=sys_path)
+    host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=True, sys_path=sys_path, hook_timeout=hook_timeout())
     return msgspec.structs.replace(config, extensions=host)
 
 
@@ -268,6 +268,12 @@ async def serve(args: argparse.Namespace) -> int:
     _fit_descriptor_limit(limits.max_connections)
     tls = _tls_context(args)
     make = make_config_factory(args)
+    from ._extensions import FlagError, hook_timeout
+
+    try:
+        hook_timeout()
+    except FlagError as exc:
+        raise ConfigError(str(exc)) from None
     root = os.path.abspath(args.root or os.getcwd())
     hidden = [state, *([os.path.abspath(args.token_file)] if args.token_file else [])]
     try:
