@@ -56,8 +56,7 @@ def look_at_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, a
     """Find the session's extensions (``-e`` paths, the extension directories and installed
     packages' entry points unless ``no_extensions``) and run their ``register(pi)`` here to
     learn their flags and providers. Never raises for an extension's failure."""
-    from ..extensions._api import _Registrations
-    from ..extensions._loader import load_specs
+    from ..extensions import Extensions
 
     specs, sys_path = discover_session_extensions(explicit, no_extensions, cwd, agent_dir)
     look = ExtensionLook(specs=specs, sys_path=sys_path)
@@ -66,13 +65,13 @@ def look_at_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, a
     for entry in reversed(sys_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    registry = _Registrations()
+    extensions = Extensions(cwd)  # connected to nothing: no session, no UI
     try:
-        load_specs(specs, registry)
+        extensions.load(specs)
     except (Exception, SystemExit):  # noqa: BLE001 - the host loads them again and reports it
         return look
-    look.flags = dict(registry.flags)
-    look.providers = {name: dict(config) for name, config in registry.providers.items()}
+    look.flags = dict(extensions.registry.flags)
+    look.providers = {name: dict(config) for name, config in extensions.registry.providers.items()}
     return look
 
 
