@@ -99,4 +99,3 @@ async def test_the_bundled_examples_load_and_the_custom_compaction_lists_the_use
     result, errors = await extensions.emit("session_before_compact", {"messagesToSummarize": messages, "customInstructions": None})
     assert errors == []
     assert result == {"compaction": {"summary": "The user asked, in order:\n- fix the bug\n- and add a test"}}
-

@@ -77,7 +77,7 @@ async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_t
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
     try:
-        with trio.fail_after(60):
+        with trio.fail_after(120):  # a safety net: the steps wait for events
             out = Lines(proc.stdout)
             await out.next()  # the admin token file
             await out.next()  # listening: unix:...
