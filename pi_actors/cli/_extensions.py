@@ -19,6 +19,7 @@ docs ask (docs/extensions.md, "Flags and providers").
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -67,7 +68,9 @@ def look_at_extensions(explicit: Iterable[str], no_extensions: bool, cwd: str, a
             sys.path.insert(0, entry)
     extensions = Extensions(cwd)  # connected to nothing: no session, no UI
     try:
-        extensions.load(specs)
+        # What an extension prints while loading must not reach stdout (json, RPC output).
+        with contextlib.redirect_stdout(sys.stderr):
+            extensions.load(specs)
     except (Exception, SystemExit):  # noqa: BLE001 - the host loads them again and reports it
         return look
     look.flags = dict(extensions.registry.flags)
