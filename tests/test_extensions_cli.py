@@ -169,7 +169,8 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     ]
     proc = await trio.lowlevel.open_process(
         [str(Path(sys.executable).with_name("pi-actors")), *MODEL,
-         "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes), "--mode", "rpc"],
+         "-e", HELLO, "-e", GATE, "-e", str(EXAMPLES / "custom_compaction.py"), "-e", str(notes),
+         "-e", str(_provider_extension(env, scripted)), "--mode", "rpc"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
     )  # fmt: skip
     rpc = RpcClient(proc)
@@ -187,12 +188,13 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         # A command of an extension writes a custom message into the session's context.
         await rpc.send({"id": "2", "type": "prompt", "message": "/remember the tests pass"})
         await rpc.until(lambda o: o.get("id") == "2")
-        with trio.fail_after(30):
-            while True:  # the command runs after its prompt's response
-                messages = await rpc.request({"id": "3", "type": "get_messages"})
-                if any(m["role"] == "custom" for m in messages["data"]["messages"]):
-                    break
-                await trio.sleep(0.05)
+        # The command runs after its prompt's response; the client hears of its message as pi's
+        # message_start / message_end of a custom message.
+        shown = await rpc.until(lambda o: o.get("type") == "message_end" and o["message"].get("role") == "custom")
+        assert (shown["message"]["customType"], shown["message"]["content"]) == ("note", "the tests pass")
+        started = [o for o in rpc.lines if o.get("type") == "message_start" and o["message"].get("role") == "custom"]
+        assert [o["message"]["customType"] for o in started] == ["note"]
+        messages = await rpc.request({"id": "3", "type": "get_messages"})
         custom = [m for m in messages["data"]["messages"] if m["role"] == "custom"]
         assert [(m["customType"], m["content"]) for m in custom] == [("note", "the tests pass")]
         # The extension's compaction is used instead of the model's summary.
@@ -204,6 +206,9 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
         assert listed[0]["source"] == "extension"
         remember = next(c for c in listed if c["name"] == "remember")
         assert remember["sourceInfo"]["path"] == str(notes) and remember["sourceInfo"]["baseDir"] == str(env.work)
+        # An extension's provider is among the available models, in the session's model list.
+        models = (await rpc.request({"id": "6", "type": "get_available_models"}))["data"]["models"]
+        assert {"provider": "extprov", "id": "ext-model"} in [{"provider": m["provider"], "id": m["id"]} for m in models]
     finally:
         await proc.stdin.aclose()
         with trio.fail_after(60):
@@ -218,3 +223,50 @@ async def test_rpc_runs_an_extension_tool_and_ctx_ui_confirm_is_answered_by_the_
     assert len(scripted.requests) == 3  # neither the command nor the compaction asked the model
     # A confirm answered is not answered twice: no error response was written.
     assert not [o for o in rpc.lines if o.get("type") == "response" and not o.get("success")]
+
+
+def _provider_extension(env, scripted) -> Path:
+    """An extension with a string and a boolean flag and a model provider (pi's config
+    form) that points at the scripted server, its key in an environment variable."""
+    path = env.work / "provider_ext.py"
+    path.write_text(
+        "def register(pi):\n"
+        "    pi.register_flag('greeting', description='How to greet', type='string', default='hi')\n"
+        "    pi.register_flag('loud', description='Shout', type='boolean', default=False)\n"
+        "    pi.register_provider('extprov', {\n"
+        f"        'baseUrl': {scripted.base_url_openai!r}, 'api': 'openai-completions', 'apiKey': 'EXTPROV_KEY',\n"
+        "        'models': [{'id': 'ext-model', 'name': 'Ext Model', 'contextWindow': 64000, 'maxTokens': 2000}]})\n"
+        "    def start(event, ctx):\n"
+        "        return {'systemPrompt': event['systemPrompt'] + f\" FLAGS={pi.get_flag('greeting')}/{pi.get_flag('loud')}\"}\n"
+        "    pi.on('before_agent_start', start)\n"
+    )
+    return path
+
+
+async def test_extension_flags_reach_the_extension_and_its_provider_streams_a_run(scripted, env):
+    ext = str(_provider_extension(env, scripted))
+    env.env["EXTPROV_KEY"] = "ext-secret"
+    # The provider's models are listed with the built-in ones.
+    listed = await env.run("-e", ext, "--list-models", "ext-model")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[:4] for line in listed.stdout.decode().splitlines()[1:]] == [["extprov", "ext-model", "64000", "2000"]]
+    # A typo of an extension's flag is still one line with the right hint (checked after loading).
+    typo = await env.run("-e", ext, "--no-session", "--greting", "x", "-p", "hi")
+    assert (typo.returncode, typo.stderr.decode()) == (1, "Error: unknown option --greting; did you mean --greeting?\n")
+    missing = await env.run("-e", ext, "--no-session", "-p", "hi", "--greeting")
+    assert missing.returncode == 1 and missing.stderr.decode().startswith("Error: extension flag --greeting needs a value")
+    env.env["PI_ACTORS_EXTENSION_HOOK_TIMEOUT"] = "soon"
+    bad = await env.run("-e", ext, "--no-session", "-p", "hi")
+    assert (bad.returncode, bad.stderr.decode().splitlines()[-1]) == (
+        1, "Error: PI_ACTORS_EXTENSION_HOOK_TIMEOUT must be a positive number of seconds, not 'soon'")
+    del env.env["PI_ACTORS_EXTENSION_HOOK_TIMEOUT"]
+    assert not scripted.requests
+    # --model provider/id streams through the extension's provider; the flags reach get_flag,
+    # and the words after them stay the prompt.
+    scripted.script += [Reply(text="Through the extension.")]
+    result = await env.run("-e", ext, "--no-session", "--model", "extprov/ext-model", "--greeting", "hello", "--loud", "-p", "say hi")
+    assert (result.returncode, result.stdout.decode()) == (0, "Through the extension.\n"), result.stderr
+    (request,) = scripted.requests
+    assert request["headers"]["authorization"] == "Bearer ext-secret" and request["body"]["model"] == "ext-model"
+    assert request["body"]["messages"][0]["content"].endswith(" FLAGS=hello/True")
+    assert content_text(request["body"]["messages"][-1]["content"]) == "say hi"

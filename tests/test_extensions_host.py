@@ -28,11 +28,16 @@ def _ext(tmp_path: Path, name: str, body: str) -> str:
 
 
 class _Coordinator:
-    """What ExtensionHooks uses of the coordinator: its log and its session events."""
+    """What ExtensionHooks uses of the coordinator: its log, its session events and who
+    listens to them."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.log = self
+        # A UI follows the session (a subscriber), no prompt is running.
+        self._subscribers: list[Any] = [object()]
+        self._sink: Any = None
+        self._sink_quiet = False
 
     def event(self, *args: Any, **kw: Any) -> None:
         pass

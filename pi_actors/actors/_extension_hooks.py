@@ -16,8 +16,11 @@ and the next call reaches the new one) and:
   event, error) and the event counts as unhandled;
 * serves the host's calls the other way (:data:`~pi_actors.protocol.extension_host.EXTENSION_CLIENT`):
   ``ui`` becomes an ``extension_ui_request`` session event (pi's RPC shape) that the attached
-  UI answers with the coordinator's ``extension_ui_response``; ``append`` writes a custom
-  entry to the session.
+  UI answers with the coordinator's ``extension_ui_response`` (every attached client hears
+  it; the first answer wins; with no UI listening, the default answer of no UI at once); ``append`` writes a custom
+  entry to the session — a custom message (``pi.send_message``) also goes to every UI as
+  ``message_start`` / ``message_end``, as pi's ``sendCustomMessage`` does; a data entry
+  (``pi.append_entry``) is not shown, as in pi.
 
 Errors found while no UI is listening (load errors, at start-up) are kept and told at the
 start of the next run.
@@ -133,8 +136,9 @@ class ExtensionHooks:
             self.coordinator.log.event("extension_error", **{k: v for k, v in event.items() if k != "type"})
 
     async def flush(self) -> None:
-        """Tell the errors not yet told (as ``extension_error`` session events)."""
-        if self.coordinator is None:
+        """Tell the errors not yet told (as ``extension_error`` session events), once a UI
+        hears the session's events (a served session's start-up has no client yet)."""
+        if self.coordinator is None or not self._ui_listens():
             return
         while self._untold:
             await self.coordinator._emit_session_event(self._untold.pop(0))
@@ -266,8 +270,8 @@ class ExtensionHooks:
         if args.method in FIRE_AND_FORGET:
             await self.coordinator._emit_session_event(event)
             return X.UiAnswer()
-        if not self.has_ui:
-            return X.UiAnswer(cancelled=True)
+        if not self.has_ui or not self._ui_listens():
+            return X.UiAnswer(cancelled=True)  # pi's answer when no UI can ask the user
         send, receive = trio.open_memory_channel[X.UiAnswer](1)
         self._answers[request_id] = send
         self._pause()
@@ -279,6 +283,13 @@ class ExtensionHooks:
         finally:
             del self._answers[request_id]
             self._resume()
+
+    def _ui_listens(self) -> bool:
+        """Whether a UI hears the session's events now: a subscriber (a remote client
+        attached to a served session, a UI following the session) or the running prompt's
+        caller. The first answer wins (:meth:`answer`)."""
+        c = self.coordinator
+        return bool(c._subscribers) or (c._sink is not None and not c._sink_quiet)
 
     def answer(self, request_id: str, answer: X.UiAnswer) -> None:
         """The UI's ``extension_ui_response``. Raises RemoteError ``not_found`` for an id no
@@ -311,8 +322,13 @@ class ExtensionHooks:
             entry = {"type": "custom_message", "customType": args.custom_type, "content": content,
                      "display": args.display, **({"details": args.details} if args.details is not None else {})}  # fmt: skip
             await c.store.call("append_entry", {"entry": entry})
-            message = {k: v for k, v in entry.items() if k != "type"}
-            c.agent.append_message({"role": "custom", **message, "timestamp": T.now_ms()})
+            message = {"role": "custom", **{k: v for k, v in entry.items() if k != "type"}, "timestamp": T.now_ms()}
+            c.agent.append_message(message)
+            # pi's sendCustomMessage: every UI hears of it as a message that starts and ends.
+            if c._sink is not None:
+                c._published = c.agent.state.messages
+            await c._emit_session_event({"type": "message_start", "message": message})
+            await c._emit_session_event({"type": "message_end", "message": message})
         else:
             await c.store.call("append_entry", {"entry": {"type": "custom", "customType": args.custom_type, "data": args.data}})
 

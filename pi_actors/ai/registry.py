@@ -36,6 +36,7 @@ __all__ = [
     "clear_api_providers",
     "reset_api_providers",
     "error_message",
+    "models_of_provider_config",
 ]
 
 BUILTIN_PROVIDER_MODULES: dict[str, str] = {
@@ -143,6 +144,30 @@ def reset_api_providers() -> None:
     for api, path in BUILTIN_PROVIDER_MODULES.items():
         register_api_provider(ApiProvider(api=api, stream=_lazy(path, "stream"),
                                           stream_simple=_lazy(path, "stream_simple")), source_id="builtin")
+
+
+def models_of_provider_config(name: str, config: Any) -> tuple[list[Model], str | None]:
+    """A model provider given in pi's ``registerProvider`` config form (the shape of one
+    provider of models.json: ``baseUrl``, ``apiKey`` — an environment variable's name, a
+    ``!command`` or the key —, ``api`` among :data:`BUILTIN_PROVIDER_MODULES` and the
+    registered apis, ``headers``, ``authHeader``, ``compat``, ``models``): its models and
+    its raw ``apiKey``. Raises ValueError (one line) for a config that models.json would
+    refuse. A provider registered by an extension streams through its ``api``'s built-in
+    stream function; a stream function of the extension's own is not supported."""
+    from .models_json import ModelsJson, _Invalid, _parse_provider, known_apis
+
+    if not isinstance(config, dict):
+        raise ValueError("the config must be an object")
+    if not config.get("models"):
+        raise ValueError("the config lists no models")
+    if callable(config.get("streamSimple")) or callable(config.get("stream")):
+        raise ValueError("a stream function of the extension's own is not supported; give api")
+    cfg = ModelsJson()
+    try:
+        models = _parse_provider(cfg, name, config, known_apis())
+    except _Invalid as exc:
+        raise ValueError(str(exc).removeprefix(f"providers.{name}").lstrip(".: ") or str(exc)) from None
+    return models, cfg.api_keys.get(name)
 
 
 reset_api_providers()

@@ -290,12 +290,14 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, 
     return code
 
 
-def _list_models(search: str) -> int:
+def _list_models(search: str, args: argparse.Namespace | None = None) -> int:
     from ._config import load_model_registry
 
     reg = load_model_registry()
     for err in reg.errors:
         print(err, file=sys.stderr)
+    if args is not None:
+        _with_extension_providers(reg, args.extension_look)
     rows = [m for m in reg.models if search.lower() in f"{m.provider}/{m.id}".lower()]
     print(f"{'provider':<14} {'model':<32} {'context':>8} {'max out':>8}  thinking")
     for m in rows:
@@ -336,9 +338,9 @@ def _run(argv: Sequence[str]) -> int:
     sub = _subcommand(argv)
     if sub is not None:
         return sub(list(argv[1:]))
-    args = build_parser().parse_args(argv)
+    args = _parse_session_args(argv)
     if args.list_models is not None:
-        return _list_models(args.list_models)
+        return _list_models(args.list_models, args)
     if args.export:
         return _export(args.export)
     messages = _initial_messages(args)
@@ -355,6 +357,54 @@ def _run(argv: Sequence[str]) -> int:
     finally:
         if early is not None:
             early.abandon()  # (no-op once the runtime has it)
+
+
+def _parse_session_args(argv: Sequence[str]) -> argparse.Namespace:
+    """A session's command line, with the flags its extensions registered.
+
+    Unknown options are judged *after* the extensions are looked at (``_extensions``): the
+    command line is first read leniently to learn ``-e`` and ``--no-extensions``, the
+    extensions' flags are taken out of it, and what remains is read strictly, so an
+    option neither pi-actors nor an extension knows still gets the one-line "did you mean".
+    The look is kept on the result (``extension_look``), with the flags' values
+    (``extension_flags``)."""
+    from ._extensions import ExtensionLook, FlagError, look_at_extensions, take_extension_flags
+    from ._paths import agent_dir
+
+    parser = build_parser()
+    first, extras = parser.parse_known_args(argv)
+    look = ExtensionLook()
+    if first.export is None:
+        look = look_at_extensions(first.extension, first.no_extensions, os.getcwd(), agent_dir())
+    values: dict[str, Any] = {}
+    if look.flags and any(e.startswith("--") for e in extras):
+        try:
+            argv, values = take_extension_flags(argv, parser.option_strings(), look.flags)  # type: ignore[attr-defined]
+        except FlagError as exc:
+            raise UsageError(str(exc)) from None
+    own = set(parser.option_strings())  # type: ignore[attr-defined]
+    for name in look.flags:  # taken out already; known here so that a typo's hint names them
+        if f"--{name}" not in own:
+            parser.add_argument(f"--{name}", dest=f"extension_flag_{name}", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.extension_look, args.extension_flags = look, values
+    return args
+
+
+def _with_extension_providers(reg: Any, look: Any) -> None:
+    """Add the models of the providers the extensions registered (pi's ``registerProvider``
+    config form) to ``reg``, with their ``apiKey`` sources; a refused one is a warning."""
+    from ._extensions import provider_models
+
+    if not look.providers:
+        return
+    models, keys, errors = provider_models(look.providers)
+    for error in errors:
+        print(f"Warning: {error}", file=sys.stderr)
+    ours = {(m.provider, m.id) for m in models}
+    reg.models = [m for m in reg.models if (m.provider, m.id) not in ours] + models
+    for provider, key in keys.items():
+        reg.key_sources.setdefault(provider, key)
 
 
 def _early_provider(args: argparse.Namespace) -> Any:
@@ -420,6 +470,7 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     reg = load_model_registry()
     for err in reg.errors:
         print(f"Warning: {err}", file=sys.stderr)
+    _with_extension_providers(reg, args.extension_look)
     settings, warnings = load_settings(agent_dir(), os.getcwd())
     for warning in warnings:
         print(warning, file=sys.stderr)
@@ -483,22 +534,24 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
 def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, adir: str) -> RuntimeConfig:
     """``config`` with the extension host's part, if there are extensions to load (``-e``,
     the extension directories and installed packages' extensions unless ``--no-extensions``;
-    a package's environment goes on the host's ``sys.path``). ``ctx.ui`` dialogs are answered
+    a package's environment goes on the host's ``sys.path``; ``args.extension_look``), with
+    the values of their flags given on the command line. ``ctx.ui`` dialogs are answered
     in RPC mode and the TUI; in ``-p`` and json mode they get their default answer."""
     import msgspec
 
-    from ..extensions import discover_extension_specs
     from ..protocol.extension_host import ExtensionHostConfig
-    from .packages import extension_specs, installed_packages
+    from ._extensions import FlagError, hook_timeout
 
-    # A package that is missing or broken was already reported once by session_resources.
-    packages, _already_reported = installed_packages(adir, cwd)
-    extra, sys_path = extension_specs(packages, adir, cwd)
-    specs = discover_extension_specs(cwd, args.extension, no_extensions=args.no_extensions, extra=extra)
-    if not specs:
+    look = args.extension_look
+    if not look.specs:
         return config
+    try:
+        timeout = hook_timeout()
+    except FlagError as exc:
+        raise UsageError(str(exc)) from None
     has_ui = args.mode == "rpc" or (args.mode == "text" and not args.print_mode)
-    host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=has_ui, sys_path=sys_path)
+    host = ExtensionHostConfig(specs=look.specs, cwd=cwd, has_ui=has_ui, sys_path=look.sys_path, flags=args.extension_flags,
+                               hook_timeout=timeout)  # fmt: skip
     return msgspec.structs.replace(config, extensions=host)
 
 

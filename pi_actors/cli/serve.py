@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-session", action="store_true", help="do not save sessions to files")
     p.add_argument("--cwd", help="default working directory of new sessions (default: the root)")
     p.add_argument("--send-queue", type=int, default=1024, help="per-client send queue bound (items)")
+    p.add_argument("-e", "--extension", action="append", default=[], metavar="PATH",
+                   help="load an extension in every session (a .py file or a package directory); repeatable")  # fmt: skip
+    p.add_argument("--no-extensions", action="store_true",
+                   help="do not load extensions from ~/.pi-actors/extensions and <session cwd>/.pi-actors/extensions")  # fmt: skip
     return p
 
 
@@ -210,7 +214,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
         from ._resources import session_resources
 
         resources = session_resources(None, cwd=cwd, agent_dir=adir, settings=settings, quiet=True)
-        return runtime_config(
+        config = runtime_config(
             model=choice.model,
             thinking=thinking,
             tools=tools,
@@ -224,8 +228,28 @@ def make_config_factory(args: argparse.Namespace) -> Any:
             sandbox=args.sandbox,
             resources=resources,
         )
+        return _with_extensions(config, args, cwd, adir)
 
     return make
+
+
+def _with_extensions(config: Any, args: argparse.Namespace, cwd: str, adir: str) -> Any:
+    """A served session's extensions: ``-e`` given to serve (relative to the server's own
+    directory), then — unless ``--no-extensions`` — the agent dir's and the session cwd's
+    extension directories and installed packages', as the CLI finds them. Their ``ctx.ui``
+    requests go to the attached clients (``hasUi``; with none attached they get the default
+    answer). Extension flags and providers are not read for served sessions."""
+    import msgspec
+
+    from ..protocol.extension_host import ExtensionHostConfig
+    from ._extensions import discover_session_extensions, hook_timeout
+
+    explicit = [os.path.abspath(os.path.expanduser(path)) for path in args.extension]
+    specs, sys_path = discover_session_extensions(explicit, args.no_extensions, cwd, adir)
+    if not specs:
+        return config
+    host = ExtensionHostConfig(specs=specs, cwd=cwd, has_ui=True, sys_path=sys_path, hook_timeout=hook_timeout())
+    return msgspec.structs.replace(config, extensions=host)
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -245,6 +269,12 @@ async def serve(args: argparse.Namespace) -> int:
     _fit_descriptor_limit(limits.max_connections)
     tls = _tls_context(args)
     make = make_config_factory(args)
+    from ._extensions import FlagError, hook_timeout
+
+    try:
+        hook_timeout()
+    except FlagError as exc:
+        raise ConfigError(str(exc)) from None
     root = os.path.abspath(args.root or os.getcwd())
     hidden = [state, *([os.path.abspath(args.token_file)] if args.token_file else [])]
     try:

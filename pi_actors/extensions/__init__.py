@@ -12,7 +12,7 @@ This package is the part that knows nothing of processes: the API object and ``c
 
 from __future__ import annotations
 
-from ._api import UI, Bridge, Context, ExtensionAPI
+from ._api import UI, Bridge, Context, ExtensionAPI, RegisteredFlag
 from ._dispatch import Extensions, HandlerError
 from ._loader import ExtensionLoadError, discover_extension_specs, expand_spec, load_extension_module, load_specs
 from .events import EVENTS, RESULT_EVENTS
@@ -27,6 +27,7 @@ __all__ = [
     "ExtensionLoadError",
     "Extensions",
     "HandlerError",
+    "RegisteredFlag",
     "discover_extension_specs",
     "expand_spec",
     "load_extension_module",
