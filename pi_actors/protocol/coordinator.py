@@ -34,7 +34,7 @@ from typing import Any, Literal
 from ..ai.types import Model
 from ..runtime import Empty, Interface, Method, WireStruct
 from .events import AgentEventData, WireEvent
-from .extension_host import CommandSpec
+from .extension_host import CommandSpec, Rendered, ShortcutSpec
 
 __all__ = [
     "COORDINATOR",
@@ -83,7 +83,7 @@ __all__ = [
     "Tree",
     # the methods
     "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
-    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "EXTENSION_COMMANDS", "ExtensionCommands", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
+    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "EXTENSION_COMMANDS", "ExtensionCommands", "EXTENSION_SHORTCUT", "ExtensionShortcutArgs", "ExtensionShortcutResult", "EXTENSION_RENDER", "ExtensionRenderArgs", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
     "CLONE", "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
@@ -206,6 +206,8 @@ class Snapshot(WireStruct):
     model: Model | None
     thinking_level: str
     session: dict[str, Any] | None
+    #: The extensions' status lines (``ctx.ui.set_status``) shown now, by key.
+    extension_status: dict[str, str] = {}
 
 
 class SubscriptionUpdate(WireStruct):
@@ -665,6 +667,10 @@ class ExtensionCommands(WireStruct):
     the session has no extensions); ``extension`` is the path or spec that registered each."""
 
     commands: list[CommandSpec] = []
+    #: The keys the extensions bound (``pi.register_shortcut``), for the interactive UI.
+    shortcuts: list[ShortcutSpec] = []
+    #: The custom message types an extension renders (``pi.register_message_renderer``).
+    renderers: list[str] = []
 
 
 EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
@@ -672,6 +678,43 @@ EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
     args=Empty,
     result=ExtensionCommands,
     doc="The commands the session's extensions registered (RPC get_commands lists them first, as pi does).",
+)
+
+
+class ExtensionShortcutArgs(WireStruct):
+    """``key``: an extension's key binding (as it registered it), pressed by the user."""
+
+    key: str
+
+
+class ExtensionShortcutResult(WireStruct):
+    """``error``: the shortcut's handler raised, or the host failed (one line)."""
+
+    error: str | None = None
+
+
+EXTENSION_SHORTCUT: Method[ExtensionShortcutArgs, None, ExtensionShortcutResult] = Method(
+    "extension_shortcut",
+    args=ExtensionShortcutArgs,
+    result=ExtensionShortcutResult,
+    errors={"not_found": "the session has no extensions, or none bound that key"},
+    doc="Run an extension's key binding in the extension host (the interactive UI's key press).",
+)
+
+
+class ExtensionRenderArgs(WireStruct):
+    """A custom message (role ``custom``) to show, ``expanded`` (Ctrl+O) at ``width`` columns."""
+
+    message: dict[str, Any]
+    expanded: bool = False
+    width: int = 80
+
+
+EXTENSION_RENDER: Method[ExtensionRenderArgs, None, Rendered] = Method(
+    "extension_render",
+    args=ExtensionRenderArgs,
+    result=Rendered,
+    doc="A custom message as its extension renders it (lines); null lines: use the default view.",
 )
 
 
@@ -711,6 +754,8 @@ COORDINATOR = Interface(
         CLEAR_QUEUE,
         EXTENSION_UI_RESPONSE,
         EXTENSION_COMMANDS,
+        EXTENSION_SHORTCUT,
+        EXTENSION_RENDER,
     ],  # fmt: skip
     doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
     "to the session's UI (and by the server to its clients).",
