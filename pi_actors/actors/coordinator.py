@@ -597,6 +597,8 @@ class Coordinator:
         try:
             await call.incoming.send_chunk({"snapshot": first})
             async for update in receive:
+                if args.types and update["event"].get("type") not in args.types:
+                    continue
                 await call.incoming.send_chunk(update)
         finally:
             if send in self._subscribers:

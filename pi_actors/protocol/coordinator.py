@@ -191,6 +191,10 @@ class Messages(WireStruct):
 class SubscribeArgs(WireStruct):
     #: Undelivered updates held for this subscriber before it is dropped (``overflow``).
     max_queue: int = 1024
+    #: Only events of these types are sent (empty: all); ``seq`` then has gaps. For a UI
+    #: that reads its own runs from its prompt calls and wants only what comes from
+    #: elsewhere (the local TUI: ``extension_ui_request``).
+    types: list[str] = []
 
 
 class Snapshot(WireStruct):
