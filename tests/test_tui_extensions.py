@@ -1,16 +1,20 @@
 """Extensions in the interactive TUI as a person sees them: the real ``pi-actors`` in tmux
 with an extension that asks ``ctx.ui.confirm`` from a ``tool_call`` hook, sets a status line
-and binds keys (one of them a built-in key, which stays built-in)."""
+and binds keys (one of them a built-in key, which stays built-in), and the status-line
+example of examples/extensions/."""
 
 from __future__ import annotations
 
 import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
+
+_STATUS_LINE = Path(__file__).resolve().parent.parent / "examples" / "extensions" / "status_line.py"
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
@@ -49,10 +53,10 @@ async def test_an_extension_asks_in_the_live_area_shows_its_status_and_answers_i
         Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo never-run"})]),
         Reply(text="Second done."),
     ]
-    await pane.start("-e", str(ext))
+    await pane.start("-e", str(ext), "-e", str(_STATUS_LINE))
     # The status set at session_start (before the TUI was up) is under the footer; the
     # built-in key is kept, with pi's one-line warning.
-    screen = await pane.wait_for("gate: armed", "conflicts with", "built-in shortcut. Skipping.")
+    screen = await pane.wait_for("gate: armed turns: 0 tool calls: 0", "conflicts with", "built-in shortcut. Skipping.")
     assert "Extension shortcut 'ctrl+t' from" in screen
 
     # (a) The tool_call hook's confirm opens in the live area; Enter on "Yes" lets it run.
@@ -60,7 +64,7 @@ async def test_an_extension_asks_in_the_live_area_shows_its_status_and_answers_i
     await pane.keys("Enter")
     screen = await pane.wait_for("Allow this command?", "echo passed-$((20+1))", "→ Yes")
     await pane.keys("Enter")
-    screen = await pane.wait_for_answer("First done.")
+    screen = await pane.wait_for_answer("First done.", "turns: 2 tool calls: 1")  # the example's widget
     assert "passed-21" in screen
 
     # Esc dismisses the question: pi's answer for cancel, so the gate blocks the call.

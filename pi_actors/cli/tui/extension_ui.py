@@ -158,8 +158,9 @@ class ExtensionUi:
         self.status = {str(k): str(v) for k, v in (status or {}).items()}
 
     def status_line(self) -> str:
-        """The status texts, sorted by key, on one line (empty: none)."""
-        return "  ".join(" ".join(self.status[k].split()) for k in sorted(self.status) if self.status[k])
+        """The status texts, sorted by key, each on one line with spaces collapsed, joined by
+        a space (pi's footer; empty: none)."""
+        return " ".join(" ".join(self.status[k].split()) for k in sorted(self.status) if self.status[k])
 
     # -- ctx.ui requests ---------------------------------------------------------------------
 
