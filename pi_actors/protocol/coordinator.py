@@ -501,7 +501,8 @@ SUBSCRIBE: Method[SubscribeArgs, SubscriptionUpdate, Empty] = Method(
     errors={"overflow": "the subscriber fell more than maxQueue updates behind; resubscribe"},
     doc="Follow the session: the first chunk is {snapshot} (sequence N), then every event as "
     "{seq, event} with N+1, N+2, ... without gaps, until the caller cancels. A subscriber "
-    "that cannot keep up is dropped with overflow (others are never slowed down).",
+    "that cannot keep up is dropped with overflow (others are never slowed down). With "
+    "types, only events of those types are sent (the numbering then has gaps).",
 )  # fmt: skip
 
 TREE: Method[Empty, None, Tree] = Method(
