@@ -106,6 +106,8 @@ class TuiApp:
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict[str, Any]] = list(info.get("messages") or [])
         self.auto_compaction = bool(info.get("autoCompaction", True))
+        #: What the extensions registered (``extension_commands``), when read before start.
+        self._registry: dict[str, Any] | None = info.get("extensions")
         #: "URL · session ID" when attached to a server's session (``pi-actors attach``).
         self.remote: str | None = info.get("remote")
         #: Large pastes shown as ``[paste #N ...]`` markers, expanded on submit (as pi).
@@ -195,6 +197,8 @@ class TuiApp:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._registry is not None:  # known before the restored transcript is printed
+            self.extensions.registered(self._registry)
         self._print_banner()
         self._loop.call_soon(self._drain)
         self.commands.refresh_session_info()

@@ -121,6 +121,7 @@ class ExtensionUi:
 
     def registered(self, registry: Any) -> None:
         """Bind the extensions' keys and note their renderers (``extension_commands``'s answer)."""
+        self._known = True
         registry = registry or {}
         self.renderers = {str(t) for t in registry.get("renderers") or []}
         for spec in registry.get("shortcuts") or []:
@@ -227,6 +228,10 @@ class ExtensionUi:
             return
         if str(message.get("customType")) not in self.renderers:
             self.tui.print_item(default)
+            return
+        if isinstance(message.get("renderedLines"), list):  # rendered before the TUI opened
+            text = Text.from_ansi("\n".join(str(line) for line in message["renderedLines"]))
+            self.tui.print_item(lambda: [text])
             return
         args = {"message": message, "expanded": self.tui.expand_tools, "width": self.tui.screen.width()}
 
