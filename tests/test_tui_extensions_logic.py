@@ -15,8 +15,7 @@ from rich.text import Text
 from pi_actors.cli.tui.extension_ui import BUILTIN_KEYS, ExtensionUi, key_sequence
 from pi_actors.cli.tui.themes import parse_theme, rich_theme
 from pi_actors.cli.tui.widgets import InputSelector
-from pi_actors.extensions import Extensions
-from pi_actors.extensions._api import ExtensionAPI
+from pi_actors.extensions import ExtensionAPI, Extensions
 
 
 class _Screen:
