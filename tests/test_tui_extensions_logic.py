@@ -137,10 +137,11 @@ def test_extension_keys_are_bound_except_built_in_and_untellable_ones_and_run_in
     tui = _Tui()
     ui = ExtensionUi(tui)  # type: ignore[arg-type]
     ui.registered({"shortcuts": [
-        {"key": "ctrl+x", "extension": "/e/a.py"}, {"key": "ctrl+o", "extension": "/e/b.py"},
+        {"key": "ctrl+x", "extension": "/e/a.py", "description": "Greet"}, {"key": "ctrl+o", "extension": "/e/b.py"},
         {"key": "ctrl+shift+q", "extension": "/e/c.py"},
     ], "renderers": ["note"]})  # fmt: skip
     assert [b.keys for b in ui.key_bindings.bindings] == [("c-x",)]
+    assert ui.hotkeys() == [("ctrl+x", "Greet")]
     assert tui.printed == [
         "Extension shortcut 'ctrl+o' from /e/b.py conflicts with built-in shortcut. Skipping.",
         "Extension shortcut from /e/c.py: the key 'ctrl+shift+q' cannot be bound in a terminal (use ctrl+<letter>, alt+<key> or a function key). Skipping.",

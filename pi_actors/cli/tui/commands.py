@@ -119,7 +119,7 @@ class SlashCommands(SettingsCommands):
 
     def cmd_hotkeys(self, rest: str) -> None:
         t = Text()
-        for key, what in HOTKEYS:
+        for key, what in [*HOTKEYS, *self.tui.extensions.hotkeys()]:
             t.append(f"  {key:<22}", style="bold")
             t.append(what + "\n")
         self.tui.print_text(Text("Keyboard shortcuts", style="bold underline"), t)

@@ -21,6 +21,7 @@ TUI's calls go over.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,7 @@ class ExtensionUi:
         self.renderers: set[str] = set()
         self.key_bindings = KeyBindings()
         self.shortcuts: dict[tuple[str, ...], str] = {}
+        self._descriptions: dict[str, str] = {}
         self._known = False
 
     # -- start-up: what the extensions registered ---------------------------------------------
@@ -141,6 +143,11 @@ class ExtensionUi:
                     self.tui.print_text(Text(f"Extension shortcut from {path}: the key {key!r} cannot be bound in a terminal. Skipping.", style="theme.warning"))
                     continue
             self.shortcuts[seq] = key
+            self._descriptions[key] = str(spec.get("description") or "") or f"(extension {os.path.basename(path)})"
+
+    def hotkeys(self) -> list[tuple[str, str]]:
+        """The extensions' bound keys and what they do, for ``/hotkeys``."""
+        return [(key, self._descriptions.get(key, "")) for key in dict.fromkeys(self.shortcuts.values())]
 
     def press(self, key: str) -> None:
         """A bound key: its handler runs in the extension host; an error is one red line."""
