@@ -66,6 +66,9 @@ class ExtensionHooks:
         self._answers: dict[str, trio.MemorySendChannel[X.UiAnswer]] = {}
         self._timed: set[trio.CancelScope] = set()
         self._asking = 0
+        #: The status lines the extensions set (``ctx.ui.set_status``) and did not clear, by
+        #: key: a UI that attaches later (the TUI after ``session_start``) shows them too.
+        self.statuses: dict[str, str] = {}
 
     def handler(self) -> Router:
         """Serves the host's calls (``ui``, ``append``) on its link."""
@@ -231,6 +234,26 @@ class ExtensionHooks:
                 self._report({"extensionPath": spec.extension if spec else "", "event": f"command:{name}", "error": result.error})
         await self.flush()
 
+    async def run_shortcut(self, key: str) -> str | None:
+        """Run the handler of an extension's key ``key`` in the host; its error's line (or
+        the host's) is returned for the UI that pressed it, not told as an event."""
+        if key not in {s.key for s in self.registry.shortcuts}:
+            raise RemoteError("not_found", f"no extension bound the key {key!r}")
+        try:
+            result = await call_method(self.slot, X.RUN_SHORTCUT, X.ShortcutArgs(key=key, has_ui=self.has_ui))
+        except RemoteError as exc:
+            return f"extension host: {exc.message}"
+        return result.error
+
+    async def render(self, message: dict[str, Any], expanded: bool, width: int) -> X.Rendered:
+        """A custom message through its type's renderer (null lines: none, use the default)."""
+        if str(message.get("customType")) not in self.registry.renderers:
+            return X.Rendered()
+        try:
+            return await call_method(self.slot, X.RENDER_MESSAGE, X.RenderArgs(message=message, expanded=expanded, width=width))
+        except RemoteError as exc:
+            return X.Rendered(error=f"extension host: {exc.message}")
+
     async def before_compact(self, preparation: Any, instructions: str | None) -> dict[str, Any] | None:
         payload = {"messagesToSummarize": preparation.messages_to_summarize,
                    "turnPrefixMessages": preparation.turn_prefix_messages, "customInstructions": instructions,
@@ -267,6 +290,11 @@ class ExtensionHooks:
         request_id = str(uuid.uuid4())
         event: dict[str, Any] = {"type": "extension_ui_request", "id": request_id,
                                  **{k: v for k, v in msgspec.to_builtins(args).items() if v is not None}}  # fmt: skip
+        if args.method == "setStatus" and args.status_key is not None:
+            if args.status_text is None:
+                self.statuses.pop(args.status_key, None)
+            else:
+                self.statuses[args.status_key] = args.status_text
         if args.method in FIRE_AND_FORGET:
             await self.coordinator._emit_session_event(event)
             return X.UiAnswer()

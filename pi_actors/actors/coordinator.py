@@ -398,7 +398,22 @@ class Coordinator:
 
     @implements(P.EXTENSION_COMMANDS)
     async def serve_extension_commands(self, args: Empty, call: TypedCall[Empty, None]) -> P.ExtensionCommands:
-        return P.ExtensionCommands(commands=list(self.extensions.registry.commands) if self.extensions is not None else [])
+        if self.extensions is None:
+            return P.ExtensionCommands()
+        registry = self.extensions.registry
+        return P.ExtensionCommands(commands=list(registry.commands), shortcuts=list(registry.shortcuts), renderers=list(registry.renderers))
+
+    @implements(P.EXTENSION_SHORTCUT)
+    async def serve_extension_shortcut(self, args: P.ExtensionShortcutArgs, call: TypedCall[P.ExtensionShortcutArgs, None]) -> P.ExtensionShortcutResult:
+        if self.extensions is None:
+            raise RemoteError("not_found", "this session has no extensions")
+        return P.ExtensionShortcutResult(error=await self.extensions.run_shortcut(args.key))
+
+    @implements(P.EXTENSION_RENDER)
+    async def serve_extension_render(self, args: P.ExtensionRenderArgs, call: TypedCall[P.ExtensionRenderArgs, None]) -> X.Rendered:
+        if self.extensions is None:
+            return X.Rendered()
+        return await self.extensions.render(args.message, args.expanded, args.width)
 
     @implements(P.GET_MESSAGES)
     async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
@@ -562,6 +577,7 @@ class Coordinator:
             "model": T.to_plain(state.model),
             "thinkingLevel": state.thinking_level,
             "session": self.session,
+            "extensionStatus": dict(self.extensions.statuses) if self.extensions is not None else {},
         }
 
     @implements(P.SUBSCRIBE)
@@ -581,6 +597,8 @@ class Coordinator:
         try:
             await call.incoming.send_chunk({"snapshot": first})
             async for update in receive:
+                if args.types and update["event"].get("type") not in args.types:
+                    continue
                 await call.incoming.send_chunk(update)
         finally:
             if send in self._subscribers:

@@ -105,6 +105,17 @@ class ExtensionHost:
             raise RemoteError("not_found", f"no extension command named /{args.name}")
         return X.CommandResult(error=await self.extensions.run_command(args.name, args.args, has_ui=args.has_ui))
 
+    @implements(X.RUN_SHORTCUT)
+    async def run_shortcut(self, args: X.ShortcutArgs, call: TypedCall[X.ShortcutArgs, None]) -> X.CommandResult:
+        if args.key not in self.extensions.registry.shortcuts:
+            raise RemoteError("not_found", f"no extension bound the key {args.key!r}")
+        return X.CommandResult(error=await self.extensions.run_shortcut(args.key, has_ui=args.has_ui))
+
+    @implements(X.RENDER_MESSAGE)
+    async def render_message(self, args: X.RenderArgs, call: TypedCall[X.RenderArgs, None]) -> X.Rendered:
+        lines, error = await self.extensions.render_message(args.message, {"expanded": args.expanded, "width": args.width})
+        return X.Rendered(lines=lines, error=error)
+
 
 def _update(partial: dict[str, Any]) -> dict[str, Any]:
     """An ``on_update`` argument in the chunk's shape (text given as a string is a block)."""

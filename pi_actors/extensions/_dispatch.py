@@ -108,6 +108,35 @@ class Extensions:
             return _one_line(exc)
         return None
 
+    async def run_shortcut(self, key: str, *, has_ui: bool = False) -> str | None:
+        """Run the handler bound to ``key`` (``handler(ctx)``); returns the error's line if
+        it raised. Raises KeyError for a key no extension bound."""
+        shortcut = self.registry.shortcuts[key]
+        try:
+            await _call(shortcut.handler, self.context(has_ui))
+        except Exception as exc:  # noqa: BLE001 - the handler's failure, reported
+            return _one_line(exc)
+        return None
+
+    async def render_message(self, message: dict[str, Any], options: dict[str, Any]) -> tuple[list[str] | None, str | None]:
+        """``message`` as its type's renderer shows it: ``renderer(message, options)``
+        (``options``: ``expanded``, ``width``) returns a string, a list of lines or None.
+        Returns (lines or None, the error's line if it raised or returned something else)."""
+        renderer = self.registry.renderers.get(str(message.get("customType")))
+        if renderer is None:
+            return None, None
+        try:
+            value = await _call(renderer, message, options)
+        except Exception as exc:  # noqa: BLE001 - the renderer's failure, reported
+            return None, _one_line(exc)
+        if value is None:
+            return None, None
+        if isinstance(value, str):
+            return value.split("\n"), None
+        if isinstance(value, (list, tuple)) and all(isinstance(line, str) for line in value):
+            return list(value), None
+        return None, f"a message renderer must return a string, a list of strings or None, not {type(value).__name__}"
+
 
 class _Signal:
     """The ``signal`` a tool gets: ``aborted`` stays False while it runs (an abort cancels

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from ..ai.types import Model
 from ..runtime import Empty, Interface, Method, WireStruct
 from .events import AgentEventData, WireEvent
-from .extension_host import CommandSpec
+from .extension_host import CommandSpec, Rendered, ShortcutSpec
 
 __all__ = [
     "COORDINATOR",
@@ -83,7 +83,7 @@ __all__ = [
     "Tree",
     # the methods
     "SESSION", "PROMPT", "CONTINUE", "STEER", "FOLLOW_UP", "ABORT", "ABORT_RETRY", "COMPACT",
-    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "EXTENSION_COMMANDS", "ExtensionCommands", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
+    "GET_STATE", "GET_MESSAGES", "EXTENSION_UI_RESPONSE", "ExtensionUiResponseArgs", "EXTENSION_COMMANDS", "ExtensionCommands", "EXTENSION_SHORTCUT", "ExtensionShortcutArgs", "ExtensionShortcutResult", "EXTENSION_RENDER", "ExtensionRenderArgs", "SUBSCRIBE", "TREE", "NAVIGATE", "LABEL", "FORK",
     "CLONE", "FORK_MESSAGES", "SET_MODEL", "SET_THINKING_LEVEL", "NEW_SESSION", "SWITCH_SESSION",
     "SET_SESSION_NAME", "GET_SESSION_STATS", "GET_LAST_ASSISTANT_TEXT", "BASH",
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
@@ -191,6 +191,10 @@ class Messages(WireStruct):
 class SubscribeArgs(WireStruct):
     #: Undelivered updates held for this subscriber before it is dropped (``overflow``).
     max_queue: int = 1024
+    #: Only events of these types are sent (empty: all); ``seq`` then has gaps. For a UI
+    #: that reads its own runs from its prompt calls and wants only what comes from
+    #: elsewhere (the local TUI: ``extension_ui_request``).
+    types: list[str] = []
 
 
 class Snapshot(WireStruct):
@@ -206,6 +210,8 @@ class Snapshot(WireStruct):
     model: Model | None
     thinking_level: str
     session: dict[str, Any] | None
+    #: The extensions' status lines (``ctx.ui.set_status``) shown now, by key.
+    extension_status: dict[str, str] = {}
 
 
 class SubscriptionUpdate(WireStruct):
@@ -495,7 +501,8 @@ SUBSCRIBE: Method[SubscribeArgs, SubscriptionUpdate, Empty] = Method(
     errors={"overflow": "the subscriber fell more than maxQueue updates behind; resubscribe"},
     doc="Follow the session: the first chunk is {snapshot} (sequence N), then every event as "
     "{seq, event} with N+1, N+2, ... without gaps, until the caller cancels. A subscriber "
-    "that cannot keep up is dropped with overflow (others are never slowed down).",
+    "that cannot keep up is dropped with overflow (others are never slowed down). With "
+    "types, only events of those types are sent (the numbering then has gaps).",
 )  # fmt: skip
 
 TREE: Method[Empty, None, Tree] = Method(
@@ -665,6 +672,10 @@ class ExtensionCommands(WireStruct):
     the session has no extensions); ``extension`` is the path or spec that registered each."""
 
     commands: list[CommandSpec] = []
+    #: The keys the extensions bound (``pi.register_shortcut``), for the interactive UI.
+    shortcuts: list[ShortcutSpec] = []
+    #: The custom message types an extension renders (``pi.register_message_renderer``).
+    renderers: list[str] = []
 
 
 EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
@@ -672,6 +683,43 @@ EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
     args=Empty,
     result=ExtensionCommands,
     doc="The commands the session's extensions registered (RPC get_commands lists them first, as pi does).",
+)
+
+
+class ExtensionShortcutArgs(WireStruct):
+    """``key``: an extension's key binding (as it registered it), pressed by the user."""
+
+    key: str
+
+
+class ExtensionShortcutResult(WireStruct):
+    """``error``: the shortcut's handler raised, or the host failed (one line)."""
+
+    error: str | None = None
+
+
+EXTENSION_SHORTCUT: Method[ExtensionShortcutArgs, None, ExtensionShortcutResult] = Method(
+    "extension_shortcut",
+    args=ExtensionShortcutArgs,
+    result=ExtensionShortcutResult,
+    errors={"not_found": "the session has no extensions, or none bound that key"},
+    doc="Run an extension's key binding in the extension host (the interactive UI's key press).",
+)
+
+
+class ExtensionRenderArgs(WireStruct):
+    """A custom message (role ``custom``) to show, ``expanded`` (Ctrl+O) at ``width`` columns."""
+
+    message: dict[str, Any]
+    expanded: bool = False
+    width: int = 80
+
+
+EXTENSION_RENDER: Method[ExtensionRenderArgs, None, Rendered] = Method(
+    "extension_render",
+    args=ExtensionRenderArgs,
+    result=Rendered,
+    doc="A custom message as its extension renders it (lines); null lines: use the default view.",
 )
 
 
@@ -711,6 +759,8 @@ COORDINATOR = Interface(
         CLEAR_QUEUE,
         EXTENSION_UI_RESPONSE,
         EXTENSION_COMMANDS,
+        EXTENSION_SHORTCUT,
+        EXTENSION_RENDER,
     ],  # fmt: skip
     doc="One session's agent: runs, the session tree and settings, subscriptions. Served "
     "to the session's UI (and by the server to its clients).",

@@ -48,12 +48,17 @@ __all__ = [
     "UiArgs",
     "UiAnswer",
     "AppendArgs",
+    "ShortcutArgs",
+    "RenderArgs",
+    "Rendered",
     "DESCRIBE",
     "EMIT",
     "RUN_TOOL",
     "RUN_COMMAND",
     "UI",
     "APPEND",
+    "RUN_SHORTCUT",
+    "RENDER_MESSAGE",
     "EXTENSION_HOST",
     "EXTENSION_CLIENT",
 ]
@@ -228,6 +233,31 @@ class AppendArgs(WireStruct):
     data: Any = None
 
 
+class ShortcutArgs(WireStruct):
+    """A key an extension bound (``key`` as registered) was pressed in the interactive UI."""
+
+    key: str
+    has_ui: bool = False
+
+
+class RenderArgs(WireStruct):
+    """Show a custom message through its type's renderer (``pi.register_message_renderer``):
+    ``message`` (role ``custom``: ``customType``, ``content``, ``display``, ``details``),
+    ``expanded`` (tool output expanded, Ctrl+O) and ``width`` (the terminal's columns)."""
+
+    message: dict[str, Any]
+    expanded: bool = False
+    width: int = 80
+
+
+class Rendered(WireStruct):
+    """A renderer's lines (may hold ANSI colour escapes); ``lines`` null: no renderer for the
+    type, or it returned None (the UI's default rendering is used); ``error``: it raised."""
+
+    lines: list[str] | None = None
+    error: str | None = None
+
+
 DESCRIBE: Method[Empty, None, Registry] = Method(
     "describe", args=Empty, result=Registry, doc="What the loaded extensions registered, and the load errors."
 )
@@ -263,9 +293,23 @@ APPEND: Method[AppendArgs, None, Empty] = Method(
     "append", args=AppendArgs, result=Empty, doc="Write a custom entry to the session (answered once on disk)."
 )
 
+RUN_SHORTCUT: Method[ShortcutArgs, None, CommandResult] = Method(
+    "run_shortcut",
+    args=ShortcutArgs,
+    result=CommandResult,
+    errors={"not_found": "no extension bound that key"},
+    doc="Run the handler of an extension's key binding (pressed in the interactive UI).",
+)
+RENDER_MESSAGE: Method[RenderArgs, None, Rendered] = Method(
+    "render_message",
+    args=RenderArgs,
+    result=Rendered,
+    doc="Render a custom message with its type's registered renderer (lines of text).",
+)
+
 EXTENSION_HOST = Interface(
     "extension_host",
-    [DESCRIBE, EMIT, RUN_TOOL, RUN_COMMAND],
+    [DESCRIBE, EMIT, RUN_TOOL, RUN_COMMAND, RUN_SHORTCUT, RENDER_MESSAGE],
     doc="The extension host: user extensions' tools, commands and event handlers.",
 )
 EXTENSION_CLIENT = Interface(

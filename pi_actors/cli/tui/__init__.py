@@ -56,6 +56,26 @@ async def run_app(controller: Any, ui: Any, initial: list[str]) -> None:
         raise errors[0]
 
 
+async def _extension_registry(coordinator: Any, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the session's extensions registered (keys, renderers), and the restored custom
+    messages of a rendered type rendered now (``renderedLines``), so that the transcript is
+    printed in order when the TUI opens. None when it cannot be read (the TUI asks again)."""
+    import shutil
+
+    try:
+        registry = await coordinator.call("extension_commands") or {}
+        rendered = set(registry.get("renderers") or [])
+        width = shutil.get_terminal_size().columns
+        for m in messages[-40:]:  # (the TUI prints the last 40)
+            if m.get("role") == "custom" and m.get("display") and m.get("customType") in rendered:
+                answer = await coordinator.call("extension_render", {"message": m, "width": width}) or {}
+                if answer.get("lines") is not None:
+                    m["renderedLines"] = answer["lines"]
+    except RemoteError:
+        return None
+    return registry
+
+
 async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
     from .._config import agent_dir
     from .app import TuiApp
@@ -77,6 +97,7 @@ async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
             state = await coordinator.call("get_state") or {}
         except RemoteError:
             messages, state = [], {}
+        registry = await _extension_registry(coordinator, messages)
         session_cfg = coord_cfg.session
         path = session.get("path")
         info = {
@@ -89,6 +110,7 @@ async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
             "sessionName": session.get("name"),
             "messages": messages,
             "autoCompaction": coord_cfg.settings.compaction.enabled is not False,
+            "extensions": registry,
         }
         controller = Controller(coordinator, coord_cfg.cwd)
         ui = TuiApp(controller, info)

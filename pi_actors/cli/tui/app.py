@@ -53,8 +53,10 @@ from rich.text import Text
 
 from ._markdown import PiMarkdown
 from .commands import SlashCommands
+from .extension_ui import ExtensionUi
 from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 from .screen import ScreenLayout
+from .themes import current_theme, rich_theme
 from .widgets import Selector, TuiCompleter, _text_of, _tool_label, session_message_view
 
 __all__ = ["TuiApp"]
@@ -104,6 +106,8 @@ class TuiApp:
         self.session_name: str | None = info.get("sessionName")
         self.messages: list[dict[str, Any]] = list(info.get("messages") or [])
         self.auto_compaction = bool(info.get("autoCompaction", True))
+        #: What the extensions registered (``extension_commands``), when read before start.
+        self._registry: dict[str, Any] | None = info.get("extensions")
         #: "URL · session ID" when attached to a server's session (``pi-actors attach``).
         self.remote: str | None = info.get("remote")
         #: Large pastes shown as ``[paste #N ...]`` markers, expanded on submit (as pi).
@@ -158,6 +162,8 @@ class TuiApp:
             "extension_ui_request": self._on_extension_ui,
         }
         self.commands = SlashCommands(self)
+        #: Extensions' dialogs, key bindings, status lines and renderers.
+        self.extensions = ExtensionUi(self)
         self.screen = ScreenLayout(self)
         self.app = self.screen.application
 
@@ -182,7 +188,7 @@ class TuiApp:
             try:
                 fn(*args)
             except Exception as exc:  # noqa: BLE001 - a rendering bug must not kill the UI
-                self.print_text(Text(f"(display error: {exc!r})", style="red"))
+                self.print_text(Text(f"(display error: {exc!r})", style="theme.error"))
         self.app.invalidate()
 
     def run(self) -> None:
@@ -191,14 +197,22 @@ class TuiApp:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._registry is not None:  # known before the restored transcript is printed
+            self.extensions.registered(self._registry)
         self._print_banner()
         self._loop.call_soon(self._drain)
         self.commands.refresh_session_info()
+        self.extensions.load_registry()
         ticker = asyncio.ensure_future(self._tick())
         try:
             await self.app.run_async()
         finally:
             ticker.cancel()
+
+    def later(self, seconds: float, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the UI loop in ``seconds`` (UI loop only)."""
+        if self._loop is not None:
+            self._loop.call_later(seconds, self.post, fn)
 
     async def _tick(self) -> None:
         """Redraw for the spinner only while something runs (no redraws when idle)."""
@@ -211,7 +225,9 @@ class TuiApp:
 
     def render(self, *renderables: Any) -> str:
         out = io.StringIO()
-        con = Console(file=out, force_terminal=True, color_system="256", width=self.screen.width(), highlight=False)
+        # The theme's colours: what is printed above the live area follows it too.
+        theme = rich_theme(current_theme(self.agent_dir, self.cwd))
+        con = Console(file=out, force_terminal=True, color_system="256", width=self.screen.width(), highlight=False, theme=theme)
         for r in renderables:
             con.print(r)
         return out.getvalue()
@@ -259,7 +275,7 @@ class TuiApp:
         so the old rendering would otherwise stay above the new one."""
         chunks = ["\x1b[H\x1b[2J\x1b[3J"]  # home, clear the screen, clear the scrollback
         if self._dropped:
-            chunks.append(self.render(Text(f"({self._dropped} earlier items not shown)", style="dim")))
+            chunks.append(self.render(Text(f"({self._dropped} earlier items not shown)", style="theme.dim")))
         for parts in self.transcript:
             rendered = parts()
             if rendered:
@@ -268,18 +284,18 @@ class TuiApp:
 
     def _print_banner(self) -> None:
         self.print_text(
-            Text.assemble(("pi-actors", "bold"), f"  {self.model.get('provider')}/{self.model.get('id')}", ("  /hotkeys for keys, /quit to exit", "dim"))
+            Text.assemble(("pi-actors", "bold"), f"  {self.model.get('provider')}/{self.model.get('id')}", ("  /hotkeys for keys, /quit to exit", "theme.dim"))
         )
         if self._restored:
-            self.print_text(Text(f"Session with {len(self._restored)} messages:", style="dim"))
+            self.print_text(Text(f"Session with {len(self._restored)} messages:", style="theme.dim"))
             for m in self._restored[-40:]:
                 self.print_message(m)
 
     def show_error(self, text: str) -> None:
-        self.print_text(Text(text, style="red"))
+        self.print_text(Text(text, style="theme.error"))
 
     def show_status(self, text: str) -> None:
-        self.print_text(Text(text, style="dim"))
+        self.print_text(Text(text, style="theme.dim"))
 
     def show_user_submission(self, text: str) -> None:
         pass  # user messages are printed when the coordinator starts them (message_start)
@@ -289,7 +305,7 @@ class TuiApp:
         role = m.get("role")
         if role == "user":
             shown = _FILE_BLOCK.sub(lambda x: f"[attached {os.path.relpath(x.group(1), self.cwd)}]\n", _text_of(m.get("content")))
-            self.print_text(Text("› " + shown.strip(), style="bold on grey23"))
+            self.print_text(Text("› " + shown.strip(), style="theme.user"))
         elif role == "assistant":
             for b in m.get("content") or []:
                 if b.get("type") == "toolCall":  # kept for the results printed later
@@ -299,7 +315,9 @@ class TuiApp:
             self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
             self._print_bash(m.get("command", ""), m, bool(m.get("excludeFromContext")))
-        elif role in ("compactionSummary", "branchSummary", "custom"):
+        elif role == "custom":
+            self.extensions.print_custom(m, lambda: session_message_view(m, self.expand_tools) or [])
+        elif role in ("compactionSummary", "branchSummary"):
             parts = session_message_view(m, self.expand_tools)
             if parts:
                 self.print_text(*parts)
@@ -311,13 +329,13 @@ class TuiApp:
         parts: list[Any] = []
         for b in content:
             if b.get("type") == "thinking" and b.get("thinking", "").strip():
-                parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="dim italic"))
+                parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="theme.thinking"))
             elif b.get("type") == "text" and b.get("text", "").strip():
                 parts.append(PiMarkdown(b["text"], code_theme="monokai"))
         if m.get("stopReason") == "aborted":
-            parts.append(Text("Operation aborted", style="red"))
+            parts.append(Text("Operation aborted", style="theme.error"))
         elif m.get("stopReason") == "error":
-            parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="red"))
+            parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="theme.error"))
         return parts
 
     def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None = None) -> None:
@@ -327,7 +345,7 @@ class TuiApp:
         self.print_item(lambda: self._tool_parts(name, args, result, is_error, took))
 
     def _tool_parts(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None) -> list[Any]:
-        head = Text.assemble(("● ", "red" if is_error else "green"), (_tool_label(name, args) if args is not None else name, "bold"))
+        head = Text.assemble(("● ", "theme.error" if is_error else "theme.success"), (_tool_label(name, args) if args is not None else name, "bold"))
         details = result.get("details") or {}
         body = _text_of(result.get("content")).rstrip("\n")
         parts: list[Any] = [head]
@@ -335,7 +353,7 @@ class TuiApp:
         if name == "edit" and isinstance(details.get("diff"), str) and not is_error:
             diff = Text()
             for line in details["diff"].splitlines():
-                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                style = "theme.success" if line.startswith("+") else "theme.error" if line.startswith("-") else "theme.dim"
                 diff.append("  " + line + "\n", style=style)
             parts.append(diff)
         elif name == "write" and isinstance(written, str) and not is_error:
@@ -349,9 +367,9 @@ class TuiApp:
                 # pi's wording: a bash preview shows the last lines ("earlier lines" hidden).
                 note = f"  ... ({hidden} earlier lines, ctrl+o to expand)" if name == "bash" else f"  ... ({hidden} more lines, ctrl+o to expand)"
                 lines = [note, *lines] if name == "bash" else [*lines, note]
-            parts.append(Text("\n".join("  " + ln for ln in lines), style="red" if is_error else "grey70"))
+            parts.append(Text("\n".join("  " + ln for ln in lines), style="theme.error" if is_error else "theme.tooloutput"))
         if name == "bash" and took is not None:
-            parts.append(Text(f"  Took {took:.1f}s", style="dim"))
+            parts.append(Text(f"  Took {took:.1f}s", style="theme.dim"))
         return parts
 
     def _written_parts(self, path: str, content: str) -> list[Any]:
@@ -366,7 +384,7 @@ class TuiApp:
         lexer = Syntax.guess_lexer(path, "\n".join(shown)) if path else "text"
         parts: list[Any] = [Padding(Syntax("\n".join(shown), lexer, theme="monokai", background_color="default", word_wrap=True), (0, 0, 0, 2))]
         if len(shown) < len(lines):
-            parts.append(Text(f"  ... ({len(lines) - len(shown)} more lines, {len(lines)} total, ctrl+o to expand)", style="dim"))
+            parts.append(Text(f"  ... ({len(lines) - len(shown)} more lines, {len(lines)} total, ctrl+o to expand)", style="theme.dim"))
         return parts
 
     # -- events from the controller -------------------------------------------------------------
@@ -415,6 +433,9 @@ class TuiApp:
             self.print_message(msg)
         elif msg.get("role") in ("user", "toolResult"):
             self.messages.append(msg)
+        elif msg.get("role") == "custom":  # an extension's message (pi.send_message)
+            self.messages.append(msg)
+            self.print_message(msg)
 
     def _on_tool_start(self, event: dict[str, Any]) -> None:
         self.tools[event.get("toolCallId", "")] = {"name": event.get("toolName"), "args": event.get("args"), "output": "", "started": time.monotonic()}
@@ -441,7 +462,7 @@ class TuiApp:
         if event.get("reason") == "manual":
             return
         self.status = None
-        self.print_text(Text("Context compacted automatically.", style="dim"))
+        self.print_text(Text("Context compacted automatically.", style="theme.dim"))
         self.commands.reload_messages()  # the footer's context use follows the new transcript
 
     def _on_retry_end(self, event: dict[str, Any]) -> None:
@@ -460,7 +481,7 @@ class TuiApp:
         self.thinking = snap.get("thinkingLevel") or self.thinking
         self.running = bool(snap.get("isStreaming"))
         self.stream = snap.get("streamMessage") if self.running else None
-        self.print_text(Text(f"Re-attached; the session has {len(self.messages)} messages:", style="dim"))
+        self.print_text(Text(f"Re-attached; the session has {len(self.messages)} messages:", style="theme.dim"))
         for m in self.messages[-40:]:
             self.print_message(m)
 
@@ -483,15 +504,15 @@ class TuiApp:
         out = (result.get("output") or "").rstrip("\n")
         lines = out.splitlines()
         hidden = 0 if self.expand_tools else max(0, len(lines) - 20)
-        parts: list[Any] = [Text.assemble(("$ ", "yellow"), (command, "bold"), ("  (not in context)" if exclude else "", "dim"))]
+        parts: list[Any] = [Text.assemble(("$ ", "theme.bashmode"), (command, "bold"), ("  (not in context)" if exclude else "", "theme.dim"))]
         if lines:
-            parts.append(Text("\n".join("  " + ln for ln in lines[hidden:]), style="grey70"))
+            parts.append(Text("\n".join("  " + ln for ln in lines[hidden:]), style="theme.tooloutput"))
         if hidden:
-            parts.append(Text(f"  ... {hidden} more lines (ctrl+o to expand)", style="dim"))
+            parts.append(Text(f"  ... {hidden} more lines (ctrl+o to expand)", style="theme.dim"))
         if result.get("cancelled"):
-            parts.append(Text("  (cancelled)", style="red"))
+            parts.append(Text("  (cancelled)", style="theme.error"))
         elif result.get("exitCode") not in (0, None):
-            parts.append(Text(f"  exit code {result.get('exitCode')}", style="red"))
+            parts.append(Text(f"  exit code {result.get('exitCode')}", style="theme.error"))
         return parts
 
     # -- submissions --------------------------------------------------------------------------
@@ -625,40 +646,15 @@ class TuiApp:
     def _on_extension_error(self, event: dict[str, Any]) -> None:
         from .._render import extension_line
 
-        self.print_text(Text(extension_line(event), style="red"))
+        self.print_text(Text(extension_line(event), style="theme.error"))
 
     def _on_extension_ui(self, event: dict[str, Any]) -> None:
-        """An extension's ``ctx.ui`` request: notify is a line; confirm and select open the
-        selector, whose choice (or escape: cancelled) answers it; input is not asked here
-        yet (answered cancelled); setStatus and the rest are not shown."""
-        method, request_id = event.get("method"), event.get("id")
-        if method == "notify":
-            style = {"error": "red", "warning": "yellow"}.get(str(event.get("notifyType")), "cyan")
-            self.print_text(Text(str(event.get("message", "")), style=style))
-            return
-        if method not in ("confirm", "select", "input"):
-            return
-        answered = False
+        """An extension's ``ctx.ui`` request (see ``extension_ui``)."""
+        self.extensions.request(event)
 
-        def answer(reply: dict[str, Any]) -> None:
-            nonlocal answered
-            if not answered:
-                answered = True
-                self.call("extension_ui_response", {"id": request_id, **reply})
-
-        if method == "input":
-            self.print_text(Text(f"(an extension asked for text input: {event.get('title')}; not supported here yet)", style="dim"))
-            answer({"cancelled": True})
-            return
-        title = str(event.get("title") or "")
-        if method == "confirm":
-            items: list[tuple[str, Any]] = [("Yes", {"confirmed": True}), ("No", {"confirmed": False})]
-            title = f"{title} {event.get('message') or ''}".strip()
-        else:
-            items = [(str(option), {"value": str(option)}) for option in event.get("options") or []]
-        selector = Selector(title, items, answer)
-        selector.on_close = lambda: answer({"cancelled": True})  # type: ignore[attr-defined]
-        self.open_selector(selector)
+    def set_extension_status(self, status: dict[str, str]) -> None:
+        """The extensions' status lines as the session has them (a snapshot's)."""
+        self.extensions.set_status(status)
 
     def exit_app(self) -> None:
         if self.app.is_running and not self.app.is_done:

@@ -119,7 +119,7 @@ class SlashCommands(SettingsCommands):
 
     def cmd_hotkeys(self, rest: str) -> None:
         t = Text()
-        for key, what in HOTKEYS:
+        for key, what in [*HOTKEYS, *self.tui.extensions.hotkeys()]:
             t.append(f"  {key:<22}", style="bold")
             t.append(what + "\n")
         self.tui.print_text(Text("Keyboard shortcuts", style="bold underline"), t)
@@ -173,7 +173,7 @@ class SlashCommands(SettingsCommands):
         def done(result: Any) -> None:
             self.tui.status = None
             before = (result or {}).get("tokensBefore")
-            self.tui.print_text(Text(f"Compacted context ({format_tokens(before or 0)} tokens before).", style="dim"))
+            self.tui.print_text(Text(f"Compacted context ({format_tokens(before or 0)} tokens before).", style="theme.dim"))
             self.reload_messages()
 
         self.tui.call("compact", {"customInstructions": rest} if rest else {}, done)
@@ -485,4 +485,4 @@ class SlashCommands(SettingsCommands):
                 continue
             self.tui.print_text(Text("What's New", style="bold"), Markdown(text))
             return
-        self.tui.print_text(Text("What's New", style="bold"), Text(f"pi-actors {_version()}: no changelog entries found.", style="dim"))
+        self.tui.print_text(Text("What's New", style="bold"), Text(f"pi-actors {_version()}: no changelog entries found.", style="theme.dim"))

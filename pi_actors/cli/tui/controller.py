@@ -19,13 +19,26 @@ from ...runtime import RemoteError
 
 __all__ = ["Controller"]
 
+_UI_REQUEST = "extension_ui_request"
+
+
+def _from_subscription(event: dict) -> bool:
+    """Whether the local TUI shows ``event`` from its subscription rather than from the
+    prompt's stream: what an extension sends may come while no prompt runs (a key binding's
+    handler), so it always comes from the subscription, and never twice."""
+    kind = event.get("type")
+    return kind == _UI_REQUEST or (kind == "message_end" and (event.get("message") or {}).get("role") == "custom")
+
 
 class Controller:
     def __init__(self, coordinator: Any, cwd: str, *, render_prompt_events: bool = True) -> None:
         """``coordinator``: a Peer to the coordinator, or anything with its ``call`` and
         ``open_call`` (the remote TUI's attachment). ``render_prompt_events=False`` when the
         UI is fed from a subscription instead (remote: every client's runs are shown from
-        it, so a prompt's own event stream would show them twice)."""
+        it, so a prompt's own event stream would show them twice). With
+        ``render_prompt_events`` (local), extensions' ``ctx.ui`` requests are read from a
+        subscription of their own (:meth:`_follow_extension_ui`) and skipped in the prompt's
+        stream: a key binding's handler asks while no prompt runs."""
         self.coordinator = coordinator
         self.render_prompt_events = render_prompt_events
         self.cwd = cwd
@@ -65,6 +78,8 @@ class Controller:
             self._nursery = nursery
             if initial:
                 nursery.start_soon(self._initial, initial)
+            if self.render_prompt_events:
+                nursery.start_soon(self._follow_extension_ui)
             async for cmd in self._recv:
                 kind = cmd[0]
                 if kind == "prompt":
@@ -132,7 +147,7 @@ class Controller:
         try:
             async with self.coordinator.open_call("prompt", {"text": text}) as call:
                 async for event in call:
-                    if self.render_prompt_events:
+                    if self.render_prompt_events and not _from_subscription(event):
                         self.ui.post(self.ui.on_event, rebuild.apply(event))
                 await call.result()
         except RemoteError as exc:
@@ -140,6 +155,30 @@ class Controller:
         finally:
             self.running = False
             self.ui.post(self.ui.run_finished)
+
+    async def _follow_extension_ui(self) -> None:
+        """The local TUI's view of what extensions show, ask and send (``extension_ui_request``
+        events, and custom messages' ``message_end``): a subscription filtered to them, whose
+        snapshot brings the status lines set before the TUI started (``session_start``). Runs until the session ends;
+        after a coordinator restart it subscribes to the new one."""
+        closed = getattr(self.coordinator, "closed_event", None)
+        while closed is None or not closed.is_set():
+            restarted = getattr(self.coordinator, "restarted", None)
+            try:
+                async with self.coordinator.open_call("subscribe", {"types": [_UI_REQUEST, "message_end"]}) as call:
+                    async for chunk in call:
+                        if "snapshot" in chunk:
+                            status = (chunk["snapshot"] or {}).get("extensionStatus") or {}
+                            self.ui.post(self.ui.set_extension_status, status)
+                        elif isinstance(chunk.get("event"), dict) and _from_subscription(chunk["event"]):
+                            self.ui.post(self.ui.on_event, chunk["event"])
+                    await call.result()
+            except RemoteError as exc:
+                if exc.code == "overflow":
+                    continue  # fell behind: a new snapshot, and on
+            if restarted is None:
+                return
+            await restarted.wait()  # (set already when the coordinator restarted meanwhile)
 
     async def _bash(self, command: str, exclude: bool) -> None:
         """``!cmd`` / ``!!cmd``: the coordinator's ``bash`` runs it through the tool pool (in

@@ -72,6 +72,7 @@ class _View:
             self._open(snap)
         else:
             self.ui.post(self.ui.resync, snap)
+        self.ui.post(self.ui.set_extension_status, snap.get("extensionStatus") or {})
         self.controller.running = bool(snap.get("isStreaming"))
 
     def _open(self, snap: dict) -> None:

@@ -179,6 +179,10 @@ class ScreenLayout:
         pct_style = style("error") if (pct or 0) > 90 else style("warning") if (pct or 0) > 70 else style("dim")
         return [(style("dim"), line1[:width] + "\n"), (pct_style, left), ("", " " * pad), (style("dim"), right)]
 
+    def _extension_status(self) -> StyleAndTextTuples:
+        """The extensions' status lines (``ctx.ui.set_status``), under the footer as pi's."""
+        return [(style("text"), self.tui.extensions.status_line()[: self.width()])]
+
     def _build(self) -> Application:
         """The prompt_toolkit application: the layout and the key bindings."""
         # The completion list is part of the layout, below the editor: it pushes the footer
@@ -186,7 +190,9 @@ class ScreenLayout:
         root = self._body()
         app: Application = Application(
             layout=Layout(root, focused_element=self.tui.buffer),
-            key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings()]),
+            # Extensions' keys come last: they win over the editor's defaults (emacs keys),
+            # never over the TUI's own (``extension_ui.BUILTIN_KEYS`` are not bound).
+            key_bindings=merge_key_bindings([load_key_bindings(), self._key_bindings(), self.tui.extensions.key_bindings]),
             style=prompt_toolkit_style(current_theme(self.tui.agent_dir, self.tui.cwd)),
             full_screen=False,
             mouse_support=False,
@@ -376,6 +382,10 @@ class ScreenLayout:
                     filter=Condition(lambda: bool(self.tui.buffer.complete_state and self.tui.buffer.complete_state.completions)),
                 ),
                 Window(FormattedTextControl(self._footer), height=2),
+                ConditionalContainer(
+                    Window(FormattedTextControl(self._extension_status), height=1),
+                    filter=Condition(lambda: bool(self.tui.extensions.status_line())),
+                ),
             ]
         )
 

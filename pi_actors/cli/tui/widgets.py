@@ -51,7 +51,7 @@ def session_message_view(m: dict[str, Any], expanded: bool) -> list[Any] | None:
     from rich.text import Text
 
     role = m.get("role")
-    label_style, text_style = "bold magenta", "grey70"
+    label_style, text_style = "theme.label", "theme.muted"
     if role == "custom":
         if not m.get("display"):
             return []
@@ -62,11 +62,11 @@ def session_message_view(m: dict[str, Any], expanded: bool) -> list[Any] | None:
         tokens = f"{int(m.get('tokensBefore') or 0):,}"
         if expanded:
             return [Text("[compaction]", style=label_style), Markdown(f"**Compacted from {tokens} tokens**\n\n" + (m.get("summary") or ""))]
-        return [Text("[compaction]", style=label_style), Text.assemble((f"Compacted from {tokens} tokens (", text_style), ("ctrl+o", "dim"), (" to expand)", text_style))]
+        return [Text("[compaction]", style=label_style), Text.assemble((f"Compacted from {tokens} tokens (", text_style), ("ctrl+o", "theme.dim"), (" to expand)", text_style))]
     if role == "branchSummary":
         if expanded:
             return [Text("[branch]", style=label_style), Markdown("**Branch Summary**\n\n" + (m.get("summary") or ""))]
-        return [Text("[branch]", style=label_style), Text.assemble(("Branch summary (", text_style), ("ctrl+o", "dim"), (" to expand)", text_style))]
+        return [Text("[branch]", style=label_style), Text.assemble(("Branch summary (", text_style), ("ctrl+o", "theme.dim"), (" to expand)", text_style))]
     return None
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "current_theme",
     "set_theme",
     "prompt_toolkit_style",
+    "rich_theme",
     "style",
 ]
 
@@ -43,6 +44,7 @@ KEYS = (
     "accent", "border", "borderAccent", "borderMuted", "success", "error", "warning", "muted", "dim", "text",
     "thinkingText", "selectedBg", "menuBg", "menuText", "menuSelectedText", "toolTitle", "toolOutput",
     "thinkingOff", "thinkingMinimal", "thinkingLow", "thinkingMedium", "thinkingHigh", "thinkingXhigh", "bashMode",
+    "userMessageBg", "customMessageLabel",
 )  # fmt: skip
 
 _BUILTIN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -256,3 +258,43 @@ def prompt_toolkit_style(theme: Theme) -> Any:
     rules["completion-menu"] = menu
     rules["completion-menu.completion.current"] = current
     return Style.from_dict(rules)
+
+
+def _rich_colour(colour: str) -> str:
+    """A theme colour (``#rrggbb`` or a prompt_toolkit ANSI name) as rich names it."""
+    if not colour.startswith("ansi"):
+        return colour
+    name = colour[4:]
+    if name == "gray":
+        return "white"  # ANSI 7
+    if name == "white":
+        return "bright_white"  # ANSI 15
+    return "bright_" + name[6:] if name.startswith("bright") else name
+
+
+_rich_cache: dict[int, Any] = {}
+
+
+def rich_theme(theme: Theme) -> Any:
+    """A rich ``Theme`` for what is printed above the live area (the scrollback), so that it
+    follows the theme as the live area does: a style ``theme.<key, lowercased>`` per colour
+    (``*Bg`` keys as backgrounds), and ``theme.user`` (a user message: bold on
+    ``userMessageBg``), ``theme.label`` (a custom message's label) and ``theme.thinking``."""
+    cached = _rich_cache.get(id(theme))
+    if cached is not None and cached[0] is theme:
+        return cached[1]
+    from rich.theme import Theme as RichTheme
+
+    styles: dict[str, str] = {}
+    for key, colour in theme.colors.items():
+        value = _rich_colour(colour) if colour else ""
+        styles[f"theme.{key.lower()}"] = (f"on {value}" if key.endswith("Bg") else value) if value else "none"
+    bg = _rich_colour(theme.colors["userMessageBg"]) if theme.colors["userMessageBg"] else ""
+    styles["theme.user"] = "bold" + (f" on {bg}" if bg else "")
+    label = theme.colors["customMessageLabel"]
+    styles["theme.label"] = "bold" + (f" {_rich_colour(label)}" if label else "")
+    thinking = theme.colors["thinkingText"]
+    styles["theme.thinking"] = "italic" + (f" {_rich_colour(thinking)}" if thinking else "")
+    built = RichTheme(styles, inherit=True)
+    _rich_cache[id(theme)] = (theme, built)
+    return built
