@@ -302,6 +302,7 @@ class Coordinator:
             label=spec.label,
             description=spec.description,
             parameters=spec.parameters,
+            prepare_arguments=spec.prepare_arguments,
             execute=execute,
             exclusive_key=self._changed_path if spec.name in MUTATING_TOOLS else None,
         )
