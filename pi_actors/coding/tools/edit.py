@@ -48,6 +48,7 @@ from .edit_diff import (
 from .paths import resolve_to_cwd
 from .write import write_bytes
 
+
 def prepare_edit_arguments(raw: Any) -> Any:
     """pi's ``prepareArguments`` for ``edit``: a JSON-string ``edits`` holding an array is
     parsed, and a legacy top-level ``oldText``/``newText`` pair becomes the last entry of
