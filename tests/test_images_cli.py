@@ -1,0 +1,113 @@
+"""Images through the real CLI (issue 17 requirement 4): ``@shot.png`` on the command line and
+RPC ``images`` reach the model as image parts, the session file keeps them in pi's shape, and
+the same session continued on a text-only model sends pi's placeholder instead."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+
+import trio
+from conftest import CLI
+from PIL import Image
+
+from pi_actors.testing.scripted_server import Reply
+
+
+def _with_vision_model(env, scripted) -> None:
+    """models.json gains ``scripted/scripted-vision``, a model that takes images."""
+    doc = json.loads((env.home / "models.json").read_text())
+    doc["providers"]["scripted"]["models"].append({"id": "scripted-vision", "input": ["text", "image"]})
+    (env.home / "models.json").write_text(json.dumps(doc))
+
+
+def _png(size=(4, 3), color="red") -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, color).save(out, "PNG")
+    return out.getvalue()
+
+
+def _user_parts(request: dict) -> list[dict]:
+    return [m for m in request["body"]["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def test_an_image_attached_on_the_command_line_is_sent_saved_and_replaced_for_a_text_only_model(scripted, env):
+    _with_vision_model(env, scripted)
+    png = _png()
+    (env.work / "shot.png").write_bytes(png)
+    scripted.script += [Reply(text="A red rectangle."), Reply(text="Still red.")]
+    sessions = str(env.sessions)
+    first = await env.run("--model", "scripted/scripted-vision", "--session-dir", sessions, "-p", "@shot.png", "what is it?")
+    assert first.returncode == 0, first.stderr.decode()
+    assert first.stdout.decode().strip() == "A red rectangle."
+    text, image = _user_parts(scripted.requests[0])
+    assert text == {"type": "text", "text": f'<file name="{env.work / "shot.png"}"></file>\nwhat is it?'}
+    assert image == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}}
+
+    # The session file holds the image in pi's shape.
+    (path,) = list(env.sessions.rglob("*.jsonl"))
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    (user,) = [e["message"] for e in entries if e.get("type") == "message" and e["message"]["role"] == "user"]
+    assert user["content"][1] == {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"}
+
+    # Continued on a model without image input: the history is sent with pi's placeholder.
+    second = await env.run("--model", "scripted/scripted-model", "--session-dir", sessions, "-c", "-p", "and now?")
+    assert second.returncode == 0, second.stderr.decode()
+    history = [m for m in scripted.requests[1]["body"]["messages"] if m["role"] == "user"]
+    assert history[0]["content"][1] == {"type": "text", "text": "(image omitted: model does not support images)"}
+
+
+def test_a_broken_image_on_the_command_line_is_one_line_naming_the_file(tmp_path):
+    from pi_actors.cli._initial import AttachError, initial_messages
+
+    (tmp_path / "broken.png").write_bytes(_png()[:20])
+    try:
+        initial_messages(["@broken.png", "what?"], None, str(tmp_path))
+    except AttachError as exc:
+        message = str(exc)
+    assert message.startswith(f"Cannot attach {tmp_path / 'broken.png'}: the image cannot be decoded (")
+    assert "\n" not in message
+
+
+async def test_rpc_prompt_images_reach_the_model_and_bad_images_are_refused(scripted, env):
+    _with_vision_model(env, scripted)
+    scripted.script += [Reply(text="Seen.")]
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-vision", "--mode", "rpc", "--no-session"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    buffer = b""
+
+    async def until(predicate) -> dict:
+        nonlocal buffer
+        with trio.fail_after(30):
+            while True:
+                while b"\n" not in buffer:
+                    data = await proc.stdout.receive_some()
+                    assert data, "the RPC process closed its output"
+                    buffer += data
+                line, buffer = buffer.split(b"\n", 1)
+                obj = json.loads(line)
+                if predicate(obj):
+                    return obj
+
+    async def send(obj: dict) -> None:
+        await proc.stdin.send_all(json.dumps(obj).encode() + b"\n")
+
+    data = base64.b64encode(_png()).decode()
+    await send({"id": "bad", "type": "prompt", "message": "look", "images": [{"type": "image", "data": 7}]})
+    bad = await until(lambda o: o.get("id") == "bad")
+    assert bad["success"] is False and "images[0] must be" in bad["error"]
+    await send({"id": "p", "type": "prompt", "message": "look", "images": [{"type": "image", "data": data, "mimeType": "image/png"}]})
+    assert (await until(lambda o: o.get("id") == "p"))["success"] is True
+    end = await until(lambda o: o.get("type") == "agent_end")
+    user = [m for m in end["messages"] if m["role"] == "user"][0]
+    assert user["content"] == [{"type": "text", "text": "look"}, {"type": "image", "data": data, "mimeType": "image/png"}]
+    assert _user_parts(scripted.requests[0])[1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+    await proc.stdin.aclose()
+    with trio.fail_after(30):
+        while await proc.stdout.receive_some():
+            pass
+        assert await proc.wait() == 0
