@@ -111,3 +111,39 @@ async def test_rpc_prompt_images_reach_the_model_and_bad_images_are_refused(scri
         while await proc.stdout.receive_some():
             pass
         assert await proc.wait() == 0
+
+
+async def test_a_session_reads_images_in_its_sandboxed_workers_and_block_images_keeps_them_from_the_model(scripted, tmp_path):
+    """The whole chain in one runtime: the tool worker (sandboxed) resizes a wide image with
+    Pillow, the legacy ``oldText``/``newText`` edit form still works through the agent's
+    argument preparation, and ``images.blockImages`` sends pi's text instead of any image."""
+    from conftest import actor_config
+
+    from pi_actors.actors import open_local_runtime
+    from pi_actors.protocol.events import AgentEventRebuilder
+    from pi_actors.testing.wire_formats import ScriptToolCall
+
+    (tmp_path / "wide.png").write_bytes(_png((2400, 30), "blue"))
+    (tmp_path / "a.txt").write_text("hello world\n")
+    scripted.script += [
+        Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "wide.png"}),
+                          ScriptToolCall(name="edit", arguments={"path": "a.txt", "oldText": "world", "newText": "there"})]),
+        Reply(text="done"),
+    ]  # fmt: skip
+    settings = {"retry": {"enabled": False}, "images": {"blockImages": True}}
+    ends: dict[str, dict] = {}
+    async with open_local_runtime(actor_config(scripted, tmp_path, tools=("read", "edit"), settings=settings)) as coordinator:
+        rebuild = AgentEventRebuilder()
+        async with coordinator.open_call("prompt", {"text": "look"}) as call:
+            async for data in call:
+                event = rebuild.apply(data)
+                if event["type"] == "tool_execution_end":
+                    ends[event["toolName"]] = event["result"]
+            await call.result()
+    text, image = ends["read"]["content"]
+    assert text["text"].startswith("Read image file [image/png]\n[Image: original 2400x30, displayed at 2000x25.")
+    assert Image.open(io.BytesIO(base64.b64decode(image["data"]))).size == (2000, 25)
+    assert ends["edit"]["content"][0]["text"] == "Successfully replaced 1 block(s) in a.txt."
+    assert (tmp_path / "a.txt").read_text() == "hello there\n"
+    sent = json.dumps(scripted.requests[1]["body"])
+    assert "Image reading is disabled." in sent and "data:image" not in sent
