@@ -147,15 +147,3 @@ async def test_each_provider_sends_a_prompts_image_in_its_apis_shape(api):
         assert parts[1] == {"type": "input_image", "detail": "auto", "image_url": f"data:image/png;base64,{IMG.data}"}
     assert parts[0]["text"] == "what is this?"
 
-
-def test_at_words_of_a_typed_prompt_that_name_images_attach_them_and_nothing_else(tmp_path):
-    from pi_actors.cli._initial import images_in_prompt
-
-    raw = encoded(Image.new("RGB", (2, 2), "white"))
-    (tmp_path / "shots").mkdir()
-    (tmp_path / "shots" / "a.png").write_bytes(raw)
-    (tmp_path / "notes.txt").write_text("text")
-    prompt = "compare @shots/a.png, @notes.txt and @missing.png; mail me@example.com"
-    (image,) = images_in_prompt(prompt, str(tmp_path))
-    assert image == {"type": "image", "data": base64.b64encode(raw).decode(), "mimeType": "image/png"}
-    assert images_in_prompt("no images here", str(tmp_path)) == []

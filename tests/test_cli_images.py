@@ -147,3 +147,16 @@ async def test_a_session_reads_images_in_its_sandboxed_workers_and_block_images_
     assert (tmp_path / "a.txt").read_text() == "hello there\n"
     sent = json.dumps(scripted.requests[1]["body"])
     assert "Image reading is disabled." in sent and "data:image" not in sent
+
+
+def test_at_words_of_a_typed_prompt_that_name_images_attach_them_and_nothing_else(tmp_path):
+    from pi_actors.cli._initial import images_in_prompt
+
+    raw = _png((2, 2), "white")
+    (tmp_path / "shots").mkdir()
+    (tmp_path / "shots" / "a.png").write_bytes(raw)
+    (tmp_path / "notes.txt").write_text("text")
+    prompt = "compare @shots/a.png, @notes.txt and @missing.png; mail me@example.com"
+    (image,) = images_in_prompt(prompt, str(tmp_path))
+    assert image == {"type": "image", "data": base64.b64encode(raw).decode(), "mimeType": "image/png"}
+    assert images_in_prompt("no images here", str(tmp_path)) == []
