@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_actors.coding.tools import DEFAULT_TOOLS, TOOL_SPECS, ToolError, run_tool
 from pi_actors.coding.tools.edit_diff import generate_diff_string, normalize_for_fuzzy_match
@@ -265,3 +268,28 @@ async def test_edit_accepts_the_legacy_pair_and_edits_sent_as_a_json_string(tmp_
 
     prepared = prepare_edit_arguments({"path": "p", "oldText": "a", "newText": "b"})
     assert validate_tool_arguments(TOOL_SPECS["edit"], prepared) == prepared
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["oldText", "newText", "edits", "path", "x"]), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.sampled_from(["path", "edits", "oldText", "newText"]), _JSON | st.text(max_size=30), max_size=4))
+def test_hostile_edit_arguments_are_refused_with_a_tool_error_or_edit_the_file(tmp_path_factory, args):
+    directory = tmp_path_factory.mktemp("edit")
+    (directory / "f.txt").write_text("alpha beta\n")
+    args = {**args, "path": "f.txt"} if "path" not in args else args
+
+    async def attempt() -> None:
+        try:
+            result = await call("edit", directory, **args)
+        except ToolError as exc:
+            assert exc.message and (directory / "f.txt").read_text() == "alpha beta\n"
+        else:
+            assert text_of(result).startswith("Successfully replaced ")
+
+    trio.run(attempt)
