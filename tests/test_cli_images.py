@@ -35,7 +35,9 @@ def _user_parts(request: dict) -> list[dict]:
 
 async def test_an_image_attached_on_the_command_line_is_sent_saved_and_replaced_for_a_text_only_model(scripted, env):
     _with_vision_model(env, scripted)
-    png = _png()
+    # images.autoResize off: the wide image is sent as the file has it.
+    (env.home / "settings.json").write_text(json.dumps({"images": {"autoResize": False}}))
+    png = _png((2100, 3))
     (env.work / "shot.png").write_bytes(png)
     scripted.script += [Reply(text="A red rectangle."), Reply(text="Still red.")]
     sessions = str(env.sessions)
@@ -57,6 +59,17 @@ async def test_an_image_attached_on_the_command_line_is_sent_saved_and_replaced_
     assert second.returncode == 0, second.stderr.decode()
     history = [m for m in scripted.requests[1]["body"]["messages"] if m["role"] == "user"]
     assert history[0]["content"][1] == {"type": "text", "text": "(image omitted: model does not support images)"}
+
+
+def test_a_wide_image_on_the_command_line_is_resized_and_noted_as_pi_does(tmp_path):
+    from pi_actors.cli._initial import initial_messages, prompt_images
+
+    (tmp_path / "wide.png").write_bytes(_png((4000, 20)))
+    (first,) = initial_messages(["@wide.png", "what?"], None, str(tmp_path))
+    assert first == (f'<file name="{tmp_path / "wide.png"}">[Image: original 4000x20, displayed at 2000x10. '
+                     'Multiply coordinates by 2.00 to map to original image.]</file>\nwhat?')  # fmt: skip
+    (image,) = prompt_images(first)["images"]
+    assert Image.open(io.BytesIO(base64.b64decode(image["data"]))).size == (2000, 10)
 
 
 def test_a_broken_image_on_the_command_line_is_one_line_naming_the_file(tmp_path):

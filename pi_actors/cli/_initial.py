@@ -158,18 +158,19 @@ def images_in_prompt(text: str, cwd: str, *, auto_resize: bool = True) -> list[d
     return images
 
 
-def initial_messages(arguments: Sequence[str], piped: str | None, cwd: str) -> list[str]:
+def initial_messages(arguments: Sequence[str], piped: str | None, cwd: str, *, auto_resize: bool = True) -> list[str]:
     """The user messages to send, in order: ``arguments`` are the command line's positional
     arguments (``@path`` ones name files), ``piped`` the text read from stdin (None: none).
     Returns [] when there is nothing to send; the first is a :class:`PromptText` carrying the
-    attached images when there are some. Raises AttachError."""
+    attached images when there are some; ``auto_resize`` (setting ``images.autoResize``):
+    bring images within pi's limits. Raises AttachError."""
     files = [a[1:] for a in arguments if a.startswith("@")]
     messages = [a for a in arguments if not a.startswith("@")]
     parts = []
     piped = piped.strip() if piped is not None else ""
     if piped:
         parts.append(piped)
-    attached, images = attach_files(files, cwd)
+    attached, images = attach_files(files, cwd, auto_resize=auto_resize)
     if attached:
         parts.append(attached)
     if messages:
