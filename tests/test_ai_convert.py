@@ -100,7 +100,7 @@ def test_anthropic_image_only_tool_result_gets_a_placeholder_text():
     assert content[1]["source"] == {"type": "base64", "media_type": "image/png", "data": "AAA"}
 
 
-def test_anthropic_drops_blank_user_content_and_images_for_text_only_models():
+def test_anthropic_drops_blank_user_content_and_sends_pis_placeholder_for_images_to_text_only_models():
     text_only = ai.Model(id="t", api="anthropic-messages", provider="anthropic", input=["text"])
     history = [ai.UserMessage(content="  ", timestamp=1),
                ai.UserMessage(content=[ai.ImageContent(data="x", mime_type="image/png"),
@@ -108,7 +108,9 @@ def test_anthropic_drops_blank_user_content_and_images_for_text_only_models():
                ai.UserMessage(content=[ai.ImageContent(data="x", mime_type="image/png"),
                                        ai.TextContent(text="look")], timestamp=1)]
     body = anth.convert_messages(text_only, ai.Context(messages=history))
-    assert body == [{"role": "user", "content": [{"type": "text", "text": "look"}]}]
+    omitted = {"type": "text", "text": "(image omitted: model does not support images)"}
+    assert body == [{"role": "user", "content": [omitted]},
+                    {"role": "user", "content": [omitted, {"type": "text", "text": "look"}]}]
 
 
 def test_anthropic_unsigned_thinking_is_sent_as_text_and_redacted_as_redacted_thinking():

@@ -149,9 +149,9 @@ async def test_piped_stdin_attached_files_and_the_first_message_make_one_user_me
     missing = await env.run(*MODEL, "--no-session", "-p", "@nope.txt", "read it")
     assert missing.returncode == 1
     assert missing.stderr.decode() == f"Error: File not found: {env.work / 'nope.txt'}\n"
-    (env.work / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    (env.work / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")  # a PNG signature, then junk
     binary = await env.run(*MODEL, "--no-session", "-p", "@image.png", "what is it")
-    assert binary.returncode == 1 and "not a UTF-8 text file" in binary.stderr.decode()
+    assert binary.returncode == 1 and "the image cannot be decoded" in binary.stderr.decode()
     assert len(binary.stderr.decode().splitlines()) == 1 and len(scripted.requests) == 2
 
 

@@ -27,9 +27,31 @@ def test_context_files_come_from_the_agent_dir_then_root_down_to_cwd_agents_md_p
 
 def test_default_prompt_lists_the_active_tools_and_pis_guidelines(tmp_path):
     prompt = build_system_prompt(cwd=str(tmp_path), tools=["read", "bash", "edit", "write"])
-    assert "- read: Read file contents" in prompt and "- bash: Execute bash commands (ls, grep, find, etc.)" in prompt
-    assert "- Use read to examine files before editing. You must use this tool instead of cat or sed." in prompt
-    assert "- Use bash for file operations like ls, rg, find" in prompt
+    # pi 0.73.1's snippets and guidelines (each tool's promptSnippet / promptGuidelines).
+    assert prompt.split("Available tools:\n", 1)[1].split("\n\n", 1)[0] == "\n".join(
+        [
+            "- read: Read file contents",
+            "- bash: Execute bash commands (ls, grep, find, etc.)",
+            "- edit: Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+            "- write: Create or overwrite files",
+        ]
+    )
+    assert prompt.split("Guidelines:\n", 1)[1].split("\nCurrent date", 1)[0] == "\n".join(
+        [
+            "- Use bash for file operations like ls, rg, find",
+            "- Use read to examine files instead of cat or sed.",
+            "- Use edit for precise changes (edits[].oldText must match exactly)",
+            "- When changing multiple separate locations in one file, use one edit call with multiple entries "
+            "in edits[] instead of multiple edit calls",
+            "- Each edits[].oldText is matched against the original file, not after earlier edits are applied. "
+            "Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+            "- Keep edits[].oldText as small as possible while still being unique in the file. "
+            "Do not pad with large unchanged regions.",
+            "- Use write only for new files or complete rewrites.",
+            "- Be concise in your responses",
+            "- Show file paths clearly when working with files",
+        ]
+    )
     with_grep = build_system_prompt(cwd=str(tmp_path), tools=["read", "bash", "grep"])
     assert "Prefer grep/find/ls tools over bash for file exploration" in with_grep
 

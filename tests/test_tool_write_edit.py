@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_actors.coding.tools import DEFAULT_TOOLS, TOOL_SPECS, ToolError, run_tool
 from pi_actors.coding.tools.edit_diff import generate_diff_string, normalize_for_fuzzy_match
@@ -33,7 +36,7 @@ def snapshot(directory) -> dict[str, bytes]:
 def test_the_default_tools_are_read_bash_edit_write_and_all_seven_exist():
     assert DEFAULT_TOOLS == ("read", "bash", "edit", "write")
     assert set(TOOL_SPECS) == {"read", "bash", "edit", "write", "grep", "find", "ls"}
-    assert TOOL_SPECS["edit"].parameters["required"] == ["path", "oldText", "newText"]
+    assert TOOL_SPECS["edit"].parameters["required"] == ["path", "edits"]
 
 
 # -- write ---------------------------------------------------------------------------------
@@ -81,7 +84,7 @@ async def test_write_requires_string_arguments(tmp_path):
 async def test_edit_replaces_unique_text_and_returns_a_numbered_diff(tmp_path):
     (tmp_path / "f.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
     result = await call("edit", tmp_path, path="f.py", oldText="line 10\n", newText="line ten\nline 10.5\n")
-    assert text_of(result) == "Successfully replaced text in f.py."
+    assert text_of(result) == "Successfully replaced 1 block(s) in f.py."
     assert result["details"] == {
         "diff": "\n".join(
             [
@@ -173,10 +176,15 @@ async def test_edit_of_a_non_utf8_file_is_refused_and_the_file_is_untouched(tmp_
     assert (tmp_path / "latin1.txt").read_bytes() == data
 
 
-async def test_edit_with_an_empty_old_text_counts_occurrences_as_javascript_does(tmp_path):
+async def test_edit_with_an_empty_old_text_is_refused_with_pis_text(tmp_path):
     (tmp_path / "f.txt").write_text("abcd")
-    with pytest.raises(ToolError, match="^Found 3 occurrences of the text in f.txt"):
+    with pytest.raises(ToolError) as info:
         await call("edit", tmp_path, path="f.txt", oldText="", newText="x")
+    assert info.value.message == "oldText must not be empty in f.txt."
+    with pytest.raises(ToolError) as info:
+        await call("edit", tmp_path, path="f.txt", edits=[{"oldText": "a", "newText": "A"}, {"oldText": "", "newText": "x"}])
+    assert info.value.message == "edits[1].oldText must not be empty in f.txt."
+    assert (tmp_path / "f.txt").read_text() == "abcd"
 
 
 # -- diff rendering -------------------------------------------------------------------------
@@ -202,3 +210,86 @@ def test_diff_shows_four_context_lines_outside_changes_and_whole_runs_between_th
 
 def test_fuzzy_normalization_maps_quotes_dashes_spaces_and_trailing_whitespace():
     assert normalize_for_fuzzy_match("\u2018a\u2019 \u201cb\u201d c\u2014d\u00a0e  \nf\t") == "'a' \"b\" c-d e\nf"
+
+
+# -- edits[] (pi 0.73) ------------------------------------------------------------------------
+
+
+async def test_edit_applies_several_replacements_matched_against_the_original_file(tmp_path):
+    (tmp_path / "f.py").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    # The second edit's oldText exists only in the original file: it is not affected by the first.
+    edits = [{"oldText": "line 3\n", "newText": "line 3\nline 4\n"}, {"oldText": "line 4\n", "newText": "LINE 4\n"},
+             {"oldText": "line 20\n", "newText": "line twenty\n"}]  # fmt: skip
+    result = await call("edit", tmp_path, path="f.py", edits=edits)
+    assert text_of(result) == "Successfully replaced 3 block(s) in f.py."
+    lines = (tmp_path / "f.py").read_text().split("\n")
+    assert lines[2:6] == ["line 3", "line 4", "LINE 4", "line 5"] and "line twenty" in lines
+    # pi 0.73's diff between two changes: 4 lines after one, "...", 4 before the next.
+    diff = result["details"]["diff"].split("\n")
+    assert diff[diff.index("+ 5 LINE 4") + 1 : diff.index("-20 line 20")] == [
+        "  5 line 5", "  6 line 6", "  7 line 7", "  8 line 8", "    ...", " 16 line 16", " 17 line 17",
+        " 18 line 18", " 19 line 19",
+    ]  # fmt: skip
+    assert result["details"]["firstChangedLine"] == 5
+
+
+async def test_edit_with_one_bad_entry_changes_nothing_and_names_the_entry(tmp_path):
+    (tmp_path / "f.txt").write_text("alpha\nbeta\ngamma\nbeta\n")
+    before = snapshot(tmp_path)
+    cases = [
+        ([{"oldText": "alpha", "newText": "A"}, {"oldText": "delta", "newText": "D"}],
+         "Could not find edits[1] in f.txt. The oldText must match exactly including all whitespace and newlines."),
+        ([{"oldText": "alpha", "newText": "A"}, {"oldText": "beta", "newText": "B"}],
+         "Found 2 occurrences of edits[1] in f.txt. Each oldText must be unique. Please provide more context to "
+         "make it unique."),
+        ([{"oldText": "alpha\nbeta", "newText": "AB"}, {"oldText": "ta\ngam", "newText": "x"}],
+         "edits[0] and edits[1] overlap in f.txt. Merge them into one edit or target disjoint regions."),
+        ([{"oldText": "alpha", "newText": "alpha"}, {"oldText": "gamma", "newText": "gamma"}],
+         "No changes made to f.txt. The replacements produced identical content."),
+        ([], "Edit tool input is invalid. edits must contain at least one replacement."),
+    ]  # fmt: skip
+    for edits, message in cases:
+        with pytest.raises(ToolError) as info:
+            await call("edit", tmp_path, path="f.txt", edits=edits)
+        assert info.value.message == message
+        assert snapshot(tmp_path) == before
+
+
+async def test_edit_accepts_the_legacy_pair_and_edits_sent_as_a_json_string(tmp_path):
+    from pi_actors.coding.tools.edit import prepare_edit_arguments
+
+    (tmp_path / "f.txt").write_text("one two three")
+    await call("edit", tmp_path, path="f.txt", edits='[{"oldText": "one", "newText": "1"}]', oldText="three", newText="3")
+    assert (tmp_path / "f.txt").read_text() == "1 two 3"
+    assert prepare_edit_arguments({"path": "p", "oldText": "a", "newText": "b"}) == {
+        "path": "p", "edits": [{"oldText": "a", "newText": "b"}]}  # fmt: skip
+    # What validation sees after preparation satisfies the schema the model is given.
+    from pi_actors.agent.validation import validate_tool_arguments
+
+    prepared = prepare_edit_arguments({"path": "p", "oldText": "a", "newText": "b"})
+    assert validate_tool_arguments(TOOL_SPECS["edit"], prepared) == prepared
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["oldText", "newText", "edits", "path", "x"]), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.sampled_from(["path", "edits", "oldText", "newText"]), _JSON | st.text(max_size=30), max_size=4))
+def test_hostile_edit_arguments_are_refused_with_a_tool_error_or_edit_the_file(tmp_path_factory, args):
+    directory = tmp_path_factory.mktemp("edit")
+    (directory / "f.txt").write_text("alpha beta\n")
+    args = {**args, "path": "f.txt"} if "path" not in args else args
+
+    async def attempt() -> None:
+        try:
+            result = await call("edit", directory, **args)
+        except ToolError as exc:
+            assert exc.message and (directory / "f.txt").read_text() == "alpha beta\n"
+        else:
+            assert text_of(result).startswith("Successfully replaced ")
+
+    trio.run(attempt)

@@ -122,7 +122,7 @@ class Coordinator:
                 "tools": tools_list,
             },
             stream_fn=self.stream_fn,
-            convert_to_llm=convert_to_llm,
+            convert_to_llm=self._convert_to_llm,
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
             tool_execution=settings.tool_execution,
@@ -153,6 +153,16 @@ class Coordinator:
             compaction=CompactionSettings(**set_fields(settings.compaction)),
             retry=RetrySettings(**set_fields(settings.retry)),
         )
+
+    def _convert_to_llm(self, messages: list[Any]) -> list[Any]:
+        """The session's messages as the model gets them; with the ``images.blockImages``
+        setting, no image (pi's "Image reading is disabled." instead)."""
+        converted = convert_to_llm(messages)
+        if self.config.settings.images.block_images:
+            from ..coding.images import block_images
+
+            return block_images(converted)
+        return converted
 
     @property
     def session(self) -> dict[str, Any] | None:
@@ -273,6 +283,8 @@ class Coordinator:
                 "cwd": self.cwd,
                 "sessionId": self.session_id,
             }
+            if not self.config.settings.images.auto_resize:
+                args["autoResizeImages"] = False
             if spec.name == "bash" and on_update is not None:
                 # pi's bash tool reports an empty partial result as it starts (the first
                 # tool_execution_update of every bash call).
@@ -302,6 +314,7 @@ class Coordinator:
             label=spec.label,
             description=spec.description,
             parameters=spec.parameters,
+            prepare_arguments=spec.prepare_arguments,
             execute=execute,
             exclusive_key=self._changed_path if spec.name in MUTATING_TOOLS else None,
         )
@@ -328,7 +341,7 @@ class Coordinator:
 
     @implements(P.PROMPT)
     async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.WireEvent]) -> None:
-        await self._run(call.incoming, _user_message(self.expand_resources(args.text)), quiet=not args.events)
+        await self._run(call.incoming, _user_message(self.expand_resources(args.text), args.images), quiet=not args.events)
 
     @implements(P.CONTINUE)
     async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.WireEvent]) -> None:
@@ -336,12 +349,12 @@ class Coordinator:
 
     @implements(P.STEER)
     async def serve_steer(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.steer(_user_message(self.expand_resources(args.text)))
+        self.agent.steer(_user_message(self.expand_resources(args.text), args.images))
         await self._emit_queue_update()
 
     @implements(P.FOLLOW_UP)
     async def serve_follow_up(self, args: P.TextArgs, call: TypedCall[P.TextArgs, None]) -> None:
-        self.agent.follow_up(_user_message(self.expand_resources(args.text)))
+        self.agent.follow_up(_user_message(self.expand_resources(args.text), args.images))
         await self._emit_queue_update()
 
     @implements(P.CLEAR_QUEUE)
@@ -650,9 +663,11 @@ class Coordinator:
             raise SessionNotSaved(self._store_error) from None
 
 
-def _user_message(text: str) -> T.UserMessage:
-    """A user's prompt as pi writes it: content is an array of parts (one text part)."""
-    return T.UserMessage(content=[T.TextContent(text=text)], timestamp=T.now_ms())
+def _user_message(text: str, images: list[T.ImageContent] | None = None) -> T.UserMessage:
+    """A user's prompt as pi writes it: content is an array of parts (the text, then the
+    images attached to it)."""
+    content: list[T.UserContent] = [T.TextContent(text=text), *(images or ())]
+    return T.UserMessage(content=content, timestamp=T.now_ms())
 
 
 def _text_of(message: Any) -> str:

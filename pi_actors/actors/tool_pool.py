@@ -433,7 +433,7 @@ class ToolPool:
         watch_tmp = worker.key is not None and args.name == "bash" and not self._tmp_notice_given
         run = WorkerRunArgs(
             tool_call_id=args.tool_call_id, name=args.name, cwd=args.cwd, args=args.args,
-            session_id=args.session_id, watch_tmp=watch_tmp,
+            session_id=args.session_id, watch_tmp=watch_tmp, auto_resize_images=args.auto_resize_images,
         )  # fmt: skip
         try:
             async with open_method(worker.peer, WORKER_RUN, run) as out:

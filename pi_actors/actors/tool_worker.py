@@ -93,7 +93,9 @@ class _Worker:
             # call alone; a thread per worker cost more (its start) than the scan.
             before = tmp_snapshot()
         try:
-            result = await run_tool(name, tool_args, cwd=cwd, on_update=on_update, abort=abort)
+            result = await run_tool(
+                name, tool_args, cwd=cwd, on_update=on_update, abort=abort, auto_resize_images=args.auto_resize_images
+            )
             out = {"content": result.get("content", []), "details": result.get("details"), "isError": False}
         except ToolError as exc:
             out = _error(str(exc))

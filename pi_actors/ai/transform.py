@@ -3,6 +3,11 @@
 Contract: ``transform_messages(messages, model, normalize_id=None)`` returns a new list and
 never mutates its input.
 
+Pass 0: for a model whose ``input`` lacks ``"image"``, every run of images in a user message
+becomes one text part ``(image omitted: model does not support images)`` and in a tool result
+``(tool image omitted: model does not support images)`` (pi's placeholders), so a history with
+images can be sent to a text-only model instead of failing.
+
 Pass 1, per message: assistant messages from a different (provider, api, model id) lose
 redacted thinking, blank thinking, text signatures and tool-call thought signatures; their
 non-blank thinking becomes plain text; with ``normalize_id`` their tool-call ids are rewritten,
@@ -24,16 +29,21 @@ import msgspec
 from .types import (
     AssistantContent,
     AssistantMessage,
+    ImageContent,
     Message,
     Model,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserMessage,
     now_ms,
 )
 
-__all__ = ["transform_messages"]
+__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "transform_messages"]
+
+NON_VISION_USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
+NON_VISION_TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
 
 NormalizeId = Callable[[str, Model, AssistantMessage], str]
 
@@ -73,11 +83,42 @@ def _convert_assistant(msg: AssistantMessage, model: Model, normalize_id: Normal
     return msgspec.structs.replace(msg, content=blocks)
 
 
+def _without_images(content: list, placeholder: str) -> list:
+    """``content`` with each run of images (and a placeholder right before one) replaced by
+    one ``placeholder`` text part."""
+    out: list = []
+    previous_was_placeholder = False
+    for block in content:
+        if isinstance(block, ImageContent):
+            if not previous_was_placeholder:
+                out.append(TextContent(text=placeholder))
+            previous_was_placeholder = True
+            continue
+        out.append(block)
+        previous_was_placeholder = isinstance(block, TextContent) and block.text == placeholder
+    return out
+
+
+def _downgrade_images(messages: list[Message], model: Model) -> list[Message]:
+    if "image" in model.input:
+        return messages
+    out: list[Message] = []
+    for msg in messages:
+        if isinstance(msg, UserMessage) and isinstance(msg.content, list) and any(
+            isinstance(b, ImageContent) for b in msg.content
+        ):
+            msg = msgspec.structs.replace(msg, content=_without_images(msg.content, NON_VISION_USER_IMAGE_PLACEHOLDER))
+        elif isinstance(msg, ToolResultMessage) and any(isinstance(b, ImageContent) for b in msg.content):
+            msg = msgspec.structs.replace(msg, content=_without_images(msg.content, NON_VISION_TOOL_IMAGE_PLACEHOLDER))
+        out.append(msg)
+    return out
+
+
 def transform_messages(messages: list[Message], model: Model,
                        normalize_id: NormalizeId | None = None) -> list[Message]:
     id_map: dict[str, str] = {}
     first: list[Message] = []
-    for msg in messages:
+    for msg in _downgrade_images(messages, model):
         if isinstance(msg, AssistantMessage):
             first.append(_convert_assistant(msg, model, normalize_id, id_map))
         elif isinstance(msg, ToolResultMessage) and msg.tool_call_id in id_map:

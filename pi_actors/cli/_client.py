@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from ..protocol.coordinator import PROMPT
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import OutgoingCall
+from ._initial import prompt_images
 
 __all__ = ["send_prompt"]
 
@@ -27,7 +28,7 @@ async def send_prompt(coordinator: CallOpener, text: str, renderer: Any) -> None
     trees, and converting each delta to a tagged union and back would cost more than the
     rest of its handling (msgspec.convert does not cache a union's type information)."""
     rebuild = AgentEventRebuilder()
-    async with coordinator.open_call(PROMPT.name, {"text": text}) as call:
+    async with coordinator.open_call(PROMPT.name, {"text": str(text), **prompt_images(text)}) as call:
         async for event in call:
             renderer.event(rebuild.apply(event))
         await call.result()

@@ -59,7 +59,8 @@ async def run_plain(config: RuntimeConfig, initial: list[str]) -> int:
                 except EOFError:
                     print()
                     return 0
-            text = text.strip()
+            if not getattr(text, "images", ()):  # (a PromptText keeps its @file images)
+                text = text.strip()
             if not text:
                 continue
             if text in ("/quit", "/exit"):

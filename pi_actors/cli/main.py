@@ -452,9 +452,24 @@ def _initial_messages(args: argparse.Namespace) -> list[str]:
         if piped.strip():
             args.print_mode = True
     try:
-        return initial_messages(args.messages, piped, os.getcwd())
+        return initial_messages(args.messages, piped, os.getcwd(), auto_resize=_auto_resize_images(args))
     except AttachError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _auto_resize_images(args: argparse.Namespace) -> bool:
+    """The ``images.autoResize`` setting for ``@file`` images (True when there are no
+    ``@file`` arguments, or the settings cannot be read: the session's start reports that)."""
+    if not any(a.startswith("@") for a in args.messages):
+        return True
+    from ._config import ConfigError
+    from ._paths import agent_dir
+    from ._settings import load_settings, parse_settings
+
+    try:
+        return parse_settings(load_settings(agent_dir(), os.getcwd())[0]).images.auto_resize
+    except ConfigError:
+        return True
 
 
 def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:

@@ -196,6 +196,7 @@ class RpcSession:
         text = request["message"]
         if not isinstance(text, str):
             raise ValueError("message must be a string")
+        images = _images_of(request)
         state = await self._state()
         if state["isStreaming"] and self._no_run_written.is_set() and self._runs:
             # The run's agent_end is written (the client may answer it at once, as pi's
@@ -206,11 +207,11 @@ class RpcSession:
         if state["isStreaming"]:
             behavior = request.get("streamingBehavior")
             if behavior == "steer":
-                await self.c.call("steer", {"text": text})
+                await self.c.call("steer", {"text": text, **images})
                 await self._catch_up()  # its queue_update first
                 return None
             if behavior == "followUp":
-                await self.c.call("follow_up", {"text": text})
+                await self.c.call("follow_up", {"text": text, **images})
                 await self._catch_up()
                 return None
             raise RemoteError(
@@ -218,12 +219,12 @@ class RpcSession:
             )
         self._runs += 1
         self._idle = trio.Event()
-        nursery.start_soon(self._run_prompt, request, text)
+        nursery.start_soon(self._run_prompt, request, text, images)
         return None
 
-    async def _run_prompt(self, request: dict, text: str) -> None:
+    async def _run_prompt(self, request: dict, text: str, images: dict[str, Any]) -> None:
         try:
-            await self.c.call("prompt", {"text": text, "events": False})
+            await self.c.call("prompt", {"text": text, "events": False, **images})
         except RemoteError as exc:
             self.respond(request, "prompt", error=exc.message)
         finally:
@@ -232,10 +233,10 @@ class RpcSession:
                 self._idle.set()
 
     async def cmd_steer(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("steer", {"text": request["message"]})
+        await self.c.call("steer", {"text": request["message"], **_images_of(request)})
 
     async def cmd_follow_up(self, request: dict, nursery: trio.Nursery) -> None:
-        await self.c.call("follow_up", {"text": request["message"]})
+        await self.c.call("follow_up", {"text": request["message"], **_images_of(request)})
 
     async def cmd_abort(self, request: dict, nursery: trio.Nursery) -> None:
         """Answered once the run has ended and its ``agent_end`` is written, as pi does."""
@@ -469,3 +470,23 @@ async def run_rpc(config: RuntimeConfig) -> int:
             nursery.cancel_scope.cancel()
     await stdin.aclose()
     return code
+
+
+def _images_of(request: dict) -> dict[str, Any]:
+    """The request's ``images`` (pi's ``[{type: "image", data, mimeType}]``; absent or null:
+    none) as the coordinator call's keyword, ``{}`` when there are none. Raises ValueError
+    naming the first bad entry (the command's error response)."""
+    images = request.get("images")
+    if images is None:
+        return {}
+    if not isinstance(images, list):
+        raise ValueError("images must be an array of {type: 'image', data, mimeType}")
+    for i, image in enumerate(images):
+        if not (
+            isinstance(image, dict)
+            and image.get("type", "image") == "image"
+            and isinstance(image.get("data"), str)
+            and isinstance(image.get("mimeType"), str)
+        ):
+            raise ValueError(f"images[{i}] must be {{type: 'image', data: base64 string, mimeType: string}}")
+    return {"images": [{"type": "image", "data": i["data"], "mimeType": i["mimeType"]} for i in images]} if images else {}

@@ -14,16 +14,33 @@ from datetime import date
 
 from .resources import Skill, format_skills_for_prompt
 
-__all__ = ["build_system_prompt", "TOOL_SNIPPETS"]
+__all__ = ["build_system_prompt", "TOOL_GUIDELINES", "TOOL_SNIPPETS"]
 
+#: Each tool's line under "Available tools" (pi 0.73.1's ``promptSnippet``).
 TOOL_SNIPPETS = {
     "read": "Read file contents",
     "bash": "Execute bash commands (ls, grep, find, etc.)",
-    "edit": "Make surgical edits to files (find exact text and replace)",
+    "edit": "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
     "write": "Create or overwrite files",
     "grep": "Search file contents for patterns (respects .gitignore)",
     "find": "Find files by glob pattern (respects .gitignore)",
     "ls": "List directory contents",
+}
+
+
+#: The guidelines each active tool adds, in tool order (pi 0.73.1's ``promptGuidelines``).
+TOOL_GUIDELINES = {
+    "read": ["Use read to examine files instead of cat or sed."],
+    "edit": [
+        "Use edit for precise changes (edits[].oldText must match exactly)",
+        "When changing multiple separate locations in one file, use one edit call with multiple entries in "
+        "edits[] instead of multiple edit calls",
+        "Each edits[].oldText is matched against the original file, not after earlier edits are applied. "
+        "Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+        "Keep edits[].oldText as small as possible while still being unique in the file. "
+        "Do not pad with large unchanged regions.",
+    ],
+    "write": ["Use write only for new files or complete rewrites."],
 }
 
 
@@ -35,23 +52,25 @@ def _text_or_file(value: str) -> str:
 
 
 def _guidelines(tools: list[str]) -> list[str]:
+    """pi 0.73.1's list: the exploration hint, each active tool's guidelines in tool order,
+    then the two that are always there; a repeated line is kept once."""
     out: list[str] = []
     has = set(tools)
+
+    def add(line: str) -> None:
+        if line not in out:
+            out.append(line)
+
     explore = has & {"grep", "find", "ls"}
     if "bash" in has and not explore:
-        out.append("Use bash for file operations like ls, rg, find")
+        add("Use bash for file operations like ls, rg, find")
     if "bash" in has and explore:
-        out.append("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)")
-    if {"read", "edit"} <= has:
-        out.append("Use read to examine files before editing. You must use this tool instead of cat or sed.")
-    if "edit" in has:
-        out.append("Use edit for precise changes (old text must match exactly)")
-    if "write" in has:
-        out.append("Use write only for new files or complete rewrites")
-    if has & {"edit", "write"}:
-        out.append("When summarizing your actions, output plain text directly - do NOT use cat or bash to display what you did")
-    out.append("Be concise in your responses")
-    out.append("Show file paths clearly when working with files")
+        add("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)")
+    for tool in tools:
+        for line in TOOL_GUIDELINES.get(tool, ()):
+            add(line)
+    add("Be concise in your responses")
+    add("Show file paths clearly when working with files")
     return out
 
 

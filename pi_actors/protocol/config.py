@@ -125,6 +125,15 @@ class SandboxSection(WireStruct, forbid_unknown_fields=True):
     home_allow: list[str] | None = None
 
 
+class ImagesSection(WireStruct):
+    """``images`` (pi's): ``autoResize`` brings images ``read`` returns within 2000x2000 and
+    4.5 MiB; ``blockImages`` sends no image to the model (each becomes pi's "Image reading is
+    disabled." text)."""
+
+    auto_resize: bool = True
+    block_images: bool = False
+
+
 class Settings(WireStruct):
     """The effective ``settings.json`` (global file, then the project's, merged one level
     deep). Keys pi knows and we do not use are ignored."""
@@ -140,6 +149,7 @@ class Settings(WireStruct):
     supervision: SupervisionSection = msgspec.field(default_factory=SupervisionSection)
     provider: ProviderSection = msgspec.field(default_factory=ProviderSection)
     sandbox: SandboxSection = msgspec.field(default_factory=SandboxSection)
+    images: ImagesSection = msgspec.field(default_factory=ImagesSection)
 
 
 # -- the actors' parts ----------------------------------------------------------------------

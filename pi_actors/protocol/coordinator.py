@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..ai.types import Model
+from ..ai.types import ImageContent, Model
 from ..runtime import Empty, Interface, Method, WireStruct
 from .events import AgentEventData, WireEvent
 from .extension_host import CommandSpec, Rendered, ShortcutSpec
@@ -126,6 +126,8 @@ class PromptArgs(WireStruct):
     text: str
     #: False: stream no events on this call (the caller reads them from a subscription).
     events: bool = True
+    #: Image parts sent after the text (pi's ``{type: "image", data, mimeType}``).
+    images: list[ImageContent] = []
 
 
 class ContinueArgs(WireStruct):
@@ -134,6 +136,8 @@ class ContinueArgs(WireStruct):
 
 class TextArgs(WireStruct):
     text: str
+    #: Image parts sent after the text (steer / follow_up, as on prompt).
+    images: list[ImageContent] = []
 
 
 class QueuedTexts(WireStruct):

@@ -45,13 +45,16 @@ __all__ = [
 
 class RunToolArgs(WireStruct, kw_only=True):
     """One tool call, run at once in its own worker (the caller orders calls that must not
-    overlap: the agent loop's ``exclusive_key``). ``sessionId`` is for logs."""
+    overlap: the agent loop's ``exclusive_key``). ``sessionId`` is for logs.
+    ``autoResizeImages`` (setting ``images.autoResize``): ``read`` brings an image within
+    pi's size limits before returning it."""
 
     tool_call_id: str
     name: str
     cwd: str
     args: dict[str, Any] = {}
     session_id: str | None = None
+    auto_resize_images: bool = True
 
 
 class ToolUpdate(WireStruct):

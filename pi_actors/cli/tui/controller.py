@@ -84,13 +84,13 @@ class Controller:
                 kind = cmd[0]
                 if kind == "prompt":
                     if self.running:
-                        await self._call("steer", {"text": cmd[1]})
+                        await self._call("steer", await self._with_images(cmd[1]))
                     else:
                         self.running = True
                         nursery.start_soon(self._prompt, cmd[1])
                 elif kind in ("steer", "follow_up"):
                     if self.running:
-                        await self._call(kind, {"text": cmd[1]})
+                        await self._call(kind, await self._with_images(cmd[1]))
                     else:
                         self.running = True
                         nursery.start_soon(self._prompt, cmd[1])
@@ -113,6 +113,22 @@ class Controller:
             self.running = True
             self.ui.post(self.ui.show_user_submission, text)
             await self._prompt(text)
+
+    async def _with_images(self, text: str) -> dict:
+        """A prompt's call arguments: its text, and the images it carries (an ``@file`` image
+        of the command line) or names (``@path`` words naming image files, read from cwd in a
+        thread). An image that cannot be attached is shown as an error; the text is sent."""
+        from .._initial import AttachError, images_in_prompt, prompt_images
+
+        found = prompt_images(text)
+        if not found and "@" in text:
+            try:
+                images = await trio.to_thread.run_sync(images_in_prompt, text, self.cwd)
+            except AttachError as exc:
+                self.ui.post(self.ui.show_error, str(exc))
+                images = []
+            found = {"images": images} if images else {}
+        return {"text": str(text), **found}
 
     async def _call(self, method: str, args: dict) -> Any:
         try:
@@ -145,7 +161,7 @@ class Controller:
         rebuild = AgentEventRebuilder()
         self.ui.post(self.ui.run_started)
         try:
-            async with self.coordinator.open_call("prompt", {"text": text}) as call:
+            async with self.coordinator.open_call("prompt", await self._with_images(text)) as call:
                 async for event in call:
                     if self.render_prompt_events and not _from_subscription(event):
                         self.ui.post(self.ui.on_event, rebuild.apply(event))

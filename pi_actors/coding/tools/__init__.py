@@ -61,11 +61,18 @@ _RUNNERS: dict[str, Callable[..., Awaitable[dict]]] = {
 
 
 async def run_tool(
-    name: str, args: dict[str, Any], *, cwd: str, on_update: OnUpdate | None = None, abort: trio.Event | None = None
+    name: str,
+    args: dict[str, Any],
+    *,
+    cwd: str,
+    on_update: OnUpdate | None = None,
+    abort: trio.Event | None = None,
+    auto_resize_images: bool = True,
 ) -> dict:
     """Run tool ``name`` with ``args`` in ``cwd``; see the module docstring. ``abort`` is for
     ``bash`` (ignored by the other tools): once set, the command is ended and the call fails
-    with its output so far followed by ``Command aborted``."""
+    with its output so far followed by ``Command aborted``. ``auto_resize_images`` is for
+    ``read``: False returns image files unresized (setting ``images.autoResize``)."""
     runner = _RUNNERS.get(name)
     if runner is None:
         raise ToolError(f"Tool {name} not found")
@@ -73,6 +80,8 @@ async def run_tool(
         raise ToolError(f'Validation failed for tool "{name}":\n  - root: must be object')
     if name == "bash":
         return await run_bash(args, cwd=cwd, on_update=on_update, abort=abort)
+    if name == "read":
+        return await run_read(args, cwd=cwd, on_update=on_update, auto_resize_images=auto_resize_images)
     return await runner(args, cwd=cwd, on_update=on_update)
 
 

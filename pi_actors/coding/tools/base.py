@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 
 class ToolError(Exception):
@@ -23,12 +24,15 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """What the model is told about a tool: pi's name, label, description, JSON schema."""
+    """What the model is told about a tool: pi's name, label, description, JSON schema, and
+    ``prepare_arguments`` (pi's ``prepareArguments``): adapts the model's raw arguments before
+    they are validated against ``parameters`` (None: used as sent)."""
 
     name: str
     label: str
     description: str
     parameters: dict
+    prepare_arguments: Callable[[Any], Any] | None = None
 
 
 # libuv's wording for the errors a file tool is likely to meet, so messages read like pi's

@@ -1,39 +1,46 @@
-"""The ``edit`` tool (pi spec §1.6): replace one unique occurrence of ``oldText``.
+"""The ``edit`` tool (pi 0.73, spec §1.6): exact-text replacements in one file, all or none.
+
+Arguments are pi 0.73's ``{path, edits: [{oldText, newText}, ...]}``. :func:`prepare_edit_arguments`
+(run before schema validation, as pi's ``prepareArguments``) keeps the older single form
+working: a top-level ``oldText``/``newText`` pair is appended to ``edits``, and ``edits`` sent as a
+JSON string holding an array (some models do) is parsed.
 
 Algorithm (pi's): strip and remember a BOM, remember the line ending (CRLF if the first line
-break is CRLF), normalize file, ``oldText`` and ``newText`` to LF, find ``oldText`` exactly,
-else in the fuzzy-normalized texts (see :mod:`.edit_diff`); it must occur exactly once in the
-fuzzy-normalized file; replace the first match in the base content (the fuzzy-normalized file
-when the fuzzy match was used); refuse a no-op; write BOM + content with the original line
-endings. The result is ``Successfully replaced text in {path}.`` with
+break is CRLF), normalize the file to LF, then :func:`.edit_diff.apply_edits`: every
+``oldText`` is matched against the original file (exactly, else in the fuzzy-normalized texts),
+must occur once and not overlap another; the replacements are applied together or not at
+all; a no-op is refused. The file is written as BOM + content with the original line endings.
+The result is ``Successfully replaced {n} block(s) in {path}.`` with
 ``details = {"diff", "firstChangedLine"}`` computed between base and new content.
 
-Error texts are pi's (``File not found: {path}``, ``Could not find the exact text in ...``,
-``Found N occurrences ...``, ``No changes made to ...``). Deliberate additions, each leaving
-the file untouched:
+Error texts are pi's (``Could not find the exact text in ...`` / ``Could not find edits[i] in
+...``, ``Found N occurrences ...``, ``... overlap in ...``, ``No changes made to ...``,
+``Edit tool input is invalid. edits must contain at least one replacement.``). Deliberate
+differences, each leaving the file untouched:
 
+- a missing or unreadable file is ``File not found: {path}`` (pi 0.73: ``Could not edit file:
+  {path}. Error code: ENOENT.``), and a read-only file system (for instance the read-only
+  sandbox) is reported as such (``EROFS: read-only file system, open '...'``);
 - a binary file (one containing a NUL byte) → ``Cannot edit {path}: it is a binary file``;
 - a file that is not valid UTF-8 → ``Cannot edit {path}: it is not valid UTF-8 text (...)``
-  (pi would decode with U+FFFD and write the replacement characters back, corrupting it);
-- a read-only file system (for instance the read-only sandbox) is reported as such
-  (``EROFS: read-only file system, open '...'``) rather than as ``File not found``.
+  (pi would decode with U+FFFD and write the replacement characters back, corrupting it).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 from typing import Any
 
 import trio
 
-from .base import ToolError, ToolSpec, string_arg
+from .base import ToolError, ToolSpec, string_arg, validation_error
 from .edit_diff import (
-    count_occurrences,
+    Replacement,
+    apply_edits,
     detect_line_ending,
-    fuzzy_find_text,
     generate_diff_string,
-    normalize_for_fuzzy_match,
     normalize_to_lf,
     restore_line_endings,
     strip_bom,
@@ -41,22 +48,68 @@ from .edit_diff import (
 from .paths import resolve_to_cwd
 from .write import write_bytes
 
+
+def prepare_edit_arguments(raw: Any) -> Any:
+    """pi's ``prepareArguments`` for ``edit``: a JSON-string ``edits`` holding an array is
+    parsed, and a legacy top-level ``oldText``/``newText`` pair becomes the last entry of
+    ``edits``. Anything else is returned as it came (validation reports it)."""
+    if not isinstance(raw, dict):
+        return raw
+    args = dict(raw)
+    if isinstance(args.get("edits"), str):
+        try:
+            parsed = json.loads(args["edits"])
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            args["edits"] = parsed
+    old_text, new_text = args.get("oldText"), args.get("newText")
+    if not isinstance(old_text, str) or not isinstance(new_text, str):
+        return args
+    edits = list(args["edits"]) if isinstance(args.get("edits"), list) else []
+    edits.append({"oldText": old_text, "newText": new_text})
+    del args["oldText"], args["newText"]
+    args["edits"] = edits
+    return args
+
+
 EDIT_SPEC = ToolSpec(
     name="edit",
     label="edit",
     description=(
-        "Edit a file by replacing exact text. The oldText must match exactly (including whitespace). "
-        "Use this for precise, surgical edits."
+        "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, "
+        "non-overlapping region of the original file. If two changes affect the same block or nearby lines, "
+        "merge them into one edit instead of emitting overlapping edits. Do not include large unchanged "
+        "regions just to connect distant changes."
     ),
     parameters={
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "Path to the file to edit (relative or absolute)"},
-            "oldText": {"type": "string", "description": "Exact text to find and replace (must match exactly)"},
-            "newText": {"type": "string", "description": "New text to replace the old text with"},
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "oldText": {
+                            "type": "string",
+                            "description": "Exact text for one targeted replacement. It must be unique in the "
+                            "original file and must not overlap with any other edits[].oldText in the same call.",
+                        },
+                        "newText": {"type": "string", "description": "Replacement text for this targeted edit."},
+                    },
+                    "required": ["oldText", "newText"],
+                    "additionalProperties": False,
+                },
+                "description": "One or more targeted replacements. Each edit is matched against the original "
+                "file, not incrementally. Do not include overlapping or nested edits. If two changes touch the "
+                "same block or nearby lines, merge them into one edit instead.",
+            },
         },
-        "required": ["path", "oldText", "newText"],
+        "required": ["path", "edits"],
+        "additionalProperties": False,
     },
+    prepare_arguments=prepare_edit_arguments,
 )
 
 
@@ -87,7 +140,7 @@ def _decode(data: bytes, path_arg: str) -> str:
         ) from None
 
 
-def _edit_sync(path_arg: str, old_text: str, new_text: str, cwd: str) -> dict:
+def _edit_sync(path_arg: str, edits: list[Replacement], cwd: str) -> dict:
     absolute = resolve_to_cwd(path_arg, cwd)
     _check_access(absolute, path_arg)
     try:
@@ -100,41 +153,39 @@ def _edit_sync(path_arg: str, old_text: str, new_text: str, cwd: str) -> dict:
 
     bom, content = strip_bom(_decode(data, path_arg))
     ending = detect_line_ending(content)
-    content = normalize_to_lf(content)
-    old_lf = normalize_to_lf(old_text)
-    new_lf = normalize_to_lf(new_text)
-
-    match = fuzzy_find_text(content, old_lf)
-    if not match.found:
-        raise ToolError(
-            f"Could not find the exact text in {path_arg}. The old text must match exactly "
-            "including all whitespace and newlines."
-        )
-    occurrences = count_occurrences(normalize_for_fuzzy_match(content), normalize_for_fuzzy_match(old_lf))
-    if occurrences > 1:
-        raise ToolError(
-            f"Found {occurrences} occurrences of the text in {path_arg}. The text must be unique. "
-            "Please provide more context to make it unique."
-        )
-    base = match.base
-    updated = base[: match.index] + new_lf + base[match.index + match.length :]
-    if updated == base:
-        raise ToolError(
-            f"No changes made to {path_arg}. The replacement produced identical content. This might "
-            "indicate an issue with special characters or the text not existing as expected."
-        )
+    base, updated = apply_edits(normalize_to_lf(content), edits, path_arg)
     write_bytes(absolute, (bom + restore_line_endings(updated, ending)).encode("utf-8", "surrogatepass"))
     diff, first_changed = generate_diff_string(base, updated)
     details: dict[str, Any] = {"diff": diff}
     if first_changed is not None:
         details["firstChangedLine"] = first_changed
-    return {"content": [{"type": "text", "text": f"Successfully replaced text in {path_arg}."}], "details": details}
+    text = f"Successfully replaced {len(edits)} block(s) in {path_arg}."
+    return {"content": [{"type": "text", "text": text}], "details": details}
+
+
+def _edits_arg(args: dict[str, Any]) -> list[Replacement]:
+    edits = args.get("edits")
+    if not isinstance(edits, list) or not edits:
+        raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
+    out: list[Replacement] = []
+    for i, edit in enumerate(edits):
+        if not isinstance(edit, dict):
+            raise validation_error("edit", f"edits/{i}", "object")
+        texts = []
+        for key in ("oldText", "newText"):
+            if not isinstance(edit.get(key), str):
+                raise validation_error("edit", f"edits/{i}/{key}", "string")
+            texts.append(edit[key])
+        out.append(Replacement(*texts))
+    return out
 
 
 async def run_edit(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> dict:
+    """Run one ``edit`` call; ``args`` may be in either form (it is prepared again here, so a
+    caller that skipped :func:`prepare_edit_arguments` gets the same result)."""
+    args = prepare_edit_arguments(args)
     path_arg = string_arg(args, "edit", "path")
-    old_text = string_arg(args, "edit", "oldText")
-    new_text = string_arg(args, "edit", "newText")
+    edits = _edits_arg(args)
     await trio.lowlevel.checkpoint_if_cancelled()
     # Not abandoned on cancellation: a mutation either completes or fails before the call ends.
-    return await trio.to_thread.run_sync(_edit_sync, path_arg, old_text, new_text, cwd)
+    return await trio.to_thread.run_sync(_edit_sync, path_arg, edits, cwd)

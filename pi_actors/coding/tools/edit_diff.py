@@ -9,9 +9,12 @@
   a fuzzy edit rewrites the whole file in normalized form).
 - :func:`count_occurrences`: non-overlapping occurrences, with JavaScript's ``split("")``
   semantics for an empty needle.
+- :func:`apply_edits`: the replacements of one ``edit`` call, all or none (pi 0.73's
+  ``applyEditsToNormalizedContent``).
 - :func:`generate_diff_string`: pi's rendering of a line diff: ``+``/``-``/space, the line
   number right-aligned to the width of the larger line count, at most ``context`` lines of
-  context around each change and `` <pad> ...`` where context was cut. The line diff itself
+  context around each change and `` <pad> ...`` where context was cut (between two changes:
+  everything up to ``2 * context`` lines, else ``context`` on each side of the cut). The line diff itself
   is computed with :mod:`difflib` (no junk heuristic) over jsdiff's line tokens (each line
   keeps its ``\\n``), which gives jsdiff's result for the usual edit shapes; removals are
   listed before additions, as jsdiff does.
@@ -24,7 +27,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .base import js_length
+from .base import ToolError, js_length
 
 _SINGLE_QUOTES = re.compile("[\u2018\u2019\u201a\u201b]")
 _DOUBLE_QUOTES = re.compile("[\u201c\u201d\u201e\u201f]")
@@ -167,29 +170,110 @@ def generate_diff_string(old: str, new: str, context: int = 4) -> tuple[str, int
             last_was_change = True
             continue
         next_is_change = i < len(parts) - 1 and parts[i + 1][0] != "equal"
-        if last_was_change or next_is_change:
-            shown = raw
-            skip_start = skip_end = 0
-            if not last_was_change:
-                skip_start = max(0, len(raw) - context)
-                shown = raw[skip_start:]
-            if not next_is_change and len(shown) > context:
-                skip_end = len(shown) - context
-                shown = shown[:context]
-            if skip_start > 0:
-                out.append(f" {pad} ...")
-                old_no += skip_start
-                new_no += skip_start
-            for line in shown:
+
+        def show(lines: list[str]) -> None:
+            nonlocal old_no, new_no
+            for line in lines:
                 out.append(f" {str(old_no).rjust(width)} {line}")
                 old_no += 1
                 new_no += 1
-            if skip_end > 0:
+
+        def skip(count: int) -> None:
+            nonlocal old_no, new_no
+            if count > 0:
                 out.append(f" {pad} ...")
-                old_no += skip_end
-                new_no += skip_end
+                old_no += count
+                new_no += count
+
+        if last_was_change and next_is_change:
+            # Between two changes (several edits in one call): all of it when short, else
+            # ``context`` lines after the first change, ``...``, ``context`` before the next.
+            if len(raw) <= context * 2:
+                show(raw)
+            else:
+                show(raw[:context])
+                skip(len(raw) - 2 * context)
+                show(raw[len(raw) - context :])
+        elif last_was_change:
+            show(raw[:context])
+            skip(len(raw) - len(raw[:context]))
+        elif next_is_change:
+            skipped = max(0, len(raw) - context)
+            skip(skipped)
+            show(raw[skipped:])
         else:
             old_no += len(raw)
             new_no += len(raw)
         last_was_change = False
     return "\n".join(out), first_changed
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One entry of the ``edit`` tool's ``edits[]``: exact ``old_text`` → ``new_text``."""
+
+    old_text: str
+    new_text: str
+
+
+def apply_edits(content: str, edits: list[Replacement], path: str) -> tuple[str, str]:
+    """Apply ``edits`` to LF-normalized ``content`` at once; returns ``(base, updated)``.
+
+    Every ``old_text`` is matched against the *original* content, never against the result
+    of an earlier edit. If any edit needs the fuzzy match, all of them are matched in the
+    fuzzy-normalized content (which becomes ``base``, as pi). Each must occur exactly once;
+    two matches may not overlap. Nothing is applied unless every edit passes.
+
+    Raises :class:`ToolError` with pi 0.73's texts: an empty ``old_text``, a text not found,
+    one found several times, overlapping edits, or edits that change nothing. With a single
+    edit the texts are the one-replacement wording (``Could not find the exact text in ...``);
+    with several they name the entry (``edits[1]``).
+    """
+    edits = [Replacement(normalize_to_lf(e.old_text), normalize_to_lf(e.new_text)) for e in edits]
+    single = len(edits) == 1
+    for i, edit in enumerate(edits):
+        if edit.old_text == "":
+            raise ToolError(
+                f"oldText must not be empty in {path}." if single else f"edits[{i}].oldText must not be empty in {path}."
+            )
+    fuzzy = any(fuzzy_find_text(content, e.old_text).used_fuzzy for e in edits)
+    base = normalize_for_fuzzy_match(content) if fuzzy else content
+    matched: list[tuple[int, int, int, str]] = []  # (index, length, edit number, new text)
+    for i, edit in enumerate(edits):
+        match = fuzzy_find_text(base, edit.old_text)
+        if not match.found:
+            raise ToolError(
+                f"Could not find the exact text in {path}. The old text must match exactly including all "
+                "whitespace and newlines."
+                if single
+                else f"Could not find edits[{i}] in {path}. The oldText must match exactly including all "
+                "whitespace and newlines."
+            )
+        occurrences = count_occurrences(normalize_for_fuzzy_match(base), normalize_for_fuzzy_match(edit.old_text))
+        if occurrences > 1:
+            raise ToolError(
+                f"Found {occurrences} occurrences of the text in {path}. The text must be unique. Please provide "
+                "more context to make it unique."
+                if single
+                else f"Found {occurrences} occurrences of edits[{i}] in {path}. Each oldText must be unique. "
+                "Please provide more context to make it unique."
+            )
+        matched.append((match.index, match.length, i, edit.new_text))
+    matched.sort(key=lambda m: m[0])
+    for previous, current in zip(matched, matched[1:], strict=False):
+        if previous[0] + previous[1] > current[0]:
+            raise ToolError(
+                f"edits[{previous[2]}] and edits[{current[2]}] overlap in {path}. Merge them into one edit or "
+                "target disjoint regions."
+            )
+    updated = base
+    for index, length, _, new_text in reversed(matched):
+        updated = updated[:index] + new_text + updated[index + length :]
+    if updated == base:
+        raise ToolError(
+            f"No changes made to {path}. The replacement produced identical content. This might indicate an "
+            "issue with special characters or the text not existing as expected."
+            if single
+            else f"No changes made to {path}. The replacements produced identical content."
+        )
+    return base, updated

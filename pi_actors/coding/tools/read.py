@@ -4,7 +4,11 @@ Reads a text file (optionally a window of it: 1-based ``offset``, ``limit`` line
 image. Text is decoded as UTF-8 with U+FFFD for invalid bytes, cut as :func:`truncate_head`
 cuts it to 2000 lines / 50KB, and followed by pi's continuation notices. Images are
 recognised by their magic bytes only (JPEG, PNG, GIF, WebP — the extension does not matter)
-and returned as a base64 attachment.
+and returned as a base64 attachment after :func:`pi_actors.coding.images.resize_image` brought
+it within pi's limits (2000x2000, 4.5 MiB of base64; a resized image gets pi's ``[Image:
+original WxH, displayed at ...]`` note, one that cannot be brought under them pi's ``[Image
+omitted: ...]`` note instead). ``auto_resize_images=False`` (setting ``images.autoResize``)
+sends the file's bytes as they are, as pi does.
 
 The file is streamed: it is read once, in 1 MiB chunks, keeping only the lines it returns
 (at most 50KB of them) and counting the others (pi's "of N lines" needs the total), so a
@@ -17,9 +21,9 @@ its size.
 
 Differences from pi, deliberately:
 
-- Images are returned as they are, never resized or re-encoded (pi shrinks them to fit
-  2000x2000 and 4.5 MiB when an image library is present; we carry no PIL). So there is no
-  ``[Image: original WxH, displayed at ...]`` note either.
+- An image file that cannot be decoded is an error result (``Cannot read image {path}: the
+  image cannot be decoded (...)``); pi drops it with its "could not be resized" note.
+- Images over :data:`IMAGE_MAX_BYTES` are refused before decoding (pi reads any size).
 - Non-integer ``offset``/``limit`` are truncated to integers before use.
 - A negative ``offset`` or ``limit`` is an error (pi reads from the top for a negative
   offset and returns nothing for a negative limit).
@@ -38,6 +42,7 @@ from typing import Any, Literal
 
 import trio
 
+from ..images import OMITTED_TOO_LARGE, ImageDecodeError, detect_image_mime, dimension_note, resize_image
 from .base import ToolError, ToolSpec, node_style_os_error
 from .paths import resolve_read_path
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size
@@ -65,19 +70,6 @@ READ_SPEC = ToolSpec(
 
 # How many leading bytes are inspected for a signature (the same window as npm file-type).
 _SNIFF_BYTES = 4100
-
-
-def detect_image_mime(head: bytes) -> str | None:
-    """The MIME type of a supported image from its first bytes, or None."""
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if len(head) >= 12 and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def _optional_int(args: dict, key: str) -> int | None:
@@ -344,8 +336,29 @@ def _read_head(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
+def _image_result(data: bytes, mime: str, path_arg: str, auto_resize: bool) -> dict:
+    if not auto_resize:
+        text = f"Read image file [{mime}]"
+        return {"content": [{"type": "text", "text": text},
+                            {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime}],
+                "details": None}  # fmt: skip
+    try:
+        resized = resize_image(data, mime)
+    except ImageDecodeError as exc:
+        raise ToolError(f"Cannot read image {path_arg}: {exc}") from None
+    if resized is None:
+        return {"content": [{"type": "text", "text": f"Read image file [{mime}]\n{OMITTED_TOO_LARGE}"}], "details": None}
+    text = f"Read image file [{resized.mime_type}]"
+    note = dimension_note(resized)
+    if note:
+        text += f"\n{note}"
+    return {"content": [{"type": "text", "text": text},
+                        {"type": "image", "data": resized.data, "mimeType": resized.mime_type}],
+            "details": None}  # fmt: skip
+
+
 def _read_sync(path_arg: str, cwd: str, offset: int | None, limit: int | None,
-               stop: threading.Event | None = None) -> dict:
+               stop: threading.Event | None = None, auto_resize: bool = True) -> dict:
     absolute = resolve_read_path(path_arg, cwd)
     fd = _open_regular(absolute, path_arg)
     try:
@@ -362,18 +375,12 @@ def _read_sync(path_arg: str, cwd: str, offset: int | None, limit: int | None,
         data = head + _read_head(fd, IMAGE_MAX_BYTES + 1 - len(head))
         if len(data) > IMAGE_MAX_BYTES:  # it grew since fstat
             raise ToolError(f"{path_arg} is an image over the {format_size(IMAGE_MAX_BYTES)} limit for images")
-        return {
-            "content": [
-                {"type": "text", "text": f"Read image file [{mime}]"},
-                {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime},
-            ],
-            "details": None,
-        }
+        return _image_result(data, mime, path_arg, auto_resize)
     finally:
         os.close(fd)
 
 
-async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> dict:
+async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None, auto_resize_images: bool = True) -> dict:
     path_arg = args.get("path")
     if not isinstance(path_arg, str):
         raise ToolError('Validation failed for tool "read":\n  - path: must be string')
@@ -388,6 +395,8 @@ async def run_read(args: dict[str, Any], *, cwd: str, on_update: Any = None) -> 
     # cancellation the call ends at once and the thread stops at its next chunk.
     stop = threading.Event()
     try:
-        return await trio.to_thread.run_sync(_read_sync, path_arg, cwd, offset, limit, stop, abandon_on_cancel=True)
+        return await trio.to_thread.run_sync(
+            _read_sync, path_arg, cwd, offset, limit, stop, auto_resize_images, abandon_on_cancel=True
+        )
     finally:
         stop.set()
