@@ -42,6 +42,8 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
     "openai-completions": "pi_actors.ai.providers.openai_completions",
     "openai-responses": "pi_actors.ai.providers.openai_responses",
+    # Needs the optional extra: pip install 'pi-actors[google]'.
+    "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
 }
 
 
