@@ -36,6 +36,7 @@ SDK_MODULES = {
     "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
     "openai-completions": "pi_actors.ai.providers.openai_completions",
     "openai-responses": "pi_actors.ai.providers.openai_responses",
+    "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
 }
 #: The API of the built-in catalog's providers (``ai.catalog``; a test checks).
 BUILTIN_PROVIDER_APIS = {"anthropic": "anthropic-messages", "openai": "openai-responses"}

@@ -71,12 +71,15 @@ from ._common import (
     close_quietly,
     describe_error,
     note_response,
+    prepare_client,
     run_stream,
     sdk_client,
     shared_ssl_context,
+    warm_up_client,
 )
 
-__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_google_error"]
+__all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_google_error",
+           "prepare", "warm_up"]
 
 API = "google-generative-ai"
 
@@ -401,6 +404,24 @@ class _ClientHandle:
 def _client_handle(model: Model, options: StreamOptions, api_key: str) -> _ClientHandle:
     client = _make_client(model, options, api_key)
     return _ClientHandle(client, client._api_client._async_httpx_client)
+
+
+def _warm_client() -> _ClientHandle:
+    """A throwaway client (imports the SDK's request machinery; never connects)."""
+    model = Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1beta")
+    handle = _client_handle(model, StreamOptions(), "warm-up")
+    handle.client.aio.models  # noqa: B018 - builds the async resource
+    return handle
+
+
+def prepare() -> None:
+    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
+    prepare_client(_warm_client)
+
+
+async def warm_up() -> None:
+    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
+    await warm_up_client(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
