@@ -12,12 +12,12 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.providers import Recorder, hello_context, run
 
 from pi_actors import ai
 from pi_actors.ai.providers import google_generative_ai as google
 from pi_actors.testing import ScriptedLLM
 from pi_actors.testing.wire_formats import Reply, ScriptToolCall, ScriptUsage
-from support.providers import Recorder, hello_context, run
 
 API = "google-generative-ai"
 
@@ -212,7 +212,7 @@ _hostile_events = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=_hostile_events)
 def test_hostile_gemini_streams_end_in_exactly_one_terminal_event(events):
     async def main():

@@ -383,6 +383,21 @@ def _gemini_data(obj: Any) -> bytes:
     return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\r\n\r\n"
 
 
+def _gemini_calls(reply: Reply, signature: str) -> list[dict[str, Any]]:
+    """The function-call parts of a reply; the first carries the thought signature when the
+    reply thought."""
+    calls: list[dict[str, Any]] = []
+    for i, call in enumerate(reply.tool_calls):
+        fc: dict[str, Any] = {"name": call.name, "args": call.arguments}
+        if call.id is not None:
+            fc["id"] = call.id
+        part: dict[str, Any] = {"functionCall": fc}
+        if i == 0 and reply.thinking is not None:
+            part["thoughtSignature"] = signature
+        calls.append(part)
+    return calls
+
+
 def gemini_frames(reply: Reply, model: str) -> Frames:
     """``streamGenerateContent?alt=sse``: each event a whole ``GenerateContentResponse``
     (``candidates[0].content.parts``, ``usageMetadata``, ``modelVersion``, ``responseId``).
@@ -425,16 +440,7 @@ def gemini_frames(reply: Reply, model: str) -> Frames:
     for piece in split_text(reply.text or "", reply.chunks):
         content.append(event([{"text": piece}]))
     if reply.tool_calls:
-        calls: list[dict[str, Any]] = []
-        for i, call in enumerate(reply.tool_calls):
-            fc: dict[str, Any] = {"name": call.name, "args": call.arguments}
-            if call.id is not None:
-                fc["id"] = call.id
-            part = {"functionCall": fc}
-            if i == 0 and reply.thinking is not None:
-                part["thoughtSignature"] = signature
-            calls.append(part)
-        content.append(event(calls))
+        content.append(event(_gemini_calls(reply, signature)))
 
     stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
     closing: list[bytes] = []

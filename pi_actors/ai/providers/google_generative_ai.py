@@ -31,7 +31,6 @@ raise, exactly one terminal event). Specific to this API:
 from __future__ import annotations
 
 import base64
-import binascii
 import itertools
 import json
 import re
