@@ -8,6 +8,8 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
 - ``POST /v1beta/models/MODEL:streamGenerateContent`` (or ``/v1/...``) answers in Google
   Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
+- ``POST /mistral/v1/chat/completions`` answers in Mistral's chat SSE (``base_url_mistral``:
+  Mistral's path is OpenAI's, so its wire is told apart by this prefix);
 - anything else is a 404.
 
 Contract:
@@ -54,7 +56,16 @@ import h11
 import msgspec
 import trio
 
-from .wire_formats import Frames, Reply, anthropic_frames, error_body, gemini_frames, openai_frames, responses_frames
+from .wire_formats import (
+    Frames,
+    Reply,
+    anthropic_frames,
+    error_body,
+    gemini_frames,
+    mistral_frames,
+    openai_frames,
+    responses_frames,
+)
 
 __all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
 
@@ -62,15 +73,18 @@ _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
-_API_BY_PATH: dict[str, Literal["openai", "responses", "anthropic", "gemini"]] = {
-    _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic"}
+_MISTRAL_PREFIX = "/mistral"
+_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral"]
+_API_BY_PATH: dict[str, _Api] = {
+    _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic",
+    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral"}
 _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames,
-                 "gemini": gemini_frames}
+                 "gemini": gemini_frames, "mistral": mistral_frames}
 _GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
 _GEMINI_SUFFIX = ":streamGenerateContent"
 
 
-def _api_of(path: str) -> tuple[Literal["openai", "responses", "anthropic", "gemini"] | None, str | None]:
+def _api_of(path: str) -> tuple[_Api | None, str | None]:
     """The wire a request path speaks, and the model the path names (Gemini puts it there)."""
     api = _API_BY_PATH.get(path)
     if api is not None:
@@ -112,6 +126,10 @@ class ScriptedLLM:
     @property
     def base_url_gemini(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def base_url_mistral(self) -> str:
+        return f"http://127.0.0.1:{self.port}{_MISTRAL_PREFIX}"
 
     async def wait_requests(self, n: int = 1) -> None:
         """Return once ``n`` requests have been received (their reply may still be going)."""
