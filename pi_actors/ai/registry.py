@@ -45,6 +45,7 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     # Needs the optional extra: pip install 'pi-actors[google]'.
     "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
     "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
+    "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
 }
 
 
