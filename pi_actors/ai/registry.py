@@ -46,6 +46,7 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
     "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
     "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
+    "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
 }
 
 

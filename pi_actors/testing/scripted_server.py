@@ -8,6 +8,8 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
 - ``POST /v1beta/models/MODEL:streamGenerateContent`` (or ``/v1/...``) answers in Google
   Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
+- ``POST /backend-api/codex/responses`` answers in OpenAI Responses SSE too (ChatGPT's Codex
+  backend; ``base_url_codex``);
 - ``POST /mistral/v1/chat/completions`` answers in Mistral's chat SSE (``base_url_mistral``:
   Mistral's path is OpenAI's, so its wire is told apart by this prefix);
 - anything else is a 404.
@@ -74,10 +76,11 @@ _OPENAI_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
 _MISTRAL_PREFIX = "/mistral"
+_CODEX_PATH = "/backend-api/codex/responses"
 _Api = Literal["openai", "responses", "anthropic", "gemini", "mistral"]
 _API_BY_PATH: dict[str, _Api] = {
     _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic",
-    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral"}
+    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral", _CODEX_PATH: "responses"}
 _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames,
                  "gemini": gemini_frames, "mistral": mistral_frames}
 _GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
@@ -126,6 +129,10 @@ class ScriptedLLM:
     @property
     def base_url_gemini(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def base_url_codex(self) -> str:
+        return f"http://127.0.0.1:{self.port}/backend-api"
 
     @property
     def base_url_mistral(self) -> str:
