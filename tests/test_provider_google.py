@@ -212,7 +212,7 @@ _hostile_events = st.lists(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=_hostile_events)
 def test_hostile_gemini_streams_end_in_exactly_one_terminal_event(events):
     async def main():

@@ -146,7 +146,7 @@ _hostile = st.lists(st.one_of(
     ])), max_size=8)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(events=_hostile, cut=st.integers(min_value=1, max_value=7))
 def test_hostile_mistral_streams_end_in_exactly_one_terminal_event(events, cut):
     """The decoder and mapper on hostile bytes fed in slices, without a server (fast)."""

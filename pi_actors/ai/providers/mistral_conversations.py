@@ -229,6 +229,11 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
 # Response
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (hostile streams send anything)."""
+    return value if isinstance(value, dict) else {}
+
+
 class _Mapper:
     """Maps decoded Mistral chunks (JSON) onto the run's blocks."""
 
@@ -310,7 +315,7 @@ class _Mapper:
         given = call.get("id")
         call_id = given if isinstance(given, str) and given and given != "null" else mistral_call_id(f"toolcall:{index}")
         key = f"{call_id}:{index}"
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = _object(call.get("function"))
         i = self.calls.get(key)
         if i is None:
             name = function.get("name")

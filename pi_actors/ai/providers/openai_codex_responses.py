@@ -171,6 +171,11 @@ def describe_codex_error(exc: BaseException) -> str:
     return f"{exc.status_code} {message[:4000]}"
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (hostile streams send anything)."""
+    return value if isinstance(value, dict) else {}
+
+
 class _CodexEvents:
     """Codex's variations on the Responses events, then the shared mapper."""
 
@@ -192,11 +197,10 @@ class _CodexEvents:
             detail = event.get("message") or event.get("code") or json.dumps(event)[:300]
             raise ProviderError(f"Codex error: {detail}")
         if kind == "response.failed":
-            response = event.get("response") if isinstance(event.get("response"), dict) else {}
-            error = response.get("error") if isinstance(response.get("error"), dict) else {}
+            error = _object(_object(event.get("response")).get("error"))
             raise ProviderError(str(error.get("message") or "Codex response failed"))
         if kind in ("response.done", "response.completed", "response.incomplete"):
-            response = event.get("response") if isinstance(event.get("response"), dict) else {}
+            response = _object(event.get("response"))
             status = response.get("status")
             response = {**response, "status": status if status in _STATUSES else None}
             event = {**event, "type": "response.completed", "response": response}
