@@ -78,6 +78,7 @@ from ._common import (
 )
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_google_error",
+           "GeminiAPIError",
            "prepare", "warm_up"]
 
 API = "google-generative-ai"
@@ -366,13 +367,25 @@ class _Mapper:
 # Entry points
 
 
+class GeminiAPIError(Exception):
+    """The SDK's ``APIError`` (an HTTP error, or an error event mid-stream) with the
+    ``status_code`` and ``response`` the shared skeleton reads to report a ``Retry-After``."""
+
+    def __init__(self, error: Any) -> None:
+        message = str(error.message or "").strip()
+        super().__init__(f"{error.code} {message}" if message else f"{error.code} status code (no body)")
+        self.status_code = error.code if isinstance(error.code, int) else 0
+        self.response = error.response
+
+
 def describe_google_error(exc: BaseException) -> str:
     """``"<code> <message>"`` for the SDK's API errors (as the other providers put HTTP
     errors), else the shared description; a chunk the SDK could not validate is malformed
     stream data, in one line."""
+    if isinstance(exc, GeminiAPIError):
+        return str(exc)
     if isinstance(exc, genai_errors.APIError):
-        message = (exc.message or "").strip()
-        return f"{exc.code} {message}" if message else f"{exc.code} status code (no body)"
+        return str(GeminiAPIError(exc))
     if type(exc).__name__ == "ValidationError":
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"Malformed stream data: {first}"
@@ -380,8 +393,13 @@ def describe_google_error(exc: BaseException) -> str:
 
 
 def _make_client(model: Model, options: StreamOptions, api_key: str) -> Any:
+    """A genai client on our HTTP clients and the process's shared TLS context: given none,
+    the SDK reads the CA bundle for each of the three it would make (~70 ms per call)."""
+    context = shared_ssl_context()
     http: dict[str, Any] = {
-        "httpx_async_client": httpx2.AsyncClient(verify=shared_ssl_context(), timeout=None),
+        "httpx_async_client": httpx2.AsyncClient(verify=context, timeout=None),
+        "httpx_client": httpx2.Client(verify=context, timeout=None),  # never used; the SDK wants one
+        "async_client_args": {"ssl": context},  # its WebSocket context (Live API), unused here
         "headers": {**(model.headers or {}), **(options.headers or {})} or None,
     }
     if model.base_url:
@@ -391,18 +409,20 @@ def _make_client(model: Model, options: StreamOptions, api_key: str) -> Any:
 
 
 class _ClientHandle:
-    """A genai client with a ``close`` the shared client helpers can call."""
+    """A genai client with a ``close`` the shared client helpers can call (it closes the
+    HTTP clients we gave it)."""
 
-    def __init__(self, client: Any, http: Any) -> None:
-        self.client, self.http = client, http
+    def __init__(self, client: Any) -> None:
+        self.client = client
 
     async def close(self) -> None:
-        await self.http.aclose()
+        options = self.client._api_client._http_options
+        options.httpx_client.close()
+        await options.httpx_async_client.aclose()
 
 
 def _client_handle(model: Model, options: StreamOptions, api_key: str) -> _ClientHandle:
-    client = _make_client(model, options, api_key)
-    return _ClientHandle(client, client._api_client._async_httpx_client)
+    return _ClientHandle(_make_client(model, options, api_key))
 
 
 def _warm_client() -> _ClientHandle:
@@ -461,6 +481,8 @@ async def _body(run: StreamRun, context: Context) -> None:
                 raise ProviderError("Stream ended without a finish reason (the response was cut short)")
             if run.output.stop_reason == "error":
                 raise ProviderError(run.output.error_message or "Gemini stopped with an error")
+        except genai_errors.APIError as exc:
+            raise GeminiAPIError(exc) from exc
         finally:
             for gen in opened:
                 await close_quietly(gen)
