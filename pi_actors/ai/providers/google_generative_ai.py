@@ -392,37 +392,32 @@ def describe_google_error(exc: BaseException) -> str:
     return describe_error(exc)
 
 
-def _make_client(model: Model, options: StreamOptions, api_key: str) -> Any:
-    """A genai client on our HTTP clients and the process's shared TLS context: given none,
-    the SDK reads the CA bundle for each of the three it would make (~70 ms per call)."""
-    context = shared_ssl_context()
-    http: dict[str, Any] = {
-        "httpx_async_client": httpx2.AsyncClient(verify=context, timeout=None),
-        "httpx_client": httpx2.Client(verify=context, timeout=None),  # never used; the SDK wants one
-        "async_client_args": {"ssl": context},  # its WebSocket context (Live API), unused here
-        "headers": {**(model.headers or {}), **(options.headers or {})} or None,
-    }
-    if model.base_url:
-        http["base_url"] = model.base_url.rstrip("/")
-        http["api_version"] = ""  # the base URL names the version (pi's convention)
-    return genai.Client(api_key=api_key, http_options=genai_types.HttpOptions(**http))
-
-
 class _ClientHandle:
-    """A genai client with a ``close`` the shared client helpers can call (it closes the
-    HTTP clients we gave it)."""
+    """A genai client built on HTTP clients of ours and the process's shared TLS context
+    (given none, the SDK reads the CA bundle for each of the three it would make: ~70 ms a
+    call), with a ``close`` for the shared client helpers that closes those HTTP clients."""
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
+    def __init__(self, model: Model, options: StreamOptions, api_key: str) -> None:
+        context = shared_ssl_context()
+        self.http = httpx2.AsyncClient(verify=context, timeout=None)
+        self.sync_http = httpx2.Client(verify=context, timeout=None)  # never used; the SDK wants one
+        http: dict[str, Any] = {
+            "httpx_async_client": self.http, "httpx_client": self.sync_http,
+            "async_client_args": {"ssl": context},  # its WebSocket context (Live API), unused here
+            "headers": {**(model.headers or {}), **(options.headers or {})} or None,
+        }
+        if model.base_url:
+            http["base_url"] = model.base_url.rstrip("/")
+            http["api_version"] = ""  # the base URL names the version (pi's convention)
+        self.client = genai.Client(api_key=api_key, http_options=genai_types.HttpOptions(**http))
 
     async def close(self) -> None:
-        options = self.client._api_client._http_options
-        options.httpx_client.close()
-        await options.httpx_async_client.aclose()
+        self.sync_http.close()
+        await self.http.aclose()
 
 
 def _client_handle(model: Model, options: StreamOptions, api_key: str) -> _ClientHandle:
-    return _ClientHandle(_make_client(model, options, api_key))
+    return _ClientHandle(model, options, api_key)
 
 
 def _warm_client() -> _ClientHandle:
