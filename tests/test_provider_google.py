@@ -85,6 +85,8 @@ async def test_gemini_thinking_signature_on_text_reply_and_finish_reasons():
     signature = base64.b64encode(b"sig").decode()
     msg, _, _ = await one_call([Reply(thinking="hm", text="done", thinking_signature=signature)])
     assert msg.stop_reason == "stop" and msg.content[0].thinking_signature == signature
+    msg, _, _ = await one_call([Reply(thinking="only thought")])
+    assert [type(b).__name__ for b in msg.content] == ["ThinkingContent"]  # the last chunk's empty part: no block
     msg, rec, _ = await one_call([Reply(text="cut at the limit", stop_reason="length")])
     assert msg.stop_reason == "length" and rec.types[-1] == "done"
     msg, rec, _ = await one_call([Reply(text="blocked", stop_reason="error")])

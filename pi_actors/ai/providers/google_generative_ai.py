@@ -316,8 +316,10 @@ class _Mapper:
         run = self.run
         signature = _signature_text(getattr(part, "thought_signature", None))
         text = getattr(part, "text", None)
+        kind = "thinking" if getattr(part, "thought", None) is True else "text"
+        if text == "" and not signature and self.open_kind != kind:
+            text = None  # an empty part (the last chunk often has one) opens no block
         if isinstance(text, str):
-            kind = "thinking" if getattr(part, "thought", None) is True else "text"
             if self.open is None or self.open_kind != kind:
                 await self.end_open()
                 self.open = await (run.thinking_start() if kind == "thinking" else run.text_start())
