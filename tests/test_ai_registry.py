@@ -132,7 +132,7 @@ def test_importing_the_package_does_not_import_the_sdks():
         import sys
         import pi_actors.ai
         import pi_actors.ai.stream, pi_actors.ai.registry, pi_actors.ai.catalog, pi_actors.ai.overflow
-        heavy = [m for m in ("anthropic", "openai", "httpx2") if m in sys.modules]
+        heavy = [m for m in ("anthropic", "openai", "google", "httpx2") if m in sys.modules]
         print(",".join(heavy))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,

@@ -200,6 +200,10 @@ OWN_PACKAGE = {
     "test_containment_server_limits.py": "server",
     "test_containment_tool_host.py": "cli",  # pi-actors tool-host
     "test_provider_stalls.py": "ai",  # the SDK streams and the retry policy
+    "test_provider_google.py": "ai",  # the issue-17 APIs' stream functions and decoders
+    "test_provider_mistral.py": "ai",
+    "test_provider_azure.py": "ai",
+    "test_provider_codex.py": "ai",
     "test_runtime_config.py": "cli",  # the configuration the CLI builds for the actors
     "test_layers.py": "",
     "test_extensions_host.py": "actors",  # the extension-host actor and the coordinator's hooks

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("openai", "anthropic", "rich", "prompt_toolkit", "httpx", "httpx2")
+HEAVY = ("openai", "anthropic", "google", "rich", "prompt_toolkit", "httpx", "httpx2")
 
 _REPORT = textwrap.dedent(
     f"""

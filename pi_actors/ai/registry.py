@@ -43,6 +43,11 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
     "openai-completions": "pi_actors.ai.providers.openai_completions",
     "openai-responses": "pi_actors.ai.providers.openai_responses",
+    # Needs the optional extra: pip install 'pi-actors[google]'.
+    "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
+    "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
+    "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
+    "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
 }
 
 

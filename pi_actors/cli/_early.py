@@ -36,6 +36,10 @@ SDK_MODULES = {
     "anthropic-messages": "pi_actors.ai.providers.anthropic_messages",
     "openai-completions": "pi_actors.ai.providers.openai_completions",
     "openai-responses": "pi_actors.ai.providers.openai_responses",
+    "google-generative-ai": "pi_actors.ai.providers.google_generative_ai",
+    "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
+    "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
+    "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
 }
 #: The API of the built-in catalog's providers (``ai.catalog``; a test checks).
 BUILTIN_PROVIDER_APIS = {"anthropic": "anthropic-messages", "openai": "openai-responses"}

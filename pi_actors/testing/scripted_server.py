@@ -6,6 +6,12 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 - ``POST /v1/chat/completions`` answers in OpenAI chat-completions SSE;
 - ``POST /v1/responses`` answers in OpenAI Responses SSE;
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
+- ``POST /v1beta/models/MODEL:streamGenerateContent`` (or ``/v1/...``) answers in Google
+  Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
+- ``POST /backend-api/codex/responses`` answers in OpenAI Responses SSE too (ChatGPT's Codex
+  backend; ``base_url_codex``);
+- ``POST /mistral/v1/chat/completions`` answers in Mistral's chat SSE (``base_url_mistral``:
+  Mistral's path is OpenAI's, so its wire is told apart by this prefix);
 - anything else is a 404.
 
 Contract:
@@ -52,7 +58,16 @@ import h11
 import msgspec
 import trio
 
-from .wire_formats import Frames, Reply, anthropic_frames, error_body, openai_frames, responses_frames
+from .wire_formats import (
+    Frames,
+    Reply,
+    anthropic_frames,
+    error_body,
+    gemini_frames,
+    mistral_frames,
+    openai_frames,
+    responses_frames,
+)
 
 __all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
 
@@ -60,8 +75,27 @@ _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
-_API_BY_PATH: dict[str, Literal["openai", "responses", "anthropic"]] = {_OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic"}
-_FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames}
+_MISTRAL_PREFIX = "/mistral"
+_CODEX_PATH = "/backend-api/codex/responses"
+_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral"]
+_API_BY_PATH: dict[str, _Api] = {
+    _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic",
+    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral", _CODEX_PATH: "responses"}
+_FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames,
+                 "gemini": gemini_frames, "mistral": mistral_frames}
+_GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
+_GEMINI_SUFFIX = ":streamGenerateContent"
+
+
+def _api_of(path: str) -> tuple[_Api | None, str | None]:
+    """The wire a request path speaks, and the model the path names (Gemini puts it there)."""
+    api = _API_BY_PATH.get(path)
+    if api is not None:
+        return api, None
+    for prefix in _GEMINI_PREFIXES:
+        if path.startswith(prefix) and path.endswith(_GEMINI_SUFFIX):
+            return "gemini", path[len(prefix):-len(_GEMINI_SUFFIX)] or None
+    return None, None
 _WRITE_SIZE = 65536
 _CACHE_SIZE = 16
 
@@ -91,6 +125,18 @@ class ScriptedLLM:
     @property
     def base_url_anthropic(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url_gemini(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def base_url_codex(self) -> str:
+        return f"http://127.0.0.1:{self.port}/backend-api"
+
+    @property
+    def base_url_mistral(self) -> str:
+        return f"http://127.0.0.1:{self.port}{_MISTRAL_PREFIX}"
 
     async def wait_requests(self, n: int = 1) -> None:
         """Return once ``n`` requests have been received (their reply may still be going)."""
@@ -159,7 +205,7 @@ class ScriptedLLM:
     async def _answer(self, conn: h11.Connection, stream: trio.SocketStream,
                       request: h11.Request, path: str, body: Any) -> bool:
         """The response the script chose for ``body``; False: drop the connection after it."""
-        api = _API_BY_PATH.get(path)
+        api, path_model = _api_of(path)
         if request.method != b"POST" or api is None:
             await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
             return True
@@ -178,7 +224,7 @@ class ScriptedLLM:
             await _send_simple(conn, stream, reply.status, error_body(reply, api), reply.headers)
             return True
 
-        model = str(reply.model or (body or {}).get("model") or "scripted-model")
+        model = str(reply.model or path_model or (body or {}).get("model") or "scripted-model")
         if reply.raw_sse is not None:
             frames = Frames(_raw_events(reply.raw_sse.encode()), [])
         else:

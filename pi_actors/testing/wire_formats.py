@@ -1,5 +1,5 @@
-"""What a scripted reply looks like on the wire: OpenAI chat-completions, OpenAI Responses and
-Anthropic messages SSE.
+"""What a scripted reply looks like on the wire: OpenAI chat-completions, OpenAI Responses,
+Anthropic messages, Google Gemini (``streamGenerateContent?alt=sse``) and Mistral chat SSE.
 
 Contract: ``openai_frames(reply, model)``, ``responses_frames(reply, model)`` and
 ``anthropic_frames(reply, model)`` turn one :class:`Reply` into the list of SSE frames
@@ -33,6 +33,8 @@ __all__ = [
     "openai_frames",
     "anthropic_frames",
     "responses_frames",
+    "gemini_frames",
+    "mistral_frames",
     "error_body",
     "split_text",
 ]
@@ -371,10 +373,142 @@ def responses_frames(reply: Reply, model: str) -> Frames:
 
 
 # ---------------------------------------------------------------------------------------------
+# Google Gemini (generateContent SSE)
+
+
+_GEMINI_FINISH = {"stop": "STOP", "toolUse": "STOP", "length": "MAX_TOKENS", "error": "SAFETY"}
+
+
+def _gemini_data(obj: Any) -> bytes:
+    # Google's servers end every event with CRLF pairs.
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\r\n\r\n"
+
+
+def _gemini_calls(reply: Reply, signature: str) -> list[dict[str, Any]]:
+    """The function-call parts of a reply; the first carries the thought signature when the
+    reply thought."""
+    calls: list[dict[str, Any]] = []
+    for i, call in enumerate(reply.tool_calls):
+        fc: dict[str, Any] = {"name": call.name, "args": call.arguments}
+        if call.id is not None:
+            fc["id"] = call.id
+        part: dict[str, Any] = {"functionCall": fc}
+        if i == 0 and reply.thinking is not None:
+            part["thoughtSignature"] = signature
+        calls.append(part)
+    return calls
+
+
+def gemini_frames(reply: Reply, model: str) -> Frames:
+    """``streamGenerateContent?alt=sse``: each event a whole ``GenerateContentResponse``
+    (``candidates[0].content.parts``, ``usageMetadata``, ``modelVersion``, ``responseId``).
+    Thought summaries are parts with ``"thought": true``; the thought signature (base64) rides
+    on the last thinking part, or on the first function call when there are calls. Function
+    calls come whole, all in one event (parallel calls), with ``id`` only when scripted. The
+    last event carries ``finishReason``; an in-stream error is a ``{"error": {...}}`` event."""
+    u = reply.usage
+    out_tokens = _output_tokens(reply)
+
+    def usage(final: bool) -> dict[str, Any]:
+        meta: dict[str, Any] = {"promptTokenCount": u.input + u.cache_read}
+        if final:
+            meta["candidatesTokenCount"] = out_tokens
+            meta["totalTokenCount"] = u.input + u.cache_read + out_tokens + u.reasoning
+            if u.reasoning:
+                meta["thoughtsTokenCount"] = u.reasoning
+        else:
+            meta["totalTokenCount"] = u.input + u.cache_read
+        if u.cache_read:
+            meta["cachedContentTokenCount"] = u.cache_read
+        return meta
+
+    def event(parts: list[dict[str, Any]], finish: str | None = None) -> bytes:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish is not None:
+            candidate["finishReason"] = finish
+        return _gemini_data({"candidates": [candidate], "usageMetadata": usage(finish is not None),
+                             "modelVersion": model, "responseId": "gemini-scripted-response"})
+
+    content: list[bytes] = []
+    signature = reply.thinking_signature if reply.thinking_signature is not None else "c2lnbmF0dXJl"
+    if reply.thinking is not None:
+        pieces = split_text(reply.thinking, reply.chunks) or [""]
+        for n, piece in enumerate(pieces):
+            part: dict[str, Any] = {"text": piece, "thought": True}
+            if n == len(pieces) - 1 and not reply.tool_calls:
+                part["thoughtSignature"] = signature
+            content.append(event([part]))
+    for piece in split_text(reply.text or "", reply.chunks):
+        content.append(event([{"text": piece}]))
+    if reply.tool_calls:
+        content.append(event(_gemini_calls(reply, signature)))
+
+    stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+    closing: list[bytes] = []
+    if reply.stream_error is not None:
+        closing.append(_gemini_data({"error": {"code": 503, "message": reply.stream_error, "status": "UNAVAILABLE"}}))
+    else:
+        closing.append(event([{"text": ""}] if not reply.tool_calls else [], _GEMINI_FINISH.get(stop, stop)))
+    return Frames(content, closing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mistral chat completions (the mistral-conversations API)
+
+
+_MISTRAL_FINISH = {"stop": "stop", "length": "length", "toolUse": "tool_calls", "error": "error"}
+
+
+def _mistral_call_id(reply: Reply, i: int) -> str:
+    """Mistral's tool-call ids are 9 letters and digits."""
+    call = reply.tool_calls[i]
+    return call.id if call.id is not None else f"scrpt{i + 1:04d}"
+
+
+def mistral_frames(reply: Reply, model: str) -> Frames:
+    """Mistral's ``/v1/chat/completions`` stream: chat-completion chunks like OpenAI's, but a
+    reasoning model's thinking comes as content *chunks* (``{"type": "thinking", "thinking":
+    [{"type": "text", "text": ...}]}``) beside plain string content; each tool call comes
+    whole in one chunk (9-character id, ``index``); the last chunk has ``finish_reason`` and
+    ``usage``; then ``data: [DONE]``. An in-stream error is an ``{"object": "error", ...}``
+    event."""
+    created = int(time.time())
+    u = reply.usage
+    out_tokens = _output_tokens(reply)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
+        obj: dict[str, Any] = {"id": "cmpl-scripted", "object": "chat.completion.chunk", "created": created,
+                               "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if usage is not None:
+            obj["usage"] = usage
+        return _openai_data(obj)
+
+    content = [chunk({"role": "assistant", "content": ""})]
+    for piece in split_text(reply.thinking or "", reply.chunks):
+        content.append(chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": piece}]}]}))
+    for piece in split_text(reply.text or "", reply.chunks):
+        content.append(chunk({"content": piece}))
+    for i, call in enumerate(reply.tool_calls):
+        content.append(chunk({"tool_calls": [{"id": _mistral_call_id(reply, i), "type": "function", "index": i,
+                                              "function": {"name": call.name, "arguments": _args_json(call)}}]}))
+    stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+    closing: list[bytes] = []
+    if reply.stream_error is not None:
+        closing.append(_openai_data({"object": "error", "message": reply.stream_error, "type": "internal_error",
+                                     "code": "3000"}))
+    else:
+        usage = {"prompt_tokens": u.input, "completion_tokens": out_tokens, "total_tokens": u.input + out_tokens}
+        closing.append(chunk({"content": ""}, _MISTRAL_FINISH.get(stop, stop), usage))
+        closing.append(b"data: [DONE]\n\n")
+    return Frames(content, closing)
+
+
+# ---------------------------------------------------------------------------------------------
 # HTTP error bodies
 
 
-def error_body(reply: Reply, api: Literal["openai", "responses", "anthropic"], message: str | None = None) -> bytes:
+def error_body(reply: Reply, api: Literal["openai", "responses", "anthropic", "gemini", "mistral"],
+               message: str | None = None) -> bytes:
     """The body of an HTTP error reply: verbatim str, JSON dict, or the provider's usual JSON."""
     if isinstance(reply.error_body, str):
         return reply.error_body.encode()
@@ -385,5 +519,12 @@ def error_body(reply: Reply, api: Literal["openai", "responses", "anthropic"], m
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                 529: "overloaded_error"}.get(reply.status, "api_error")
         return json.dumps({"type": "error", "error": {"type": kind, "message": msg}}).encode()
+    if api == "gemini":
+        status = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(reply.status, "INTERNAL")
+        return json.dumps({"error": {"code": reply.status, "message": msg, "status": status}}).encode()
+    if api == "mistral":
+        return json.dumps({"object": "error", "message": msg, "type": "invalid_request_error" if reply.status < 500
+                           else "internal_error", "param": None, "code": str(reply.status)}).encode()
     kind = {400: "invalid_request_error", 401: "invalid_request_error"}.get(reply.status, "server_error")
     return json.dumps({"error": {"message": msg, "type": kind, "param": None, "code": None}}).encode()

@@ -82,8 +82,18 @@ class Recorder:
             assert msg is self.live
 
 
+#: The APIs added for issue 17, with the provider each is tested under and its scripted base URL.
+NEW_APIS = ["google-generative-ai", "mistral-conversations", "azure-openai-responses", "openai-codex-responses"]
+PROVIDER.update({"google-generative-ai": "google", "mistral-conversations": "mistral",
+                 "azure-openai-responses": "azure-openai-responses", "openai-codex-responses": "openai-codex"})
+_NEW_BASE_URL = {"google-generative-ai": "base_url_gemini", "mistral-conversations": "base_url_mistral",
+                 "azure-openai-responses": "base_url_openai", "openai-codex-responses": "base_url_codex"}
+
+
 def model_for(api: str, server: ScriptedLLM | None, *, port: int | None = None, **kw) -> ai.Model:
-    if server is not None:
+    if server is not None and api in _NEW_BASE_URL:
+        url = getattr(server, _NEW_BASE_URL[api])
+    elif server is not None:
         url = server.base_url_openai if api in OPENAI else server.base_url_anthropic
     else:
         url = f"http://127.0.0.1:{port}" + ("/v1" if api in OPENAI else "")

@@ -78,7 +78,7 @@ OFFICIAL_HOST = "api.openai.com"
 API = "openai-responses"
 
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
-_NORMALIZING_PROVIDERS = ("openai", "openai-codex", "opencode")
+_NORMALIZING_PROVIDERS = ("openai", "openai-codex", "opencode", "azure-openai-responses")
 _STOP = {"completed": "stop", "in_progress": "stop", "queued": "stop", None: "stop", "incomplete": "length",
          "failed": "error", "cancelled": "error"}
 _TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
