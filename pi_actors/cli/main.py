@@ -291,16 +291,42 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, 
 
 
 def _list_models(search: str) -> int:
-    from ._config import load_model_registry
+    """``--list-models [SEARCH]``: the models whose provider has credentials, as pi lists them
+    (sorted by provider and id; context and max output as 200K / 1M); when none has, how to
+    add one."""
+    from ._config import load_model_registry, no_models_message
 
     reg = load_model_registry()
     for err in reg.errors:
-        print(err, file=sys.stderr)
-    rows = [m for m in reg.models if search.lower() in f"{m.provider}/{m.id}".lower()]
-    print(f"{'provider':<14} {'model':<32} {'context':>8} {'max out':>8}  thinking")
-    for m in rows:
-        print(f"{m.provider:<14} {m.id:<32} {m.context_window:>8} {m.max_tokens:>8}  {'yes' if m.reasoning else 'no'}")
+        print(f"Warning: {err}", file=sys.stderr)
+    models = reg.available()
+    if not models:
+        print(no_models_message())
+        return 0
+    words = search.lower().split()
+    rows = [m for m in models if all(w in f"{m.provider}/{m.id} {m.provider} {m.id}".lower() for w in words)]
+    if not rows:
+        print(f'No models matching "{search}"')
+        return 0
+    rows.sort(key=lambda m: (m.provider, m.id))
+    table = [("provider", "model", "context", "max-out", "thinking", "images")] + [
+        (m.provider, m.id, _tokens(m.context_window), _tokens(m.max_tokens), "yes" if m.reasoning else "no",
+         "yes" if "image" in m.input else "no")
+        for m in rows
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
+    for row in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _tokens(count: int) -> str:
+    """A token count as pi shows it: 200K, 1M, 1.5M, 4096 stays 4.1K."""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if count >= size:
+            value = count / size
+            return f"{value:g}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+    return str(count)
 
 
 def _export(paths: list[str]) -> int:
@@ -469,7 +495,8 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         agent_dir=adir,
         session=session.config,
         settings=settings,
-        models=reg.models,
+        # Only the models with credentials may be switched to (pi's getAvailable), and the chosen one.
+        models=reg.available({choice.model.provider: args.api_key} if args.api_key else None, keep=(choice.model,)),
         log_file=log_file,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
