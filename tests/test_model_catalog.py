@@ -19,7 +19,7 @@ from support.providers import run
 from pi_actors import ai
 from pi_actors.ai import catalog
 from pi_actors.ai.env_keys import ENV_KEY_VARIABLES, credential_hint
-from pi_actors.cli._config import DEFAULT_MODEL_IDS, ConfigError, choose_model, load_model_registry
+from pi_actors.cli import DEFAULT_MODEL_IDS, ConfigError, choose_model, load_model_registry
 from pi_actors.testing import Reply
 
 APIS = {"anthropic-messages", "openai-responses", "openai-completions", "azure-openai-responses", "openai-codex-responses",

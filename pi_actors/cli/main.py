@@ -452,6 +452,8 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     if args.api_key and not args.model and not args.provider:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
     cwd = os.getcwd()
+    if args.session_dir is None and settings.get("sessionDir"):  # pi's sessionDir; the flag wins
+        args.session_dir = os.path.join(cwd, os.path.expanduser(settings["sessionDir"]))
     adir = agent_dir()
     default_dir = os.path.join(adir, "sessions")
     try:
