@@ -28,7 +28,9 @@ Contract:
   (``ai.registry``), plus ``extra_apis`` a caller knows of.
 - ``load_models_json(path) -> (models, errors)``: the custom models only.
 - ``merge_models(builtins, config)``: built-ins with provider-level baseUrl/headers/compat and
-  ``modelOverrides`` applied, then custom models replacing same provider+id or appended.
+  ``modelOverrides`` applied, then custom models replacing same provider+id or appended. A
+  built-in nothing applies to is reused as it was passed, not copied (the catalog is ~1000
+  models: copying them all cost more than reading them).
 - ``resolve_config_value(v)``: ``!command`` runs a shell command and gives its trimmed stdout
   (cached for the process, failures too; a failure gives None); otherwise the environment
   variable named ``v`` if set; otherwise ``v`` itself. Header values and ``apiKey`` use it.
@@ -302,14 +304,17 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def merge_models(builtins: list[Model], cfg: ModelsJson) -> list[Model]:
     merged: list[Model] = []
     for model in builtins:
-        data = msgspec.to_builtins(model)
         settings = cfg.provider_settings.get(model.provider, {})
+        override = cfg.model_overrides.get(model.provider, {}).get(model.id)
+        if not settings and not override:  # most of the catalog: nothing to apply
+            merged.append(model)
+            continue
+        data = msgspec.to_builtins(model)
         if "baseUrl" in settings:
             data["baseUrl"] = settings["baseUrl"]
         for key in ("headers", "compat"):
             if key in settings:
                 data[key] = {**(data.get(key) or {}), **settings[key]}
-        override = cfg.model_overrides.get(model.provider, {}).get(model.id)
         if override:
             data = _deep_merge(data, override)
         try:
