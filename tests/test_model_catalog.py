@@ -19,7 +19,8 @@ from support.providers import run
 from pi_actors import ai
 from pi_actors.ai import catalog
 from pi_actors.ai.env_keys import ENV_KEY_VARIABLES, credential_hint
-from pi_actors.cli import DEFAULT_MODEL_IDS, ConfigError, choose_model, load_model_registry
+from pi_actors.cli import DEFAULT_MODEL_IDS, ConfigError, choose_model, load_model_registry, parse_settings
+from pi_actors.cli.main import _implied_model, _unrestorable
 from pi_actors.testing import Reply
 
 APIS = {"anthropic-messages", "openai-responses", "openai-completions", "azure-openai-responses", "openai-codex-responses",
@@ -275,3 +276,14 @@ async def test_openrouter_and_moonshot_compat_reach_the_wire(start_llm):
     assert moonshot["max_tokens"] and "max_completion_tokens" not in moonshot and "store" not in moonshot
     assert "reasoning_effort" not in moonshot
     assert "reasoning" not in unreasoned  # thinkingLevelMap.off = null: OpenRouter gets no reasoning object
+
+
+def test_a_resumed_sessions_model_without_credentials_is_not_restored(no_keys, tmp_path):
+    reg = load_model_registry(str(tmp_path))
+    saved = {"provider": "groq", "modelId": "openai/gpt-oss-120b"}
+    implied = _implied_model(parse_settings(None), saved, reg.available())
+    assert implied is None and _unrestorable(saved, implied, reg) == "groq/openai/gpt-oss-120b"
+    no_keys.setenv("GROQ_API_KEY", "g")
+    implied = _implied_model(parse_settings(None), saved, reg.available())
+    assert implied == "groq/openai/gpt-oss-120b" and _unrestorable(saved, implied, reg) is None
+    assert _unrestorable({"provider": "gone", "modelId": "x"}, None, reg) is None  # unknown: nothing to say

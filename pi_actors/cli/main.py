@@ -476,7 +476,12 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     typed = parse_settings(settings)
     model_arg = args.model
     if model_arg is None and args.provider is None:
-        model_arg = _implied_model(typed, session.model, reg.models)
+        # A resumed session's model is restored only while its provider has credentials;
+        # otherwise pi's warning, and the registry's choice.
+        model_arg = _implied_model(typed, session.model, reg.available())
+        lost = _unrestorable(session.model, model_arg, reg)
+        if lost:
+            print(f"Warning: Could not restore model {lost} (no auth configured).", file=sys.stderr)
     choice = choose_model(reg, provider=args.provider, model=model_arg, api_key=args.api_key)
     thinking = _thinking_level(args.thinking, choice, session.thinking, typed)
     tools = _tool_names(args)
@@ -578,6 +583,17 @@ def _unwritable(path: str, exc: OSError) -> str:
         f"Cannot save the session in {path}: {reason}. Run with --no-session, "
         "or --session-dir DIR to save sessions elsewhere"
     )
+
+
+def _unrestorable(saved: dict[str, Any] | None, implied: str | None, reg: Any) -> str | None:
+    """``provider/id`` of a resumed session's model that is known but was not restored
+    (``implied`` is not it): its provider has no credentials. None otherwise."""
+    if not saved:
+        return None
+    wanted = f"{saved.get('provider')}/{saved.get('modelId')}"
+    if implied == wanted or not any(f"{m.provider}/{m.id}" == wanted for m in reg.models):
+        return None
+    return wanted
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:
