@@ -61,3 +61,20 @@ def test_custom_and_appended_prompts_may_be_files(tmp_path):
     custom.write_text("You are terse.")
     prompt = build_system_prompt(cwd=str(tmp_path), tools=[], custom=str(custom), append="Always cite files.")
     assert prompt.startswith("You are terse.\n\nAlways cite files.")
+
+
+def test_system_md_and_append_system_md_are_found_in_the_project_then_the_agent_dir(tmp_path):
+    agent, work = tmp_path / "agent", tmp_path / "work"
+    (work / ".pi-actors").mkdir(parents=True)
+    agent.mkdir()
+    (agent / "SYSTEM.md").write_text("Global base prompt.")
+    (agent / "APPEND_SYSTEM.md").write_text("Global appendix.")
+    prompt = build_system_prompt(cwd=str(work), tools=["read"], agent_dir=str(agent))
+    assert prompt.startswith("Global base prompt.\n\nGlobal appendix.") and "Available tools:" not in prompt
+    (work / ".pi-actors" / "SYSTEM.md").write_text("Project base prompt.")
+    (work / ".pi-actors" / "APPEND_SYSTEM.md").write_text("Project appendix.")
+    prompt = build_system_prompt(cwd=str(work), tools=["read"], agent_dir=str(agent))
+    assert prompt.startswith("Project base prompt.\n\nProject appendix.") and "Global" not in prompt
+    # the flags still win over both files
+    flagged = build_system_prompt(cwd=str(work), tools=["read"], agent_dir=str(agent), custom="Flag base.", append="Flag tail.")
+    assert flagged.startswith("Flag base.\n\nFlag tail.") and "Project" not in flagged

@@ -126,6 +126,7 @@ class Coordinator:
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
             tool_execution=settings.tool_execution,
+            thinking_budgets=set_fields(settings.thinking_budgets) if settings.thinking_budgets else None,
         )
         self.agent.subscribe(self._on_event)
         #: The UI call that started the current run: it receives the run's events.
@@ -151,7 +152,7 @@ class Coordinator:
         self.upkeep = Upkeep(
             self,
             compaction=CompactionSettings(**set_fields(settings.compaction)),
-            retry=RetrySettings(**set_fields(settings.retry)),
+            retry=RetrySettings(**{k: v for k, v in set_fields(settings.retry).items() if k != "provider"}),
         )
 
     def _convert_to_llm(self, messages: list[Any]) -> list[Any]:

@@ -87,6 +87,7 @@ class Agent:
         after_tool_call: Any = None,
         should_stop_after_turn: Any = None,
         prepare_next_turn: Any = None,
+        thinking_budgets: dict[str, int] | None = None,
     ) -> None:
         self._state = AgentState()
         if isinstance(initial_state, AgentState):
@@ -107,6 +108,8 @@ class Agent:
         self.after_tool_call = after_tool_call
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
+        #: Thinking tokens per level (settings ``thinkingBudgets``), for every stream call.
+        self.thinking_budgets = thinking_budgets
         self._listeners: list[Callable[[Any], Any]] = []
         self._steering: list[AgentMessage] = []
         self._follow_ups: list[AgentMessage] = []
@@ -307,6 +310,7 @@ class Agent:
             tool_execution=self.tool_execution,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id,
+            thinking_budgets=self.thinking_budgets,
         )
         context = AgentContext(system_prompt=state.system_prompt, messages=list(state.messages), tools=state.tools)
         try:

@@ -191,6 +191,7 @@ async def _stream_simple(model: Any, context: Context, options: Any, emit: Any) 
             session_id=options.session_id,
             max_tokens=options.max_tokens,
             temperature=options.temperature,
+            thinking_budgets=getattr(options, "thinking_budgets", None),
         ),
         emit,
     )
@@ -416,6 +417,7 @@ class _Run:
             session_id=config.session_id,
             max_tokens=config.max_tokens,
             temperature=config.temperature,
+            thinking_budgets=config.thinking_budgets,
         )
         return await self._consume_stream(model, llm_context, options)
 

@@ -256,6 +256,7 @@ class LoopStreamOptions:
     session_id: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    thinking_budgets: dict[str, int] | None = None
 
 
 Emit = Callable[[AssistantMessageEvent], Awaitable[None]]
@@ -395,3 +396,4 @@ class AgentLoopConfig:
     session_id: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    thinking_budgets: dict[str, int] | None = None

@@ -6,6 +6,7 @@ provider modules load on first use (see ``registry``).
 
 from .abort import AbortedError, AbortSignal
 from .catalog import (
+    CatalogError,
     builtin_models,
     calculate_cost,
     find_model,
@@ -14,8 +15,9 @@ from .catalog import (
     get_providers,
     models_are_equal,
     unknown_model_message,
+    unsupported_api_message,
 )
-from .env_keys import get_env_api_key
+from .env_keys import credential_hint, get_env_api_key
 from .models_json import ModelsJson, load_models_json, merge_models, read_models_json, resolve_config_value
 from .options import (
     DEFAULT_THINKING_BUDGETS,
@@ -66,6 +68,7 @@ __all__ = [
     "clear_api_providers",
     "reset_api_providers",
     "get_env_api_key",
+    "credential_hint",
     "parse_streaming_json",
     "parse_tool_arguments",
     "sanitize_surrogates",
@@ -76,6 +79,8 @@ __all__ = [
     "builtin_models",
     "find_model",
     "unknown_model_message",
+    "unsupported_api_message",
+    "CatalogError",
     "models_are_equal",
     "is_context_overflow",
     "get_overflow_patterns",

@@ -4,14 +4,19 @@ Contract: ``get_env_api_key(provider)`` returns the key for ``provider`` from ``
 None. Empty variables count as unset. ``anthropic`` prefers ``ANTHROPIC_OAUTH_TOKEN`` over
 ``ANTHROPIC_API_KEY``; ``github-copilot`` takes the first of ``COPILOT_GITHUB_TOKEN``,
 ``GH_TOKEN``, ``GITHUB_TOKEN``; ``amazon-bedrock`` and ``google-vertex`` return the sentinel
-``"<authenticated>"`` when ambient credentials exist; other providers use a fixed variable.
+``"<authenticated>"`` when ambient credentials exist; other providers use a fixed variable
+(pi-ai 0.73.1's table, ``ENV_KEY_VARIABLES``).
+
+``credential_hint(provider)`` is the part of a sentence telling a user how to give
+``provider`` credentials: the variable(s) to set, the ambient credentials it reads, or the
+subscription login it needs.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["get_env_api_key", "AUTHENTICATED", "ENV_KEY_VARIABLES"]
+__all__ = ["get_env_api_key", "credential_hint", "AUTHENTICATED", "ENV_KEY_VARIABLES"]
 
 AUTHENTICATED = "<authenticated>"
 
@@ -20,6 +25,7 @@ ENV_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
     "openai": ("OPENAI_API_KEY",),
     "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
     "google": ("GEMINI_API_KEY",),
     "groq": ("GROQ_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
@@ -30,11 +36,29 @@ ENV_KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "mistral": ("MISTRAL_API_KEY",),
     "minimax": ("MINIMAX_API_KEY",),
     "minimax-cn": ("MINIMAX_CN_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "moonshotai-cn": ("MOONSHOT_API_KEY",),
     "huggingface": ("HF_TOKEN",),
+    "fireworks": ("FIREWORKS_API_KEY",),
     "opencode": ("OPENCODE_API_KEY",),
     "opencode-go": ("OPENCODE_API_KEY",),
     "kimi-coding": ("KIMI_API_KEY",),
+    "cloudflare-workers-ai": ("CLOUDFLARE_API_KEY",),
+    "cloudflare-ai-gateway": ("CLOUDFLARE_API_KEY",),
+    "xiaomi": ("XIAOMI_API_KEY",),
+    "xiaomi-token-plan-cn": ("XIAOMI_TOKEN_PLAN_CN_API_KEY",),
+    "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
+    "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
 }
+
+#: Ambient credentials read instead of (or besides) one variable.
+_AMBIENT = {
+    "google-vertex": "set GOOGLE_CLOUD_API_KEY, or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION with "
+                     "application default credentials (gcloud auth application-default login)",
+    "amazon-bedrock": "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK",
+}
+#: Providers reached only through a subscription login (pi's /login).
+_LOGIN_ONLY = {"openai-codex": "a ChatGPT Plus/Pro login (/login openai-codex)"}
 
 _vertex_adc_seen = False
 
@@ -80,3 +104,17 @@ def get_env_api_key(provider: str) -> str | None:
         ):
             return AUTHENTICATED
     return None
+
+
+def credential_hint(provider: str) -> str:
+    """How to give ``provider`` credentials, e.g. ``"set GROQ_API_KEY"`` (module docstring)."""
+    if provider in _AMBIENT:
+        return _AMBIENT[provider]
+    if provider in _LOGIN_ONLY:
+        return f"it needs {_LOGIN_ONLY[provider]}, which pi-actors does not support yet"
+    names = ENV_KEY_VARIABLES.get(provider)
+    if not names:
+        return "give the provider an apiKey in models.json"
+    if len(names) == 1:
+        return f"set {names[0]}"
+    return f"set {' or '.join(names)}"

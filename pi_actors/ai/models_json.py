@@ -3,21 +3,34 @@
 Shape: ``{"providers": {"<name>": {baseUrl?, apiKey?, api?, headers?, compat?, authHeader?,
 models?: [ModelDef], modelOverrides?: {"<modelId>": {...}}}}}``. A ModelDef has ``id`` and
 optionally ``name`` (default id), ``api`` (default the provider's), ``baseUrl`` (default the
-provider's), ``reasoning`` (False), ``input`` (["text"]), ``cost`` (zeros, per million tokens),
-``contextWindow`` (128000), ``maxTokens`` (16384), ``headers``, ``compat``.
+provider's), ``reasoning`` (False), ``thinkingLevelMap`` (level -> provider value, or null: not offered),
+``input`` (["text"]), ``cost`` (zeros, per million tokens), ``contextWindow`` (128000),
+``maxTokens`` (16384), ``headers``, ``compat``. ``compat`` (on a provider, model or override)
+takes pi's keys — the chat-completions ones (``supportsStore``, ``supportsDeveloperRole``,
+``supportsReasoningEffort``, ``supportsUsageInStreaming``, ``maxTokensField``,
+``requiresToolResultName``, ``requiresAssistantAfterToolResult``, ``requiresThinkingAsText``,
+``requiresReasoningContentOnAssistantMessages``, ``thinkingFormat``, ``cacheControlFormat``,
+``openRouterRouting``, ``vercelGatewayRouting``, ``supportsStrictMode``), the Responses and
+Messages ones (``sendSessionIdHeader``, ``supportsLongCacheRetention``,
+``supportsEagerToolInputStreaming``) and those pi-ai's catalog uses
+(``sendSessionAffinityHeaders``, ``zaiToolStream``); a known key of the wrong type or value is
+an error, an unknown key is kept as it is.
 
 Contract:
 - ``read_models_json(path)`` never raises. A missing file is empty and not an error. Any error
   (bad JSON, a provider with models but no ``baseUrl``/``apiKey``, a provider without models and
   without ``baseUrl``/``compat``/``modelOverrides``, a model without ``api``, a non-positive
-  ``contextWindow``/``maxTokens``, a wrongly typed field, an ``api`` no provider implements)
+  ``contextWindow``/``maxTokens``, a wrongly typed field, a ``compat`` value pi would refuse,
+  a ``thinkingLevelMap`` naming an unknown level, an ``api`` no provider implements)
   is reported in ``errors`` — one line naming the file, the place in it and, for an unknown
   ``api``, the valid ones — and **all** custom models are dropped, as pi does; built-ins stay
   usable. The valid APIs are the built-in providers' and those registered in this process
   (``ai.registry``), plus ``extra_apis`` a caller knows of.
 - ``load_models_json(path) -> (models, errors)``: the custom models only.
 - ``merge_models(builtins, config)``: built-ins with provider-level baseUrl/headers/compat and
-  ``modelOverrides`` applied, then custom models replacing same provider+id or appended.
+  ``modelOverrides`` applied, then custom models replacing same provider+id or appended. A
+  built-in nothing applies to is reused as it was passed, not copied (the catalog is ~1000
+  models: copying them all cost more than reading them).
 - ``resolve_config_value(v)``: ``!command`` runs a shell command and gives its trimmed stdout
   (cached for the process, failures too; a failure gives None); otherwise the environment
   variable named ``v`` if set; otherwise ``v`` itself. Header values and ``apiKey`` use it.
@@ -30,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -70,6 +83,58 @@ class ModelsJson(msgspec.Struct, kw_only=True):
 
 class _Invalid(Exception):
     pass
+
+
+class _Compat(msgspec.Struct, rename="camel", kw_only=True):
+    """The compat keys pi knows, with their types (all optional; others pass unchecked)."""
+
+    supports_store: bool | None = None
+    supports_developer_role: bool | None = None
+    supports_reasoning_effort: bool | None = None
+    reasoning_effort_map: dict[str, str] | None = None
+    supports_usage_in_streaming: bool | None = None
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] | None = None
+    requires_tool_result_name: bool | None = None
+    requires_assistant_after_tool_result: bool | None = None
+    requires_thinking_as_text: bool | None = None
+    requires_reasoning_content_on_assistant_messages: bool | None = None
+    thinking_format: Literal["openai", "openrouter", "deepseek", "zai", "qwen", "qwen-chat-template"] | None = None
+    cache_control_format: Literal["anthropic"] | None = None
+    open_router_routing: dict[str, Any] | None = None
+    vercel_gateway_routing: dict[str, Any] | None = None
+    supports_strict_mode: bool | None = None
+    supports_long_cache_retention: bool | None = None
+    send_session_id_header: bool | None = None
+    supports_eager_tool_input_streaming: bool | None = None
+    send_session_affinity_headers: bool | None = None
+    zai_tool_stream: bool | None = None
+
+
+#: pi's thinking levels, the keys a ``thinkingLevelMap`` may have.
+THINKING_LEVEL_KEYS = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+
+def _check_compat(value: Any, where: str) -> dict[str, Any]:
+    """``value`` (a compat object) once its known keys have pi's types; raises _Invalid."""
+    compat = _check_dict(value, where)
+    try:
+        msgspec.convert(compat, _Compat)
+    except msgspec.ValidationError as exc:
+        raise _Invalid(f"{where}: {exc}") from None
+    return compat
+
+
+def _check_level_map(value: Any, where: str) -> None:
+    """Refuse a ``thinkingLevelMap`` that is not {level: string or null} over pi's levels."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise _Invalid(f"{where} must be an object")
+    for level, mapped in value.items():
+        if level not in THINKING_LEVEL_KEYS:
+            raise _Invalid(f'{where}: unknown thinking level "{level}" (valid: {", ".join(THINKING_LEVEL_KEYS)})')
+        if mapped is not None and not isinstance(mapped, str):
+            raise _Invalid(f"{where}.{level} must be a string or null")
 
 
 def _resolved_headers(headers: Any, where: str) -> dict[str, str]:
@@ -117,6 +182,7 @@ def _build_model(provider: str, spec: dict[str, Any], idx: int) -> Model:
     for key in ("contextWindow", "maxTokens"):
         if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] <= 0):
             raise _Invalid(f"{where}: {key} must be a positive integer")
+    _check_level_map(spec.get("thinkingLevelMap"), f"{where}.thinkingLevelMap")
     data = {k: v for k, v in spec.items() if v is not None}
     data["provider"] = provider
     data.setdefault("name", spec["id"])
@@ -138,11 +204,13 @@ def _parse_provider(cfg: ModelsJson, name: str, p: Any, apis: list[str]) -> list
             raise _Invalid(f"{where}.{key} must be a string")
     _check_api(p.get("api"), where, apis)
     headers = _resolved_headers(p.get("headers"), where)
-    compat = _check_dict(p.get("compat"), f"{where}.compat")
+    compat = _check_compat(p.get("compat"), f"{where}.compat")
     overrides = _check_dict(p.get("modelOverrides"), f"{where}.modelOverrides")
     for model_id, override in overrides.items():
         if isinstance(override, dict):
             _check_api(override.get("api"), f"{where}.modelOverrides.{model_id}", apis)
+            _check_compat(override.get("compat"), f"{where}.modelOverrides.{model_id}.compat")
+            _check_level_map(override.get("thinkingLevelMap"), f"{where}.modelOverrides.{model_id}.thinkingLevelMap")
     _check_provider_says_enough(p, where, bool(models), bool(compat or overrides))
     if p.get("apiKey"):
         cfg.api_keys[name] = p["apiKey"]
@@ -186,7 +254,7 @@ def _with_provider_defaults(spec: Any, p: dict[str, Any], headers: dict[str, str
     _check_api(spec["api"], where, apis)
     model_headers = {**headers, **_resolved_headers(spec.get("headers"), where)}
     spec["headers"] = model_headers or None
-    model_compat = {**compat, **_check_dict(spec.get("compat"), f"{where}.compat")}
+    model_compat = {**compat, **_check_compat(spec.get("compat"), f"{where}.compat")}
     spec["compat"] = model_compat or None
     return spec
 
@@ -236,14 +304,17 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def merge_models(builtins: list[Model], cfg: ModelsJson) -> list[Model]:
     merged: list[Model] = []
     for model in builtins:
-        data = msgspec.to_builtins(model)
         settings = cfg.provider_settings.get(model.provider, {})
+        override = cfg.model_overrides.get(model.provider, {}).get(model.id)
+        if not settings and not override:  # most of the catalog: nothing to apply
+            merged.append(model)
+            continue
+        data = msgspec.to_builtins(model)
         if "baseUrl" in settings:
             data["baseUrl"] = settings["baseUrl"]
         for key in ("headers", "compat"):
             if key in settings:
                 data[key] = {**(data.get(key) or {}), **settings[key]}
-        override = cfg.model_overrides.get(model.provider, {}).get(model.id)
         if override:
             data = _deep_merge(data, override)
         try:

@@ -130,4 +130,8 @@ def adjust_max_tokens_for_thinking(
 
 
 def supports_xhigh(model: Model) -> bool:
+    """Whether ``model`` offers the "xhigh" level: as its ``thinkingLevelMap`` says when it has
+    one (pi-ai 0.73: a string value for xhigh), else known by its id."""
+    if model.thinking_level_map is not None:
+        return model.thinking_level_map.get("xhigh") is not None
     return any(s in model.id for s in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"))

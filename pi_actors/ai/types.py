@@ -220,6 +220,9 @@ class Model(msgspec.Struct, rename="camel", kw_only=True):
     max_tokens: int = 16384
     headers: dict[str, str] | None = None
     compat: dict[str, Any] | None = None
+    #: pi's ``thinkingLevelMap``: thinking level -> the provider's value for it (None: the
+    #: level is not offered by this model). Absent: the API's own mapping.
+    thinking_level_map: dict[str, str | None] | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,8 +41,20 @@ SDK_MODULES = {
     "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
 }
-#: The API of the built-in catalog's providers (``ai.catalog``; a test checks).
-BUILTIN_PROVIDER_APIS = {"anthropic": "anthropic-messages", "openai": "openai-responses"}
+#: The API of each built-in catalog provider whose models all use one (``ai.catalog``; a test
+#: checks). cloudflare-ai-gateway, github-copilot and opencode mix APIs: no hint for them.
+BUILTIN_PROVIDER_APIS = {
+    "amazon-bedrock": "bedrock-converse-stream", "anthropic": "anthropic-messages",
+    "azure-openai-responses": "azure-openai-responses", "cerebras": "openai-completions",
+    "cloudflare-workers-ai": "openai-completions", "deepseek": "openai-completions", "fireworks": "anthropic-messages",
+    "google": "google-generative-ai", "google-vertex": "google-vertex", "groq": "openai-completions",
+    "huggingface": "openai-completions", "kimi-coding": "anthropic-messages", "minimax": "anthropic-messages",
+    "minimax-cn": "anthropic-messages", "mistral": "mistral-conversations", "moonshotai": "openai-completions",
+    "moonshotai-cn": "openai-completions", "openai": "openai-responses", "openai-codex": "openai-codex-responses",
+    "opencode-go": "openai-completions", "openrouter": "openai-completions", "vercel-ai-gateway": "anthropic-messages",
+    "xai": "openai-completions", "xiaomi": "anthropic-messages", "xiaomi-token-plan-ams": "anthropic-messages",
+    "xiaomi-token-plan-cn": "anthropic-messages", "xiaomi-token-plan-sgp": "anthropic-messages", "zai": "openai-completions",
+}  # fmt: skip
 _PROVIDER_MODULE = "pi_actors.actors.provider"
 _LINKS = ("coordinator", "supervisor")
 

@@ -6,7 +6,12 @@ rewritten. Keys used so far: ``defaultProvider``, ``defaultModel``, ``defaultThi
 ``steeringMode``, ``followUpMode``, ``toolExecution`` (``parallel``, the default, or
 ``sequential``: the agent's tool execution mode, pi's ``toolExecution``),
 ``compaction.{enabled,reserveTokens,keepRecentTokens}``,
-``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, ``sandbox.{memory,tmpSize,shmSize,
+``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, ``retry.provider.maxRetryDelayMs``
+(pi's; ``timeoutMs`` and ``maxRetries`` there are typed but not applied yet),
+``thinkingBudgets.{minimal,low,medium,high}``, ``sessionDir`` (``--session-dir`` wins; ``~``
+expanded, relative to the working directory), the typed but
+not yet applied ``hideThinkingBlock``, ``shellPath``, ``shellCommandPrefix``,
+``sandbox.{memory,tmpSize,shmSize,
 fileSize,processes,homeAllow}`` — the last only from the global file: the project file lies in
 the workspace, where tools write, so its ``sandbox`` object is ignored with a warning —, and
 ours (not pi's)
@@ -138,9 +143,11 @@ def _check_milliseconds(settings: dict, warnings: list[str]) -> None:
 
 def stream_limits(settings: Settings | dict[str, Any]) -> StreamLimits:
     """The provider actor's limits for every stream: ``provider.firstByteTimeoutMs`` and
-    ``provider.idleTimeoutMs``, and ``retry.maxDelayMs`` as the longest ``Retry-After``."""
+    ``provider.idleTimeoutMs``, and as the longest ``Retry-After`` pi's
+    ``retry.provider.maxRetryDelayMs``, else ``retry.maxDelayMs``."""
     typed = parse_settings(settings)
-    max_delay = typed.retry.max_delay_ms
+    provider_cap = typed.retry.provider.max_retry_delay_ms if typed.retry.provider else None
+    max_delay = typed.retry.max_delay_ms if provider_cap is None else provider_cap
     return StreamLimits(
         first_byte_timeout_ms=typed.provider.first_byte_timeout_ms,
         idle_timeout_ms=typed.provider.idle_timeout_ms,

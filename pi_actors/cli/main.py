@@ -291,18 +291,44 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, 
 
 
 def _list_models(search: str, args: argparse.Namespace | None = None) -> int:
-    from ._config import load_model_registry
+    """``--list-models [SEARCH]``: the models whose provider has credentials, as pi lists them
+    (sorted by provider and id; context and max output as 200K / 1M); when none has, how to
+    add one."""
+    from ._config import load_model_registry, no_models_message
 
     reg = load_model_registry()
     for err in reg.errors:
-        print(err, file=sys.stderr)
+        print(f"Warning: {err}", file=sys.stderr)
     if args is not None:
         _with_extension_providers(reg, args.extension_look)
-    rows = [m for m in reg.models if search.lower() in f"{m.provider}/{m.id}".lower()]
-    print(f"{'provider':<14} {'model':<32} {'context':>8} {'max out':>8}  thinking")
-    for m in rows:
-        print(f"{m.provider:<14} {m.id:<32} {m.context_window:>8} {m.max_tokens:>8}  {'yes' if m.reasoning else 'no'}")
+    models = reg.available()
+    if not models:
+        print(no_models_message())
+        return 0
+    words = search.lower().split()
+    rows = [m for m in models if all(w in f"{m.provider}/{m.id} {m.provider} {m.id}".lower() for w in words)]
+    if not rows:
+        print(f'No models matching "{search}"')
+        return 0
+    rows.sort(key=lambda m: (m.provider, m.id))
+    table = [("provider", "model", "context", "max-out", "thinking", "images")] + [
+        (m.provider, m.id, _tokens(m.context_window), _tokens(m.max_tokens), "yes" if m.reasoning else "no",
+         "yes" if "image" in m.input else "no")
+        for m in rows
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
+    for row in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _tokens(count: int) -> str:
+    """A token count as pi shows it: 200K, 1M, 1.5M, 4096 stays 4.1K."""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if count >= size:
+            value = count / size
+            return f"{value:g}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+    return str(count)
 
 
 def _export(paths: list[str]) -> int:
@@ -492,6 +518,8 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     if args.api_key and not args.model and not args.provider:
         raise ConfigError("--api-key requires a model to be specified via --model or --provider")
     cwd = os.getcwd()
+    if args.session_dir is None and settings.get("sessionDir"):  # pi's sessionDir; the flag wins
+        args.session_dir = os.path.join(cwd, os.path.expanduser(settings["sessionDir"]))
     adir = agent_dir()
     default_dir = os.path.join(adir, "sessions")
     try:
@@ -514,7 +542,12 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     typed = parse_settings(settings)
     model_arg = args.model
     if model_arg is None and args.provider is None:
-        model_arg = _implied_model(typed, session.model, reg.models)
+        # A resumed session's model is restored only while its provider has credentials;
+        # otherwise pi's warning, and the registry's choice.
+        model_arg = _implied_model(typed, session.model, reg.available())
+        lost = _unrestorable(session.model, model_arg, reg)
+        if lost:
+            print(f"Warning: Could not restore model {lost} (no auth configured).", file=sys.stderr)
     choice = choose_model(reg, provider=args.provider, model=model_arg, api_key=args.api_key)
     thinking = _thinking_level(args.thinking, choice, session.thinking, typed)
     tools = _tool_names(args)
@@ -535,7 +568,8 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         agent_dir=adir,
         session=session.config,
         settings=settings,
-        models=reg.models,
+        # Only the models with credentials may be switched to (pi's getAvailable), and the chosen one.
+        models=reg.available({choice.model.provider: args.api_key} if args.api_key else None, keep=(choice.model,)),
         log_file=log_file,
         runtime_keys={choice.model.provider: args.api_key} if args.api_key else {},
         key_sources=reg.key_sources,
@@ -617,6 +651,17 @@ def _unwritable(path: str, exc: OSError) -> str:
         f"Cannot save the session in {path}: {reason}. Run with --no-session, "
         "or --session-dir DIR to save sessions elsewhere"
     )
+
+
+def _unrestorable(saved: dict[str, Any] | None, implied: str | None, reg: Any) -> str | None:
+    """``provider/id`` of a resumed session's model that is known but was not restored
+    (``implied`` is not it): its provider has no credentials. None otherwise."""
+    if not saved:
+        return None
+    wanted = f"{saved.get('provider')}/{saved.get('modelId')}"
+    if implied == wanted or not any(f"{m.provider}/{m.id}" == wanted for m in reg.models):
+        return None
+    return wanted
 
 
 def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: list[Any]) -> str | None:

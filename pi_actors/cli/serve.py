@@ -225,6 +225,7 @@ def make_config_factory(args: argparse.Namespace) -> Any:
             settings=settings,
             runtime_keys={},
             key_sources=reg.key_sources,
+            models=reg.available(keep=(choice.model,)),  # what a client's /model may switch to
             sandbox=args.sandbox,
             resources=resources,
         )

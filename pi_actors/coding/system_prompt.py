@@ -1,7 +1,10 @@
 """The system prompt, built as pi builds it (pi's packages/coding-agent, docs/architecture.md §7), first cut.
 
-Base: ``--system-prompt`` (a file's contents if the value names a file) or the default
-prompt listing the active tools and guidelines; then ``--append-system-prompt``; then the
+Base: ``--system-prompt`` (a file's contents if the value names a file), else the first of
+``<cwd>/.pi-actors/SYSTEM.md`` and ``<agent_dir>/SYSTEM.md`` that exists (pi's discovery, with
+our project directory), else the default prompt listing the active tools and guidelines; then
+``--append-system-prompt``, else the first of ``<cwd>/.pi-actors/APPEND_SYSTEM.md`` and
+``<agent_dir>/APPEND_SYSTEM.md``; then the
 project context files (AGENTS.md, else CLAUDE.md, from the agent dir and from / down to cwd);
 then the current date and working directory.
 """
@@ -49,6 +52,15 @@ def _text_or_file(value: str) -> str:
         with open(value, encoding="utf-8") as f:
             return f.read()
     return value
+
+
+def _discover(name: str, cwd: str, agent_dir: str | None) -> str | None:
+    """The project's ``.pi-actors/<name>``, else the agent directory's, if either exists (pi's
+    SYSTEM.md / APPEND_SYSTEM.md discovery; the agent directory only when one is given)."""
+    for directory in (os.path.join(cwd, ".pi-actors"), agent_dir):
+        if directory and os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return None
 
 
 def _guidelines(tools: list[str]) -> list[str]:
@@ -112,6 +124,8 @@ def build_system_prompt(
 ) -> str:
     """The full system prompt for a session in ``cwd`` with ``tools`` active; ``skills``
     are listed for the model when it has the ``read`` tool to load them (as pi)."""
+    custom = custom or _discover("SYSTEM.md", cwd, agent_dir)
+    append = append or _discover("APPEND_SYSTEM.md", cwd, agent_dir)
     if custom:
         prompt = _text_or_file(custom)
     else:

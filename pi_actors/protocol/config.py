@@ -89,6 +89,27 @@ class RetrySection(WireStruct):
     max_retries: NonNegative | None = None
     base_delay_ms: NonNegative | None = None
     max_delay_ms: NonNegative | None = None
+    provider: RetryProviderSection | None = None
+
+
+class RetryProviderSection(WireStruct):
+    """``retry.provider`` (pi's): the SDK's own request timeout and retries, and the longest
+    server-requested delay (``Retry-After``) waited for before the request fails (ms, 0 = no
+    cap). Only ``maxRetryDelayMs`` is used so far; it wins over ``retry.maxDelayMs``."""
+
+    timeout_ms: NonNegative | None = None
+    max_retries: NonNegative | None = None
+    max_retry_delay_ms: NonNegative | None = None
+
+
+class ThinkingBudgetsSection(WireStruct):
+    """``thinkingBudgets``: thinking tokens per level for token-budget APIs (pi's defaults
+    otherwise: ``ai.options.DEFAULT_THINKING_BUDGETS``)."""
+
+    minimal: NonNegative | None = None
+    low: NonNegative | None = None
+    medium: NonNegative | None = None
+    high: NonNegative | None = None
 
 
 class SupervisionSection(WireStruct):
@@ -150,6 +171,16 @@ class Settings(WireStruct):
     provider: ProviderSection = msgspec.field(default_factory=ProviderSection)
     sandbox: SandboxSection = msgspec.field(default_factory=SandboxSection)
     images: ImagesSection = msgspec.field(default_factory=ImagesSection)
+    #: pi's: tokens per thinking level; the session directory (``--session-dir`` wins);
+    #: thinking blocks hidden in the TUI; the bash tool's
+    #: shell and a prefix run before each command. Typed here so that a wrong type is refused
+    #: naming the key; ``hideThinkingBlock``, ``shellPath`` and ``shellCommandPrefix`` are not
+    #: applied yet.
+    thinking_budgets: ThinkingBudgetsSection | None = None
+    session_dir: str | None = None
+    hide_thinking_block: bool | None = None
+    shell_path: str | None = None
+    shell_command_prefix: str | None = None
 
 
 # -- the actors' parts ----------------------------------------------------------------------
@@ -331,7 +362,7 @@ def set_fields(section: msgspec.Struct) -> dict[str, Any]:
 def settings_error(exc: msgspec.ValidationError, where: str) -> str:
     """One line for a settings file that does not fit :class:`Settings`, naming the key:
     ``settings.json (/x/settings.json): retry.maxRetries: Expected `int`, got `str```."""
-    text = str(exc)
+    text = str(exc).replace("\n", "\\n")  # a key may hold a newline: still one line
     message, sep, path = text.rpartition(" - at `$.")
     if not sep:
         return f"{where}: {text}"

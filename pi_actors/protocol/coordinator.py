@@ -626,7 +626,7 @@ ABORT_BASH: Method[Empty, None, Empty] = Method(
 
 GET_AVAILABLE_MODELS: Method[Empty, None, Models] = Method(
     "get_available_models", args=Empty, result=Models,
-    doc="The models the configuration knows, for pi's model selector.",
+    doc="The models the configuration offers (those whose provider has credentials, and the session's own), for pi's model selector.",
 )  # fmt: skip
 
 EXPORT_HTML: Method[ExportHtmlArgs, None, ExportHtmlResult] = Method(

@@ -100,7 +100,8 @@ def _image_part(block: ImageContent) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
 
 
-def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat) -> dict[str, Any] | None:
+def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat,
+                       reasoning_model: bool = False) -> dict[str, Any] | None:
     out: dict[str, Any] = {"role": "assistant", "content": "" if compat.requires_assistant_after_tool_result else None}
     texts = [b.text for b in msg.content if isinstance(b, TextContent) and b.text.strip()]
     thinking = [b for b in msg.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
@@ -131,6 +132,8 @@ def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat) -
                     pass
         if details:
             out["reasoning_details"] = details
+    if compat.requires_reasoning_content_on_assistant_messages and reasoning_model:
+        out.setdefault("reasoning_content", "")  # DeepSeek refuses an assistant turn without it
     if not out["content"] and not calls:
         return None
     return out
@@ -169,7 +172,7 @@ def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCo
                 if parts:
                     out.append({"role": "user", "content": parts})
         elif isinstance(msg, AssistantMessage):
-            converted = _assistant_message(msg, compat)
+            converted = _assistant_message(msg, compat, model.reasoning)
             if converted is not None:
                 out.append(converted)
         else:
@@ -209,7 +212,7 @@ def _add_openrouter_cache_control(messages: list[dict[str, Any]]) -> None:
 def build_params(model: Model, context: Context, options: StreamOptions,
                  compat: OpenAICompletionsCompat) -> dict[str, Any]:
     messages = convert_messages(model, context, compat)
-    if model.provider == "openrouter" and model.id.startswith("anthropic/"):
+    if compat.cache_control_format == "anthropic":
         _add_openrouter_cache_control(messages)
     params: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
     if compat.supports_usage_in_streaming:
@@ -222,7 +225,7 @@ def build_params(model: Model, context: Context, options: StreamOptions,
         params["temperature"] = options.temperature
     params.update(_tool_params(context, options, compat))
     if model.reasoning:
-        params.update(_reasoning_params(options, compat))
+        params.update(_reasoning_params(model, options, compat))
     params.update(_routing_params(model, compat))
     return params
 
@@ -247,15 +250,28 @@ def _tool_params(context: Context, options: StreamOptions, compat: OpenAIComplet
     return params
 
 
-def _reasoning_params(options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
-    """The reasoning switch in the server's own format (a reasoning model only)."""
+def _reasoning_params(model: Model, options: StreamOptions, compat: OpenAICompletionsCompat) -> dict[str, Any]:
+    """The reasoning switch in the server's own format (a reasoning model only). The model's
+    ``thinkingLevelMap`` names the server's value for a level (and for "off")."""
     effort = extra_option(options, "reasoning_effort")
+    level_map = model.thinking_level_map or {}
+    mapped = (level_map.get(effort) or effort) if effort else None
     if compat.thinking_format in ("zai", "qwen"):
         return {"enable_thinking": bool(effort)}
     if compat.thinking_format == "qwen-chat-template":
         return {"chat_template_kwargs": {"enable_thinking": bool(effort)}}
+    if compat.thinking_format == "deepseek":
+        return {"thinking": {"type": "enabled" if effort else "disabled"}, **({"reasoning_effort": mapped} if effort else {})}
+    if compat.thinking_format == "openrouter":
+        if effort:
+            return {"reasoning": {"effort": mapped}}
+        if "off" in level_map and level_map["off"] is None:
+            return {}
+        return {"reasoning": {"effort": level_map.get("off") or "none"}}
     if effort and compat.supports_reasoning_effort:
-        return {"reasoning_effort": compat.reasoning_effort_map.get(effort, effort)}
+        return {"reasoning_effort": compat.reasoning_effort_map.get(effort, mapped)}
+    if not effort and compat.supports_reasoning_effort and isinstance(level_map.get("off"), str):
+        return {"reasoning_effort": level_map["off"]}
     return {}
 
 

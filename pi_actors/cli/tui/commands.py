@@ -135,7 +135,14 @@ class SlashCommands(SettingsCommands):
         self.tui.call("set_model", {"model": T.to_plain(m)}, done)
 
     def cmd_model(self, rest: str) -> None:
-        models = self.tui.models()
+        models = self.tui.models()  # only providers with credentials, and the session's model
+        if len(models) <= 1:
+            from .._config import no_models_message
+
+            # Nothing to switch to: say how to add a provider (pi's hint under its selector).
+            self.tui.show_status(no_models_message().replace("No models available", "No other models available", 1))
+            if not models:
+                return
         if rest:
             exact = [m for m in models if f"{m.provider}/{m.id}" == rest or m.id == rest]
             if len(exact) == 1:
