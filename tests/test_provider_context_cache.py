@@ -234,3 +234,25 @@ def test_whatever_happens_between_requests_the_provider_rebuilds_exactly_the_sen
             assert label.base_version is None  # the resend is whole: no second refusal
             full = cache.resolve(label, sent)
         assert full == messages
+
+
+async def test_the_bytes_a_turn_sends_to_the_provider_stay_flat_while_the_context_grows(scripted, env):
+    # Each turn adds ~2 kB of bash output to the context. The model must get the whole,
+    # growing context every time; the coordinator–provider link carries only the new turn.
+    turns = 10
+    command = "head -c 2000 /dev/zero | tr '\\0' x; echo {n}"
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": command.format(n=n)})]) for n in range(turns)]
+    scripted.script.append(Reply(text="all done"))
+    log = env.work / "run.log"
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    sent = [line["bytes"] for line in _log(log, "stream_start", "provider")]
+    to_model = [len(json.dumps(r["body"])) for r in scripted.requests]
+    assert len(sent) == len(to_model) == turns + 1
+    grows_by = (to_model[-1] - to_model[1]) / (turns - 1)
+    assert grows_by > 2000, to_model  # what the model is sent grows by a turn's output each turn
+    # ... while every request after the first costs the link the same, give or take a few bytes
+    # of numbering: far less than one turn's growth (sending the context whole would add it).
+    later = sent[1:]
+    assert max(later) - min(later) < grows_by / 4, sent
+    assert max(later) < sent[0] + 2 * grows_by, sent
