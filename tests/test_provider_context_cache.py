@@ -21,9 +21,10 @@ from support.prompts import send_prompt
 from support.providers import call_stream, plain_model, provider_peer
 
 from pi_actors.actors import open_local_runtime
-from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender
+from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender, IncrementalConversion
 from pi_actors.ai import types as T
 from pi_actors.cli.main import runtime_config
+from pi_actors.coding.messages import convert_to_llm
 from pi_actors.runtime import RemoteError, RestartPolicy
 from pi_actors.testing import Reply, ScriptToolCall
 
@@ -256,3 +257,48 @@ async def test_the_bytes_a_turn_sends_to_the_provider_stay_flat_while_the_contex
     later = sent[1:]
     assert max(later) - min(later) < grows_by / 4, sent
     assert max(later) < sent[0] + 2 * grows_by, sent
+
+
+@st.composite
+def _transcripts(draw: Any) -> list[tuple[str, int]]:
+    """Steps of a transcript between two conversions: appends of any kind of entry (some
+    convert to nothing), drops, replacements, equal-but-rebuilt lists."""
+    ops = st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 4)),
+        st.tuples(st.just("drop"), st.integers(1, 3)),
+        st.tuples(st.just("replace"), st.integers(0, 5)),
+        st.tuples(st.just("rebuild"), st.integers(0, 0)),
+    )
+    return draw(st.lists(ops, max_size=25))
+
+
+def _entry(n: int) -> Any:
+    kinds = [
+        lambda: T.UserMessage(content=f"u{n}", timestamp=n),
+        lambda: {"role": "bashExecution", "command": f"echo {n}", "output": str(n), "exitCode": 0, "timestamp": n},
+        lambda: {"role": "bashExecution", "command": "x", "output": "", "excludeFromContext": True, "timestamp": n},
+        lambda: {"role": "custom", "customType": "note", "content": f"c{n}", "display": True, "timestamp": n},
+        lambda: {"role": "compactionSummary", "summary": f"s{n}", "tokensBefore": 1, "timestamp": n},
+        lambda: {"role": "unknown-kind", "timestamp": n},
+    ]
+    return kinds[n % len(kinds)]()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_transcripts())
+def test_the_transcript_converted_turn_by_turn_is_what_converting_it_whole_gives(steps):
+    convert = IncrementalConversion(convert_to_llm)
+    messages: list[Any] = []
+    counter = 0
+    for op, n in steps:
+        if op == "append":
+            messages = messages + [_entry(counter + i) for i in range(n)]
+            counter += n
+        elif op == "drop":
+            messages = messages[:-n]
+        elif op == "replace":
+            messages = [_entry(counter + i) for i in range(n)]
+            counter += n
+        else:
+            messages = [dict(m) if isinstance(m, dict) else T.UserMessage(content=m.content, timestamp=m.timestamp) for m in messages]
+        assert convert(messages) == convert_to_llm(messages)

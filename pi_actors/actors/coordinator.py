@@ -70,7 +70,7 @@ from ..runtime import (
     open_peer,
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
-from ._context_cache import STALE_CONTEXT, ContextSender
+from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
 from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -123,7 +123,8 @@ class Coordinator:
                 "tools": tools_list,
             },
             stream_fn=self.stream_fn,
-            convert_to_llm=convert_to_llm,
+            # Only the messages appended since the last request are converted (per turn).
+            convert_to_llm=IncrementalConversion(convert_to_llm),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
             tool_execution=settings.tool_execution,
