@@ -21,9 +21,10 @@ from support.prompts import send_prompt
 from support.providers import call_stream, plain_model, provider_peer
 
 from pi_actors.actors import open_local_runtime
-from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender
+from pi_actors.actors._context_cache import STALE_CONTEXT, ContextCache, ContextSender, IncrementalConversion
 from pi_actors.ai import types as T
 from pi_actors.cli.main import runtime_config
+from pi_actors.coding.messages import convert_to_llm
 from pi_actors.runtime import RemoteError, RestartPolicy
 from pi_actors.testing import Reply, ScriptToolCall
 
@@ -234,3 +235,70 @@ def test_whatever_happens_between_requests_the_provider_rebuilds_exactly_the_sen
             assert label.base_version is None  # the resend is whole: no second refusal
             full = cache.resolve(label, sent)
         assert full == messages
+
+
+async def test_the_bytes_a_turn_sends_to_the_provider_stay_flat_while_the_context_grows(scripted, env):
+    # Each turn adds ~2 kB of bash output to the context. The model must get the whole,
+    # growing context every time; the coordinator–provider link carries only the new turn.
+    turns = 10
+    command = "head -c 2000 /dev/zero | tr '\\0' x; echo {n}"
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": command.format(n=n)})]) for n in range(turns)]
+    scripted.script.append(Reply(text="all done"))
+    log = env.work / "run.log"
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    sent = [line["bytes"] for line in _log(log, "stream_start", "provider")]
+    to_model = [len(json.dumps(r["body"])) for r in scripted.requests]
+    assert len(sent) == len(to_model) == turns + 1
+    grows_by = (to_model[-1] - to_model[1]) / (turns - 1)
+    assert grows_by > 2000, to_model  # what the model is sent grows by a turn's output each turn
+    # ... while every request after the first costs the link the same, give or take a few bytes
+    # of numbering: far less than one turn's growth (sending the context whole would add it).
+    later = sent[1:]
+    assert max(later) - min(later) < grows_by / 4, sent
+    assert max(later) < sent[0] + 2 * grows_by, sent
+
+
+@st.composite
+def _transcripts(draw: Any) -> list[tuple[str, int]]:
+    """Steps of a transcript between two conversions: appends of any kind of entry (some
+    convert to nothing), drops, replacements, equal-but-rebuilt lists."""
+    ops = st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 4)),
+        st.tuples(st.just("drop"), st.integers(1, 3)),
+        st.tuples(st.just("replace"), st.integers(0, 5)),
+        st.tuples(st.just("rebuild"), st.integers(0, 0)),
+    )
+    return draw(st.lists(ops, max_size=25))
+
+
+def _entry(n: int) -> Any:
+    kinds = [
+        lambda: T.UserMessage(content=f"u{n}", timestamp=n),
+        lambda: {"role": "bashExecution", "command": f"echo {n}", "output": str(n), "exitCode": 0, "timestamp": n},
+        lambda: {"role": "bashExecution", "command": "x", "output": "", "excludeFromContext": True, "timestamp": n},
+        lambda: {"role": "custom", "customType": "note", "content": f"c{n}", "display": True, "timestamp": n},
+        lambda: {"role": "compactionSummary", "summary": f"s{n}", "tokensBefore": 1, "timestamp": n},
+        lambda: {"role": "unknown-kind", "timestamp": n},
+    ]
+    return kinds[n % len(kinds)]()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_transcripts())
+def test_the_transcript_converted_turn_by_turn_is_what_converting_it_whole_gives(steps):
+    convert = IncrementalConversion(convert_to_llm)
+    messages: list[Any] = []
+    counter = 0
+    for op, n in steps:
+        if op == "append":
+            messages = messages + [_entry(counter + i) for i in range(n)]
+            counter += n
+        elif op == "drop":
+            messages = messages[:-n]
+        elif op == "replace":
+            messages = [_entry(counter + i) for i in range(n)]
+            counter += n
+        else:
+            messages = [dict(m) if isinstance(m, dict) else T.UserMessage(content=m.content, timestamp=m.timestamp) for m in messages]
+        assert convert(messages) == convert_to_llm(messages)

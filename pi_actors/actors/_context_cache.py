@@ -15,6 +15,11 @@ the provider's own serialization of the request body.
   coordinator then resends the whole context once. A restarted provider holds nothing; a
   restarted coordinator picks a new key (a random nonce), so it never matches a stale entry.
 
+* :class:`IncrementalConversion` (coordinator side) turns the transcript into the provider's
+  messages (``convert_to_llm``) converting only what was appended since the last turn, and
+  hands back the same output objects for the rest — which keeps the sender's prefix compare
+  on its identity fast path too.
+
 The contract both sides rely on: a message, once sent, is never edited in place (the agent
 replaces messages, never mutates them) — otherwise the identity short-cut would miss the edit.
 """
@@ -23,13 +28,13 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..protocol.provider import CachedContext
 from ..runtime import RemoteError
 
-__all__ = ["ContextSender", "ContextCache", "STALE_CONTEXT"]
+__all__ = ["ContextSender", "ContextCache", "IncrementalConversion", "STALE_CONTEXT"]
 
 #: The error code of a request whose base the provider does not hold.
 STALE_CONTEXT = "stale_context"
@@ -99,3 +104,31 @@ class ContextCache:
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
         return full
+
+
+class IncrementalConversion:
+    """``convert(messages)``, equal to ``fn(messages)``, converting only the messages appended
+    since the previous call.
+
+    ``fn`` must work message by message (each message's output does not depend on the others,
+    as pi's ``convertToLlm``), so that the output for a prefix is a prefix of the output. When
+    ``messages`` does not start with the previous input (compaction, a branch switch, a
+    retry that dropped a reply: C-level list equality, identity first), the whole list is
+    converted again. Why: the transcript is converted before every LLM request; converting
+    it whole costs time in proportion to the session's length, per turn."""
+
+    def __init__(self, fn: Callable[[list[Any]], list[Any]]) -> None:
+        self._fn = fn
+        self._seen: list[Any] | None = None
+        self._out: list[Any] = []
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        """The converted list (a new list each call: the caller may change it)."""
+        seen, count = self._seen, len(self._seen) if self._seen is not None else 0
+        current = list(messages)
+        if seen is not None and len(current) >= count and current[:count] == seen:
+            out = self._out + list(self._fn(current[count:]))
+        else:
+            out = list(self._fn(current))
+        self._seen, self._out = current, out
+        return list(out)

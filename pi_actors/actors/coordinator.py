@@ -35,6 +35,7 @@ control link whenever it changes, so that a restarted coordinator reopens it.
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -69,7 +70,7 @@ from ..runtime import (
     open_peer,
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
-from ._context_cache import STALE_CONTEXT, ContextSender
+from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
 from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -114,6 +115,7 @@ class Coordinator:
         self._session: dict[str, Any] | None = None
         self._resources: tuple[list[Any], list[Any]] | None = None
         tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.tools if n in TOOL_SPECS]
+        self._incremental_conversion = IncrementalConversion(convert_to_llm)
         self.agent = Agent(
             initial_state={
                 "system_prompt": config.system_prompt,
@@ -122,6 +124,7 @@ class Coordinator:
                 "tools": tools_list,
             },
             stream_fn=self.stream_fn,
+            # Only the messages appended since the last request are converted (per turn).
             convert_to_llm=self._convert_to_llm,
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
@@ -158,7 +161,7 @@ class Coordinator:
     def _convert_to_llm(self, messages: list[Any]) -> list[Any]:
         """The session's messages as the model gets them; with the ``images.blockImages``
         setting, no image (pi's "Image reading is disabled." instead)."""
-        converted = convert_to_llm(messages)
+        converted = self._incremental_conversion(messages)
         if self.config.settings.images.block_images:
             from ..coding.images import block_images
 
@@ -242,11 +245,20 @@ class Coordinator:
         resent = False
         while True:
             try:
+                terminal: T.AssistantMessage | None = None
                 async with self.provider.open_call("stream", self._stream_args(fixed, context)) as call:
                     async with call.cancel_when(signal.wait if signal else None):
                         async for data in call:
-                            await emit(rebuild.apply(data))
-                    return msgspec.convert(await call.result(), T.AssistantMessage)
+                            event = rebuild.apply(data)
+                            if isinstance(event, (T.DoneEvent, T.ErrorEvent)):
+                                # The final message, which the session keeps: its repeated
+                                # names shared, not one copy per message of a long session.
+                                terminal = _shared_names(event.message if isinstance(event, T.DoneEvent) else event.error)
+                            await emit(event)
+                    result = await call.result()
+                # The result repeats the terminal event's message (the one the loop keeps):
+                # converted again only when no terminal event came.
+                return terminal if terminal is not None else msgspec.convert(result, T.AssistantMessage)
             except (RemoteError, msgspec.ValidationError, ValueError) as exc:
                 self._context_sender.forget()
                 if isinstance(exc, RemoteError) and exc.code == STALE_CONTEXT and not resent:
@@ -677,6 +689,23 @@ def _text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.text for b in content if isinstance(b, T.TextContent))
+
+
+def _shared_names(message: T.AssistantMessage) -> T.AssistantMessage:
+    """``message`` with the names that repeat from reply to reply interned (in place): api,
+    provider, model, stop reason, tool names (the tool results reuse them) and the keys of
+    tool arguments. Each arrives as a new string with every reply; a long session keeps
+    one object of each instead of one per reply (~0.6 kB less per prompt of one tool call)."""
+    message.api = sys.intern(message.api)
+    message.provider = sys.intern(message.provider)
+    message.model = sys.intern(message.model)
+    message.stop_reason = sys.intern(message.stop_reason)  # type: ignore[assignment]
+    for block in message.content:
+        if isinstance(block, T.ToolCall):
+            block.name = sys.intern(block.name)
+            if isinstance(block.arguments, dict):
+                block.arguments = {sys.intern(k) if isinstance(k, str) else k: v for k, v in block.arguments.items()}
+    return message
 
 
 def _wire_options(options: Any) -> dict[str, Any]:

@@ -13,7 +13,9 @@ Each session's context is kept here (``_context_cache.ContextCache``, a few keys
 labelled ``cached`` may carry only the messages appended since the kept version; one naming a
 base this process does not hold (it was restarted, say) is refused with ``stale_context``
 before anything streams. The log's ``stream_start`` says how many messages came with the
-request (``received``) and how many were taken from the kept context (``reused``).
+request (``received``), how many were taken from the kept context (``reused``) and how many
+bytes the request took on the link (``bytes``: flat from turn to turn while the kept context
+serves, however long the session).
 
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
@@ -133,7 +135,7 @@ class ProviderActor:
             lost: RemoteError | None = None
             ids = {"session": options.session_id, "request": args.request_id, "provider": provider,
                    "model": model if isinstance(model, str) else model.id}  # fmt: skip
-            self.log.event("stream_start", **ids, received=received, reused=reused)
+            self.log.event("stream_start", **ids, received=received, reused=reused, bytes=call.incoming.size)
             try:
                 final = await (stream_simple if args.simple else stream)(model, context, options, sender.push)
                 self.log.event(

@@ -106,6 +106,8 @@ class Connection:
         peer_hello: (server) the client's Hello once received.
         peer_hello_ok: (client) the server's HelloOk once received.
         error: the RemoteProtocolError that killed the connection, if any.
+        last_payload_size: the size in bytes of the last frame's payload ``next_event``
+            decoded (0 before the first), e.g. what a received call cost on the wire.
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class Connection:
         self.peer_hello: Hello | None = None
         self.peer_hello_ok: HelloOk | None = None
         self.error: RemoteProtocolError | None = None
+        self.last_payload_size = 0
         self._decoder = FrameDecoder(max_frame)
         self._eof = False
         self._hello_sent = False  # client: our Hello went out
@@ -419,6 +422,7 @@ class Connection:
                     self._peer_done = True
                     return CLOSED
                 return NEED_DATA
+            self.last_payload_size = len(payload)
             msg = decode_message(payload)
             if self.state is OPEN and type(msg) in _CALL_TYPES:
                 return self._receive_call_traffic(msg)  # the hot path

@@ -116,6 +116,8 @@ class IncomingCall:
         self.method = msg.method
         self.args = msg.args
         self.target = msg.target
+        #: The size in bytes of the call's frame payload as received (what it cost on the wire).
+        self.size = peer._conn.last_payload_size
         self.cancel_requested = trio.Event()
         #: Set to True by a handler that watches ``cancel_requested`` itself and finishes
         #: with a proper result instead of being cancelled.
