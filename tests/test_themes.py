@@ -1,4 +1,4 @@
-"""TUI themes: ``--theme`` changes the colours a person sees (the real CLI in tmux), theme
+"""TUI themes: ``--theme`` and ``/settings`` change the colours a person sees (the real CLI in tmux), theme
 files in pi's format load with their ``vars``, and a bad theme is one clear line."""
 
 from __future__ import annotations
@@ -37,6 +37,18 @@ async def test_theme_light_changes_the_footer_colour_and_a_custom_theme_file_set
     bright_black = re.compile(r"\x1b\[(?:[0-9;]*;)?90(?:;[0-9;]*)?m")
     assert not bright_black.search(light) and not bright_black.search(loud) and loud != light
     assert "196" in loud or "255;0;0" in loud
+    # /settings switches the running TUI's theme at once and keeps it in settings.json.
+    await pane.type("/settings")
+    await pane.keys("Enter")
+    await pane.wait_for("Settings", "Theme")
+    await pane.type("theme")
+    await pane.keys("Enter")
+    await pane.wait_for("loud", "light  ✓")
+    await pane.type("dark")
+    await pane.keys("Enter")
+    await pane.wait_for("Theme: dark")
+    assert bright_black.search(_footer_style(await pane.screen(escapes=True)))
+    assert json.loads((env.home / "settings.json").read_text())["theme"] == "dark"
 
 
 async def test_an_unknown_theme_is_one_line_naming_the_available_ones(env):

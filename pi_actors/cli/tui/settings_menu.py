@@ -66,8 +66,28 @@ def _apply_autocomplete(cmds: SettingsCommands, rows: Any) -> None:
     cmds._autocomplete_rows = None
 
 
-#: /settings: (key path, title, values, how it applies to the running session or None).
-SETTINGS_MENU: list[tuple[tuple[str, ...], str, list[Any], Callable[[SettingsCommands, Any], None] | None]] = [
+def _theme_names(cmds: SettingsCommands) -> list[Any]:
+    from .themes import available_themes
+
+    return sorted(available_themes(cmds.tui.agent_dir, cmds.tui.cwd))
+
+
+def _apply_theme(cmds: SettingsCommands, name: Any) -> None:
+    """Switch the running TUI's colours now (the live area at once, what is printed next too)."""
+    from .themes import ThemeError, set_theme
+
+    try:
+        set_theme(str(name), agent_dir=cmds.tui.agent_dir, cwd=cmds.tui.cwd, app=cmds.tui.app)
+    except ThemeError as exc:
+        cmds.tui.show_error(str(exc))
+
+
+_Values = list[Any] | Callable[["SettingsCommands"], list[Any]]
+
+#: /settings: (key path, title, values (or how to find them), how it applies to the running
+#: session or None).
+SETTINGS_MENU: list[tuple[tuple[str, ...], str, _Values, Callable[[SettingsCommands, Any], None] | None]] = [
+    (("theme",), "Theme", _theme_names, _apply_theme),
     (("compaction", "enabled"), "Auto-compact", [True, False], _apply_auto_compact),
     (("steeringMode",), "Steering mode", ["one-at-a-time", "all"], _apply_queue("steering")),
     (("followUpMode",), "Follow-up mode", ["one-at-a-time", "all"], _apply_queue("followUp")),
@@ -78,6 +98,7 @@ SETTINGS_MENU: list[tuple[tuple[str, ...], str, list[Any], Callable[[SettingsCom
     (("autocompleteMaxVisible",), "Autocomplete max visible", [3, 5, 7, 10, 15, 20], _apply_autocomplete),
 ]
 _DEFAULTS: dict[tuple[str, ...], Any] = {
+    ("theme",): "dark",
     ("compaction", "enabled"): True,
     ("steeringMode",): "one-at-a-time",
     ("followUpMode",): "one-at-a-time",
@@ -120,8 +141,7 @@ class SettingsCommands:
         doc = self.settings()
         items = []
         for key, title, _values, _ in SETTINGS_MENU:
-            current = _get_path(doc, key)
-            shown = _DEFAULTS.get(key) if current is None else current
+            shown = self._shown(doc, key)
             items.append((f"{title:<28} {json.dumps(shown) if isinstance(shown, bool) else shown}", key))
 
         def pick(key: tuple[str, ...]) -> None:
@@ -133,12 +153,22 @@ class SettingsCommands:
                         apply(self, value)
                     self.tui.show_status(f"{title}: {json.dumps(value) if isinstance(value, bool) else value}")
 
-            current = _get_path(self.settings(), key)
-            shown = _DEFAULTS.get(key) if current is None else current
-            choices = [((json.dumps(v) if isinstance(v, bool) else str(v)) + ("  ✓" if v == shown else ""), v) for v in values]
+            shown = self._shown(self.settings(), key)
+            options = values(self) if callable(values) else values
+            choices = [((json.dumps(v) if isinstance(v, bool) else str(v)) + ("  ✓" if v == shown else ""), v) for v in options]
             self.tui.open_selector(ChoiceSelector(self.tui, title, choices, set_value, lambda: self.cmd_settings("")))
 
         self.tui.open_selector(Selector("Settings", items, pick))
+
+    def _shown(self, doc: dict[str, Any], key: tuple[str, ...]) -> Any:
+        """The value /settings shows as current: the theme in use (``--theme`` may differ from
+        the file), else the file's value, else the default."""
+        if key == ("theme",):
+            from .themes import current_theme
+
+            return current_theme(self.tui.agent_dir, self.tui.cwd).name
+        current = _get_path(doc, key)
+        return _DEFAULTS.get(key) if current is None else current
 
     def settings(self, report: bool = False) -> dict[str, Any]:
         """The effective settings.json (global, then project), read now; {} when unreadable
