@@ -65,7 +65,7 @@ class _Events:
             await self.changed.wait()
 
 
-async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_the_attached_clients(scripted, env, tmp_path):
+async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_the_attached_clients(scripted, env, tmp_path, pane):
     (env.work / "ask.py").write_text(ASK)
     (env.work / "broken.py").write_text("def register(pi):\n    raise RuntimeError('boom at load')\n")
     sock = tmp_path / "run" / "s.sock"
@@ -114,6 +114,13 @@ async def test_a_served_session_loads_serves_extensions_and_forwards_ctx_ui_to_t
                 assert [e["error"] for e in errors] == ["the input handlers did not finish within 3 s", "ValueError: turn_end handler broke"]
                 end = await events_two.until("agent_end")
                 assert end["messages"][-1]["content"][0]["text"] == "served answer"
+                # The TUI of `pi-actors attach` answers a question in its live area.
+                await pane.start_argv([CLI, "attach", f"unix:{sock}", "--session", sid], ready="(scripted) scripted-model")
+                await pane.type("/ask from the terminal?")
+                await pane.keys("Enter")
+                await pane.wait_for("Proceed?", "from the terminal?")
+                await pane.keys("Down", "Enter")  # No (the earlier answer over the wire was yes)
+                await pane.wait_for("ask=False")
                 nursery.cancel_scope.cancel()
     finally:
         proc.terminate()
