@@ -13,6 +13,7 @@ from support.providers import Recorder, hello_context, model_for, run, tag
 
 from pi_actors import ai
 from pi_actors.ai.providers import openai_responses
+from pi_actors.ai.transform import NON_VISION_USER_IMAGE_PLACEHOLDER as OMITTED
 from pi_actors.testing import Reply, ScriptToolCall, ScriptUsage
 
 IMAGE = ai.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
@@ -70,7 +71,8 @@ async def test_anthropic_images_and_cache_control_on_the_wire(start_llm):
               model=model_for(api, server, input=["text"]))
     body = server.requests[1]["body"]
     assert "cache_control" not in json.dumps(body)
-    assert body["messages"][0]["content"] == [{"type": "text", "text": "what is this?"}]  # no vision: no image
+    # No vision: pi's placeholder text instead of the image.
+    assert body["messages"][0]["content"] == [{"type": "text", "text": "what is this?"}, {"type": "text", "text": OMITTED}]
 
 
 # --- openai-responses -------------------------------------------------------------------------
@@ -229,7 +231,7 @@ async def test_completions_choice_usage_and_encrypted_reasoning_details(start_ll
 
 
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages"])
-async def test_user_images_reach_each_wire_and_are_dropped_for_text_only_models(api, start_llm):
+async def test_user_images_reach_each_wire_and_become_pis_placeholder_for_text_only_models(api, start_llm):
     server = await start_llm([Reply(text="x"), Reply(text="y")])
     context = ai.Context(messages=[ai.UserMessage(content=[ai.TextContent(text="see"), IMAGE], timestamp=1)])
     for model in (model_for(api, server), model_for(api, server, input=["text"])):
@@ -238,13 +240,13 @@ async def test_user_images_reach_each_wire_and_are_dropped_for_text_only_models(
     url = f"data:image/png;base64,{IMAGE.data}"
     if api == "openai-completions":
         assert with_image["messages"][-1]["content"][1] == {"type": "image_url", "image_url": {"url": url}}
-        assert without["messages"][-1]["content"] == [{"type": "text", "text": "see"}]
+        assert without["messages"][-1]["content"] == [{"type": "text", "text": "see"}, {"type": "text", "text": OMITTED}]
     elif api == "openai-responses":
         assert with_image["input"][-1]["content"][1] == {"type": "input_image", "detail": "auto", "image_url": url}
-        assert without["input"][-1]["content"] == [{"type": "input_text", "text": "see"}]
+        assert without["input"][-1]["content"] == [{"type": "input_text", "text": "see"}, {"type": "input_text", "text": OMITTED}]
     else:
         assert with_image["messages"][-1]["content"][1]["source"]["data"] == IMAGE.data
-        assert len(without["messages"][-1]["content"]) == 1
+        assert [part.get("text") for part in without["messages"][-1]["content"]] == ["see", OMITTED]
 
 
 # --- stream_simple: reasoning levels ----------------------------------------------------------
