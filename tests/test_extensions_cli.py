@@ -249,7 +249,7 @@ async def test_extension_flags_reach_the_extension_and_its_provider_streams_a_ru
     # The provider's models are listed with the built-in ones.
     listed = await env.run("-e", ext, "--list-models", "ext-model")
     assert listed.returncode == 0, listed.stderr
-    assert [line.split()[:4] for line in listed.stdout.decode().splitlines()[1:]] == [["extprov", "ext-model", "64000", "2000"]]
+    assert [line.split()[:4] for line in listed.stdout.decode().splitlines()[1:]] == [["extprov", "ext-model", "64K", "2K"]]
     # A typo of an extension's flag is still one line with the right hint (checked after loading).
     typo = await env.run("-e", ext, "--no-session", "--greting", "x", "-p", "hi")
     assert (typo.returncode, typo.stderr.decode()) == (1, "Error: unknown option --greting; did you mean --greeting?\n")
