@@ -248,6 +248,7 @@ async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
         cooperative = False
         cancel_requested = trio.Event()
         sent = 0
+        size = 0  # the payload size the provider logs
 
         async def send_chunk(self, data: dict) -> None:
             self.sent += 1

@@ -130,7 +130,7 @@ def test_claude_history_hands_off_to_mistral_with_nine_character_ids():
     assert all(len(i) == 9 and i.isalnum() for i in ids) and len(set(ids)) == 2  # the two would collide
     assert [m["tool_call_id"] for m in messages[2:]] == ids
     assert messages[3]["content"] == [{"type": "text",
-                                       "text": "[tool error] (image omitted: model does not support images)"}]
+                                       "text": "[tool error] (tool image omitted: model does not support images)"}]
 
 
 _hostile = st.lists(st.one_of(
