@@ -1,0 +1,176 @@
+"""Subscription logins against the scripted OAuth server (pi_actors.testing.oauth_server):
+authorization with PKCE, token exchange, refresh, expiry, revoked refresh tokens, the Copilot
+device code, and auth.json's shape, mode and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import urllib.request
+
+import pytest
+
+from pi_actors.ai.oauth import (
+    AuthFileError,
+    AuthStore,
+    LoginExpiredError,
+    LoginIO,
+    OAuthError,
+    codex_account_id,
+    get_oauth_provider,
+)
+from pi_actors.testing.oauth_server import ACCOUNT_ID, OAuthServer
+
+
+@pytest.fixture
+def oauth(monkeypatch: pytest.MonkeyPatch):
+    with OAuthServer() as server:
+        monkeypatch.setenv("PI_ACTORS_OAUTH_URL", server.url)
+        monkeypatch.setenv("PI_ACTORS_OAUTH_CALLBACK_PORT", "0")
+        yield server
+
+
+def browser() -> LoginIO:
+    """A user who opens the login URL and consents (the server redirects to our callback)."""
+    shown: list[tuple[str, str]] = []
+
+    def show(url: str, instructions: str) -> None:
+        shown.append((url, instructions))
+        if url.startswith("http://127.0.0.1"):
+            urllib.request.urlopen(url, timeout=10).read()
+
+    io = LoginIO(show=show, sleep=lambda s: None, timeout=10)
+    io.shown = shown  # type: ignore[attr-defined]
+    return io
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "github-copilot"])
+def test_login_stores_pi_shaped_credentials_in_a_private_auth_json(oauth: OAuthServer, tmp_path, provider: str) -> None:
+    creds = get_oauth_provider(provider).login(browser())
+    store = AuthStore(str(tmp_path / "auth.json"))
+    store.set(provider, {"type": "oauth", **creds})
+    saved = json.loads((tmp_path / "auth.json").read_text())[provider]
+    assert saved["type"] == "oauth" and saved["access"] and saved["refresh"] and saved["expires"] > 0
+    assert stat.S_IMODE(os.stat(tmp_path / "auth.json").st_mode) == 0o600
+    assert store.api_key(provider) == saved["access"]
+    if provider == "openai-codex":
+        assert saved["accountId"] == ACCOUNT_ID == codex_account_id(saved["access"])
+    if provider == "anthropic":
+        assert saved["access"].startswith("sk-ant-oat")
+    if provider == "github-copilot":
+        assert "proxy-ep=" in saved["access"] and saved["refresh"].startswith("gho_")
+        assert oauth.requests.count("POST /login/oauth/access_token") == 2  # one pending poll, then the token
+
+
+def test_a_pasted_redirect_url_completes_the_login_without_the_browser_redirect(oauth: OAuthServer) -> None:
+    """The browser is on another machine: the user pastes the final redirect URL."""
+    pasted: list[str] = []
+
+    def show(url: str, instructions: str) -> None:
+        # Follow the authorization without letting it reach our callback: keep the Location.
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                return None
+
+        try:
+            urllib.request.build_opener(NoRedirect).open(url, timeout=10)
+        except urllib.error.HTTPError as exc:
+            pasted.append(exc.headers["Location"])
+
+    import threading
+    import urllib.error
+
+    ready = threading.Event()
+
+    def paste() -> str:
+        ready.wait(10)
+        return pasted[0]
+
+    io = LoginIO(show=lambda u, i: (show(u, i), ready.set()), paste=paste, timeout=10)
+    creds = get_oauth_provider("anthropic").login(io)
+    assert creds["access"].startswith("sk-ant-oat")
+
+
+def test_a_wrong_pkce_verifier_is_refused_by_the_token_endpoint(oauth: OAuthServer, monkeypatch) -> None:
+    from pi_actors.ai.oauth import _providers
+
+    monkeypatch.setattr(_providers, "pkce_pair", lambda: ("wrong-verifier", "not-its-challenge"))
+    with pytest.raises(OAuthError, match="token exchange failed.*PKCE verification failed"):
+        get_oauth_provider("openai-codex").login(browser())
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "github-copilot"])
+def test_an_expired_login_is_refreshed_once_and_saved(oauth: OAuthServer, tmp_path, provider: str) -> None:
+    oauth.expires_in = 0  # every token is born expired
+    store = AuthStore(str(tmp_path / "auth.json"))
+    store.set(provider, {"type": "oauth", **get_oauth_provider(provider).login(browser())})
+    old = store.get(provider)
+    oauth.expires_in = 3600
+    assert store.needs_refresh(provider)
+    key = store.api_key(provider)
+    new = store.get(provider)
+    assert key == new["access"] != old["access"]
+    assert not store.needs_refresh(provider) and oauth.refreshes == 1 + (provider == "github-copilot")
+    assert store.api_key(provider) == key and oauth.refreshes == 1 + (provider == "github-copilot")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "github-copilot"])
+def test_a_revoked_refresh_token_says_to_login_again_in_one_line(oauth: OAuthServer, tmp_path, provider: str) -> None:
+    oauth.expires_in = 0
+    store = AuthStore(str(tmp_path / "auth.json"))
+    store.set(provider, {"type": "oauth", **get_oauth_provider(provider).login(browser())})
+    oauth.revoke_all()
+    with pytest.raises(LoginExpiredError) as info:
+        store.api_key(provider)
+    message = str(info.value)
+    assert "\n" not in message and f"/login {provider}" in message and "refused the refresh token" in message
+    assert store.get(provider) is not None  # kept: /login replaces it
+
+
+def test_device_flow_errors_other_than_pending_end_the_login(oauth: OAuthServer, monkeypatch) -> None:
+    from pi_actors.ai.oauth import _providers
+
+    real = _providers.request_json
+
+    def denying(url: str, **kw):  # type: ignore[no-untyped-def]
+        if url.endswith("/login/oauth/access_token"):
+            return {"error": "access_denied", "error_description": "the user said no"}
+        return real(url, **kw)
+
+    monkeypatch.setattr(_providers, "request_json", denying)
+    with pytest.raises(OAuthError, match="^Device flow failed: access_denied: the user said no$"):
+        get_oauth_provider("github-copilot").login(browser())
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("{not json", "malformed JSON"),
+        ("[]", "expected a JSON object"),
+        ('{"anthropic": "x"}', "anthropic: expected an object"),
+        ('{"anthropic": {"type": "oauth", "access": "a"}}', "anthropic: an oauth entry needs"),
+        ('{"openai": {"type": "api_key"}}', "openai: an api_key entry needs a string key"),
+        ('{"openai": {"type": "token", "key": "k"}}', "unknown type 'token'"),
+    ],
+)
+def test_a_malformed_auth_json_is_one_line_naming_the_file(tmp_path, text: str, fragment: str) -> None:
+    path = tmp_path / "auth.json"
+    path.write_text(text)
+    with pytest.raises(AuthFileError) as info:
+        AuthStore(str(path)).api_key("anthropic")
+    assert str(info.value).startswith(str(path)) and fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_api_key_entry_resolves_like_models_json(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MY_GROQ", "from-env-var")
+    store = AuthStore(str(tmp_path / "auth.json"))
+    store.set("groq", {"type": "api_key", "key": "MY_GROQ"})
+    store.set("xai", {"type": "api_key", "key": "literal-key"})
+    assert store.api_key("groq") == "from-env-var" and store.api_key("xai") == "literal-key"
+    assert store.remove("xai") and not store.remove("xai") and store.api_key("xai") is None
+
+
+def test_unknown_login_provider_names_the_available_ones() -> None:
+    with pytest.raises(OAuthError, match='No subscription login for "nope". Available: anthropic, github-copilot, openai-codex'):
+        get_oauth_provider("nope")
