@@ -174,3 +174,46 @@ def test_an_api_key_entry_resolves_like_models_json(tmp_path, monkeypatch) -> No
 def test_unknown_login_provider_names_the_available_ones() -> None:
     with pytest.raises(OAuthError, match='No subscription login for "nope". Available: anthropic, github-copilot, openai-codex'):
         get_oauth_provider("nope")
+
+
+_RACER = """
+import sys
+from pi_actors.ai.oauth import AuthStore
+store = AuthStore(sys.argv[1])
+assert store.needs_refresh("anthropic")
+print("expired", flush=True)
+sys.stdin.readline()
+print(store.refresh_login("anthropic"), flush=True)
+"""
+
+
+def test_two_processes_seeing_an_expired_login_refresh_it_only_once(oauth: OAuthServer, tmp_path) -> None:
+    """Both processes saw the expired token before either refreshed; the lock (and the read
+    again under it) makes the second take the first's token instead of spending the refresh
+    token a second time, which the server would refuse."""
+    import subprocess
+    import sys
+
+    oauth.expires_in = 0
+    path = str(tmp_path / "auth.json")
+    AuthStore(path).set("anthropic", {"type": "oauth", **get_oauth_provider("anthropic").login(browser())})
+    oauth.expires_in = 3600
+    env = {**os.environ, "PI_ACTORS_OAUTH_URL": oauth.url}
+    procs = [subprocess.Popen([sys.executable, "-c", _RACER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "expired"
+        for p in procs:  # both are past their check: let them race
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        outs = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    keys = {out.strip() for out, _ in outs}
+    assert keys == {AuthStore(path).get("anthropic")["access"]}
+    assert oauth.refreshes == 1

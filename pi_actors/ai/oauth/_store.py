@@ -16,6 +16,7 @@ Contract of ``AuthStore(path)``:
   first's fresh token and does not refresh (a refresh token may be single-use). A refresh that
   fails raises ``LoginExpiredError`` telling the user to ``/login`` again; the stored entry is
   kept (a later ``/login`` replaces it).
+- ``refresh_login(provider)`` is that locked refresh on its own.
 - ``needs_refresh(provider)`` tells a caller on an event loop whether ``api_key`` may block on
   the network (then run it in a thread).
 """
@@ -149,9 +150,11 @@ class AuthStore:
             return resolve_config_value(entry["key"])
         if not _expired(entry):
             return str(entry["access"])
-        return self._refresh(provider)
+        return self.refresh_login(provider)
 
-    def _refresh(self, provider: str) -> str:
+    def refresh_login(self, provider: str) -> str:
+        """Refresh the OAuth login of ``provider`` unless, once the lock is held, it is no
+        longer expired; returns the access token. Raises LoginExpiredError."""
         from ._providers import get_oauth_provider
 
         with self.locked():
