@@ -73,9 +73,11 @@ def _await_code(server: CallbackServer, io: LoginIO) -> tuple[str | None, str | 
 
         def read_paste() -> None:
             try:
-                server.offer(paste())
-            except Exception:  # the reader went away (EOF): the browser redirect may still come
-                pass
+                text = paste()
+            except Exception:  # the reader went away: the browser redirect may still come
+                return
+            if text.strip():  # an empty line or EOF is not a code
+                server.offer(text)
 
         threading.Thread(target=read_paste, daemon=True).start()
     return server.wait(io.timeout)
