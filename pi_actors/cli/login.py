@@ -22,29 +22,31 @@ from ._paths import agent_dir
 __all__ = ["main", "entry", "run_login", "logout_message"]
 
 
-def _auth_path() -> str:
-    return os.path.join(agent_dir(), "auth.json")
+def _auth_path(directory: str | None = None) -> str:
+    return os.path.join(directory or agent_dir(), "auth.json")
 
 
-def run_login(provider: str, io: Any) -> str:
-    """Run ``provider``'s login with ``io`` (an ``ai.oauth.LoginIO``), store the credentials,
-    and return ``Logged in to NAME``. Raises ConfigError (one line) when it fails."""
+def run_login(provider: str, io: Any, directory: str | None = None) -> str:
+    """Run ``provider``'s login with ``io`` (an ``ai.oauth.LoginIO``), store the credentials in
+    ``directory``'s (default: the agent directory's) auth.json, and return ``Logged in to
+    NAME``. Raises ConfigError (one line) when it fails."""
     from ..ai.oauth import AuthFileError, AuthStore, OAuthError, get_oauth_provider
 
     try:
         flow = get_oauth_provider(provider)
         credentials = flow.login(io)
-        AuthStore(_auth_path()).set(provider, {"type": "oauth", **credentials})
+        AuthStore(_auth_path(directory)).set(provider, {"type": "oauth", **credentials})
     except (OAuthError, AuthFileError) as exc:
         raise ConfigError(f"Login failed: {exc}") from None
     return f"Logged in to {flow.name}"
 
 
-def logout_message(provider: str) -> str:
-    """Remove ``provider``'s stored credentials; pi's sentence for what happened."""
+def logout_message(provider: str, directory: str | None = None) -> str:
+    """Remove ``provider``'s stored credentials; pi's sentence for what happened. Raises
+    ConfigError for a malformed auth.json."""
     from ..ai.oauth import OAUTH_PROVIDERS, AuthFileError, AuthStore
 
-    store = AuthStore(_auth_path())
+    store = AuthStore(_auth_path(directory))
     try:
         entry = store.get(provider)
         if entry is None or not store.remove(provider):
