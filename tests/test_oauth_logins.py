@@ -217,3 +217,45 @@ def test_two_processes_seeing_an_expired_login_refresh_it_only_once(oauth: OAuth
     keys = {out.strip() for out, _ in outs}
     assert keys == {AuthStore(path).get("anthropic")["access"]}
     assert oauth.refreshes == 1
+
+
+# --- parsers under hostile input --------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pi_actors.ai.oauth._http import parse_pasted_code  # noqa: E402
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                     max_leaves=12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.one_of(st.binary(max_size=200), _json.map(lambda v: json.dumps(v).encode()),
+                 st.dictionaries(st.sampled_from(["anthropic", "openai"]), st.dictionaries(
+                     st.sampled_from(["type", "access", "refresh", "expires", "key"]), _json, max_size=5), max_size=2)
+                 .map(lambda v: json.dumps(v).encode())))
+def test_any_auth_json_is_read_or_refused_in_one_line(tmp_path_factory, data: bytes) -> None:
+    path = tmp_path_factory.getbasetemp() / "hostile-auth.json"
+    path.write_bytes(data)
+    try:
+        read = AuthStore(str(path)).read()
+    except AuthFileError as exc:
+        assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+    else:
+        assert isinstance(read, dict)
+        for entry in read.values():
+            assert entry["type"] in ("oauth", "api_key")
+
+
+@given(st.text(max_size=300))
+def test_any_pasted_text_gives_a_code_and_state_or_nothing(text: str) -> None:
+    code, state = parse_pasted_code(text)
+    assert code is None or isinstance(code, str)
+    assert state is None or isinstance(state, str)
+
+
+@given(st.text(max_size=200))
+def test_any_token_gives_an_account_id_or_none(token: str) -> None:
+    assert codex_account_id(token) is None or isinstance(codex_account_id(token), str)

@@ -106,15 +106,22 @@ def parse_pasted_code(text: str) -> tuple[str | None, str | None]:
         return None, None
     parts = urllib.parse.urlsplit(value)
     if parts.scheme and parts.netloc:
-        q = urllib.parse.parse_qs(parts.query)
-        return (q.get("code") or [None])[0], (q.get("state") or [None])[0]
+        return _code_state(urllib.parse.parse_qs(parts.query))
     if "#" in value:
         code, _, state = value.partition("#")
         return code or None, state or None
     if "code=" in value:
-        q = urllib.parse.parse_qs(value)
-        return (q.get("code") or [None])[0], (q.get("state") or [None])[0]
+        return _code_state(urllib.parse.parse_qs(value))
     return value, None
+
+
+def _first(q: dict[str, list[str]], key: str) -> str | None:
+    values = q.get(key)
+    return values[0] if values else None
+
+
+def _code_state(q: dict[str, list[str]]) -> tuple[str | None, str | None]:
+    return _first(q, "code"), _first(q, "state")
 
 
 _PAGE = "<!doctype html><html><body><p>{}</p></body></html>"
@@ -135,7 +142,7 @@ class CallbackServer:
             def do_GET(self) -> None:
                 url = urllib.parse.urlsplit(self.path)
                 q = urllib.parse.parse_qs(url.query)
-                code, state, error = ((q.get(k) or [None])[0] for k in ("code", "state", "error"))
+                code, state, error = (_first(q, k) for k in ("code", "state", "error"))
                 if url.path != path:
                     self._answer(404, "Callback route not found.")
                 elif error:

@@ -84,6 +84,8 @@ class AuthStore:
             return {}
         except OSError as exc:
             raise AuthFileError(f"{self.path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise AuthFileError(f"{self.path}: not UTF-8 text") from None
         if not text.strip():
             return {}
         try:

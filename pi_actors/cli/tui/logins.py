@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .widgets import InputSelector, Selector
 
