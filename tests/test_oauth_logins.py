@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import urllib.error
 import urllib.request
 
 import pytest
@@ -79,7 +80,6 @@ def test_a_pasted_redirect_url_completes_the_login_without_the_browser_redirect(
             pasted.append(exc.headers["Location"])
 
     import threading
-    import urllib.error
 
     ready = threading.Event()
 
@@ -92,12 +92,28 @@ def test_a_pasted_redirect_url_completes_the_login_without_the_browser_redirect(
     assert creds["access"].startswith("sk-ant-oat")
 
 
-def test_a_wrong_pkce_verifier_is_refused_by_the_token_endpoint(oauth: OAuthServer, monkeypatch) -> None:
-    from pi_actors.ai.oauth import _providers
+def test_the_token_endpoint_refuses_a_verifier_that_does_not_match_the_challenge(oauth: OAuthServer) -> None:
+    """The scripted server's PKCE check (which every successful login above passed)."""
+    import urllib.parse
 
-    monkeypatch.setattr(_providers, "pkce_pair", lambda: ("wrong-verifier", "not-its-challenge"))
-    with pytest.raises(OAuthError, match="token exchange failed.*PKCE verification failed"):
-        get_oauth_provider("openai-codex").login(browser())
+    from pi_actors.ai.oauth import pkce_pair, request_json
+
+    verifier, challenge = pkce_pair()
+    redirect = "http://localhost:1/cb"
+    query = urllib.parse.urlencode({"code_challenge": challenge, "code_challenge_method": "S256", "redirect_uri": redirect,
+                                    "state": "s"})
+
+    class Keep(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return None
+
+    try:
+        urllib.request.build_opener(Keep).open(f"{oauth.url}/oauth/authorize?{query}", timeout=10)
+    except urllib.error.HTTPError as exc:
+        code = urllib.parse.parse_qs(urllib.parse.urlsplit(exc.headers["Location"]).query)["code"][0]
+    with pytest.raises(OAuthError, match="PKCE verification failed"):
+        request_json("https://auth.openai.com/oauth/token", form={"grant_type": "authorization_code", "code": code,
+                                                                    "code_verifier": verifier + "x", "redirect_uri": redirect})
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "github-copilot"])
@@ -128,17 +144,8 @@ def test_a_revoked_refresh_token_says_to_login_again_in_one_line(oauth: OAuthSer
     assert store.get(provider) is not None  # kept: /login replaces it
 
 
-def test_device_flow_errors_other_than_pending_end_the_login(oauth: OAuthServer, monkeypatch) -> None:
-    from pi_actors.ai.oauth import _providers
-
-    real = _providers.request_json
-
-    def denying(url: str, **kw):  # type: ignore[no-untyped-def]
-        if url.endswith("/login/oauth/access_token"):
-            return {"error": "access_denied", "error_description": "the user said no"}
-        return real(url, **kw)
-
-    monkeypatch.setattr(_providers, "request_json", denying)
+def test_device_flow_errors_other_than_pending_end_the_login(oauth: OAuthServer) -> None:
+    oauth.deny_device = True
     with pytest.raises(OAuthError, match="^Device flow failed: access_denied: the user said no$"):
         get_oauth_provider("github-copilot").login(browser())
 
@@ -224,7 +231,7 @@ def test_two_processes_seeing_an_expired_login_refresh_it_only_once(oauth: OAuth
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pi_actors.ai.oauth._http import parse_pasted_code  # noqa: E402
+from pi_actors.ai.oauth import parse_pasted_code  # noqa: E402
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),

@@ -13,6 +13,7 @@ What it checks and does:
   id, as the Codex provider requires.
 - GitHub device flow: ``POST /login/device/code``, then ``/login/oauth/access_token`` answers
   ``authorization_pending`` ``pending_polls`` times before the GitHub token;
+  ``deny_device`` makes it answer ``access_denied`` instead;
   ``GET /copilot_internal/v2/token`` exchanges a live GitHub token for a Copilot token.
 - ``revoke_all()`` kills every refresh token; ``refreshes`` counts successful refreshes.
 """
@@ -46,6 +47,8 @@ class OAuthServer:
     def __init__(self, expires_in: int = 3600, pending_polls: int = 1) -> None:
         self.expires_in = expires_in
         self.pending_polls = pending_polls
+        #: When set, the device-code user declines: polls answer ``access_denied``.
+        self.deny_device = False
         self.refreshes = 0
         self.requests: list[str] = []
         self._lock = threading.Lock()
@@ -125,6 +128,8 @@ class OAuthServer:
             if device not in self._devices:
                 return 200, {"error": "expired_token", "error_description": "unknown device code"}, None
             self._devices[device] += 1
+            if self.deny_device:
+                return 200, {"error": "access_denied", "error_description": "the user said no"}, None
             if self._devices[device] <= self.pending_polls:
                 return 200, {"error": "authorization_pending"}, None
             del self._devices[device]

@@ -4,6 +4,7 @@
   file lock; ``AuthFileError``, ``LoginExpiredError``.
 - ``OAUTH_PROVIDERS`` / ``get_oauth_provider`` (``_providers``): the login flows of Anthropic,
   OpenAI Codex and GitHub Copilot; ``LoginIO`` is how a flow talks to the user.
+- ``pkce_pair``, ``request_json``, ``parse_pasted_code`` (``_http``): the HTTP pieces.
 - ``auth_api_key(provider)``: the key auth.json gives ``provider`` (pi checks it before the
   environment and models.json).
 
@@ -13,12 +14,12 @@ Endpoints follow ``PI_ACTORS_OAUTH_URL`` and ``PI_ACTORS_OAUTH_CALLBACK_PORT`` w
 
 from __future__ import annotations
 
-from ._http import OAuthError
+from ._http import OAuthError, parse_pasted_code, pkce_pair, request_json
 from ._providers import OAUTH_PROVIDERS, LoginIO, OAuthProvider, codex_account_id, copilot_base_url, get_oauth_provider
 from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path
 
 __all__ = ["AuthStore", "AuthFileError", "LoginExpiredError", "OAuthError", "OAUTH_PROVIDERS", "OAuthProvider",
-           "LoginIO", "get_oauth_provider", "default_auth_path", "auth_api_key", "copilot_base_url", "codex_account_id"]
+           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "codex_account_id"]
 
 
 def auth_api_key(provider: str, path: str | None = None) -> str | None:
