@@ -266,3 +266,11 @@ def test_any_pasted_text_gives_a_code_and_state_or_nothing(text: str) -> None:
 @given(st.text(max_size=200))
 def test_any_token_gives_an_account_id_or_none(token: str) -> None:
     assert codex_account_id(token) is None or isinstance(codex_account_id(token), str)
+
+
+def test_a_copilot_token_names_the_api_host_requests_go_to() -> None:
+    from pi_actors.ai.oauth import copilot_base_url
+
+    assert copilot_base_url("tid=1;exp=2;proxy-ep=proxy.business.githubcopilot.com;st=x") == "https://api.business.githubcopilot.com"
+    assert copilot_base_url("tid=1", "ghe.example.com") == "https://copilot-api.ghe.example.com"
+    assert copilot_base_url("tid=1") == "https://api.individual.githubcopilot.com"

@@ -56,3 +56,24 @@ async def test_a_logged_in_anthropic_refreshes_then_streams_with_its_oauth_token
     assert failed.error_message.startswith("The anthropic login expired and could not be refreshed")
     assert failed.error_message.endswith("run /login anthropic again")
     assert [c["type"] for c in chunks] == ["error"]
+
+
+async def test_a_logged_in_chatgpt_subscription_streams_codex_with_its_access_token_and_account(start_llm, tmp_path,
+                                                                                               monkeypatch):
+    from pi_actors.testing.oauth_server import ACCOUNT_ID
+
+    llm = await start_llm([Reply(text="hello from codex")])
+    with OAuthServer() as oauth:
+        monkeypatch.setenv("PI_ACTORS_OAUTH_URL", oauth.url)
+        monkeypatch.setenv("PI_ACTORS_OAUTH_CALLBACK_PORT", "0")
+        monkeypatch.setenv("PI_ACTORS_DIR", str(tmp_path))
+        store = AuthStore(str(tmp_path / "auth.json"))
+        store.set("openai-codex", {"type": "oauth", **await trio.to_thread.run_sync(_login, "openai-codex")})
+        model = plain_model(llm, api="openai-codex-responses", provider="openai-codex")
+        with trio.fail_after(30):
+            async with provider_peer() as peer:
+                _, final, _ = await call_stream(peer, {"model": model, "context": T.to_plain(hello_context())})
+    assert final.stop_reason == "stop" and final.content[0].text == "hello from codex"
+    headers = llm.requests[0]["headers"]
+    assert headers["authorization"] == f"Bearer {store.get('openai-codex')['access']}"
+    assert headers["chatgpt-account-id"] == ACCOUNT_ID
