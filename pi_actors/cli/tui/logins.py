@@ -2,7 +2,8 @@
 auth.json.
 
 ``/login`` (or ``/login PROVIDER``) picks a provider, then runs its flow (``ai.oauth``) in a
-daemon thread: the URL and instructions are printed (and the browser opened), and an input
+daemon thread: the URL and instructions are printed (and the browser opened, unless
+``PI_ACTORS_NO_BROWSER`` is set), and an input
 line takes a pasted code or redirect URL for a browser on another machine; GitHub Copilot asks
 for an Enterprise domain first and prints the device code. The outcome is one line:
 ``Logged in to NAME`` or ``Login failed: ...``. Esc on the paste line cancels waiting for it
