@@ -274,3 +274,16 @@ def test_a_copilot_token_names_the_api_host_requests_go_to() -> None:
     assert copilot_base_url("tid=1;exp=2;proxy-ep=proxy.business.githubcopilot.com;st=x") == "https://api.business.githubcopilot.com"
     assert copilot_base_url("tid=1", "ghe.example.com") == "https://copilot-api.ghe.example.com"
     assert copilot_base_url("tid=1") == "https://api.individual.githubcopilot.com"
+
+
+def test_copilot_requests_say_who_initiated_them_and_when_they_carry_images() -> None:
+    from pi_actors.ai import types as T
+    from pi_actors.ai.oauth import copilot_request_headers
+
+    user = T.UserMessage(content="hi", timestamp=1)
+    image = T.UserMessage(content=[T.ImageContent(data="aGk=", mime_type="image/png")], timestamp=1)
+    answer = T.AssistantMessage(content=[], api="a", provider="github-copilot", model="m", usage=T.Usage(),
+                                stop_reason="stop", timestamp=1)
+    assert copilot_request_headers([user]) == {"X-Initiator": "user", "Openai-Intent": "conversation-edits"}
+    assert copilot_request_headers([image, answer]) == {"X-Initiator": "agent", "Openai-Intent": "conversation-edits",
+                                                        "Copilot-Vision-Request": "true"}

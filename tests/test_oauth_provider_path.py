@@ -77,3 +77,26 @@ async def test_a_logged_in_chatgpt_subscription_streams_codex_with_its_access_to
     headers = llm.requests[0]["headers"]
     assert headers["authorization"] == f"Bearer {store.get('openai-codex')['access']}"
     assert headers["chatgpt-account-id"] == ACCOUNT_ID
+
+
+async def test_a_logged_in_copilot_streams_with_its_copilot_token_and_pis_request_headers(start_llm, tmp_path,
+                                                                                         monkeypatch):
+    llm = await start_llm([Reply(text="hello from copilot")])
+    with OAuthServer() as oauth:
+        monkeypatch.setenv("PI_ACTORS_OAUTH_URL", oauth.url)
+        monkeypatch.setenv("PI_ACTORS_DIR", str(tmp_path))
+        for name in ("COPILOT_GITHUB_TOKEN", "GH_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp-from-env")
+        store = AuthStore(str(tmp_path / "auth.json"))
+        store.set("github-copilot", {"type": "oauth", **await trio.to_thread.run_sync(_login, "github-copilot")})
+        # A models.json baseUrl of one's own (here the scripted model) is kept; a Copilot-hosted
+        # one would follow the token's proxy-ep.
+        model = plain_model(llm, api="openai-completions", provider="github-copilot")
+        with trio.fail_after(30):
+            async with provider_peer() as peer:
+                _, final, _ = await call_stream(peer, {"model": model, "context": T.to_plain(hello_context())})
+    assert final.stop_reason == "stop" and final.content[0].text == "hello from copilot"
+    headers = llm.requests[0]["headers"]
+    assert headers["authorization"] == f"Bearer {store.get('github-copilot')['access']}"
+    assert headers["x-initiator"] == "user" and headers["openai-intent"] == "conversation-edits"

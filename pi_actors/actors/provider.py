@@ -140,10 +140,8 @@ class ProviderActor:
             options.api_key = await self.key_for(provider)
         except (AuthFileError, LoginExpiredError) as exc:
             key_error = str(exc)
-        if provider == "github-copilot" and options.api_key and "proxy-ep=" in options.api_key and not isinstance(model, str):
-            from ..ai.oauth import copilot_base_url
-
-            model = msgspec.structs.replace(model, base_url=copilot_base_url(options.api_key))  # pi's modifyModels
+        if provider == "github-copilot" and not isinstance(model, str):
+            model, options.headers = _copilot(model, options.api_key, context, options.headers)
         options.live_partial = False  # deltas are forwarded without their partial message
         if self._limits:
             options.extra = {**self._limits, **options.extra}
@@ -180,6 +178,18 @@ class ProviderActor:
         if lost is not None:
             raise lost
         return final
+
+
+def _copilot(model: T.Model, token: str | None, context: T.Context,
+             headers: dict[str, str] | None) -> tuple[T.Model, dict[str, str]]:
+    """A Copilot request as pi makes it: the per-request headers (``copilot_request_headers``)
+    under the caller's own, and, for a Copilot-hosted model, the API host the token names
+    (pi's ``modifyModels``; a models.json baseUrl elsewhere, a proxy, is kept)."""
+    from ..ai.oauth import copilot_base_url, copilot_request_headers
+
+    if token and "proxy-ep=" in token and "githubcopilot.com" in model.base_url:
+        model = msgspec.structs.replace(model, base_url=copilot_base_url(token))
+    return model, {**copilot_request_headers(context.messages), **(headers or {})}
 
 
 async def _fail_stream(model: T.Model | str, text: str, emit: Any) -> T.AssistantMessage:

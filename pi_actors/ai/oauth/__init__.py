@@ -15,11 +15,19 @@ Endpoints follow ``PI_ACTORS_OAUTH_URL`` and ``PI_ACTORS_OAUTH_CALLBACK_PORT`` w
 from __future__ import annotations
 
 from ._http import OAuthError, parse_pasted_code, pkce_pair, request_json
-from ._providers import OAUTH_PROVIDERS, LoginIO, OAuthProvider, codex_account_id, copilot_base_url, get_oauth_provider
+from ._providers import (
+    OAUTH_PROVIDERS,
+    LoginIO,
+    OAuthProvider,
+    codex_account_id,
+    copilot_base_url,
+    copilot_request_headers,
+    get_oauth_provider,
+)
 from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path
 
 __all__ = ["AuthStore", "AuthFileError", "LoginExpiredError", "OAuthError", "OAUTH_PROVIDERS", "OAuthProvider",
-           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "codex_account_id"]
+           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id"]
 
 
 def auth_api_key(provider: str, path: str | None = None) -> str | None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ._http import CallbackServer, HttpError, OAuthError, callback_port, endpoint, pkce_pair, request_json
 
-__all__ = ["LoginIO", "OAuthProvider", "OAUTH_PROVIDERS", "get_oauth_provider", "copilot_base_url"]
+__all__ = ["LoginIO", "OAuthProvider", "OAUTH_PROVIDERS", "get_oauth_provider", "copilot_base_url", "copilot_request_headers"]
 
 Credentials = dict[str, Any]
 
@@ -307,3 +307,19 @@ def get_oauth_provider(provider: str) -> OAuthProvider:
     if found is None:
         raise OAuthError(f'No subscription login for "{provider}". Available: {", ".join(OAUTH_PROVIDERS)}')
     return found
+
+
+def copilot_request_headers(messages: list[Any]) -> dict[str, str]:
+    """The headers Copilot wants on each request (pi's dynamic headers): ``X-Initiator``
+    (``user`` when the last message is the user's, else ``agent``), ``Openai-Intent``, and
+    ``Copilot-Vision-Request`` when a user message or tool result carries an image."""
+    last = messages[-1] if messages else None
+    headers = {"X-Initiator": "user" if last is None or getattr(last, "role", None) == "user" else "agent",
+               "Openai-Intent": "conversation-edits"}
+    for msg in messages:
+        content = getattr(msg, "content", None)
+        if getattr(msg, "role", None) in ("user", "toolResult") and isinstance(content, list):
+            if any(getattr(block, "type", None) == "image" for block in content):
+                headers["Copilot-Vision-Request"] = "true"
+                break
+    return headers
