@@ -19,7 +19,10 @@ serves, however long the session).
 
 API keys live only in this process: the configuration carries the runtime key given with
 ``--api-key`` and the unresolved ``apiKey`` values of models.json (env-var names or
-``!command``), resolved here on first use.
+``!command``), resolved here on first use. Keys are looked up in pi's order: the runtime
+key, then ``auth.json`` (a subscription login, refreshed in a thread under its file lock when
+expired, or a stored key), then the environment, then models.json. A login that cannot be
+refreshed, or a malformed auth.json, is the stream's ``error`` event (one line).
 
 The configuration's ``limits`` (``firstByteTimeoutMs``, ``idleTimeoutMs``, ``maxRetryDelayMs``,
 from settings.json) apply to every stream whose options do not set them: a stream that gets no
@@ -78,11 +81,17 @@ class ProviderActor:
             self.warmed.set()
 
     def api_key_for(self, provider: str) -> str | None:
-        """Runtime key, then the environment, then models.json's apiKey (resolved once)."""
+        """Runtime key, then auth.json, then the environment, then models.json's apiKey
+        (resolved once). May block refreshing a login (``key_for`` runs that in a thread);
+        raises AuthFileError / LoginExpiredError."""
         from ..ai import get_env_api_key, resolve_config_value
+        from ..ai.oauth import auth_api_key
 
         if provider in self._runtime_keys:
             return self._runtime_keys[provider]
+        stored = auth_api_key(provider)
+        if stored:
+            return stored
         env_key = get_env_api_key(provider)
         if env_key:
             return env_key
@@ -90,6 +99,14 @@ class ProviderActor:
             source = self._key_sources.get(provider)
             self._resolved[provider] = resolve_config_value(source) if source else None
         return self._resolved[provider]
+
+    async def key_for(self, provider: str) -> str | None:
+        """``api_key_for``, in a worker thread only when a login must be refreshed first."""
+        from ..ai.oauth import AuthStore
+
+        if provider not in self._runtime_keys and AuthStore().needs_refresh(provider):
+            return await trio.to_thread.run_sync(self.api_key_for, provider)
+        return self.api_key_for(provider)
 
     @implements(STREAM)
     async def stream(self, args: StreamArgs, call: TypedCall[StreamArgs, T.AssistantMessageEvent]) -> T.AssistantMessage:
@@ -116,7 +133,15 @@ class ProviderActor:
         provider = model.split("/", 1)[0] if isinstance(model, str) else model.provider
         signal = AbortSignal()
         options.signal = signal
-        options.api_key = self.api_key_for(provider)
+        from ..ai.oauth import AuthFileError, LoginExpiredError
+
+        key_error: str | None = None
+        try:
+            options.api_key = await self.key_for(provider)
+        except (AuthFileError, LoginExpiredError) as exc:
+            key_error = str(exc)
+        if provider == "github-copilot" and not isinstance(model, str):
+            model, options.headers = _copilot(model, options.api_key, context, options.headers)
         options.live_partial = False  # deltas are forwarded without their partial message
         if self._limits:
             options.extra = {**self._limits, **options.extra}
@@ -137,7 +162,10 @@ class ProviderActor:
                    "model": model if isinstance(model, str) else model.id}  # fmt: skip
             self.log.event("stream_start", **ids, received=received, reused=reused, bytes=call.incoming.size)
             try:
-                final = await (stream_simple if args.simple else stream)(model, context, options, sender.push)
+                if key_error is not None:
+                    final = await _fail_stream(model, key_error, sender.push)
+                else:
+                    final = await (stream_simple if args.simple else stream)(model, context, options, sender.push)
                 self.log.event(
                     "stream_end", **ids, stopReason=final.stop_reason, error=final.error_message,
                     inputTokens=final.usage.input, outputTokens=final.usage.output,
@@ -150,6 +178,31 @@ class ProviderActor:
         if lost is not None:
             raise lost
         return final
+
+
+def _copilot(model: T.Model, token: str | None, context: T.Context,
+             headers: dict[str, str] | None) -> tuple[T.Model, dict[str, str]]:
+    """A Copilot request as pi makes it: the per-request headers (``copilot_request_headers``)
+    under the caller's own, and, for a Copilot-hosted model, the API host the token names
+    (pi's ``modifyModels``; a models.json baseUrl elsewhere, a proxy, is kept)."""
+    from ..ai.oauth import copilot_base_url, copilot_request_headers
+
+    if token and "proxy-ep=" in token and "githubcopilot.com" in model.base_url:
+        model = msgspec.structs.replace(model, base_url=copilot_base_url(token))
+    return model, {**copilot_request_headers(context.messages), **(headers or {})}
+
+
+async def _fail_stream(model: T.Model | str, text: str, emit: Any) -> T.AssistantMessage:
+    """The one ``error`` event of a stream that could not start (no usable credentials)."""
+    from ..ai.catalog import find_model
+    from ..ai.registry import error_message
+
+    found = find_model(model) if isinstance(model, str) else model
+    if found is None:
+        found = T.Model(id=str(model), name=str(model), api="", provider=str(model).split("/", 1)[0])
+    msg = error_message(found, text)
+    await emit(T.ErrorEvent(reason="error", error=msg))
+    return msg
 
 
 async def run_provider(links: dict[str, trio.SocketStream], config: Any) -> None:

@@ -9,7 +9,7 @@ None. Empty variables count as unset. ``anthropic`` prefers ``ANTHROPIC_OAUTH_TO
 
 ``credential_hint(provider)`` is the part of a sentence telling a user how to give
 ``provider`` credentials: the variable(s) to set, the ambient credentials it reads, or the
-subscription login it needs.
+subscription login it needs (and, for the providers with one, that `/login` works too).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _AMBIENT = {
     "amazon-bedrock": "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK",
 }
 #: Providers reached only through a subscription login (pi's /login).
-_LOGIN_ONLY = {"openai-codex": "a ChatGPT Plus/Pro login (/login openai-codex)"}
+_LOGIN_ONLY = {"openai-codex": "a ChatGPT Plus/Pro login"}
 
 _vertex_adc_seen = False
 
@@ -111,10 +111,11 @@ def credential_hint(provider: str) -> str:
     if provider in _AMBIENT:
         return _AMBIENT[provider]
     if provider in _LOGIN_ONLY:
-        return f"it needs {_LOGIN_ONLY[provider]}, which pi-actors does not support yet"
+        return f"it needs {_LOGIN_ONLY[provider]}: run /login {provider} (or pi-actors login {provider})"
     names = ENV_KEY_VARIABLES.get(provider)
     if not names:
         return "give the provider an apiKey in models.json"
+    login = f" (or /login {provider})" if provider in ("anthropic", "github-copilot") else ""
     if len(names) == 1:
-        return f"set {names[0]}"
-    return f"set {' or '.join(names)}"
+        return f"set {names[0]}{login}"
+    return f"set {' or '.join(names)}{login}"

@@ -8,8 +8,9 @@ Model choice: ``--model`` accepts ``provider/id``, a unique id, or an id under
 ``--model``, the first provider with credentials and a supported API (anthropic, openai, then
 the catalog's other providers and those of models.json) gives its default model (pi's).
 
-Credentials: a provider has them when ``--api-key`` is given for it, its environment variable
-is set (``ai.env_keys``) or models.json gives it an ``apiKey``. Only those providers' models
+Credentials: a provider has them when ``--api-key`` is given for it, auth.json holds a login
+or key for it (``pi-actors login``, ``/login``), its environment variable is set
+(``ai.env_keys``) or models.json gives it an ``apiKey``. Only those providers' models
 are *available* (``--list-models``, ``/model``, RPC ``get_available_models``); choosing a
 model of another provider, or one whose API pi-actors does not implement yet, is a
 ConfigError saying what to set or what is missing.
@@ -102,7 +103,19 @@ def load_model_registry(directory: str | None = None) -> ModelRegistry:
 def _has_key(reg: ModelRegistry, provider: str, runtime_key: str | None) -> bool:
     from ..ai import get_env_api_key
 
-    return bool(runtime_key or get_env_api_key(provider) or reg.key_sources.get(provider))
+    return bool(runtime_key or _in_auth_json(provider) or get_env_api_key(provider) or reg.key_sources.get(provider))
+
+
+def _in_auth_json(provider: str) -> bool:
+    """Whether auth.json holds a login or key for ``provider`` (pi's hasAuth: an expired login
+    still counts; its refresh happens when a request needs the key). A malformed auth.json is
+    a ConfigError naming the file."""
+    from ..ai.oauth import AuthFileError, AuthStore
+
+    try:
+        return AuthStore(os.path.join(agent_dir(), "auth.json")).get(provider) is not None
+    except AuthFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def no_models_message() -> str:

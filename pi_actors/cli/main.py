@@ -42,6 +42,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "uninstall": ("packages:uninstall", "the same as remove"),
     "update": ("packages:update", "update installed packages"),
     "list": ("packages:list", "list installed packages"),
+    "login": ("login:login", "log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot)"),
+    "logout": ("login:logout", "remove the credentials a login stored"),
 }
 
 #: The API key variables ``--help`` names, with the model each one selects by default.

@@ -76,6 +76,8 @@ BUILTINS = {
     "scoped-models": "Choose the models /model offers",
     "reload": "Reload settings, prompt templates and skills",
     "changelog": "Show the changelog",
+    "login": "Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot)",
+    "logout": "Remove stored credentials",
     "name": "Set the session name",
     "copy": "Copy the last answer to the clipboard",
     "export": "Export the session to HTML [path]",

@@ -20,6 +20,7 @@ from prompt_toolkit.document import Document
 from rich.text import Text
 
 from ...choices import THINKING_LEVELS
+from .logins import LoginCommands
 from .resources import format_tokens, load_skills, load_templates
 from .settings_menu import SettingsCommands
 from .tree import FILTER_MODES, TreeView
@@ -76,7 +77,7 @@ HOTKEYS = [
 ]
 
 
-class SlashCommands(SettingsCommands):
+class SlashCommands(SettingsCommands, LoginCommands):
     """The built-in slash commands of one TUI; ``tui`` is the TuiApp they act on (its state,
     its printing, its coordinator calls and its selector)."""
 
@@ -99,6 +100,8 @@ class SlashCommands(SettingsCommands):
             "scoped-models": self.cmd_scoped_models,
             "reload": self.cmd_reload,
             "changelog": self.cmd_changelog,
+            "login": self.cmd_login,
+            "logout": self.cmd_logout,
             "name": self.cmd_name,
             "copy": self.cmd_copy,
             "export": self.cmd_export,
