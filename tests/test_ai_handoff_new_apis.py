@@ -52,7 +52,7 @@ async def produce(api: str, server) -> list[ai.Message]:
 
 def calls_and_results(api: str, body: dict) -> tuple[list[str], list[str], list[str]]:
     """(tool-call ids, tool-result ids, texts) of a request body of ``api``."""
-    if api == "google-generative-ai":
+    if api in ("google-generative-ai", "google-vertex"):
         parts = [p for c in body["contents"] for p in c["parts"]]
         assert not [p for p in parts if p.get("thought") or "thoughtSignature" in p]  # foreign: plain text
         calls = [p["functionCall"]["name"] for p in parts if "functionCall" in p]

@@ -8,6 +8,10 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
 - ``POST /v1beta/models/MODEL:streamGenerateContent`` (or ``/v1/...``) answers in Google
   Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
+- ``POST /v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``
+  (Vertex AI) answers in Gemini SSE too (``base_url_vertex``);
+- ``POST /token`` answers an OAuth2 token refresh (``SCRIPTED_ACCESS_TOKEN``, an hour), as
+  Google's token endpoint would (application default credentials whose ``token_uri`` is here);
 - ``POST /backend-api/codex/responses`` answers in OpenAI Responses SSE too (ChatGPT's Codex
   backend; ``base_url_codex``);
 - ``POST /mistral/v1/chat/completions`` answers in Mistral's chat SSE (``base_url_mistral``:
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -69,7 +74,7 @@ from .wire_formats import (
     responses_frames,
 )
 
-__all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
+__all__ = ["ScriptedLLM", "Reply", "load_script", "main", "SCRIPTED_ACCESS_TOKEN"]
 
 _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
@@ -85,6 +90,12 @@ _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthro
                  "gemini": gemini_frames, "mistral": mistral_frames}
 _GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
 _GEMINI_SUFFIX = ":streamGenerateContent"
+#: Vertex AI: ``/v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``.
+_VERTEX_PATH = re.compile(r"^/v1/(?:projects/[^/]+/locations/[^/]+/)?publishers/google/models/([^/:]+)"
+                          r":streamGenerateContent$")
+_TOKEN_PATH = "/token"
+#: The access token ``POST /token`` hands out (an OAuth2 refresh, as Google's token endpoint).
+SCRIPTED_ACCESS_TOKEN = "scripted-access-token"
 
 
 def _api_of(path: str) -> tuple[_Api | None, str | None]:
@@ -95,6 +106,9 @@ def _api_of(path: str) -> tuple[_Api | None, str | None]:
     for prefix in _GEMINI_PREFIXES:
         if path.startswith(prefix) and path.endswith(_GEMINI_SUFFIX):
             return "gemini", path[len(prefix):-len(_GEMINI_SUFFIX)] or None
+    vertex = _VERTEX_PATH.match(path)
+    if vertex is not None:
+        return "gemini", vertex.group(1)
     return None, None
 _WRITE_SIZE = 65536
 _CACHE_SIZE = 16
@@ -129,6 +143,10 @@ class ScriptedLLM:
     @property
     def base_url_gemini(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def base_url_vertex(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def base_url_codex(self) -> str:
@@ -206,6 +224,10 @@ class ScriptedLLM:
                       request: h11.Request, path: str, body: Any) -> bool:
         """The response the script chose for ``body``; False: drop the connection after it."""
         api, path_model = _api_of(path)
+        if request.method == b"POST" and path == _TOKEN_PATH:
+            token = {"access_token": SCRIPTED_ACCESS_TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+            await _send_simple(conn, stream, 200, json.dumps(token).encode())
+            return True
         if request.method != b"POST" or api is None:
             await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
             return True
