@@ -49,6 +49,7 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
     "google-vertex": "pi_actors.ai.providers.google_vertex",  # the [google] extra too
+    "bedrock-converse-stream": "pi_actors.ai.providers.bedrock_converse_stream",  # the [bedrock] extra
 }
 
 
