@@ -6,7 +6,9 @@ event-stream decoder under hypothesis (round trips cut anywhere, hostile bytes).
 
 from __future__ import annotations
 
+import importlib.util
 import struct
+import sys
 import zlib
 
 import pytest
@@ -17,6 +19,7 @@ from support.providers import Recorder, hello_context, run
 
 from pi_actors import ai
 from pi_actors.ai import catalog
+from pi_actors.ai.providers import bedrock_converse_stream as bedrock
 from pi_actors.ai.providers._eventstream import EventStreamDecoder, EventStreamError
 from pi_actors.testing import ScriptedLLM
 from pi_actors.testing.aws_eventstream import encode_message
@@ -177,6 +180,19 @@ async def test_bedrock_abort_mid_stream_ends_aborted_and_hangs_up():
         nursery.cancel_scope.cancel()
     rec.check()
     assert msg.stop_reason == "aborted" and msg.content[0].text
+
+
+def test_missing_botocore_fails_the_import_with_one_line_naming_the_extra(monkeypatch):
+    for name in [n for n in sys.modules if n == "botocore" or n.startswith("botocore.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "botocore", None)
+    spec = importlib.util.spec_from_file_location("_bedrock_without_sdk", bedrock.__file__)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "pi_actors.ai.providers"
+    with pytest.raises(ImportError) as info:
+        spec.loader.exec_module(module)
+    text = str(info.value)
+    assert "\n" not in text and "pip install 'pi-actors[bedrock]'" in text and "botocore" in text
 
 
 def test_catalog_bedrock_models_are_usable():
