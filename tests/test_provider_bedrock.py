@@ -257,3 +257,12 @@ def test_event_stream_decoder_names_each_framing_fault():
     body = head + struct.pack(">I", zlib.crc32(head)) + bad_type
     with pytest.raises(EventStreamError, match="unknown type 11"):
         EventStreamDecoder().feed(body + struct.pack(">I", zlib.crc32(body)))
+
+
+async def test_bedrock_and_vertex_warm_up_without_a_request():
+    from pi_actors.ai.providers import google_vertex
+
+    bedrock.prepare()
+    google_vertex.prepare()
+    await bedrock.warm_up()
+    await google_vertex.warm_up()

@@ -468,14 +468,26 @@ def _make_client() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(verify=shared_ssl_context(), timeout=None)
 
 
+class _WarmClient:
+    """A throwaway HTTP client with the ``close`` the shared warm-up calls; building it also
+    loads botocore's session machinery (its data files are read on the first session)."""
+
+    def __init__(self) -> None:
+        self.http = _make_client()
+        botocore.session.Session().get_component("credential_provider")
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
 def prepare() -> None:
     """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_make_client)
+    prepare_client(_WarmClient)
 
 
 async def warm_up() -> None:
     """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_make_client)
+    await warm_up_client(_WarmClient)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
