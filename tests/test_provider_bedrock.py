@@ -20,7 +20,7 @@ from support.providers import Recorder, hello_context, run
 from pi_actors import ai
 from pi_actors.ai import catalog
 from pi_actors.ai.providers import bedrock_converse_stream as bedrock
-from pi_actors.ai.providers._eventstream import EventStreamDecoder, EventStreamError
+from pi_actors.ai.providers.eventstream import EventStreamDecoder, EventStreamError
 from pi_actors.testing import ScriptedLLM
 from pi_actors.testing.aws_eventstream import encode_message
 from pi_actors.testing.wire_formats import Reply, ScriptToolCall, ScriptUsage

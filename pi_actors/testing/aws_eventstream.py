@@ -1,6 +1,6 @@
 """Bedrock ``ConverseStream`` on the wire, for the scripted server: the AWS event-stream
 encoder (binary framing: prelude, headers, CRC32s — the decoder is
-``pi_actors.ai.providers._eventstream``) and the messages of one scripted :class:`Reply`.
+``pi_actors.ai.providers.eventstream``) and the messages of one scripted :class:`Reply`.
 
 Contract: ``encode_message(headers, payload)`` returns one framed message; header values are
 str (type 7), bytes (6), bool (0/1) or int (4, i32). ``bedrock_frames(reply, model)`` returns

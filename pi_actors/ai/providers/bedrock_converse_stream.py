@@ -1,7 +1,7 @@
 """The ``bedrock-converse-stream`` API: Amazon Bedrock's ``ConverseStream`` (every Bedrock model:
 Claude, Nova, Llama, Mistral, DeepSeek...), with ``botocore`` for AWS credentials and SigV4
 signing (an optional extra: ``pip install 'pi-actors[bedrock]'``) and our own ``httpx2`` request
-and event-stream decoder (``_eventstream``) for the streamed body.
+and event-stream decoder (``eventstream``) for the streamed body.
 
 Why this split (measured on this machine, a loaded 2-core box): boto3's ConverseStream is
 synchronous — on trio it would need a worker thread per call that an abort cannot interrupt
@@ -99,7 +99,7 @@ from ._common import (
     shared_ssl_context,
     warm_up_client,
 )
-from ._eventstream import EventStreamDecoder, EventStreamError
+from .eventstream import EventStreamDecoder, EventStreamError
 
 __all__ = ["API", "stream", "stream_simple", "build_params", "convert_messages", "resolve_region",
            "BedrockError", "describe_bedrock_error", "prepare", "warm_up"]
