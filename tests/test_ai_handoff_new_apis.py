@@ -19,6 +19,18 @@ TOOLS = [ai.Tool(name="double", description="Double a number", parameters={
     "type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]})]
 
 
+@pytest.fixture(autouse=True)
+def _aws_keys(monkeypatch, tmp_path):
+    """Static AWS keys for bedrock (and no files or instance metadata for botocore to look at)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDSCRIPTED")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name in ("AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _jwt() -> str:
     claims = base64.urlsafe_b64encode(json.dumps(
         {"https://api.openai.com/auth": {"chatgpt_account_id": "acct"}}).encode()).decode().rstrip("=")
@@ -52,7 +64,7 @@ async def produce(api: str, server) -> list[ai.Message]:
 
 def calls_and_results(api: str, body: dict) -> tuple[list[str], list[str], list[str]]:
     """(tool-call ids, tool-result ids, texts) of a request body of ``api``."""
-    if api == "google-generative-ai":
+    if api in ("google-generative-ai", "google-vertex"):
         parts = [p for c in body["contents"] for p in c["parts"]]
         assert not [p for p in parts if p.get("thought") or "thoughtSignature" in p]  # foreign: plain text
         calls = [p["functionCall"]["name"] for p in parts if "functionCall" in p]
@@ -67,6 +79,12 @@ def calls_and_results(api: str, body: dict) -> tuple[list[str], list[str], list[
         assert not [p for m in messages if isinstance(m.get("content"), list) for p in m["content"]
                     if p.get("type") == "thinking"]
         return calls, [m["tool_call_id"] for m in messages if m["role"] == "tool"], texts
+    if api == "bedrock-converse-stream":
+        blocks = [b for m in body["messages"] for b in m["content"]]
+        assert not [b for b in blocks if "reasoningContent" in b]
+        return ([b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b],
+                [b["toolResult"]["toolUseId"] for b in blocks if "toolResult" in b],
+                [b["text"] for b in blocks if "text" in b])
     if api == "anthropic-messages":
         blocks = [b for m in body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])]
         assert not [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]

@@ -128,24 +128,28 @@ def test_only_providers_with_credentials_are_offered_and_choosing_another_says_w
     assert str(caught.value) == f"No API key found for groq: set GROQ_API_KEY, or give it an apiKey in {tmp_path}/models.json"
     with pytest.raises(ConfigError, match=r"^No API key found for anthropic: set ANTHROPIC_OAUTH_TOKEN or ANTHROPIC_API_KEY"):
         choose_model(reg, provider="anthropic", model=None, api_key=None)
-    # a model whose API is not implemented says so, credentials or not
+    # Bedrock is served now: without AWS credentials it says which to set
     with pytest.raises(ConfigError) as caught:
         choose_model(reg, provider=None, model="amazon-bedrock/amazon.nova-pro-v1:0", api_key=None)
-    assert str(caught.value) == 'amazon-bedrock/amazon.nova-pro-v1:0 needs API "bedrock-converse-stream", which is not supported yet'
+    assert str(caught.value).startswith("No API key found for amazon-bedrock: set AWS_PROFILE, AWS_ACCESS_KEY_ID and "
+                                        "AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK")
     # --api-key is credentials for the chosen model's provider
     assert choose_model(reg, provider=None, model="groq/openai/gpt-oss-120b", api_key="k").model.provider == "groq"
 
     no_keys.setenv("GROQ_API_KEY", "g")
-    no_keys.setenv("AWS_PROFILE", "default")  # bedrock has credentials but no API here: never the default
+    no_keys.setenv("AWS_PROFILE", "default")  # bedrock has credentials: first in pi's provider order
     reg = load_model_registry(str(tmp_path))
     available = reg.available()
     assert {m.provider for m in available} == {"groq", "amazon-bedrock"}
     assert len([m for m in available if m.provider == "groq"]) == 18
     choice = choose_model(reg, provider=None, model=None, api_key=None)
-    assert (choice.model.provider, choice.model.id) == ("groq", "openai/gpt-oss-120b")  # pi's default for groq
+    assert (choice.model.provider, choice.model.id) == ("amazon-bedrock", "us.anthropic.claude-opus-4-6-v1")
     # the session's own model stays offered even when its key came from --api-key
     chosen = ai.get_model("xai", "grok-4")
     assert chosen and available + [chosen] == reg.available(keep=(chosen,))
+    no_keys.delenv("AWS_PROFILE")
+    choice = choose_model(load_model_registry(str(tmp_path)), provider=None, model=None, api_key=None)
+    assert (choice.model.provider, choice.model.id) == ("groq", "openai/gpt-oss-120b")  # pi's default for groq
 
 
 def test_list_models_shows_only_models_with_credentials_as_pi_does(tmp_path):

@@ -48,6 +48,8 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
     "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
+    "google-vertex": "pi_actors.ai.providers.google_vertex",  # the [google] extra too
+    "bedrock-converse-stream": "pi_actors.ai.providers.bedrock_converse_stream",  # the [bedrock] extra
 }
 
 

@@ -40,6 +40,8 @@ SDK_MODULES = {
     "mistral-conversations": "pi_actors.ai.providers.mistral_conversations",
     "azure-openai-responses": "pi_actors.ai.providers.azure_openai_responses",
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
+    "google-vertex": "pi_actors.ai.providers.google_vertex",
+    "bedrock-converse-stream": "pi_actors.ai.providers.bedrock_converse_stream",
 }
 #: The API of each built-in catalog provider whose models all use one (``ai.catalog``; a test
 #: checks). cloudflare-ai-gateway, github-copilot and opencode mix APIs: no hint for them.

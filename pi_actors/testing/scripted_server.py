@@ -8,6 +8,13 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
 - ``POST /v1/messages`` answers in Anthropic messages SSE;
 - ``POST /v1beta/models/MODEL:streamGenerateContent`` (or ``/v1/...``) answers in Google
   Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
+- ``POST /v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``
+  (Vertex AI) answers in Gemini SSE too (``base_url_vertex``);
+- ``POST /model/<model id>/converse-stream`` answers in Bedrock's ConverseStream wire: AWS
+  event-stream binary messages (``testing.aws_eventstream``; ``base_url_bedrock``) (the
+  recorded path is as sent: the model id URL-encoded);
+- ``POST /token`` answers an OAuth2 token refresh (``SCRIPTED_ACCESS_TOKEN``, an hour), as
+  Google's token endpoint would (application default credentials whose ``token_uri`` is here);
 - ``POST /backend-api/codex/responses`` answers in OpenAI Responses SSE too (ChatGPT's Codex
   backend; ``base_url_codex``);
 - ``POST /mistral/v1/chat/completions`` answers in Mistral's chat SSE (``base_url_mistral``:
@@ -49,8 +56,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -58,6 +67,7 @@ import h11
 import msgspec
 import trio
 
+from .aws_eventstream import BAD_CHECKSUM_MESSAGE, bedrock_error_body, bedrock_error_type, bedrock_frames
 from .wire_formats import (
     Frames,
     Reply,
@@ -69,7 +79,7 @@ from .wire_formats import (
     responses_frames,
 )
 
-__all__ = ["ScriptedLLM", "Reply", "load_script", "main"]
+__all__ = ["ScriptedLLM", "Reply", "load_script", "main", "SCRIPTED_ACCESS_TOKEN"]
 
 _MAX_BODY = 64 * 1024 * 1024
 _OPENAI_PATH = "/v1/chat/completions"
@@ -77,14 +87,22 @@ _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
 _MISTRAL_PREFIX = "/mistral"
 _CODEX_PATH = "/backend-api/codex/responses"
-_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral"]
+_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral", "bedrock"]
 _API_BY_PATH: dict[str, _Api] = {
     _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic",
     _MISTRAL_PREFIX + _OPENAI_PATH: "mistral", _CODEX_PATH: "responses"}
 _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames,
-                 "gemini": gemini_frames, "mistral": mistral_frames}
+                 "gemini": gemini_frames, "mistral": mistral_frames, "bedrock": bedrock_frames}
 _GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
 _GEMINI_SUFFIX = ":streamGenerateContent"
+#: Vertex AI: ``/v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``.
+_VERTEX_PATH = re.compile(r"^/v1/(?:projects/[^/]+/locations/[^/]+/)?publishers/google/models/([^/:]+)"
+                          r":streamGenerateContent$")
+_TOKEN_PATH = "/token"
+#: Bedrock runtime: ``/model/<url-encoded model id>/converse-stream``.
+_BEDROCK_PATH = re.compile(r"^/model/([^/]+)/converse-stream$")
+#: The access token ``POST /token`` hands out (an OAuth2 refresh, as Google's token endpoint).
+SCRIPTED_ACCESS_TOKEN = "scripted-access-token"
 
 
 def _api_of(path: str) -> tuple[_Api | None, str | None]:
@@ -95,6 +113,12 @@ def _api_of(path: str) -> tuple[_Api | None, str | None]:
     for prefix in _GEMINI_PREFIXES:
         if path.startswith(prefix) and path.endswith(_GEMINI_SUFFIX):
             return "gemini", path[len(prefix):-len(_GEMINI_SUFFIX)] or None
+    bedrock = _BEDROCK_PATH.match(path)
+    if bedrock is not None:
+        return "bedrock", urllib.parse.unquote(bedrock.group(1))
+    vertex = _VERTEX_PATH.match(path)
+    if vertex is not None:
+        return "gemini", vertex.group(1)
     return None, None
 _WRITE_SIZE = 65536
 _CACHE_SIZE = 16
@@ -129,6 +153,14 @@ class ScriptedLLM:
     @property
     def base_url_gemini(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def base_url_vertex(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def base_url_bedrock(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def base_url_codex(self) -> str:
@@ -206,22 +238,27 @@ class ScriptedLLM:
                       request: h11.Request, path: str, body: Any) -> bool:
         """The response the script chose for ``body``; False: drop the connection after it."""
         api, path_model = _api_of(path)
+        if request.method == b"POST" and path == _TOKEN_PATH:
+            token = {"access_token": SCRIPTED_ACCESS_TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+            await _send_simple(conn, stream, 200, json.dumps(token).encode())
+            return True
         if request.method != b"POST" or api is None:
             await _send_simple(conn, stream, 404, b'{"error": {"message": "not found"}}')
             return True
         try:
             reply = self._reply_for(body)
         except Exception as exc:  # a broken script callable: say so on the wire
-            await _send_simple(conn, stream, 500, error_body(Reply(status=500), api, f"script error: {exc!r}"))
+            await _send_simple(conn, stream, 500, *_error(Reply(status=500), api, f"script error: {exc!r}"))
             return True
         if reply is None:
-            await _send_simple(conn, stream, 500, error_body(Reply(status=500), api, "script exhausted"))
+            await _send_simple(conn, stream, 500, *_error(Reply(status=500), api, "script exhausted"))
             return True
         if reply.hang_before_headers:
             await self._hang(stream, [])
             return False
         if reply.status != 200:
-            await _send_simple(conn, stream, reply.status, error_body(reply, api), reply.headers)
+            body, headers = _error(reply, api)
+            await _send_simple(conn, stream, reply.status, body, {**headers, **reply.headers})
             return True
 
         model = str(reply.model or path_model or (body or {}).get("model") or "scripted-model")
@@ -244,8 +281,9 @@ class ScriptedLLM:
 
     async def _send_stream(self, conn: h11.Connection, stream: trio.SocketStream,
                            reply: Reply, frames: Frames, api: str) -> bool:
+        ctype = "application/vnd.amazon.eventstream" if api == "bedrock" else "text/event-stream"
         await _send(conn, stream, h11.Response(status_code=200, headers=[
-            ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+            ("content-type", ctype), ("cache-control", "no-cache"),
             ("transfer-encoding", "chunked"), *reply.headers.items(),
         ]))
         content = list(frames.content)
@@ -255,6 +293,8 @@ class ScriptedLLM:
                 bad = b"event: content_block_delta\n" + bad
             elif api == "responses":
                 bad = b"event: response.output_text.delta\n" + bad
+            elif api == "bedrock":
+                bad = BAD_CHECKSUM_MESSAGE
             content.insert(max(1, len(content) // 2), bad)
         everything = content + frames.closing
 
@@ -292,6 +332,13 @@ class ScriptedLLM:
 
 # ---------------------------------------------------------------------------------------------
 # h11 plumbing
+
+
+def _error(reply: Reply, api: _Api, message: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """An HTTP error reply's body and extra headers in ``api``'s shape."""
+    if api == "bedrock":
+        return bedrock_error_body(reply, message), {"x-amzn-errortype": bedrock_error_type(reply.status)}
+    return error_body(reply, api, message), {}
 
 
 def _raw_events(body: bytes) -> list[bytes]:

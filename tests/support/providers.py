@@ -83,11 +83,14 @@ class Recorder:
 
 
 #: The APIs added for issue 17, with the provider each is tested under and its scripted base URL.
-NEW_APIS = ["google-generative-ai", "mistral-conversations", "azure-openai-responses", "openai-codex-responses"]
+NEW_APIS = ["google-generative-ai", "mistral-conversations", "azure-openai-responses", "openai-codex-responses",
+            "google-vertex", "bedrock-converse-stream"]
 PROVIDER.update({"google-generative-ai": "google", "mistral-conversations": "mistral",
-                 "azure-openai-responses": "azure-openai-responses", "openai-codex-responses": "openai-codex"})
+                 "azure-openai-responses": "azure-openai-responses", "openai-codex-responses": "openai-codex",
+                 "google-vertex": "google-vertex", "bedrock-converse-stream": "amazon-bedrock"})
 _NEW_BASE_URL = {"google-generative-ai": "base_url_gemini", "mistral-conversations": "base_url_mistral",
-                 "azure-openai-responses": "base_url_openai", "openai-codex-responses": "base_url_codex"}
+                 "azure-openai-responses": "base_url_openai", "openai-codex-responses": "base_url_codex",
+                 "google-vertex": "base_url_vertex", "bedrock-converse-stream": "base_url_bedrock"}
 
 
 def model_for(api: str, server: ScriptedLLM | None, *, port: int | None = None, **kw) -> ai.Model:
