@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import trio
 
 from pi_actors import ai
 from pi_actors.ai import registry
+from pi_actors.ai.registry import BUILTIN_PROVIDER_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -166,3 +169,13 @@ def test_first_use_imports_the_provider_sdk_once_even_when_concurrent():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:2] == ["True", "5"], out.stdout
+
+
+@pytest.mark.parametrize("api", sorted(BUILTIN_PROVIDER_MODULES))
+async def test_every_provider_warms_up_before_its_first_call_without_an_error(api):
+    """The provider actor warms the session's provider up while it waits for the first
+    request; a warm-up that raises would end that actor (mistral's closed its client wrongly)."""
+    module = importlib.import_module(BUILTIN_PROVIDER_MODULES[api])
+    module.prepare()
+    with trio.fail_after(60):
+        await module.warm_up()

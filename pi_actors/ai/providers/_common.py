@@ -617,7 +617,9 @@ async def warm_up_client(make_client: Callable[[], Any]) -> None:
     try:
         anyio.get_cancelled_exc_class()  # loads anyio's backend for the running trio loop
     finally:
-        await client.close()
+        # The SDKs' clients close with ``close()``; a bare httpx client with ``aclose()``.
+        aclose = getattr(client, "aclose", None)
+        await (aclose() if aclose is not None else client.close())
 
 
 def sdk_request_args(params: dict[str, Any], bulk: str, required: tuple[str, ...] = ("model",)) -> dict[str, Any]:
