@@ -25,7 +25,7 @@ import msgspec
 
 from ..placement import Limits
 
-__all__ = ["Task", "TaskFileError", "Workspace", "read_tasks"]
+__all__ = ["Task", "TaskFileError", "Workspace", "parse_task", "read_tasks"]
 
 _Positive = Annotated[int, msgspec.Meta(gt=0)]
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 import trio
 
@@ -118,7 +119,7 @@ class LocalPlacement:
         kind, message = _judge(fold, code, stderr, len(job.prompts))
         return self._outcome(fold, started, kind, message, job)
 
-    def _spawn(self, job: SessionJob, errors: object) -> tuple[subprocess.Popen[bytes], trio.lowlevel.FdStream]:
+    def _spawn(self, job: SessionJob, errors: IO[bytes]) -> tuple[subprocess.Popen[bytes], trio.lowlevel.FdStream]:
         """Fork the session from this thread, its stdout on a pipe we read, stderr into
         ``errors``; it gets the parent-death signal."""
         read_end, write_end = os.pipe()
@@ -132,7 +133,7 @@ class LocalPlacement:
         try:
             proc = subprocess.Popen(
                 self.argv(job), cwd=job.cwd, env={**self.env, **job.env}, stdin=subprocess.DEVNULL,
-                stdout=write_end, stderr=errors, close_fds=True, preexec_fn=die_with_parent,  # type: ignore[arg-type]
+                stdout=write_end, stderr=errors, close_fds=True, preexec_fn=die_with_parent,
             )  # fmt: skip
         except BaseException:
             os.close(read_end)
