@@ -4,14 +4,19 @@ the result log's resume rules, and reading a session's events into an outcome.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_actors.cli._batch_results import ResultLog
+from pi_actors.cli._batch_run import checkout
 from pi_actors.cli._batch_tasks import TaskFileError, parse_task, read_tasks
-from pi_actors.placement import EventFold, LocalPlacement, SessionJob, classify_model_error, make_placement
+from pi_actors.placement import EventFold, Limits, LocalPlacement, SessionJob, classify_model_error, make_placement
 
 
 def _tasks(tmp_path, *lines: str) -> str:
@@ -150,3 +155,59 @@ def test_a_local_session_gets_its_prompts_after_the_options_so_a_dash_prompt_is_
     assert isinstance(placement, LocalPlacement) and placement.slots == 2
     job = SessionJob(id="x", prompts=["--help", "@file"], cwd="/w", session_dir="/s", model="p/m", tools=[])
     assert placement.argv(job) == ["pi-actors", "--mode", "json", "--session-dir", "/s", "--model", "p/m", "--no-tools", "--", "--help", "@file"]
+
+
+def _stand_in(code: str) -> list[str]:
+    """A session command that is a small Python program (its options are left in argv)."""
+    return [sys.executable, "-c", code]
+
+
+async def test_a_session_process_that_dies_is_an_infrastructure_failure(tmp_path):
+    died = "import os, signal; print('{\"type\": \"session\", \"id\": \"s\"}', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    placement = LocalPlacement(1, command=_stand_in(died))
+    job = SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"))
+    outcome = await placement.run(job)
+    assert (outcome.ok, outcome.error_kind, outcome.error) == (False, "infra", "the session process was killed by SIGKILL")
+
+
+async def test_a_task_the_cli_refuses_before_starting_is_the_agents_failure(tmp_path):
+    refused = "import sys; print('Error: Model \"x/y\" not found.', file=sys.stderr); sys.exit(1)"
+    outcome = await LocalPlacement(1, command=_stand_in(refused)).run(
+        SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"))
+    )
+    assert (outcome.ok, outcome.error_kind, outcome.error) == (False, "agent", 'Model "x/y" not found.')
+
+
+async def test_a_session_past_its_wall_time_is_stopped_as_the_agents_failure(tmp_path):
+    hangs = "import time; print('{\"type\": \"session\", \"id\": \"s\"}', flush=True); time.sleep(600)"
+    job = SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"), limits=Limits(wall_time=0.2))
+    with trio.fail_after(30):
+        outcome = await LocalPlacement(1, command=_stand_in(hangs)).run(job)
+    assert (outcome.ok, outcome.error_kind, outcome.error) == (False, "agent", "wall time limit (0.2 s) reached")
+
+
+def _git(*args: str, cwd) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
+async def test_a_workspace_task_gets_a_fresh_checkout_of_its_ref_and_a_bad_ref_is_named(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (repo / "f.txt").write_text("v1\n")
+    _git("add", "f.txt", cwd=repo)
+    _git("commit", "-qm", "one", cwd=repo)
+    _git("tag", "v1", cwd=repo)
+    (repo / "f.txt").write_text("v2\n")
+    _git("commit", "-qam", "two", cwd=repo)
+    tasks = _tasks(tmp_path, json.dumps({"id": "w", "prompt": "x", "workspace": {"repo": str(repo), "ref": "v1"}}),
+                   json.dumps({"id": "bad", "prompt": "x", "workspace": {"repo": str(repo), "ref": "no-such-ref"}}))  # fmt: skip
+    good, bad = read_tasks(tasks, base=str(tmp_path))
+    target = tmp_path / "ws" / "w-1"
+    target.mkdir(parents=True)
+    (target / "stale").write_text("from an earlier attempt")
+    assert await checkout(good, str(target)) is None
+    assert (target / "f.txt").read_text() == "v1\n" and not (target / "stale").exists()
+    failed = await checkout(bad, str(tmp_path / "ws" / "bad-1"))
+    assert failed is not None and failed.startswith("checkout no-such-ref failed: ") and "\n" not in failed

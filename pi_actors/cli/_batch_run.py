@@ -24,7 +24,7 @@ from ._batch_progress import BatchProgress
 from ._batch_results import ResultLog
 from ._batch_tasks import Task
 
-__all__ = ["run_batch", "result_line"]
+__all__ = ["checkout", "result_line", "run_batch"]
 
 
 def _safe(task_id: str) -> str:
@@ -55,7 +55,7 @@ def result_line(task: Task, attempt: int, outcome: SessionOutcome) -> dict[str, 
     return line
 
 
-async def _checkout(task: Task, directory: str) -> str | None:
+async def checkout(task: Task, directory: str) -> str | None:
     """Clone ``task.workspace`` into ``directory`` (fresh) and check out its ref; None, or
     why it failed."""
     assert task.workspace is not None
@@ -72,7 +72,8 @@ async def _checkout(task: Task, directory: str) -> str | None:
             return f"cannot run git: {exc}"
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip().splitlines()
-            return f"{' '.join(argv[:2] if argv[1] == 'clone' else argv[3:5])} failed: {said[-1] if said else done.returncode}"
+            step = "clone" if argv[1] == "clone" else f"checkout {task.workspace.ref}"
+            return f"{step} failed: {said[-1] if said else f'exit code {done.returncode}'}"
     return None
 
 
@@ -87,7 +88,7 @@ async def _run_task(
         outcome: SessionOutcome | None = None
         if task.workspace is not None:
             cwd = os.path.join(workspace_dir, f"{_safe(task.id)}-{attempt}")
-            failed = await _checkout(task, cwd)
+            failed = await checkout(task, cwd)
             if failed is not None:
                 now = time.time()
                 outcome = SessionOutcome(ok=False, error_kind="infra", error=f"workspace: {failed}", started=now, ended=now,
