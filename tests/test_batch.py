@@ -69,7 +69,9 @@ def _results(path: Path) -> list[dict]:
 
 async def _run(env: Env, *args: str) -> trio.CompletedProcess:
     with trio.fail_after(180):
-        return await trio.run_process([CLI, "batch", *args], capture_stdout=True, capture_stderr=True, check=False, env=env.env, cwd=env.work)
+        return await trio.run_process(
+            [CLI, "batch", *args], capture_stdout=True, capture_stderr=True, check=False, env=env.env, cwd=env.work
+        )
 
 
 async def test_a_batch_on_two_local_slots_records_every_task_and_retries_only_infrastructure_failures(tmp_path, nursery):

@@ -66,8 +66,17 @@ def test_a_bad_task_line_is_one_error_naming_the_line_and_the_field(tmp_path, li
 
 
 _line_json = st.fixed_dictionaries(
-    {}, optional={k: st.none() | st.integers() | st.text(max_size=5) | st.lists(st.text(max_size=3), max_size=2) | st.dictionaries(st.sampled_from(["turns", "tokens", "wall_time", "repo", "ref", "x"]), st.integers(-2, 3) | st.text(max_size=3), max_size=3)
-                  for k in ["id", "prompt", "prompts", "cwd", "workspace", "model", "tools", "limits", "extra"]},
+    {},
+    optional={
+        k: st.none()
+        | st.integers()
+        | st.text(max_size=5)
+        | st.lists(st.text(max_size=3), max_size=2)
+        | st.dictionaries(
+            st.sampled_from(["turns", "tokens", "wall_time", "repo", "ref", "x"]), st.integers(-2, 3) | st.text(max_size=3), max_size=3
+        )
+        for k in ["id", "prompt", "prompts", "cwd", "workspace", "model", "tools", "limits", "extra"]
+    },
 ).map(lambda d: json.dumps(d).encode())
 
 
@@ -124,7 +133,10 @@ def test_events_give_the_final_text_summed_usage_turns_and_the_model_error():
         {"type": "message_end", "message": {"role": "user", "content": [{"type": "text", "text": "q"}]}},
         {"type": "message_end", "message": {"role": "assistant", "content": [{"type": "text", "text": "A"}], "usage": usage}},
         {"type": "turn_start"},
-        {"type": "message_end", "message": {"role": "assistant", "content": [], "usage": usage, "stopReason": "error", "errorMessage": "502 bad gateway"}},
+        {
+            "type": "message_end",
+            "message": {"role": "assistant", "content": [], "usage": usage, "stopReason": "error", "errorMessage": "502 bad gateway"},
+        },
         {"type": "agent_end"},
     ]:
         fold.feed(event)
@@ -135,13 +147,29 @@ def test_events_give_the_final_text_summed_usage_turns_and_the_model_error():
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["type", "message", "role", "usage", "content", "id", "cost", "total", "text", "stopReason"]) | st.text(max_size=5), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["type", "message", "role", "usage", "content", "id", "cost", "total", "text", "stopReason"])
+            | st.text(max_size=5),
+            inner,
+            max_size=5,
+        )
+    ),
     max_leaves=8,
 )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_json | st.fixed_dictionaries({"type": st.sampled_from(["session", "turn_start", "message_end", "agent_end"])}, optional={"message": _json, "id": _json}), max_size=8))
+@given(
+    st.lists(
+        _json
+        | st.fixed_dictionaries(
+            {"type": st.sampled_from(["session", "turn_start", "message_end", "agent_end"])}, optional={"message": _json, "id": _json}
+        ),
+        max_size=8,
+    )
+)
 def test_any_hostile_events_are_folded_without_an_exception(events):
     fold = EventFold()
     for event in events:
@@ -154,7 +182,19 @@ def test_a_local_session_gets_its_prompts_after_the_options_so_a_dash_prompt_is_
     placement = make_placement("local", slots=2, command=["pi-actors"])
     assert isinstance(placement, LocalPlacement) and placement.slots == 2
     job = SessionJob(id="x", prompts=["--help", "@file"], cwd="/w", session_dir="/s", model="p/m", tools=[])
-    assert placement.argv(job) == ["pi-actors", "--mode", "json", "--session-dir", "/s", "--model", "p/m", "--no-tools", "--", "--help", "@file"]
+    assert placement.argv(job) == [
+        "pi-actors",
+        "--mode",
+        "json",
+        "--session-dir",
+        "/s",
+        "--model",
+        "p/m",
+        "--no-tools",
+        "--",
+        "--help",
+        "@file",
+    ]
 
 
 def _stand_in(code: str) -> list[str]:
@@ -163,7 +203,7 @@ def _stand_in(code: str) -> list[str]:
 
 
 async def test_a_session_process_that_dies_is_an_infrastructure_failure(tmp_path):
-    died = "import os, signal; print('{\"type\": \"session\", \"id\": \"s\"}', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    died = 'import os, signal; print(\'{"type": "session", "id": "s"}\', flush=True); os.kill(os.getpid(), signal.SIGKILL)'
     placement = LocalPlacement(1, command=_stand_in(died))
     job = SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"))
     outcome = await placement.run(job)
@@ -179,7 +219,7 @@ async def test_a_task_the_cli_refuses_before_starting_is_the_agents_failure(tmp_
 
 
 async def test_a_session_past_its_wall_time_is_stopped_as_the_agents_failure(tmp_path):
-    hangs = "import time; print('{\"type\": \"session\", \"id\": \"s\"}', flush=True); time.sleep(600)"
+    hangs = 'import time; print(\'{"type": "session", "id": "s"}\', flush=True); time.sleep(600)'
     job = SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"), limits=Limits(wall_time=0.2))
     with trio.fail_after(30):
         outcome = await LocalPlacement(1, command=_stand_in(hangs)).run(job)
