@@ -15,7 +15,6 @@ import trio
 from conftest import Env
 
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
-from pi_actors.testing.wire_formats import ScriptToolCall
 
 CLI = str(Path(sys.executable).with_name("pi-actors"))
 
@@ -81,21 +80,17 @@ async def test_a_batch_on_two_local_slots_records_every_task_and_retries_only_in
         "flaky": lambda n, body: Reply(status=503) if n == 1 else Reply(text="recovered"),
         # A client error (400) is the agent's: final at once.
         "refused": lambda n, body: Reply(status=400),
-        # A model that never stops calling tools reaches the task's turn limit.
-        "loop": lambda n, body: Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "a.txt"})]),
     })  # fmt: skip
-    (env.work / "a.txt").write_text("again\n")
     tasks = _write_tasks(env, [
         {"id": "multi", "prompts": ["two prompts", "and the second"], "tools": []},
         {"id": "flaky", "prompt": "flaky", "tools": []},
         {"id": "refused", "prompt": "refused", "tools": []},
-        {"id": "loop", "prompt": "loop", "tools": ["read"], "limits": {"turns": 2}},
     ])  # fmt: skip
     out = env.work / "results.jsonl"
     done = await _run(env, str(tasks), "--out", str(out), "--local", "2", "--max-retries", "2")
-    assert done.returncode == 1, done.stderr.decode()  # two tasks failed
+    assert done.returncode == 1, done.stderr.decode()  # a task failed
     results = {r["id"]: r for r in _results(out)}
-    assert sorted(results) == ["flaky", "loop", "multi", "refused"] and len(_results(out)) == 4
+    assert sorted(results) == ["flaky", "multi", "refused"] and len(_results(out)) == 3
 
     multi = results["multi"]
     assert multi["ok"] is True and multi["error_kind"] is None and multi["attempt"] == 1
@@ -113,19 +108,15 @@ async def test_a_batch_on_two_local_slots_records_every_task_and_retries_only_in
     assert (refused["ok"], refused["error_kind"], refused["attempt"]) == (False, "agent", 1)
     assert refused["error"].startswith("400") and script.asked["refused"] == 1
 
-    loop = results["loop"]
-    assert (loop["ok"], loop["error_kind"], loop["attempt"], loop["error"]) == (False, "agent", 1, "turn limit (2) reached")
-    assert script.asked["loop"] in (2, 3)  # the third turn's request may have gone out as it was stopped
-
     err = done.stderr.decode()
-    assert "batch: 4 tasks to run, 0 already done" in err
+    assert "batch: 3 tasks to run, 0 already done" in err
     assert "batch: flaky infra failure: 503" in err and "(retrying)" in err
     assert "batch: refused agent failure: 400" in err
-    assert "batch: 4 done, 2 failed" in err
+    assert "batch: 3 done, 1 failed" in err
 
     # Running the same command again finds nothing left to do.
     again = await _run(env, str(tasks), "--out", str(out), "--local", "2")
-    assert "batch: 0 tasks to run, 4 already done" in again.stderr.decode() and len(_results(out)) == 4
+    assert "batch: 0 tasks to run, 3 already done" in again.stderr.decode() and len(_results(out)) == 3
 
 
 async def test_a_batch_whose_driver_was_killed_resumes_and_does_every_task_exactly_once(tmp_path, nursery):

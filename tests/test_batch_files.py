@@ -80,7 +80,7 @@ _line_json = st.fixed_dictionaries(
 ).map(lambda d: json.dumps(d).encode())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.binary(max_size=100) | st.text(max_size=100).map(str.encode) | _line_json)
 def test_any_bytes_as_a_task_line_give_a_task_or_a_line_error(data):
     try:
@@ -156,11 +156,11 @@ _json = st.recursive(
             max_size=5,
         )
     ),
-    max_leaves=8,
+    max_leaves=5,
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     st.lists(
         _json
@@ -251,3 +251,17 @@ async def test_a_workspace_task_gets_a_fresh_checkout_of_its_ref_and_a_bad_ref_i
     assert (target / "f.txt").read_text() == "v1\n" and not (target / "stale").exists()
     failed = await checkout(bad, str(tmp_path / "ws" / "bad-1"))
     assert failed is not None and failed.startswith("checkout no-such-ref failed: ") and "\n" not in failed
+
+
+async def test_a_session_past_its_turn_or_token_limit_is_stopped_as_the_agents_failure(tmp_path):
+    reply = {"type": "message_end", "message": {"role": "assistant", "content": [], "usage": {"totalTokens": 60}}}
+    turns = (
+        "import json, time\n"
+        + "".join(f"print(json.dumps({e!r}), flush=True)\n" for e in [{"type": "session", "id": "s"}, {"type": "turn_start"}, reply] * 3)
+        + "time.sleep(600)\n"
+    )
+    for limits, says in [(Limits(turns=2), "turn limit (2) reached"), (Limits(tokens=100), "token limit (100) reached: 120 tokens used")]:
+        job = SessionJob(id="x", prompts=["hi"], cwd=str(tmp_path), session_dir=str(tmp_path / "s"), limits=limits)
+        with trio.fail_after(30):
+            outcome = await LocalPlacement(1, command=_stand_in(turns)).run(job)
+        assert (outcome.ok, outcome.error_kind, outcome.error) == (False, "agent", says)
