@@ -105,13 +105,18 @@ class LocalPlacement:
                     stopped = f"wall time limit ({job.limits.wall_time:g} s) reached"
                 if stopped is not None:
                     proc.terminate()
+                    with trio.move_on_after(_STOP_GRACE):
+                        await _reap(proc)
+                    if proc.returncode is None:
+                        proc.kill()
                 code = await _reap(proc)
             finally:
-                await stdout.aclose()
+                # Also when cancelled (Ctrl-C): no session outlives its run.
                 if proc.returncode is None:
                     proc.kill()
                     with trio.CancelScope(shield=True):
                         await _reap(proc)
+                stdout.close()
             if stopped is not None:
                 return self._outcome(fold, started, "agent", stopped, job)
             errors.seek(0)
