@@ -3,6 +3,7 @@ the result log's resume rules, and reading a session's events into an outcome.""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pi_actors.cli._batch_progress import BatchProgress
 from pi_actors.cli._batch_results import ResultLog
 from pi_actors.cli._batch_run import checkout
 from pi_actors.cli._batch_tasks import TaskFileError, parse_task, read_tasks
@@ -265,3 +267,23 @@ async def test_a_session_past_its_turn_or_token_limit_is_stopped_as_the_agents_f
         with trio.fail_after(30):
             outcome = await LocalPlacement(1, command=_stand_in(turns)).run(job)
         assert (outcome.ok, outcome.error_kind, outcome.error) == (False, "agent", says)
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_the_progress_display_shows_done_failed_running_and_the_rate(live):
+    stream = io.StringIO()
+    ok = {"id": "a", "ok": True, "attempt": 1, "seconds": 1.0, "error_kind": None, "error": None}
+    infra = {"id": "b", "ok": False, "attempt": 1, "seconds": 1.0, "error_kind": "infra", "error": "503 overloaded"}
+    with BatchProgress(3, 1, stream=stream, live=live) as progress:
+        progress.started("a", 1)
+        progress.started("b", 1)
+        progress.finished(ok, final=True)
+        progress.finished(infra, final=False)
+    shown = stream.getvalue()
+    if live:
+        assert "1/3" in shown and "failed 0 · running 0" in shown and "/s" in shown
+    else:
+        assert shown.startswith("batch: 3 tasks to run, 1 already done\n")
+        assert "batch: a ok [attempt 1, 1.0 s] 1/3 done, 0 failed, 1 running, " in shown and "ETA " in shown
+        assert "batch: b infra failure: 503 overloaded (retrying) [attempt 1, 1.0 s] 1/3 done, 0 failed, 0 running" in shown
+    assert shown.endswith("batch: 1 done, 0 failed, in " + shown.rsplit(" in ", 1)[1])
