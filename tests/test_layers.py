@@ -12,7 +12,7 @@ The layers, low to high (README "Layers"):
   actors (a tool or a sandbox policy is not a process).
 - ``extensions`` — the extension API and loader (user code's view); over the agent stack only.
 - ``protocol`` — the typed contracts of the actors: the runtime's Structs over ai/agent types.
-- ``actors`` < ``server`` < ``client`` < ``cli`` — processes, hosting, the public client, the
+- ``actors`` < ``placement`` < ``server`` < ``client`` < ``cli`` — processes, hosting, the public client, the
   command line. ``testing`` (scripted servers, wire formats) may use anything below ``cli``.
 """
 
@@ -43,10 +43,12 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"runtime", "ai", "agent", "protocol"},
     "extensions": {"ai", "agent", "coding", "extensions"},
     "actors": _BELOW_ACTORS | {"actors"},
-    "server": _BELOW_ACTORS | {"actors", "server"},
-    "client": _BELOW_ACTORS | {"actors", "server", "client"},
+    # Where whole sessions run (local processes; Ray later): used by the server and the CLI.
+    "placement": _BELOW_ACTORS | {"actors", "placement"},
+    "server": _BELOW_ACTORS | {"actors", "placement", "server"},
+    "client": _BELOW_ACTORS | {"actors", "placement", "server", "client"},
     "testing": _BELOW_ACTORS | {"actors", "server", "client", "testing"},
-    "cli": _BELOW_ACTORS | {"actors", "server", "client", "testing", "cli"},
+    "cli": _BELOW_ACTORS | {"actors", "placement", "server", "client", "testing", "cli"},
 }
 assert _AGENT_STACK <= ALLOWED.keys()
 
@@ -188,7 +190,7 @@ OWN_PACKAGE_BY_WORD = {
     "retry": "coding", "tool": "coding", "sandbox": "coding", "containment": "coding",
     "actors": "actors", "actor": "actors", "provider": "actors", "supervision": "actors", "chaos": "actors",
     "remote": "server", "client": "client", "cli": "cli", "tui": "cli", "scripted": "testing", "startup": "cli",
-    "extensions": "extensions",
+    "extensions": "extensions", "batch": "cli",
 }
 OWN_PACKAGE = {
     "test_tool_pool.py": "actors",  # the tool pool actor and its zygote

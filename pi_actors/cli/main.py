@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "host sessions for remote clients over WebSocket or a unix socket"),
     "attach": ("attach", "attach to a session on a pi-actors server (TUI, line mode or -p)"),
     "tool-host": ("tool_host", "run the tool calls of a server's session on this machine"),
+    "batch": ("batch", "run many headless sessions from a JSONL task file; results appended as they finish"),
     "install": ("packages:install", "install a package (PyPI requirement, git URL or path) of extensions, skills, prompts, themes"),
     "remove": ("packages:remove", "remove an installed package (also: uninstall)"),
     "uninstall": ("packages:uninstall", "the same as remove"),

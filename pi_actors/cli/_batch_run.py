@@ -1,0 +1,140 @@
+"""Running a batch: every task not yet done, on a :class:`~pi_actors.placement.Placement`,
+at most ``placement.slots`` at once; a result line per task as it finishes.
+
+Retries: a session that ends with an ``infra`` failure runs again, up to ``max_retries``
+more attempts, each with a fresh workspace when the task has one; an ``agent`` failure is
+final at once. Only the final attempt's result is written.
+
+Cancellation (Ctrl-C) stops the running sessions; what was written stays, and the next run
+of the same command picks up the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from typing import Any
+
+import trio
+
+from ..placement import Placement, SessionJob, SessionOutcome
+from ._batch_progress import BatchProgress
+from ._batch_results import ResultLog
+from ._batch_tasks import Task
+
+__all__ = ["checkout", "result_line", "run_batch"]
+
+
+def _safe(task_id: str) -> str:
+    """``task_id`` as a file name: anything but letters, digits, ``.-_`` becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", task_id)[:100] or "_"
+
+
+def result_line(task: Task, attempt: int, outcome: SessionOutcome) -> dict[str, Any]:
+    """The result file's line for ``task``'s ``attempt`` (README "Running many sessions")."""
+    line: dict[str, Any] = {
+        "id": task.id,
+        "ok": outcome.ok,
+        "text": outcome.text,
+        "usage": outcome.usage,
+        "cost": outcome.cost,
+        "turns": outcome.turns,
+        "session_file": outcome.session_file,
+        "started_at": round(outcome.started, 3),
+        "ended_at": round(outcome.ended, 3),
+        "seconds": round(outcome.ended - outcome.started, 3),
+        "node": outcome.node,
+        "attempt": attempt,
+        "error_kind": outcome.error_kind,
+        "error": outcome.error,
+    }
+    if outcome.session_content is not None:
+        line["session_content"] = outcome.session_content
+    return line
+
+
+async def checkout(task: Task, directory: str) -> str | None:
+    """Clone ``task.workspace`` into ``directory`` (fresh) and check out its ref; None, or
+    why it failed."""
+    assert task.workspace is not None
+    if os.path.exists(directory):
+        shutil.rmtree(directory)
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
+    for argv in (
+        ["git", "clone", "--quiet", "--no-checkout", task.workspace.repo, directory],
+        ["git", "-C", directory, "checkout", "--quiet", "--detach", task.workspace.ref],
+    ):
+        try:
+            done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+        except OSError as exc:
+            return f"cannot run git: {exc}"
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip().splitlines()
+            step = "clone" if argv[1] == "clone" else f"checkout {task.workspace.ref}"
+            return f"{step} failed: {said[-1] if said else f'exit code {done.returncode}'}"
+    return None
+
+
+async def _run_task(
+    task: Task, placement: Placement, log: ResultLog, progress: BatchProgress, *,
+    session_dir: str, workspace_dir: str, max_retries: int, env: dict[str, str],
+) -> bool:  # fmt: skip
+    """Run ``task`` until it is finished (module docstring); True if it ended ok."""
+    for attempt in range(1, max_retries + 2):
+        progress.started(task.id, attempt)
+        cwd = task.cwd
+        outcome: SessionOutcome | None = None
+        if task.workspace is not None:
+            cwd = os.path.join(workspace_dir, f"{_safe(task.id)}-{attempt}")
+            failed = await checkout(task, cwd)
+            if failed is not None:
+                now = time.time()
+                outcome = SessionOutcome(ok=False, error_kind="infra", error=f"workspace: {failed}", started=now, ended=now,
+                                         node=getattr(placement, "node", ""))  # fmt: skip
+        if outcome is None:
+            assert cwd is not None
+            job = SessionJob(
+                id=task.id, prompts=task.prompts, cwd=cwd, session_dir=os.path.join(session_dir, _safe(task.id)),
+                model=task.model, tools=task.tools, limits=task.limits, attempt=attempt, env=env,
+            )  # fmt: skip
+            outcome = await placement.run(job)
+        final = outcome.error_kind != "infra" or attempt > max_retries
+        line = result_line(task, attempt, outcome)
+        if final:
+            log.append(line)
+        progress.finished(line, final=final)
+        if final:
+            return outcome.ok
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def run_batch(
+    tasks: list[Task], placement: Placement, log: ResultLog, *, session_dir: str, workspace_dir: str,
+    max_retries: int = 2, env: dict[str, str] | None = None, live: bool | None = None,
+) -> tuple[int, int]:  # fmt: skip
+    """Run every task of ``tasks`` not in ``log.done``; returns (finished ok, failed) of
+    this run. ``env``: extra environment of every session; ``live``: force the display's
+    mode (default: a rich bar when stderr is a terminal)."""
+    todo = [t for t in tasks if t.id not in log.done]
+    counts = {"ok": 0, "failed": 0}
+    slots = trio.Semaphore(placement.slots)
+
+    async def one(task: Task) -> None:
+        try:
+            ok = await _run_task(task, placement, log, progress, session_dir=session_dir, workspace_dir=workspace_dir,
+                                 max_retries=max_retries, env=env or {})  # fmt: skip
+        finally:
+            slots.release()
+        counts["ok" if ok else "failed"] += 1
+
+    with BatchProgress(len(todo), len(tasks) - len(todo), live=live) as progress:
+        try:
+            async with trio.open_nursery() as nursery:
+                for task in todo:  # in the file's order, each once a slot is free
+                    await slots.acquire()
+                    nursery.start_soon(one, task)
+        finally:
+            await placement.aclose()
+    return counts["ok"], counts["failed"]

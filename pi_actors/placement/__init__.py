@@ -1,0 +1,64 @@
+"""Placement: where whole sessions run, behind one interface.
+
+The batch runner (``pi-actors batch``) asks a :class:`Placement` to run each task's session
+and gets a :class:`SessionOutcome` back; it does not know where the session ran.
+Implementations, chosen by configuration (:func:`make_placement`):
+
+- ``local`` (:class:`LocalPlacement`): each session is a headless ``pi-actors --mode json``
+  process on this machine, with its usual actor runtime; ``slots`` at once.
+- ``ray`` (not built yet): how it plugs in — a class with the same two members, ``name`` and
+  ``slots`` (the cluster's session capacity), and the same ``run``/``aclose``. ``run`` submits
+  one Ray task (or actor method) with the declared resources (CPUs, memory) that calls
+  ``LocalPlacement(1).run(job)`` *on the worker node* — the session's actors and sandboxed
+  tool pool then run together on that node, trio in the worker's own thread — and returns
+  the outcome with ``session_content`` filled (the file read on the node) and ``node`` set
+  to the node's address; a worker or node lost while the task runs is an ``infra`` outcome,
+  which the runner retries. Register it in :data:`PLACEMENTS`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ._api import ErrorKind, Limits, Placement, SessionJob, SessionOutcome
+from ._events import EventFold, classify_model_error
+from ._local import LocalPlacement, default_command
+
+__all__ = [
+    "PLACEMENTS",
+    "ErrorKind",
+    "EventFold",
+    "Limits",
+    "LocalPlacement",
+    "Placement",
+    "PlacementError",
+    "SessionJob",
+    "SessionOutcome",
+    "classify_model_error",
+    "default_command",
+    "make_placement",
+]
+
+
+class PlacementError(Exception):
+    """A placement that cannot be made from the configuration (one line, for the user)."""
+
+
+#: Placement kinds by configuration name -> a factory taking the kind's options.
+PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement}
+
+
+def make_placement(kind: str, **options: Any) -> Placement:
+    """The placement ``kind`` (a key of :data:`PLACEMENTS`) made with ``options`` (``local``:
+    ``slots``, ``command``, ``env``). Raises :class:`PlacementError` for an unknown kind or
+    options it refuses."""
+    factory = PLACEMENTS.get(kind)
+    if factory is None:
+        if kind == "ray":
+            raise PlacementError("Ray placement is not available yet; use --local N")
+        raise PlacementError(f"unknown placement {kind!r} (known: {', '.join(PLACEMENTS)})")
+    try:
+        return factory(**options)
+    except ValueError as exc:
+        raise PlacementError(str(exc)) from None

@@ -1,0 +1,232 @@
+"""Local placement: each session is a headless ``pi-actors --mode json`` process on this
+machine — the CLI's own print path, with its usual actor runtime (provider, tool pool,
+coordinator, store) under it.
+
+The process is forked from the trio thread (not a worker thread: Linux sends the
+parent-death signal when the forking *thread* ends) and dies with this process, as its
+actors die with it: a driver killed with SIGKILL leaves no session running. Its stdout
+events are folded as they come (:class:`EventFold`), so limits are enforced live: a turn
+past ``limits.turns`` or tokens past ``limits.tokens`` stop it at once; ``wall_time`` bounds
+the whole run.
+
+How an end is judged (``_judge``): every prompt's run ended and the last reply is not an
+error -> ok; the last reply's error -> ``classify_model_error``; a process that died (a
+signal, or a non-zero exit after the session started) -> ``infra``; a process that refused
+the task before starting (one ``Error:`` line: unknown model, bad option) -> ``agent``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import trio
+
+from ..runtime.child import set_parent_death_signal
+from ._api import Limits, SessionJob, SessionOutcome
+from ._events import EventFold
+
+__all__ = ["LocalPlacement", "default_command"]
+
+#: How long a stopped session may take to exit after SIGTERM before it is killed.
+_STOP_GRACE = 5.0
+
+
+def default_command() -> list[str]:
+    """The CLI of this installation: ``pi-actors`` beside the running interpreter."""
+    return [str(Path(sys.executable).with_name("pi-actors"))]
+
+
+class _Stop(Exception):
+    """A limit was reached: the session is stopped with an ``agent`` failure."""
+
+
+class LocalPlacement:
+    """Runs sessions as local processes, at most ``slots`` at once (the runner's limit).
+
+    ``command``: the argv prefix of the headless CLI (default :func:`default_command`);
+    ``env``: the base environment of every session (default: ours), to which a job's
+    ``env`` is added."""
+
+    name = "local"
+
+    def __init__(self, slots: int, *, command: Sequence[str] | None = None, env: dict[str, str] | None = None) -> None:
+        if slots < 1:
+            raise ValueError(f"a local placement needs at least one slot, not {slots}")
+        self.slots = slots
+        self.command = list(command or default_command())
+        self.env = dict(os.environ if env is None else env)
+        self.node = socket.gethostname()
+
+    async def aclose(self) -> None:
+        """Nothing is held between sessions."""
+
+    def argv(self, job: SessionJob) -> list[str]:
+        """The command line of ``job``'s session: JSON events, its session directory, its
+        model and tools, then ``--`` and the prompts (a prompt may start with ``-``)."""
+        argv = [*self.command, "--mode", "json", "--session-dir", job.session_dir]
+        if job.model:
+            argv += ["--model", job.model]
+        if job.tools is not None:
+            argv += ["--tools", ",".join(job.tools)] if job.tools else ["--no-tools"]
+        return [*argv, "--", *job.prompts]
+
+    async def run(self, job: SessionJob) -> SessionOutcome:
+        """Run ``job`` to its end (module docstring); never raises for the session's failure."""
+        started = time.time()
+        fold = EventFold()
+        try:
+            os.makedirs(job.session_dir, exist_ok=True)
+        except OSError as exc:
+            return self._outcome(fold, started, "infra", f"cannot make the session directory {job.session_dir}: {exc}")
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc, stdout = self._spawn(job, errors)
+            except OSError as exc:
+                return self._outcome(fold, started, "infra", f"cannot start the session: {exc}", job)
+            stopped: str | None = None
+            try:
+                with trio.move_on_after(job.limits.wall_time or float("inf")) as timer:
+                    try:
+                        await _read_events(stdout, fold, job.limits)
+                    except _Stop as exc:
+                        stopped = str(exc)
+                if timer.cancelled_caught:
+                    stopped = f"wall time limit ({job.limits.wall_time:g} s) reached"
+                if stopped is not None:
+                    proc.terminate()
+                    with trio.move_on_after(_STOP_GRACE):
+                        await _reap(proc)
+                    if proc.returncode is None:
+                        proc.kill()
+                code = await _reap(proc)
+            finally:
+                # Also when cancelled (Ctrl-C): no session outlives its run.
+                if proc.returncode is None:
+                    proc.kill()
+                    with trio.CancelScope(shield=True):
+                        await _reap(proc)
+                stdout.close()
+            if stopped is not None:
+                return self._outcome(fold, started, "agent", stopped, job)
+            errors.seek(0)
+            stderr = errors.read().decode(errors="replace")
+        kind, message = _judge(fold, code, stderr, len(job.prompts))
+        return self._outcome(fold, started, kind, message, job)
+
+    def _spawn(self, job: SessionJob, errors: IO[bytes]) -> tuple[subprocess.Popen[bytes], trio.lowlevel.FdStream]:
+        """Fork the session from this thread, its stdout on a pipe we read, stderr into
+        ``errors``; it gets the parent-death signal."""
+        read_end, write_end = os.pipe()
+        parent = os.getpid()
+
+        def die_with_parent() -> None:
+            set_parent_death_signal(signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before the signal was armed
+                os._exit(1)
+
+        try:
+            proc = subprocess.Popen(
+                self.argv(job), cwd=job.cwd, env={**self.env, **job.env}, stdin=subprocess.DEVNULL,
+                stdout=write_end, stderr=errors, close_fds=True, preexec_fn=die_with_parent,
+            )  # fmt: skip
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        return proc, trio.lowlevel.FdStream(read_end)
+
+    def _outcome(
+        self, fold: EventFold, started: float, kind: str | None, error: str | None, job: SessionJob | None = None
+    ) -> SessionOutcome:
+        return SessionOutcome(
+            ok=kind is None,
+            text=fold.text,
+            usage=dict(fold.usage),
+            cost=round(fold.cost, 10),
+            turns=fold.turns,
+            session_file=_session_file(job.session_dir, fold.session_id) if job is not None else None,
+            node=self.node,
+            started=started,
+            ended=time.time(),
+            error_kind=kind,  # type: ignore[arg-type]
+            error=error,
+        )
+
+
+async def _read_events(stream: trio.lowlevel.FdStream, fold: EventFold, limits: Limits) -> None:
+    """Fold every line of ``stream`` until end of file; raise :class:`_Stop` once a limit is
+    passed (a turn started past ``limits.turns``, or ``limits.tokens`` exceeded). A line that
+    is not JSON is skipped (the CLI writes only events there)."""
+    pending = b""
+    while True:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            fold.feed(event)
+            if limits.turns is not None and fold.turns > limits.turns:
+                raise _Stop(f"turn limit ({limits.turns}) reached")
+            if limits.tokens is not None and fold.usage["totalTokens"] > limits.tokens:
+                raise _Stop(f"token limit ({limits.tokens}) reached: {fold.usage['totalTokens']} tokens used")
+
+
+async def _reap(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for ``proc`` to exit without blocking the loop (a pidfd); its return code."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:  # already reaped
+        return proc.wait()
+    try:
+        while proc.poll() is None:
+            try:
+                await trio.lowlevel.wait_readable(pidfd)
+            except BaseException:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                raise
+    finally:
+        os.close(pidfd)
+    return proc.returncode
+
+
+def _judge(fold: EventFold, code: int, stderr: str, prompts: int) -> tuple[str | None, str | None]:
+    """The outcome's (error_kind, error) from how the process ended (module docstring)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    said = lines[-1].strip() if lines else ""
+    if code < 0:
+        return "infra", f"the session process was killed by {signal.Signals(-code).name}" + (f" ({said})" if said else "")
+    if code != 0 or fold.runs_ended < prompts:
+        if fold.session_id is None and said.startswith("Error:"):
+            return "agent", said.removeprefix("Error:").strip()
+        return "infra", f"the session process exited with code {code} before the end" + (f": {said}" if said else "")
+    error = fold.model_error()
+    if error is not None:
+        return error
+    return None, None
+
+
+def _session_file(directory: str, session_id: str | None) -> str | None:
+    """The session file of ``session_id`` in ``directory`` (``<time>_<id>.jsonl``), if any."""
+    if session_id is None:
+        return None
+    found = glob.glob(os.path.join(glob.escape(directory), f"*_{glob.escape(session_id)}.jsonl"))
+    return found[0] if found else None
