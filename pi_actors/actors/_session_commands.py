@@ -525,14 +525,13 @@ def _context_usage(messages: list[Any], model: T.Model | None) -> P.ContextUsage
 
 
 def _clamp_level(level: str, model: T.Model | None) -> AgentThinkingLevel:
-    """pi's clamp: no reasoning → off; xhigh only where supported, else high."""
-    from ..ai import supports_xhigh
+    """pi's clamp: no reasoning → off; else the nearest level the model offers (its
+    ``thinkingLevelMap``; xhigh only where supported) — ai.clamp_thinking_level."""
+    from ..ai import clamp_thinking_level
 
     if model is None or not model.reasoning:
         return "off"
-    if level == "xhigh" and not supports_xhigh(model):
-        return "high"
-    return cast(AgentThinkingLevel, level)
+    return cast(AgentThinkingLevel, clamp_thinking_level(model, level))
 
 
 def _write_new(directory: str, stem: str, data: bytes) -> str:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..choices import THINKING_LEVELS
 from .abort import AbortSignal
 from .types import AssistantMessage, AssistantMessageEvent, Context, Model, ThinkingLevel
 
@@ -47,6 +48,9 @@ __all__ = [
     "clamp_reasoning",
     "adjust_max_tokens_for_thinking",
     "supports_xhigh",
+    "ALL_THINKING_LEVELS",
+    "supported_thinking_levels",
+    "clamp_thinking_level",
 ]
 
 CacheRetention = Literal["none", "short", "long"]
@@ -135,3 +139,38 @@ def supports_xhigh(model: Model) -> bool:
     if model.thinking_level_map is not None:
         return model.thinking_level_map.get("xhigh") is not None
     return any(s in model.id for s in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"))
+
+
+#: pi's thinking levels in order, "off" first (pi-ai's EXTENDED_THINKING_LEVELS).
+ALL_THINKING_LEVELS = THINKING_LEVELS
+
+
+def supported_thinking_levels(model: Model) -> list[str]:
+    """The thinking levels ``model`` offers, in order (pi-ai's ``getSupportedThinkingLevels``):
+    only "off" without reasoning; a level its ``thinkingLevelMap`` maps to null is left out;
+    "xhigh" only where :func:`supports_xhigh`. What /thinking, Shift+Tab, RPC
+    ``cycle_thinking_level`` and ``--thinking`` offer or accept."""
+    if not model.reasoning:
+        return ["off"]
+    level_map = model.thinking_level_map or {}
+    return [
+        lv
+        for lv in ALL_THINKING_LEVELS
+        if not (lv in level_map and level_map[lv] is None) and (lv != "xhigh" or supports_xhigh(model))
+    ]
+
+
+def clamp_thinking_level(model: Model, level: str) -> str:
+    """``level`` made one ``model`` offers, as pi-ai's ``clampThinkingLevel``: kept when
+    offered, else the nearest offered level above it, else the nearest below (DeepSeek V4,
+    whose map drops minimal/low/medium, turns "low" into "high"); an unknown level gives the
+    first offered one."""
+    offered = supported_thinking_levels(model)
+    if level in offered:
+        return level
+    if level not in ALL_THINKING_LEVELS:
+        return offered[0]
+    at = ALL_THINKING_LEVELS.index(level)
+    above = [lv for lv in ALL_THINKING_LEVELS[at:] if lv in offered]
+    below = [lv for lv in reversed(ALL_THINKING_LEVELS[:at]) if lv in offered]
+    return (above or below or offered)[0]

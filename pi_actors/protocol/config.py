@@ -47,6 +47,7 @@ __all__ = [
     "Settings",
     "StreamLimits",
     "ProviderConfig",
+    "ScopedModel",
     "SkillConfig",
     "PromptTemplateConfig",
     "ResourcesConfig",
@@ -305,6 +306,16 @@ class ResourcesConfig(WireStruct):
     templates: list[PromptTemplateConfig] = msgspec.field(default_factory=list)
 
 
+class ScopedModel(WireStruct):
+    """One model in scope for Ctrl+P / RPC ``cycle_model`` (``--models`` / ``enabledModels``,
+    resolved by ``cli._scope``); ``thinking_level``: the pattern's ``:level``, None to keep
+    the session's level on switching to it."""
+
+    provider: str
+    model_id: str
+    thinking_level: ThinkingChoice | None = None
+
+
 class CoordinatorConfig(WireStruct):
     """The loop coordinator. ``models``: the models a session may switch to; ``relink``: the
     links a supervisor re-links after a restart (set by the placement, not by users)."""
@@ -323,6 +334,9 @@ class CoordinatorConfig(WireStruct):
     #: The extension host's part (set by the placement from ``RuntimeConfig.extensions``).
     extensions: ExtensionHostConfig | None = None
     resources: ResourcesConfig = msgspec.field(default_factory=ResourcesConfig)
+    #: The scoped models (``--models``, else settings ``enabledModels``) the front ends cycle
+    #: among; empty: every model with credentials. Read by the TUI and the RPC mode.
+    scoped_models: list[ScopedModel] = msgspec.field(default_factory=list)
 
 
 class RuntimeConfig(WireStruct):

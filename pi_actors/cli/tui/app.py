@@ -117,6 +117,9 @@ class TuiApp:
         #: pi's); None until the tree has been read (then the transcript is used).
         self.session_usage: list[dict[str, Any]] | None = None
         self._models: list[Any] | None = None
+        #: The models Ctrl+P cycles among (``ScopedModel``s: ``--models``, ``enabledModels``,
+        #: then ``/scoped-models``); empty: every model with credentials.
+        self.scoped_models: list[Any] = list(info.get("scopedModels") or [])
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
         self.running = False
