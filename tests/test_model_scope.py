@@ -17,7 +17,7 @@ from support.rpc import RpcClient
 
 from pi_actors.ai import clamp_thinking_level, get_model, supported_thinking_levels
 from pi_actors.ai.types import Model
-from pi_actors.cli._scope import cycle_target, parse_model_pattern, resolve_model_scope
+from pi_actors.cli.model_scope import cycle_target, parse_model_pattern, resolve_model_scope
 from pi_actors.protocol.config import ScopedModel
 
 #: DeepSeek V4's map in pi-ai's catalog: only off, high and xhigh ("max") are offered.

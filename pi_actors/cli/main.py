@@ -594,11 +594,11 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
 
 
 def _model_scope(args: argparse.Namespace, settings: dict[str, Any], reg: Any) -> list[Any]:
-    """The scoped models (``cli._scope``): ``--models``, else settings ``enabledModels``,
+    """The scoped models (``cli.model_scope``): ``--models``, else settings ``enabledModels``,
     among the models with credentials; pi's warnings for patterns matching nothing go to
     stderr. Raises ConfigError when ``enabledModels`` is not a list of strings."""
     from ._config import ConfigError
-    from ._scope import resolve_model_scope, split_patterns
+    from .model_scope import resolve_model_scope, split_patterns
 
     if args.models is not None:
         patterns = split_patterns(args.models)

@@ -278,7 +278,7 @@ class RpcSession:
         """pi's ``cycleModel`` forward: among the scoped models with credentials (``--models``
         / ``enabledModels``; a scoped ``:level`` is applied, else the level is kept, clamped),
         else among all models with credentials; ``data: null`` with one candidate or none."""
-        from ._scope import cycle_target
+        from .model_scope import cycle_target
 
         models = (await self.c.call("get_available_models"))["models"]
         state = await self._state()

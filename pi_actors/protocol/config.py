@@ -308,7 +308,7 @@ class ResourcesConfig(WireStruct):
 
 class ScopedModel(WireStruct):
     """One model in scope for Ctrl+P / RPC ``cycle_model`` (``--models`` / ``enabledModels``,
-    resolved by ``cli._scope``); ``thinking_level``: the pattern's ``:level``, None to keep
+    resolved by ``cli.model_scope``); ``thinking_level``: the pattern's ``:level``, None to keep
     the session's level on switching to it."""
 
     provider: str

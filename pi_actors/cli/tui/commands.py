@@ -143,7 +143,7 @@ class SlashCommands(SettingsCommands):
         credentials (``--models`` / ``enabledModels`` / ``/scoped-models``) with its
         ``:level``, else the next model with credentials; "Only one model in scope" (or
         "available") when there is nothing to switch to."""
-        from .._scope import cycle_target
+        from ..model_scope import cycle_target
 
         def chosen(available: Any) -> None:
             models = (available or {}).get("models") or []
