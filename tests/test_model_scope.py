@@ -19,6 +19,7 @@ from pi_actors.ai import clamp_thinking_level, get_model, supported_thinking_lev
 from pi_actors.ai.types import Model
 from pi_actors.cli.model_scope import cycle_target, parse_model_pattern, resolve_model_scope
 from pi_actors.protocol.config import ScopedModel
+from pi_actors.testing.scripted_server import Reply
 
 #: DeepSeek V4's map in pi-ai's catalog: only off, high and xhigh ("max") are offered.
 DEEPSEEK_MAP = {"minimal": None, "low": None, "medium": None, "high": "high", "xhigh": "max"}
@@ -169,3 +170,19 @@ async def test_ctrl_p_cycles_the_tui_among_the_scoped_models_and_shift_tab_among
     await pane.keys("C-p")
     screen = await pane.wait_for("Switched to scripted-model", "(scripted) scripted-model")
     assert "(thinking:" not in screen.split("Switched to scripted-model", 1)[1].split("\n", 1)[0]
+
+
+@tmux
+async def test_hide_thinking_block_starts_the_tui_collapsed_and_double_escape_action_fork_opens_fork(scripted, env, pane):
+    (env.home / "settings.json").write_text(json.dumps({"hideThinkingBlock": True, "doubleEscapeAction": "fork"}))
+    scripted.script.append(Reply(thinking="Secret deliberation here.", text="The answer is 42."))
+    await pane.start()
+    await pane.type("question")
+    await pane.keys("Enter")
+    screen = await pane.wait_for_answer("The answer is 42.")
+    assert "Thinking..." in screen and "Secret deliberation" not in screen
+    await pane.keys("C-t")  # Ctrl+T still toggles: the thinking is shown
+    await pane.wait_for("Thinking blocks: shown", "Secret deliberation here.")
+    await pane.keys("Escape", "Escape")  # doubleEscapeAction "fork": the fork selector, not the tree
+    screen = await pane.wait_for("Fork from message")
+    assert "Session tree" not in screen

@@ -9,8 +9,10 @@ rewritten. Keys used so far: ``defaultProvider``, ``defaultModel``, ``defaultThi
 ``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, ``retry.provider.maxRetryDelayMs``
 (pi's; ``timeoutMs`` and ``maxRetries`` there are typed but not applied yet),
 ``thinkingBudgets.{minimal,low,medium,high}``, ``sessionDir`` (``--session-dir`` wins; ``~``
-expanded, relative to the working directory), the typed but
-not yet applied ``hideThinkingBlock``, ``shellPath``, ``shellCommandPrefix``,
+expanded, relative to the working directory), ``hideThinkingBlock`` (the TUI starts with
+thinking blocks collapsed; Ctrl+T still toggles), ``doubleEscapeAction`` (``tree``, the
+default, ``fork`` or ``none``: Esc Esc on the TUI's empty editor), the typed but
+not yet applied ``shellPath``, ``shellCommandPrefix``,
 ``sandbox.{memory,tmpSize,shmSize,
 fileSize,processes,homeAllow}`` — the last only from the global file: the project file lies in
 the workspace, where tools write, so its ``sandbox`` object is ignored with a warning —, and

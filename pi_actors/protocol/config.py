@@ -24,7 +24,7 @@ leave a tool unconfined.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -174,14 +174,15 @@ class Settings(WireStruct):
     images: ImagesSection = msgspec.field(default_factory=ImagesSection)
     #: pi's: tokens per thinking level; the session directory (``--session-dir`` wins);
     #: thinking blocks hidden in the TUI; the bash tool's
-    #: shell and a prefix run before each command. Typed here so that a wrong type is refused
-    #: naming the key; ``hideThinkingBlock``, ``shellPath`` and ``shellCommandPrefix`` are not
-    #: applied yet.
+    #: shell and a prefix run before each command; what Esc Esc on an empty editor does in the
+    #: TUI (default "tree"). Typed here so that a wrong type is refused naming the key;
+    #: ``shellPath`` and ``shellCommandPrefix`` are not applied yet.
     thinking_budgets: ThinkingBudgetsSection | None = None
     session_dir: str | None = None
     hide_thinking_block: bool | None = None
     shell_path: str | None = None
     shell_command_prefix: str | None = None
+    double_escape_action: Literal["tree", "fork", "none"] | None = None
 
 
 # -- the actors' parts ----------------------------------------------------------------------

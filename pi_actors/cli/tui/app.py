@@ -123,7 +123,7 @@ class TuiApp:
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
         self.running = False
-        self.show_thinking = True
+        self.show_thinking = not info.get("hideThinkingBlock")  # settings hideThinkingBlock; Ctrl+T toggles
         self.expand_tools = False
         self.stream: dict[str, Any] | None = None  # the assistant message being streamed
         self.tools: dict[str, dict[str, Any]] = {}  # running tool calls by id

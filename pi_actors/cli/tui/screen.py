@@ -284,11 +284,18 @@ class ScreenLayout:
         elif tui.buffer.text.startswith("!"):
             tui.buffer.reset()
         elif not tui.buffer.text:
-            # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
+            # Double Esc on an empty editor: settings doubleEscapeAction, as pi's: "tree"
+            # (the default) opens /tree, "fork" opens /fork, "none" does nothing.
             now = time.monotonic()
             if now - self._last_esc < 0.6:
                 self._last_esc = 0.0
-                tui.commands.cmd_tree("")
+                action = tui.commands.settings().get("doubleEscapeAction") or "tree"
+                if action == "fork":
+                    tui.commands.cmd_fork("")
+                elif action == "tree":
+                    tui.commands.cmd_tree("")
+                elif action != "none":
+                    tui.show_error(f"settings doubleEscapeAction must be tree, fork or none, not {action!r}")
             else:
                 self._last_esc = now
 
