@@ -20,6 +20,7 @@ from ..agent import AgentThinkingLevel, QueueMode
 from ..ai import types as T
 from ..choices import THINKING_LEVELS
 from ..protocol import coordinator as P
+from ..protocol.pool import shell_settings
 from ..runtime import Empty, Interface, RemoteError, TypedCall, implements
 
 if TYPE_CHECKING:
@@ -423,6 +424,7 @@ class SessionCommands:
         self._bash_stops.add(stop)
         try:
             args_ = {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd}
+            args_.update(shell_settings(self.c.config.settings))  # pi's user bash uses them too
             async with self.c.tools_peer.open_call("run_tool", args_) as running:
                 # abort_bash cancels the call cooperatively: the pool kills the command and
                 # answers with what it printed so far ("Command aborted").

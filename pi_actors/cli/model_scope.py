@@ -103,9 +103,7 @@ def resolve_model_scope(patterns: Sequence[str], models: Sequence[Any]) -> tuple
                 glob, level = head, suffix
             glob = glob.lower()
             hits = [
-                m
-                for m in models
-                if fnmatch.fnmatchcase(f"{m.provider}/{m.id}".lower(), glob) or fnmatch.fnmatchcase(m.id.lower(), glob)
+                m for m in models if fnmatch.fnmatchcase(f"{m.provider}/{m.id}".lower(), glob) or fnmatch.fnmatchcase(m.id.lower(), glob)
             ]
             if not hits:
                 warnings.append(f'Warning: No models match pattern "{pattern}"')
