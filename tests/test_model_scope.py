@@ -1,6 +1,8 @@
 """Model scoping (``--models``, settings ``enabledModels``, Ctrl+P / Shift+Ctrl+P, RPC
 ``cycle_model``) and a model's ``thinkingLevelMap`` limiting and clamping the thinking levels
-(/thinking, Shift+Tab, RPC ``cycle_thinking_level``, ``--thinking``), as pi 0.73."""
+(/thinking, Shift+Tab, RPC ``cycle_thinking_level``, ``--thinking``), as pi 0.73; the real-CLI
+tests also check the settings a user notices in the same run (``hideThinkingBlock``,
+``doubleEscapeAction``, ``shellPath``, ``shellCommandPrefix``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pi_actors.ai.types import Model
 from pi_actors.cli.model_scope import cycle_target, parse_model_pattern, resolve_model_scope
 from pi_actors.protocol.config import ScopedModel
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 #: DeepSeek V4's map in pi-ai's catalog: only off, high and xhigh ("max") are offered.
 DEEPSEEK_MAP = {"minimal": None, "low": None, "medium": None, "high": "high", "xhigh": "max"}
@@ -127,8 +130,13 @@ def _with_deep_model(env) -> None:
     path.write_text(json.dumps(doc))
 
 
-async def test_rpc_cycle_model_follows_the_models_scope_and_levels_follow_the_models_map(scripted, env, tmp_path):
+async def test_rpc_cycle_model_follows_the_scope_levels_follow_the_map_and_bash_the_shell_settings(scripted, env, tmp_path):
     _with_deep_model(env)
+    (env.home / "settings.json").write_text(json.dumps({"shellPath": "/bin/sh", "shellCommandPrefix": "GREETING=prefixed"}))
+    scripted.script += [
+        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": 'echo "model: $GREETING $0"'})]),
+        Reply(text="done"),
+    ]
     errors = tmp_path / "stderr.txt"
     with errors.open("wb") as err:
         proc = await trio.lowlevel.open_process(
@@ -149,6 +157,14 @@ async def test_rpc_cycle_model_follows_the_models_scope_and_levels_follow_the_mo
         assert seen == ["xhigh", "off", "high"]
         await rpc.request({"id": "l", "type": "set_thinking_level", "level": "minimal"})
         assert (await rpc.request({"id": "s2", "type": "get_state"}))["data"]["thinkingLevel"] == "high"
+        # Settings shellPath / shellCommandPrefix: the user's bash and the model's bash calls
+        # run "/bin/sh -c" with the prefix line first, in the sandboxed workers.
+        user = (await rpc.request({"id": "b", "type": "bash", "command": 'echo "user: $GREETING $0"'}))["data"]
+        assert user["output"].strip() == "user: prefixed /bin/sh" and user["exitCode"] == 0
+        await rpc.request({"id": "p", "type": "prompt", "message": "run it"})
+        await rpc.until(lambda o: o.get("type") == "agent_end")
+        end = next(o for o in rpc.lines if o["type"] == "tool_execution_end")
+        assert end["result"]["content"][0]["text"].strip() == "model: prefixed /bin/sh"
     finally:
         await rpc.close()
     assert 'Warning: No models match pattern "no-such-model"' in errors.read_text()
@@ -158,9 +174,12 @@ tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 
 @tmux
-async def test_ctrl_p_cycles_the_tui_among_the_scoped_models_and_shift_tab_among_the_models_levels(scripted, env, pane):
+async def test_the_tui_cycles_scoped_models_with_ctrl_p_and_applies_thinking_and_escape_settings(scripted, env, pane):
     _with_deep_model(env)
+    (env.home / "settings.json").write_text(json.dumps({"hideThinkingBlock": True, "doubleEscapeAction": "fork"}))
+    scripted.script.append(Reply(thinking="Secret deliberation here.", text="The answer is 42."))
     await pane.start("--models", "scripted-model,scripted/deep-think:low")
+    # Ctrl+P: the next scoped model, its ":low" clamped by its thinkingLevelMap.
     await pane.keys("C-p")
     await pane.wait_for("Switched to deep-think (thinking: high)", "deep-think • high")  # status and footer
     await pane.keys("BTab")  # Shift+Tab: the next level deep-think offers after high
@@ -170,18 +189,12 @@ async def test_ctrl_p_cycles_the_tui_among_the_scoped_models_and_shift_tab_among
     await pane.keys("C-p")
     screen = await pane.wait_for("Switched to scripted-model", "(scripted) scripted-model")
     assert "(thinking:" not in screen.split("Switched to scripted-model", 1)[1].split("\n", 1)[0]
-
-
-@tmux
-async def test_hide_thinking_block_starts_the_tui_collapsed_and_double_escape_action_fork_opens_fork(scripted, env, pane):
-    (env.home / "settings.json").write_text(json.dumps({"hideThinkingBlock": True, "doubleEscapeAction": "fork"}))
-    scripted.script.append(Reply(thinking="Secret deliberation here.", text="The answer is 42."))
-    await pane.start()
+    # hideThinkingBlock: the thinking is collapsed from the start; Ctrl+T still shows it.
     await pane.type("question")
     await pane.keys("Enter")
     screen = await pane.wait_for_answer("The answer is 42.")
     assert "Thinking..." in screen and "Secret deliberation" not in screen
-    await pane.keys("C-t")  # Ctrl+T still toggles: the thinking is shown
+    await pane.keys("C-t")
     await pane.wait_for("Thinking blocks: shown", "Secret deliberation here.")
     await pane.keys("Escape", "Escape")  # doubleEscapeAction "fork": the fork selector, not the tree
     screen = await pane.wait_for("Fork from message")
