@@ -11,7 +11,11 @@
   replaces the request body); ``first_byte_timeout_ms`` / ``idle_timeout_ms`` (how long the
   response headers, then each read of the body, may take before the call ends as ``Provider
   stalled``; default 120000, 0 = none); ``max_retry_delay_ms`` (the longest ``Retry-After``
-  a failed call reports as a delay to wait; default 60000, 0 = none — see ``ai.retry_after``).
+  a failed call reports as a delay to wait; default 60000, 0 = none — see ``ai.retry_after``);
+  ``timeout_ms`` / ``max_retries`` (pi's ``retry.provider.timeoutMs`` / ``.maxRetries``: the
+  SDK client's own request timeout and retries, for the APIs that use an SDK client —
+  anthropic-messages, openai-completions, openai-responses, azure-openai-responses; unset:
+  the SDK's timeout and no SDK retries, the agent retries — see :func:`sdk_client_options`).
 
 ``reasoning``/``thinking_budgets`` are read only by ``stream_simple``. ``cache_retention``
 (``none``/``short``/``long``; default short, ``PI_CACHE_RETENTION=long`` upgrades it) is read by
@@ -51,6 +55,8 @@ __all__ = [
     "ALL_THINKING_LEVELS",
     "supported_thinking_levels",
     "clamp_thinking_level",
+    "sdk_client_options",
+    "with_sdk_client_options",
 ]
 
 CacheRetention = Literal["none", "short", "long"]
@@ -174,3 +180,29 @@ def clamp_thinking_level(model: Model, level: str) -> str:
     above = [lv for lv in ALL_THINKING_LEVELS[at:] if lv in offered]
     below = [lv for lv in reversed(ALL_THINKING_LEVELS[:at]) if lv in offered]
     return (above or below or offered)[0]
+
+
+def sdk_client_options(options: StreamOptions | None) -> dict[str, Any]:
+    """``with_options`` arguments for an Anthropic/OpenAI SDK client from ``extra``
+    ``timeout_ms`` (-> ``timeout`` in seconds) and ``max_retries``, as pi passes
+    ``retry.provider.timeoutMs`` / ``.maxRetries`` to the SDK; only those set. Raises
+    ValueError (one line naming the option) for a value that is not a number of 0 or more."""
+    out: dict[str, Any] = {}
+    for name in ("timeout_ms", "max_retries"):
+        value = extra_option(options, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{name} must be a number of 0 or more, not {value!r}")
+        if name == "timeout_ms":
+            out["timeout"] = value / 1000
+        else:
+            out["max_retries"] = int(value)
+    return out
+
+
+def with_sdk_client_options(client: Any, options: StreamOptions | None) -> Any:
+    """``client`` (an Anthropic/OpenAI SDK client) with :func:`sdk_client_options` applied
+    (a copy sharing its connection pool), or ``client`` itself when none is set."""
+    chosen = sdk_client_options(options)
+    return client.with_options(**chosen) if chosen else client

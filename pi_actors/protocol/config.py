@@ -96,7 +96,8 @@ class RetrySection(WireStruct):
 class RetryProviderSection(WireStruct):
     """``retry.provider`` (pi's): the SDK's own request timeout and retries, and the longest
     server-requested delay (``Retry-After``) waited for before the request fails (ms, 0 = no
-    cap). Only ``maxRetryDelayMs`` is used so far; it wins over ``retry.maxDelayMs``."""
+    cap; it wins over ``retry.maxDelayMs``). ``timeoutMs`` / ``maxRetries`` go to the SDK
+    client of the SDK-based APIs (``StreamLimits``)."""
 
     timeout_ms: NonNegative | None = None
     max_retries: NonNegative | None = None
@@ -194,6 +195,10 @@ class StreamLimits(WireStruct):
     first_byte_timeout_ms: Milliseconds = DEFAULT_FIRST_BYTE_TIMEOUT_MS
     idle_timeout_ms: Milliseconds = DEFAULT_IDLE_TIMEOUT_MS
     max_retry_delay_ms: Milliseconds = DEFAULT_MAX_RETRY_DELAY_MS
+    #: pi's ``retry.provider.timeoutMs`` / ``.maxRetries``: the SDK client's request timeout
+    #: and its own retries (``ai.options.sdk_client_options``); None: not set.
+    timeout_ms: NonNegative | None = None
+    max_retries: NonNegative | None = None
 
 
 class ProviderConfig(WireStruct):
