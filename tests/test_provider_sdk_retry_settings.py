@@ -8,7 +8,7 @@ import pytest
 from support.providers import run
 
 from pi_actors import ai
-from pi_actors.cli._settings import stream_limits
+from pi_actors.cli import stream_limits
 from pi_actors.testing.scripted_server import Reply
 
 #: One API per SDK (openai-responses and azure use the same OpenAI client call).
