@@ -4,6 +4,8 @@ itself, and gives up on a server that sends no response headers within the timeo
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from support.providers import run
 
@@ -17,8 +19,15 @@ SDK_APIS = ["anthropic-messages", "openai-completions"]
 BUSY = Reply(status=503, error_body={"error": {"message": "busy, try again"}}, headers={"retry-after-ms": "1"})
 
 
+def _import_sdk(api: str) -> None:
+    """Import the API's provider module (and its SDK) before the call: on a loaded machine the
+    import alone can take seconds, which are not the call's time limit's business."""
+    importlib.import_module(f"pi_actors.ai.providers.{api.replace('-', '_')}")
+
+
 @pytest.mark.parametrize("api", SDK_APIS)
 async def test_max_retries_lets_the_sdk_retry_a_failed_request_itself(api, scripted):
+    _import_sdk(api)
     scripted.script += [BUSY, Reply(text="second try worked")]
     options = ai.StreamOptions(api_key="sk-test", extra={"max_retries": 1})
     result, _ = await run(api, scripted, options)
@@ -34,6 +43,7 @@ async def test_without_max_retries_the_first_failure_is_the_calls_error(scripted
 
 
 async def test_timeout_ms_ends_a_request_whose_headers_never_come(scripted):
+    _import_sdk("anthropic-messages")
     scripted.script.append(Reply(text="never", hang_before_headers=True))
     options = ai.StreamOptions(api_key="sk-test", extra={"timeout_ms": 300, "max_retries": 0})
     result, _ = await run("anthropic-messages", scripted, options)
