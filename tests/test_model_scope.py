@@ -199,3 +199,19 @@ async def test_the_tui_cycles_scoped_models_with_ctrl_p_and_applies_thinking_and
     await pane.keys("Escape", "Escape")  # doubleEscapeAction "fork": the fork selector, not the tree
     screen = await pane.wait_for("Fork from message")
     assert "Session tree" not in screen
+    await pane.keys("Escape")
+    await pane.wait_for_gone("Fork from message")
+    # /scoped-models shows the session's scope (from --models) and changes it: Ctrl+P then
+    # has one model left.
+    await pane.type("/scoped-models")
+    await pane.keys("Enter")
+    await pane.wait_for("Scoped models")
+    await pane.type("deep-think")
+    await pane.wait_for("[x] scripted/deep-think")
+    await pane.keys("Enter")
+    await pane.wait_for("scripted/deep-think disabled")
+    assert json.loads((env.home / "settings.json").read_text())["enabledModels"] == ["scripted/scripted-model"]
+    await pane.keys("Escape")
+    await pane.wait_for_gone("Scoped models")
+    await pane.keys("C-p")
+    await pane.wait_for("Only one model in scope")
