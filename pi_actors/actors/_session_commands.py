@@ -20,6 +20,7 @@ from ..agent import AgentThinkingLevel, QueueMode
 from ..ai import types as T
 from ..choices import THINKING_LEVELS
 from ..protocol import coordinator as P
+from ..protocol.pool import shell_settings
 from ..runtime import Empty, Interface, RemoteError, TypedCall, implements
 
 if TYPE_CHECKING:
@@ -423,6 +424,7 @@ class SessionCommands:
         self._bash_stops.add(stop)
         try:
             args_ = {"toolCallId": "user-bash", "name": "bash", "args": {"command": command}, "cwd": self.c.cwd}
+            args_.update(shell_settings(self.c.config.settings))  # pi's user bash uses them too
             async with self.c.tools_peer.open_call("run_tool", args_) as running:
                 # abort_bash cancels the call cooperatively: the pool kills the command and
                 # answers with what it printed so far ("Command aborted").
@@ -525,14 +527,13 @@ def _context_usage(messages: list[Any], model: T.Model | None) -> P.ContextUsage
 
 
 def _clamp_level(level: str, model: T.Model | None) -> AgentThinkingLevel:
-    """pi's clamp: no reasoning → off; xhigh only where supported, else high."""
-    from ..ai import supports_xhigh
+    """pi's clamp: no reasoning → off; else the nearest level the model offers (its
+    ``thinkingLevelMap``; xhigh only where supported) — ai.clamp_thinking_level."""
+    from ..ai import clamp_thinking_level
 
     if model is None or not model.reasoning:
         return "off"
-    if level == "xhigh" and not supports_xhigh(model):
-        return "high"
-    return cast(AgentThinkingLevel, level)
+    return cast(AgentThinkingLevel, clamp_thinking_level(model, level))
 
 
 def _write_new(directory: str, stem: str, data: bytes) -> str:

@@ -54,6 +54,7 @@ from ..protocol import coordinator as P
 from ..protocol import extension_host as X
 from ..protocol.config import CoordinatorConfig, read_part, set_fields
 from ..protocol.events import StreamRebuilder, strip_agent_event
+from ..protocol.pool import shell_settings
 from ..runtime import (
     ActorDied,
     ConnectionLost,
@@ -298,6 +299,7 @@ class Coordinator:
             }
             if not self.config.settings.images.auto_resize:
                 args["autoResizeImages"] = False
+            args.update(shell_settings(self.config.settings))
             if spec.name == "bash" and on_update is not None:
                 # pi's bash tool reports an empty partial result as it starts (the first
                 # tool_execution_update of every bash call).

@@ -94,8 +94,9 @@ class _Worker:
             before = tmp_snapshot()
         try:
             result = await run_tool(
-                name, tool_args, cwd=cwd, on_update=on_update, abort=abort, auto_resize_images=args.auto_resize_images
-            )
+                name, tool_args, cwd=cwd, on_update=on_update, abort=abort, auto_resize_images=args.auto_resize_images,
+                shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix,
+            )  # fmt: skip
             out = {"content": result.get("content", []), "details": result.get("details"), "isError": False}
         except ToolError as exc:
             out = _error(str(exc))

@@ -28,6 +28,8 @@ from .options import (
     adjust_max_tokens_for_thinking,
     build_base_options,
     clamp_reasoning,
+    clamp_thinking_level,
+    supported_thinking_levels,
     supports_xhigh,
 )
 from .overflow import get_overflow_patterns, is_context_overflow
@@ -85,6 +87,8 @@ __all__ = [
     "is_context_overflow",
     "get_overflow_patterns",
     "supports_xhigh",
+    "supported_thinking_levels",
+    "clamp_thinking_level",
     "build_base_options",
     "clamp_reasoning",
     "adjust_max_tokens_for_thinking",

@@ -11,7 +11,11 @@
   replaces the request body); ``first_byte_timeout_ms`` / ``idle_timeout_ms`` (how long the
   response headers, then each read of the body, may take before the call ends as ``Provider
   stalled``; default 120000, 0 = none); ``max_retry_delay_ms`` (the longest ``Retry-After``
-  a failed call reports as a delay to wait; default 60000, 0 = none — see ``ai.retry_after``).
+  a failed call reports as a delay to wait; default 60000, 0 = none — see ``ai.retry_after``);
+  ``timeout_ms`` / ``max_retries`` (pi's ``retry.provider.timeoutMs`` / ``.maxRetries``: the
+  SDK client's own request timeout and retries, for the APIs that use an SDK client —
+  anthropic-messages, openai-completions, openai-responses, azure-openai-responses; unset:
+  the SDK's timeout and no SDK retries, the agent retries — see :func:`sdk_client_options`).
 
 ``reasoning``/``thinking_budgets`` are read only by ``stream_simple``. ``cache_retention``
 (``none``/``short``/``long``; default short, ``PI_CACHE_RETENTION=long`` upgrades it) is read by
@@ -30,6 +34,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..choices import THINKING_LEVELS
 from .abort import AbortSignal
 from .types import AssistantMessage, AssistantMessageEvent, Context, Model, ThinkingLevel
 
@@ -47,6 +52,11 @@ __all__ = [
     "clamp_reasoning",
     "adjust_max_tokens_for_thinking",
     "supports_xhigh",
+    "ALL_THINKING_LEVELS",
+    "supported_thinking_levels",
+    "clamp_thinking_level",
+    "sdk_client_options",
+    "with_sdk_client_options",
 ]
 
 CacheRetention = Literal["none", "short", "long"]
@@ -135,3 +145,64 @@ def supports_xhigh(model: Model) -> bool:
     if model.thinking_level_map is not None:
         return model.thinking_level_map.get("xhigh") is not None
     return any(s in model.id for s in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"))
+
+
+#: pi's thinking levels in order, "off" first (pi-ai's EXTENDED_THINKING_LEVELS).
+ALL_THINKING_LEVELS = THINKING_LEVELS
+
+
+def supported_thinking_levels(model: Model) -> list[str]:
+    """The thinking levels ``model`` offers, in order (pi-ai's ``getSupportedThinkingLevels``):
+    only "off" without reasoning; a level its ``thinkingLevelMap`` maps to null is left out;
+    "xhigh" only where :func:`supports_xhigh`. What /thinking, Shift+Tab, RPC
+    ``cycle_thinking_level`` and ``--thinking`` offer or accept."""
+    if not model.reasoning:
+        return ["off"]
+    level_map = model.thinking_level_map or {}
+    return [
+        lv
+        for lv in ALL_THINKING_LEVELS
+        if not (lv in level_map and level_map[lv] is None) and (lv != "xhigh" or supports_xhigh(model))
+    ]
+
+
+def clamp_thinking_level(model: Model, level: str) -> str:
+    """``level`` made one ``model`` offers, as pi-ai's ``clampThinkingLevel``: kept when
+    offered, else the nearest offered level above it, else the nearest below (DeepSeek V4,
+    whose map drops minimal/low/medium, turns "low" into "high"); an unknown level gives the
+    first offered one."""
+    offered = supported_thinking_levels(model)
+    if level in offered:
+        return level
+    if level not in ALL_THINKING_LEVELS:
+        return offered[0]
+    at = ALL_THINKING_LEVELS.index(level)
+    above = [lv for lv in ALL_THINKING_LEVELS[at:] if lv in offered]
+    below = [lv for lv in reversed(ALL_THINKING_LEVELS[:at]) if lv in offered]
+    return (above or below or offered)[0]
+
+
+def sdk_client_options(options: StreamOptions | None) -> dict[str, Any]:
+    """``with_options`` arguments for an Anthropic/OpenAI SDK client from ``extra``
+    ``timeout_ms`` (-> ``timeout`` in seconds) and ``max_retries``, as pi passes
+    ``retry.provider.timeoutMs`` / ``.maxRetries`` to the SDK; only those set. Raises
+    ValueError (one line naming the option) for a value that is not a number of 0 or more."""
+    out: dict[str, Any] = {}
+    for name in ("timeout_ms", "max_retries"):
+        value = extra_option(options, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{name} must be a number of 0 or more, not {value!r}")
+        if name == "timeout_ms":
+            out["timeout"] = value / 1000
+        else:
+            out["max_retries"] = int(value)
+    return out
+
+
+def with_sdk_client_options(client: Any, options: StreamOptions | None) -> Any:
+    """``client`` (an Anthropic/OpenAI SDK client) with :func:`sdk_client_options` applied
+    (a copy sharing its connection pool), or ``client`` itself when none is set."""
+    chosen = sdk_client_options(options)
+    return client.with_options(**chosen) if chosen else client

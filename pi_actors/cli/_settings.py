@@ -7,10 +7,13 @@ rewritten. Keys used so far: ``defaultProvider``, ``defaultModel``, ``defaultThi
 ``sequential``: the agent's tool execution mode, pi's ``toolExecution``),
 ``compaction.{enabled,reserveTokens,keepRecentTokens}``,
 ``retry.{enabled,maxRetries,baseDelayMs,maxDelayMs}``, ``retry.provider.maxRetryDelayMs``
-(pi's; ``timeoutMs`` and ``maxRetries`` there are typed but not applied yet),
+and ``retry.provider.{timeoutMs,maxRetries}`` (pi's: the SDK client's request timeout and its
+own retries, for the SDK-based APIs; see ``ai.options``),
 ``thinkingBudgets.{minimal,low,medium,high}``, ``sessionDir`` (``--session-dir`` wins; ``~``
-expanded, relative to the working directory), the typed but
-not yet applied ``hideThinkingBlock``, ``shellPath``, ``shellCommandPrefix``,
+expanded, relative to the working directory), ``hideThinkingBlock`` (the TUI starts with
+thinking blocks collapsed; Ctrl+T still toggles), ``doubleEscapeAction`` (``tree``, the
+default, ``fork`` or ``none``: Esc Esc on the TUI's empty editor), the typed but
+not yet applied ``shellPath``, ``shellCommandPrefix``,
 ``sandbox.{memory,tmpSize,shmSize,
 fileSize,processes,homeAllow}`` — the last only from the global file: the project file lies in
 the workspace, where tools write, so its ``sandbox`` object is ignored with a warning —, and
@@ -152,4 +155,6 @@ def stream_limits(settings: Settings | dict[str, Any]) -> StreamLimits:
         first_byte_timeout_ms=typed.provider.first_byte_timeout_ms,
         idle_timeout_ms=typed.provider.idle_timeout_ms,
         max_retry_delay_ms=DEFAULT_MAX_RETRY_DELAY_MS if max_delay is None else max_delay,
+        timeout_ms=typed.retry.provider.timeout_ms if typed.retry.provider else None,
+        max_retries=typed.retry.provider.max_retries if typed.retry.provider else None,
     )

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["text", "json", "rpc"], default="text", help="output mode (json: one event per line; rpc: pi's JSON-lines RPC on stdin/stdout)")
     p.add_argument("--provider", help="provider of --model (anthropic, openai, or one from models.json)")
     p.add_argument("--model", help="model id, provider/id, optionally with :thinking suffix")
+    p.add_argument(
+        "--models",
+        help="comma-separated model patterns Ctrl+P cycles among (globs like 'anthropic/*', '*sonnet*', "
+        "or substrings; optional :thinking suffix); default: settings enabledModels",
+    )
     p.add_argument("--api-key", help="API key for the chosen provider (not saved)")
     p.add_argument("--thinking", choices=THINKING_LEVELS, help="thinking level")
     p.add_argument("--system-prompt", help="replace the system prompt (text or file)")
@@ -170,6 +175,7 @@ def runtime_config(
     sandbox: str | None = None,
     allow_network: bool = False,
     resources: Any = None,
+    scoped_models: list[Any] | None = None,
 ) -> RuntimeConfig:
     """The configuration handed to the actor processes (``pi_actors.protocol.config``).
 
@@ -253,6 +259,7 @@ def runtime_config(
             # The models a session may switch to (set_model, and restoring a resumed one).
             models=list(models or [model]),
             resources=resources_config(resources),
+            scoped_models=list(scoped_models or []),
         ),
     )
 
@@ -543,8 +550,13 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
     if not args.no_session:
         _check_session_writable(session.config.resume, args.session_dir or default_session_dir(adir, cwd))
     typed = parse_settings(settings)
+    scoped = _model_scope(args, settings, reg)
     model_arg = args.model
-    if model_arg is None and args.provider is None:
+    if model_arg is None and args.provider is None and scoped and session.model is None:
+        # pi: a new session starts on the saved default when it is in scope, else on the
+        # first scoped model (with its :level).
+        model_arg = _first_in_scope(scoped, _implied_model(typed, None, reg.available()))
+    elif model_arg is None and args.provider is None:
         # A resumed session's model is restored only while its provider has credentials;
         # otherwise pi's warning, and the registry's choice.
         model_arg = _implied_model(typed, session.model, reg.available())
@@ -579,8 +591,42 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         sandbox=args.sandbox,
         allow_network=args.allow_network,
         resources=resources,
+        scoped_models=scoped,
     )
     return _with_extensions(config, args, cwd, adir)
+
+
+def _model_scope(args: argparse.Namespace, settings: dict[str, Any], reg: Any) -> list[Any]:
+    """The scoped models (``cli.model_scope``): ``--models``, else settings ``enabledModels``,
+    among the models with credentials; pi's warnings for patterns matching nothing go to
+    stderr. Raises ConfigError when ``enabledModels`` is not a list of strings."""
+    from ._config import ConfigError
+    from .model_scope import resolve_model_scope, split_patterns
+
+    if args.models is not None:
+        patterns = split_patterns(args.models)
+    else:
+        enabled = settings.get("enabledModels")
+        if enabled is None:
+            return []
+        if not isinstance(enabled, list) or not all(isinstance(p, str) for p in enabled):
+            raise ConfigError("settings enabledModels must be a list of model patterns (strings)")
+        patterns = [p for p in enabled if p.strip()]
+    keys = {args.provider: args.api_key} if args.api_key and args.provider else None
+    scoped, warnings = resolve_model_scope(patterns, reg.available(keys))
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    return scoped
+
+
+def _first_in_scope(scoped: list[Any], default: str | None) -> str:
+    """The ``--model`` argument a new scoped session starts with: ``default`` (the saved
+    default model) when it is in scope, else the first scoped model with its ``:level``."""
+    for s in scoped:
+        if f"{s.provider}/{s.model_id}" == default:
+            return default + (f":{s.thinking_level}" if s.thinking_level else "")
+    first = scoped[0]
+    return f"{first.provider}/{first.model_id}" + (f":{first.thinking_level}" if first.thinking_level else "")
 
 
 def _with_extensions(config: RuntimeConfig, args: argparse.Namespace, cwd: str, adir: str) -> RuntimeConfig:
@@ -685,11 +731,14 @@ def _implied_model(settings: Settings, saved: dict[str, Any] | None, models: lis
 def _thinking_level(flag: str | None, choice: Any, saved: str | None, settings: Settings) -> str:
     """The thinking level: ``--thinking``, the model argument's ``:level`` suffix, the resumed
     session's level, the settings' ``defaultThinkingLevel``, else ``off``; always ``off`` for
-    a model without reasoning."""
+    a model without reasoning, and clamped to the levels the model offers, as pi (its
+    ``thinkingLevelMap``: DeepSeek V4's "low" becomes "high"; xhigh only where supported)."""
+    from ..ai import clamp_thinking_level
+
     if not choice.model.reasoning:
         return "off"
     level: str = flag or choice.thinking or saved or settings.default_thinking_level or "off"
-    return level
+    return clamp_thinking_level(choice.model, level)
 
 
 def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool, early: Any = None) -> int:

@@ -40,9 +40,8 @@ import msgspec
 import trio
 
 from ..actors import CoordinatorLink, open_local_runtime
-from ..ai import supports_xhigh
+from ..ai import supported_thinking_levels
 from ..ai.types import Model
-from ..choices import THINKING_LEVELS
 from ..protocol.config import RuntimeConfig
 from ..protocol.events import AgentEventRebuilder
 from ..runtime import ConnectionLost, Peer, RemoteError
@@ -276,15 +275,21 @@ class RpcSession:
         return {"models": [_pi_model(m) for m in models]}
 
     async def cmd_cycle_model(self, request: dict, nursery: trio.Nursery) -> Any:
+        """pi's ``cycleModel`` forward: among the scoped models with credentials (``--models``
+        / ``enabledModels``; a scoped ``:level`` is applied, else the level is kept, clamped),
+        else among all models with credentials; ``data: null`` with one candidate or none."""
+        from .model_scope import cycle_target
+
         models = (await self.c.call("get_available_models"))["models"]
-        current = (await self._state()).get("model") or {}
-        if len(models) < 2:
+        state = await self._state()
+        target = cycle_target(self.config.coordinator.scoped_models, models, state.get("model") or {})
+        if target is None:
             return NULL
-        keys = [(m["provider"], m["id"]) for m in models]
-        here = keys.index((current.get("provider"), current.get("id"))) if (current.get("provider"), current.get("id")) in keys else -1
-        nxt = models[(here + 1) % len(models)]
+        nxt, level, scoped = target
         model = await self.c.call("set_model", {"provider": nxt["provider"], "modelId": nxt["id"]})
-        return {"model": _pi_model(model), "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": False}
+        if level:  # a scoped :level; else set_model kept the session's level (clamped)
+            await self.c.call("set_thinking_level", {"level": level})
+        return {"model": _pi_model(model), "thinkingLevel": (await self._state())["thinkingLevel"], "isScoped": scoped}
 
     async def cmd_set_thinking_level(self, request: dict, nursery: trio.Nursery) -> None:
         if request.get("level") is None:
@@ -298,7 +303,7 @@ class RpcSession:
         plain = state.get("model")
         if not (plain or {}).get("reasoning"):
             return NULL
-        levels = [lv for lv in THINKING_LEVELS if lv != "xhigh" or supports_xhigh(msgspec.convert(plain, Model))]
+        levels = supported_thinking_levels(msgspec.convert(plain, Model))
         level = state.get("thinkingLevel") or "off"
         nxt = levels[(levels.index(level) + 1) % len(levels)] if level in levels else "off"
         return await self.c.call("set_thinking_level", {"level": nxt})

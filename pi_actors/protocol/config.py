@@ -24,7 +24,7 @@ leave a tool unconfined.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -47,6 +47,7 @@ __all__ = [
     "Settings",
     "StreamLimits",
     "ProviderConfig",
+    "ScopedModel",
     "SkillConfig",
     "PromptTemplateConfig",
     "ResourcesConfig",
@@ -95,7 +96,8 @@ class RetrySection(WireStruct):
 class RetryProviderSection(WireStruct):
     """``retry.provider`` (pi's): the SDK's own request timeout and retries, and the longest
     server-requested delay (``Retry-After``) waited for before the request fails (ms, 0 = no
-    cap). Only ``maxRetryDelayMs`` is used so far; it wins over ``retry.maxDelayMs``."""
+    cap; it wins over ``retry.maxDelayMs``). ``timeoutMs`` / ``maxRetries`` go to the SDK
+    client of the SDK-based APIs (``StreamLimits``)."""
 
     timeout_ms: NonNegative | None = None
     max_retries: NonNegative | None = None
@@ -173,14 +175,15 @@ class Settings(WireStruct):
     images: ImagesSection = msgspec.field(default_factory=ImagesSection)
     #: pi's: tokens per thinking level; the session directory (``--session-dir`` wins);
     #: thinking blocks hidden in the TUI; the bash tool's
-    #: shell and a prefix run before each command. Typed here so that a wrong type is refused
-    #: naming the key; ``hideThinkingBlock``, ``shellPath`` and ``shellCommandPrefix`` are not
-    #: applied yet.
+    #: shell and a prefix run before each command; what Esc Esc on an empty editor does in the
+    #: TUI (default "tree"). Typed here so that a wrong type is refused naming the key;
+    #: ``shellPath`` and ``shellCommandPrefix`` are not applied yet.
     thinking_budgets: ThinkingBudgetsSection | None = None
     session_dir: str | None = None
     hide_thinking_block: bool | None = None
     shell_path: str | None = None
     shell_command_prefix: str | None = None
+    double_escape_action: Literal["tree", "fork", "none"] | None = None
 
 
 # -- the actors' parts ----------------------------------------------------------------------
@@ -192,6 +195,10 @@ class StreamLimits(WireStruct):
     first_byte_timeout_ms: Milliseconds = DEFAULT_FIRST_BYTE_TIMEOUT_MS
     idle_timeout_ms: Milliseconds = DEFAULT_IDLE_TIMEOUT_MS
     max_retry_delay_ms: Milliseconds = DEFAULT_MAX_RETRY_DELAY_MS
+    #: pi's ``retry.provider.timeoutMs`` / ``.maxRetries``: the SDK client's request timeout
+    #: and its own retries (``ai.options.sdk_client_options``); None: not set.
+    timeout_ms: NonNegative | None = None
+    max_retries: NonNegative | None = None
 
 
 class ProviderConfig(WireStruct):
@@ -305,6 +312,16 @@ class ResourcesConfig(WireStruct):
     templates: list[PromptTemplateConfig] = msgspec.field(default_factory=list)
 
 
+class ScopedModel(WireStruct):
+    """One model in scope for Ctrl+P / RPC ``cycle_model`` (``--models`` / ``enabledModels``,
+    resolved by ``cli.model_scope``); ``thinking_level``: the pattern's ``:level``, None to keep
+    the session's level on switching to it."""
+
+    provider: str
+    model_id: str
+    thinking_level: ThinkingChoice | None = None
+
+
 class CoordinatorConfig(WireStruct):
     """The loop coordinator. ``models``: the models a session may switch to; ``relink``: the
     links a supervisor re-links after a restart (set by the placement, not by users)."""
@@ -323,6 +340,9 @@ class CoordinatorConfig(WireStruct):
     #: The extension host's part (set by the placement from ``RuntimeConfig.extensions``).
     extensions: ExtensionHostConfig | None = None
     resources: ResourcesConfig = msgspec.field(default_factory=ResourcesConfig)
+    #: The scoped models (``--models``, else settings ``enabledModels``) the front ends cycle
+    #: among; empty: every model with credentials. Read by the TUI and the RPC mode.
+    scoped_models: list[ScopedModel] = msgspec.field(default_factory=list)
 
 
 class RuntimeConfig(WireStruct):

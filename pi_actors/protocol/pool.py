@@ -30,6 +30,7 @@ from ..runtime import Empty, Interface, Method, WireStruct
 
 __all__ = [
     "RunToolArgs",
+    "shell_settings",
     "ToolUpdate",
     "ToolResult",
     "WorkerRunArgs",
@@ -47,7 +48,10 @@ class RunToolArgs(WireStruct, kw_only=True):
     """One tool call, run at once in its own worker (the caller orders calls that must not
     overlap: the agent loop's ``exclusive_key``). ``sessionId`` is for logs.
     ``autoResizeImages`` (setting ``images.autoResize``): ``read`` brings an image within
-    pi's size limits before returning it."""
+    pi's size limits before returning it. ``shellPath`` / ``shellCommandPrefix`` (settings
+    ``shellPath``, ``shellCommandPrefix``): ``bash`` runs ``<shellPath> -c`` (a path that does
+    not exist where the tool runs — inside the sandbox — is the tool error ``Custom shell path
+    not found: …``) and puts the prefix on its own line before the command."""
 
     tool_call_id: str
     name: str
@@ -55,6 +59,19 @@ class RunToolArgs(WireStruct, kw_only=True):
     args: dict[str, Any] = {}
     session_id: str | None = None
     auto_resize_images: bool = True
+    shell_path: str | None = None
+    shell_command_prefix: str | None = None
+
+
+def shell_settings(settings: Any) -> dict[str, str]:
+    """The ``run_tool`` arguments settings ``shellPath`` / ``shellCommandPrefix`` give (a
+    ``protocol.config.Settings``; only those set)."""
+    out = {}
+    if settings.shell_path:
+        out["shellPath"] = settings.shell_path
+    if settings.shell_command_prefix:
+        out["shellCommandPrefix"] = settings.shell_command_prefix
+    return out
 
 
 class ToolUpdate(WireStruct):

@@ -30,7 +30,14 @@ from typing import Any
 import anthropic
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions, adjust_max_tokens_for_thinking, build_base_options, extra_option, resolve_cache_retention
+from ..options import (
+    StreamOptions,
+    adjust_max_tokens_for_thinking,
+    build_base_options,
+    extra_option,
+    resolve_cache_retention,
+    with_sdk_client_options,
+)
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -413,6 +420,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     response = chunks = None
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
+        client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         try:
             await run.start()
             # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions, extra_option
+from ..options import StreamOptions, extra_option, with_sdk_client_options
 from ..types import AssistantMessage, Context, Model
 from ._common import (
     ProviderError,
@@ -156,6 +156,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     key = (API, api_key, base_url, version, headers)
     response = chunks = None
     async with sdk_client(key, lambda: _make_client(model, options, api_key, base_url, version)) as client:
+        client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
             response = await run.open_response(manager.__aenter__)

@@ -38,7 +38,7 @@ import msgspec
 import openai
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions, extra_option
+from ..options import StreamOptions, extra_option, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -587,6 +587,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = await apply_on_payload(params, model, options)
     response = chunks = None
     async with openai_client(model, options, api_key) as client:
+        client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         try:
             # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
             # to parse, which avoids building a typed chunk object per delta.

@@ -40,7 +40,7 @@ from typing import Any
 import openai
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions, extra_option, resolve_cache_retention
+from ..options import StreamOptions, extra_option, resolve_cache_retention, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -501,6 +501,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = await apply_on_payload(build_params(model, context, options), model, options)
     response = chunks = None
     async with openai_client(model, options, api_key) as client:
+        client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         try:
             manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
             response = await run.open_response(manager.__aenter__)

@@ -111,6 +111,8 @@ async def run_tui(config: RuntimeConfig, initial: list[str]) -> int:
             "messages": messages,
             "autoCompaction": coord_cfg.settings.compaction.enabled is not False,
             "extensions": registry,
+            "scopedModels": coord_cfg.scoped_models,
+            "hideThinkingBlock": bool(coord_cfg.settings.hide_thinking_block),
         }
         controller = Controller(coordinator, coord_cfg.cwd)
         ui = TuiApp(controller, info)

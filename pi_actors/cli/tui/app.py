@@ -119,10 +119,13 @@ class TuiApp:
         #: pi's); None until the tree has been read (then the transcript is used).
         self.session_usage: list[dict[str, Any]] | None = None
         self._models: list[Any] | None = None
+        #: The models Ctrl+P cycles among (``ScopedModel``s: ``--models``, ``enabledModels``,
+        #: then ``/scoped-models``); empty: every model with credentials.
+        self.scoped_models: list[Any] = list(info.get("scopedModels") or [])
         self.templates = load_templates(self.agent_dir, self.cwd)
         self.skills = load_skills(self.agent_dir, self.cwd)
         self.running = False
-        self.show_thinking = True
+        self.show_thinking = not info.get("hideThinkingBlock")  # settings hideThinkingBlock; Ctrl+T toggles
         self.expand_tools = False
         self.stream: dict[str, Any] | None = None  # the assistant message being streamed
         self.tools: dict[str, dict[str, Any]] = {}  # running tool calls by id

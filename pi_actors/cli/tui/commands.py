@@ -34,13 +34,17 @@ __all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS", "available_levels"]
 
 def available_levels(model: dict[str, Any]) -> list[str]:
     """The thinking levels ``model`` (a model as a dict) has, as pi offers them: only "off"
-    without reasoning; "xhigh" only where the model supports it."""
-    from ...ai.options import supports_xhigh
+    without reasoning; none its ``thinkingLevelMap`` maps to null; "xhigh" only where the
+    model supports it (ai.supported_thinking_levels)."""
+    from ...ai.options import supported_thinking_levels
 
-    if not model.get("reasoning"):
-        return ["off"]
-    xhigh = supports_xhigh(cast(Any, SimpleNamespace(id=str(model.get("id") or ""))))
-    return [lv for lv in THINKING_LEVELS if lv != "xhigh" or xhigh]
+    level_map = model.get("thinkingLevelMap")
+    plain = SimpleNamespace(
+        id=str(model.get("id") or ""),
+        reasoning=bool(model.get("reasoning")),
+        thinking_level_map=level_map if isinstance(level_map, dict) else None,
+    )
+    return supported_thinking_levels(cast(Any, plain))
 
 
 def _version() -> str:
@@ -56,7 +60,7 @@ HOTKEYS = [
     ("Enter", "send; while the agent runs: queue a steering message"),
     ("Alt+Enter", "while the agent runs: queue a follow-up message"),
     ("Ctrl+J, \\+Enter", "new line"),
-    ("Esc", "abort the current run (or a !command); twice on an empty editor: /tree"),
+    ("Esc", "abort the current run (or a !command); twice on an empty editor: /tree (settings doubleEscapeAction)"),
     ("Alt+Up", "queued messages back into the editor (Esc during a run does it too)"),
     ("Ctrl+C", "clear the editor; twice quickly: quit"),
     ("Ctrl+D", "quit (empty editor)"),
@@ -64,6 +68,7 @@ HOTKEYS = [
     ("Shift+Tab", "cycle thinking level"),
     ("Ctrl+O", "expand/collapse tool output"),
     ("Ctrl+L", "select model"),
+    ("Ctrl+P / Shift+Ctrl+P", "next / previous model in scope (--models, /scoped-models), else with a key"),
     ("Ctrl+G", "edit the message in $VISUAL / $EDITOR"),
     ("Up/Down", "history (empty or first/last line)"),
     ("Tab", "complete /commands and @files"),
@@ -137,6 +142,38 @@ class SlashCommands(SettingsCommands, LoginCommands):
 
         self.tui.call("set_model", {"model": T.to_plain(m)}, done)
 
+    def cycle_model(self, backward: bool = False) -> None:
+        """Ctrl+P (Shift+Ctrl+P: ``backward``), as pi's: the next scoped model with
+        credentials (``--models`` / ``enabledModels`` / ``/scoped-models``) with its
+        ``:level``, else the next model with credentials; "Only one model in scope" (or
+        "available") when there is nothing to switch to."""
+        from ..model_scope import cycle_target
+
+        def chosen(available: Any) -> None:
+            models = (available or {}).get("models") or []
+            target = cycle_target(self.tui.scoped_models, models, self.tui.model, backward)
+            if target is None:
+                self.tui.show_status("Only one model in scope" if self.tui.scoped_models else "Only one model available")
+                return
+            model, level, _ = target
+
+            def switched(result: Any) -> None:
+                self.tui.model = result if isinstance(result, dict) and result.get("id") else model
+                if level:
+                    self.tui.call("set_thinking_level", {"level": level}, lambda r: announce((r or {}).get("level", level)))
+                else:
+                    self.tui.call("get_state", {}, lambda st: announce((st or {}).get("thinkingLevel", self.tui.thinking)))
+
+            def announce(thinking: str) -> None:
+                self.tui.thinking = thinking
+                shown = self.tui.model
+                suffix = f" (thinking: {thinking})" if shown.get("reasoning") and thinking != "off" else ""
+                self.tui.show_status(f"Switched to {shown.get('name') or shown.get('id')}{suffix}")
+
+            self.tui.call("set_model", {"provider": model["provider"], "modelId": model["id"]}, switched)
+
+        self.tui.call("get_available_models", {}, chosen)
+
     def cmd_model(self, rest: str) -> None:
         models = self.tui.models()  # only providers with credentials, and the session's model
         if len(models) <= 1:
@@ -152,8 +189,9 @@ class SlashCommands(SettingsCommands, LoginCommands):
                 self.set_model(exact[0])
                 return
         current = f"{self.tui.model.get('provider')}/{self.tui.model.get('id')}"
-        scoped = self.settings().get("enabledModels")
-        if isinstance(scoped, list) and scoped:
+        # The scoped models (--models, enabledModels, /scoped-models) when there are any.
+        scoped = {f"{s.provider}/{s.model_id}" for s in self.tui.scoped_models}
+        if scoped:
             models = [m for m in models if f"{m.provider}/{m.id}" in scoped or f"{m.provider}/{m.id}" == current] or models
         items = [(f"{m.provider}/{m.id}" + ("  ✓" if f"{m.provider}/{m.id}" == current else ""), m) for m in models]
         index = next((i for i, m in enumerate(models) if f"{m.provider}/{m.id}" == current), 0)

@@ -18,6 +18,7 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, has_focus
 from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
 from prompt_toolkit.formatted_text.utils import split_lines
+from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
 from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
 from prompt_toolkit.key_binding.defaults import load_key_bindings
 from prompt_toolkit.keys import Keys
@@ -27,7 +28,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.renderer import CPR_Support
 
 from ._markdown import PiMarkdown
-from .commands import THINKING_LEVELS
+from .commands import available_levels
 from .resources import UsageTally, context_percent, format_tokens
 from .themes import current_theme, prompt_toolkit_style, style
 from .widgets import _tool_label, completion_view
@@ -39,6 +40,14 @@ __all__ = ["ScreenLayout"]
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Every key an open selector may handle itself (see ``Selector.keys``).
+#: Shift+Ctrl+P (pi's cycleModelBackward) as the terminals that tell it from Ctrl+P send it:
+#: the kitty keyboard protocol's CSI u and xterm's modifyOtherKeys form. prompt_toolkit has
+#: no key for it, so both are read as F24 (which no keyboard sends). A terminal without
+#: either sends plain Ctrl+P for it (forward).
+SHIFT_CTRL_P = Keys.F24
+ANSI_SEQUENCES.setdefault("\x1b[112;6u", SHIFT_CTRL_P)
+ANSI_SEQUENCES.setdefault("\x1b[27;6;112~", SHIFT_CTRL_P)
+
 SELECTOR_KEYS = frozenset(
     {"up", "down", "left", "right", "enter", "escape", "c-left", "c-right", "escape left", "escape right", "L", "c-d", "c-t", "c-u", "c-l", "c-a", "c-o"}
 )
@@ -228,6 +237,8 @@ class ScreenLayout:
             (("c-d",), self._on_ctrl_d, editor),
             (("s-tab",), self._on_cycle_thinking, editor),
             (("c-l",), lambda _: self.tui.commands.cmd_model(""), editor),
+            (("c-p",), lambda _: self.tui.commands.cycle_model(), editor),
+            ((SHIFT_CTRL_P,), lambda _: self.tui.commands.cycle_model(backward=True), editor),
             (("up",), self._on_selector_up, selecting),
             (("down",), self._on_selector_down, selecting),
             (("enter",), self._on_selector_enter, selecting),
@@ -273,11 +284,18 @@ class ScreenLayout:
         elif tui.buffer.text.startswith("!"):
             tui.buffer.reset()
         elif not tui.buffer.text:
-            # Double Esc on an empty editor opens the tree (pi's default doubleEscapeAction).
+            # Double Esc on an empty editor: settings doubleEscapeAction, as pi's: "tree"
+            # (the default) opens /tree, "fork" opens /fork, "none" does nothing.
             now = time.monotonic()
             if now - self._last_esc < 0.6:
                 self._last_esc = 0.0
-                tui.commands.cmd_tree("")
+                action = tui.commands.settings().get("doubleEscapeAction") or "tree"
+                if action == "fork":
+                    tui.commands.cmd_fork("")
+                elif action == "tree":
+                    tui.commands.cmd_tree("")
+                elif action != "none":
+                    tui.show_error(f"settings doubleEscapeAction must be tree, fork or none, not {action!r}")
             else:
                 self._last_esc = now
 
@@ -307,7 +325,7 @@ class ScreenLayout:
         if not self.tui.model.get("reasoning"):
             self.tui.show_status("Current model does not support thinking")
             return
-        levels = [lv for lv in THINKING_LEVELS if lv != "xhigh"]
+        levels = available_levels(self.tui.model)  # as pi: the levels this model offers
         thinking = self.tui.thinking
         nxt = levels[(levels.index(thinking) + 1) % len(levels)] if thinking in levels else "off"
         self.tui.commands.cmd_thinking(nxt)

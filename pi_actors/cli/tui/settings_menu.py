@@ -93,6 +93,7 @@ SETTINGS_MENU: list[tuple[tuple[str, ...], str, _Values, Callable[[SettingsComma
     (("followUpMode",), "Follow-up mode", ["one-at-a-time", "all"], _apply_queue("followUp")),
     (("hideThinkingBlock",), "Hide thinking", [False, True], _apply_hide_thinking),
     (("defaultThinkingLevel",), "Thinking level", list(THINKING_LEVELS), _apply_thinking),
+    (("doubleEscapeAction",), "Double-escape action", ["tree", "fork", "none"], None),
     (("treeFilterMode",), "Tree filter mode", list(FILTER_MODES), None),
     (("branchSummary", "skipPrompt"), "Skip branch summary prompt", [False, True], None),
     (("autocompleteMaxVisible",), "Autocomplete max visible", [3, 5, 7, 10, 15, 20], _apply_autocomplete),
@@ -104,6 +105,7 @@ _DEFAULTS: dict[tuple[str, ...], Any] = {
     ("followUpMode",): "one-at-a-time",
     ("hideThinkingBlock",): False,
     ("defaultThinkingLevel",): "off",
+    ("doubleEscapeAction",): "tree",
     ("treeFilterMode",): "default",
     ("branchSummary", "skipPrompt"): False,
     ("autocompleteMaxVisible",): 5,
@@ -121,13 +123,23 @@ class SettingsCommands:
         raise NotImplementedError
 
     def cmd_scoped_models(self, rest: str, index: int = 0) -> None:
-        """The models ``/model`` offers (settings ``enabledModels``, as pi's scoped models):
-        Enter turns the chosen one on or off and saves; none on means all."""
+        """The models ``/model`` offers and Ctrl+P cycles among (settings ``enabledModels``,
+        as pi's scoped models): Enter turns the chosen one on or off, saves, and makes the
+        checked ones this session's scope; none on means all. The checked ones are the
+        session's scope as it is (``--models`` or ``enabledModels``, patterns resolved)."""
         models = [f"{m.provider}/{m.id}" for m in self.tui.models()]
-        enabled = [e for e in self.settings().get("enabledModels") or [] if isinstance(e, str)]
+        scope = {f"{s.provider}/{s.model_id}": s for s in self.tui.scoped_models}
+        enabled = list(scope)
 
         def toggle(name: str) -> None:
+            from ...protocol.config import ScopedModel
+
             now = [e for e in enabled if e != name] if name in enabled else [*enabled, name]
+            # Ctrl+P cycles among them from now on (pi's scoped models), saved or not; a
+            # model kept keeps its :level.
+            self.tui.scoped_models = [
+                scope.get(n) or ScopedModel(provider=n.split("/", 1)[0], model_id=n.split("/", 1)[1]) for n in now
+            ]
             if self.save_setting(("enabledModels",), now or None):
                 self.tui.show_status(f"{name} {'enabled' if name in now else 'disabled'}" + ("" if now else " (no model chosen: all are offered)"))
             self.cmd_scoped_models("", models.index(name))

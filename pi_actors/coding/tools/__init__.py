@@ -68,18 +68,24 @@ async def run_tool(
     on_update: OnUpdate | None = None,
     abort: trio.Event | None = None,
     auto_resize_images: bool = True,
+    shell_path: str | None = None,
+    shell_command_prefix: str | None = None,
 ) -> dict:
     """Run tool ``name`` with ``args`` in ``cwd``; see the module docstring. ``abort`` is for
     ``bash`` (ignored by the other tools): once set, the command is ended and the call fails
     with its output so far followed by ``Command aborted``. ``auto_resize_images`` is for
-    ``read``: False returns image files unresized (setting ``images.autoResize``)."""
+    ``read``: False returns image files unresized (setting ``images.autoResize``).
+    ``shell_path`` / ``shell_command_prefix`` are for ``bash`` (settings ``shellPath``,
+    ``shellCommandPrefix``; see ``run_bash``)."""
     runner = _RUNNERS.get(name)
     if runner is None:
         raise ToolError(f"Tool {name} not found")
     if not isinstance(args, dict):
         raise ToolError(f'Validation failed for tool "{name}":\n  - root: must be object')
     if name == "bash":
-        return await run_bash(args, cwd=cwd, on_update=on_update, abort=abort)
+        return await run_bash(
+            args, cwd=cwd, on_update=on_update, abort=abort, shell_path=shell_path, command_prefix=shell_command_prefix
+        )
     if name == "read":
         return await run_read(args, cwd=cwd, on_update=on_update, auto_resize_images=auto_resize_images)
     return await runner(args, cwd=cwd, on_update=on_update)

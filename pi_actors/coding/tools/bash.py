@@ -43,8 +43,8 @@ Differences from pi, deliberately:
   buffer, which still holds everything, so the notice always names a real file.
 - The timeout text carries the truncated output and notice, not the raw rolling buffer.
 - Background children are killed when the shell exits (pi leaves them running).
-- No ``commandPrefix``, no custom shell path, no ``<agentDir>/bin`` on PATH: those are
-  settings, for the caller to fold into ``command``/the environment.
+- No ``<agentDir>/bin`` on PATH. The shell (``shell_path``, setting ``shellPath``) and a
+  prefix line (``command_prefix``, setting ``shellCommandPrefix``) are the caller's choice.
 """
 
 from __future__ import annotations
@@ -329,13 +329,22 @@ async def run_bash(
     cwd: str,
     on_update: Callable[[dict], Awaitable[None]] | None = None,
     abort: trio.Event | None = None,
+    shell_path: str | None = None,
+    command_prefix: str | None = None,
 ) -> dict:
+    """Run ``args.command`` (module docstring). ``shell_path`` (setting ``shellPath``): the
+    shell run as ``<shell_path> -c``, instead of bash; one that does not exist here is the
+    ToolError ``Custom shell path not found: <path>`` (pi's). ``command_prefix`` (setting
+    ``shellCommandPrefix``): put on its own line before the command, as pi's."""
     command, timeout = _parse_args(args)
     await trio.lowlevel.checkpoint_if_cancelled()
     if not os.path.exists(cwd):
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-
-    shell = _shell()
+    if command_prefix:
+        command = f"{command_prefix}\n{command}"
+    if shell_path and not os.path.exists(shell_path):
+        raise ToolError(f"Custom shell path not found: {shell_path}")
+    shell = shell_path or _shell()
     try:
         proc = GroupProcess.spawn([shell, "-c", command], cwd=cwd)
     except OSError as exc:
