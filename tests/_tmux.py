@@ -67,13 +67,14 @@ class Pane:
     async def screen(self, *, escapes: bool = False) -> str:
         return await self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "0")
 
-    async def wait_until(self, done: Callable[[str], bool], timeout: float = 20) -> str:
-        """The screen, once ``done(screen)``; AssertionError showing the screen after ``timeout``."""
+    async def wait_until(self, done: Callable[[str], bool], timeout: float = 20, *, escapes: bool = False) -> str:
+        """The screen (with its colour escapes if ``escapes``), once ``done(screen)``;
+        AssertionError showing the screen after ``timeout``."""
         assert self._output is not None, "start the pane first"
         screen = ""
         try:
             with trio.fail_after(timeout):
-                while not done(screen := await self.screen()):
+                while not done(screen := await self.screen(escapes=escapes)):
                     await self._output.receive_some(65536)  # the program wrote: look again
         except trio.TooSlowError:
             raise AssertionError(f"not on screen in {timeout:g} s:\n{screen}") from None

@@ -47,7 +47,8 @@ async def test_theme_light_changes_the_footer_colour_and_a_custom_theme_file_set
     await pane.type("dark")
     await pane.keys("Enter")
     await pane.wait_for("Theme: dark")
-    assert bright_black.search(_footer_style(await pane.screen(escapes=True)))
+    # (The footer is redrawn in the new colours; wait for the whole line, not a half-drawn screen.)
+    await pane.wait_until(lambda s: "(scripted) scripted-model" in s and bool(bright_black.search(_footer_style(s))), escapes=True)
     assert json.loads((env.home / "settings.json").read_text())["theme"] == "dark"
 
 
