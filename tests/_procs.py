@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 import trio
 
-__all__ = ["live_pids", "cmdline", "environ_has", "parent_pid", "wait_exited"]
+__all__ = ["live_pids", "cmdline", "describe", "environ_has", "parent_pid", "wait_all_gone", "wait_exited"]
 
 
 def _state(pid: int) -> str:
@@ -31,6 +31,18 @@ def parent_pid(pid: int) -> int | None:
         return int(data[data.rindex(b")") + 2 :].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def describe(pid: int) -> str:
+    """One line for an assertion message: pid, parent, state, where in the kernel it waits
+    (``wchan``: e.g. ``synchronize_rcu_expedited`` while a network namespace is made) and
+    the command line."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read() or "-"
+    except OSError:
+        wchan = "?"
+    return f"{pid} ppid={parent_pid(pid)} state={_state(pid)} wchan={wchan} {cmdline(pid)[:200]}"
 
 
 def cmdline(pid: int) -> str:
