@@ -545,6 +545,37 @@ class TuiApp:
         else:
             self.buffer.insert_text(data)
 
+    def paste_image(self) -> None:
+        """Ctrl+V: read an image from the clipboard (``clipboard``, in a thread: the tools may
+        take seconds), save it as a temporary file and put ``@<path>`` into the editor at the
+        cursor, the marker that attaches it to the prompt when it is sent (as any ``@image``
+        word). No image, or no clipboard tool: one status line."""
+        import threading
+
+        def work() -> None:
+            from .clipboard import ClipboardUnavailable, read_clipboard_image, save_clipboard_image
+
+            try:
+                image = read_clipboard_image()
+                if image is None:
+                    self.post(self.show_status, "No image in the clipboard")
+                    return
+                image = _as_supported_image(image)
+                path = save_clipboard_image(image)
+            except ClipboardUnavailable as exc:
+                self.post(self.show_error, str(exc))
+                return
+            except (OSError, ValueError) as exc:
+                self.post(self.show_error, f"Cannot paste the clipboard image: {exc}")
+                return
+            self.post(insert, path)
+
+        def insert(path: str) -> None:
+            before = self.buffer.document.text_before_cursor
+            self.buffer.insert_text(("" if not before or before[-1].isspace() else " ") + f"@{path} ")
+
+        threading.Thread(target=work, name="pi-actors-paste-image", daemon=True).start()
+
     def submit(self, mode: str) -> None:
         text = self.buffer.text.strip()
         if not text:
@@ -664,3 +695,24 @@ class TuiApp:
     def exit_app(self) -> None:
         if self.app.is_running and not self.app.is_done:
             self.app.exit()
+
+
+def _as_supported_image(image: Any) -> Any:
+    """A clipboard image in a type the prompt attaches (PNG, JPEG, WebP, GIF): another type
+    (BMP from some clipboards) is converted to PNG with Pillow, as pi converts it. Raises
+    ValueError (one line) when it cannot be."""
+    from .clipboard import ClipboardImage
+
+    if image.mime_type in ("image/png", "image/jpeg", "image/webp", "image/gif"):
+        return image
+    try:
+        from PIL import Image, UnidentifiedImageError
+
+        out = io.BytesIO()
+        with Image.open(io.BytesIO(image.data)) as img:
+            img.save(out, "PNG")
+    except ImportError:
+        raise ValueError(f"{image.mime_type} needs Pillow to convert to PNG") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{image.mime_type} could not be decoded ({exc})") from None
+    return ClipboardImage(out.getvalue(), "image/png")

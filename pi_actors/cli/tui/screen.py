@@ -232,6 +232,7 @@ class ScreenLayout:
             # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
             (("c-g",), lambda _: self.tui.buffer.open_in_editor(validate_and_handle=False), editor),
             (("c-j",), lambda _: self.tui.buffer.insert_text("\n"), editor),
+            (("c-v",), lambda _: self.tui.paste_image(), editor),  # pi's app.clipboard.pasteImage
             (("tab",), self._on_tab, editor),
             (("escape",), self._on_escape, ~selecting),
             (("c-d",), self._on_ctrl_d, editor),
