@@ -176,3 +176,37 @@ def test_pi_actors_login_google_gemini_cli_with_a_pasted_redirect_url(tmp_path) 
         assert "google-gemini-cli" in listed and "google-antigravity" in listed
         line = next(x for x in listed.splitlines() if "google-gemini-cli" in x)
         assert line.endswith("(logged in)")
+
+
+async def test_a_google_login_streams_through_code_assist_with_its_token_and_project(start_llm, tmp_path,
+                                                                                     monkeypatch):
+    """The provider actor takes a Google login from auth.json, refreshes it when expired, and
+    the Code Assist request carries its bearer token and project."""
+    import trio
+    from support.providers import call_stream, hello_context, provider_peer
+
+    from pi_actors.ai import types as T
+    from pi_actors.testing import Reply
+
+    llm = await start_llm([Reply(text="hello from gemini")])
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    with OAuthServer(expires_in=0) as oauth:
+        monkeypatch.setenv("PI_ACTORS_OAUTH_URL", oauth.url)
+        monkeypatch.setenv("PI_ACTORS_OAUTH_CALLBACK_PORT", "0")
+        monkeypatch.setenv("PI_ACTORS_DIR", str(tmp_path))
+        creds = await trio.to_thread.run_sync(lambda: get_oauth_provider("google-gemini-cli").login(browser()))
+        store = AuthStore(str(tmp_path / "auth.json"))
+        store.set("google-gemini-cli", {"type": "oauth", **creds})
+        oauth.expires_in = 3600
+        model = T.to_plain(T.Model(id="gemini-2.5-pro", api="google-gemini-cli", provider="google-gemini-cli",
+                                   base_url=llm.base_url_code_assist, reasoning=True, input=["text", "image"]))
+        with trio.fail_after(30):
+            async with provider_peer() as peer:
+                _, final, _ = await call_stream(peer, {"model": model, "context": T.to_plain(hello_context())})
+    assert final.stop_reason == "stop" and final.content[0].text == "hello from gemini"
+    fresh = store.get("google-gemini-cli")
+    assert oauth.refreshes == 1 and fresh is not None
+    request = llm.requests[0]
+    assert request["path"] == "/v1internal:streamGenerateContent"
+    assert request["headers"]["authorization"] == f"Bearer {fresh['access']}"
+    assert request["body"]["project"] == "scripted-project" and request["body"]["model"] == "gemini-2.5-pro"
