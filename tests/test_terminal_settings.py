@@ -1,26 +1,23 @@
 """settings ``terminal.showImages`` and ``terminal.clearOnShrink`` (pi's): an image a tool
 returns is drawn inline where the terminal has an image protocol and is pi's ``[Image: ...]``
 line otherwise (tmux, or showImages false); clearOnShrink erases the live area when it
-shrinks; both are in /settings (Show images only where the terminal draws images, as pi)."""
+shrinks. What the user sees in the real TUI (the placeholder under a ``read`` of an image in
+tmux, /settings' "Clear on shrink" row, no "Show images" row where no image is drawn) is
+checked in ``test_tui_paste_image.py``'s tmux session, which already runs that TUI."""
 
 from __future__ import annotations
 
 import base64
 import io
-import json
-import shutil
 from types import SimpleNamespace
 
 import pytest
-from conftest import CLI
 from PIL import Image
 from rich.console import Console
 from rich.text import Text
 
 from pi_actors.cli.tui.screen import ScreenLayout
 from pi_actors.cli.tui.terminal_images import InlineImage, image_protocol, image_renderables, image_size
-from pi_actors.testing.scripted_server import Reply
-from pi_actors.testing.wire_formats import ScriptToolCall
 
 
 def _png(size=(4, 3), color="red", kind="PNG") -> bytes:
@@ -89,34 +86,3 @@ def test_clear_on_shrink_erases_the_live_area_only_when_set_and_it_shrinks(setti
     app = _app(last, wanted)
     layout.clear_on_shrink(app)
     assert app.renderer.erased == erased
-
-
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-async def test_an_image_read_shows_pi_s_placeholder_in_tmux_and_settings_offers_clear_on_shrink(scripted, env, pane):
-    doc = json.loads((env.home / "models.json").read_text())
-    doc["providers"]["scripted"]["models"].append({"id": "scripted-vision", "input": ["text", "image"]})
-    (env.home / "models.json").write_text(json.dumps(doc))
-    (env.work / "shot.png").write_bytes(_png((4, 3)))
-    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "shot.png"})]),
-                        Reply(text="A red rectangle.")]
-    await pane.start_argv([CLI, "--model", "scripted/scripted-vision", "--no-session"],
-                          ready="(scripted) scripted-vision")
-    await pane.type("look at shot.png")
-    await pane.keys("Enter")
-    screen = await pane.wait_for_answer("A red rectangle.")
-    assert "[Image: [image/png] 4x3]" in screen  # tmux draws no images: pi's placeholder under the read
-
-    await pane.type("/settings")
-    await pane.keys("Enter")
-    await pane.wait_for("Settings", "(11 items")  # as pi, no "Show images" where the terminal draws none
-    await pane.type("clear on")
-    await pane.wait_for("→ Clear on shrink", "(1 items")
-    await pane.keys("Enter")
-    await pane.wait_for("false  ✓")
-    await pane.type("true")
-    await pane.keys("Enter")
-    await pane.wait_for("Clear on shrink: true")
-    assert json.loads((env.home / "settings.json").read_text())["terminal"] == {"clearOnShrink": True}
-    await pane.type("/hotkeys")  # a tall output, then the live area shrinks back: the TUI keeps working
-    await pane.keys("Enter")
-    await pane.wait_for("paste an image from the clipboard")

@@ -1,7 +1,10 @@
 """Ctrl+V in the real TUI (tmux) pastes an image from the clipboard: a fake ``xclip`` on PATH
 (there is no clipboard here) hands out a PNG, the editor shows the ``@<file>`` marker, and the
 scripted model receives the image with the prompt; an empty clipboard and a missing clipboard
-tool are one status line each. The clipboard reader's choices are checked in-process."""
+tool are one status line each. The same session shows the terminal.* settings as the user
+sees them: an image a tool returns is pi's ``[Image: ...]`` line in tmux (no image protocol),
+and /settings has "Clear on shrink" (saved) but no "Show images" (as pi, where no image is
+drawn). The clipboard reader's choices are checked in-process."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from PIL import Image
 
 from pi_actors.cli.tui.clipboard import ClipboardUnavailable, read_clipboard_image, save_clipboard_image
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 _FAKE = """#!/bin/sh
 # A stand-in for xclip / wl-paste: answers from files next to it.
@@ -46,13 +50,16 @@ def _fake_tool(bin_dir, name: str, png: bytes, types: str = "TARGETS\nimage/png\
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-async def test_ctrl_v_pastes_the_clipboard_image_into_the_next_prompt_and_says_when_it_cannot(scripted, env, pane):
+async def test_ctrl_v_pastes_the_clipboard_image_and_tool_images_and_terminal_settings_show_as_pi(scripted, env, pane):
     doc = json.loads((env.home / "models.json").read_text())
     doc["providers"]["scripted"]["models"].append({"id": "scripted-vision", "input": ["text", "image"]})
     (env.home / "models.json").write_text(json.dumps(doc))
     bin_dir = env.home / "bin"
     _fake_tool(bin_dir, "xclip", _png())
-    scripted.script += [Reply(text="A red rectangle.")]
+    (env.work / "shot.png").write_bytes(_png((4, 3)))
+    scripted.script += [Reply(text="A red rectangle."),
+                        Reply(tool_calls=[ScriptToolCall(name="read", arguments={"path": "shot.png"})]),
+                        Reply(text="Seen it.")]
     await pane.start_argv([CLI, "--model", "scripted/scripted-vision", "--no-session"],
                           env_prefix=f"WAYLAND_DISPLAY= XDG_SESSION_TYPE= PATH={bin_dir}:$PATH ",
                           ready="(scripted) scripted-vision")
@@ -79,6 +86,27 @@ async def test_ctrl_v_pastes_the_clipboard_image_into_the_next_prompt_and_says_w
     assert "Traceback" not in screen
     assert "Cannot paste an image: no clipboard tool found (install wl-clipboard for Wayland or xclip for X11)" in \
         " ".join(screen.split())
+
+    # terminal.showImages: tmux draws no images, so a tool's image is pi's placeholder line
+    await pane.type("look at shot.png")
+    await pane.keys("Enter")
+    screen = await pane.wait_for_answer("Seen it.")
+    assert "[Image: [image/png] 4x3]" in screen
+    # terminal.clearOnShrink in /settings (no "Show images" row here, as pi)
+    await pane.type("/settings")
+    await pane.keys("Enter")
+    await pane.wait_for("Settings", "(11 items")
+    await pane.type("clear on")
+    await pane.wait_for("→ Clear on shrink", "(1 items")
+    await pane.keys("Enter")
+    await pane.wait_for("false  ✓")
+    await pane.type("true")
+    await pane.keys("Enter")
+    await pane.wait_for("Clear on shrink: true")
+    assert json.loads((env.home / "settings.json").read_text())["terminal"] == {"clearOnShrink": True}
+    await pane.type("/hotkeys")  # a tall output, then the live area shrinks back: the TUI keeps working
+    await pane.keys("Enter")
+    await pane.wait_for("paste an image from the clipboard")
 
 
 def test_wayland_prefers_wl_paste_and_x11_prefers_xclip(tmp_path) -> None:
