@@ -295,3 +295,21 @@ def test_a_resumed_sessions_model_without_credentials_is_not_restored(no_keys, t
     implied = _implied_model(parse_settings(None), saved, reg.available())
     assert implied == "groq/openai/gpt-oss-120b" and _unrestorable(saved, implied, reg) is None
     assert _unrestorable({"provider": "gone", "modelId": "x"}, None, reg) is None  # unknown: nothing to say
+
+
+def test_regenerating_the_catalog_text_keeps_its_added_blocks_byte_for_byte():
+    """scripts/generate_catalog.py rewrites pi-ai 0.73.1's models and keeps the ``added`` blocks
+    (the Code Assist models of pi-ai 0.70.6) as they are: rendering the file's own content
+    gives the file back, and it parses to the same models."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(catalog.CATALOG_PATH), "..", "..", "scripts", "generate_catalog.py")
+    spec = importlib.util.spec_from_file_location("generate_catalog", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open(catalog.CATALOG_PATH, encoding="utf-8") as f:
+        text = f.read()
+    doc = json.loads(text)
+    assert module.render(doc["source"], doc["models"], module._kept_blocks(catalog.CATALOG_PATH)) == text
+    assert len(catalog.parse_catalog(text.encode(), "catalog")) == 969 + 16
