@@ -12,6 +12,11 @@ it (camelCase keys: id, name, api, provider, baseUrl, reasoning, thinkingLevelMa
 cost, contextWindow, maxTokens, headers, compat) — then checks each entry against
 ``pi_actors.ai.types.Model`` and writes one model per line, so a regeneration reads as a
 small diff. Exit status 1 with a one-line error when the source is missing or malformed.
+
+The file's ``added`` blocks (models from another source, each naming it) are kept as they are:
+today the ``google-gemini-cli`` / ``google-antigravity`` models of pi-ai 0.70.6, the last
+version that shipped them (``MODELS["google-gemini-cli"]`` and ``MODELS["google-antigravity"]``
+of its ``dist/models.generated.js``, dumped the same way).
 """
 
 from __future__ import annotations
@@ -41,16 +46,32 @@ def read_source(source_dir: str) -> tuple[str, list[dict]]:
     return f"{package['name']} {package['version']}", models
 
 
-def render(source: str, models: list[dict]) -> str:
-    """The catalog file's text: a header line, then one JSON model per line."""
-    lines = [json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in models]
-    return '{"source":' + json.dumps(source) + ',"models":[\n' + ",\n".join(lines) + "\n]}\n"
+def _lines(models: list[dict]) -> str:
+    return ",\n".join(json.dumps(m, ensure_ascii=False, separators=(",", ":")) for m in models)
+
+
+def render(source: str, models: list[dict], added: list[dict] | None = None) -> str:
+    """The catalog file's text: a header line, then one JSON model per line, then the
+    ``added`` blocks the same way."""
+    text = '{"source":' + json.dumps(source) + ',"models":[\n' + _lines(models) + "\n]"
+    if added:
+        blocks = ['{"source":' + json.dumps(b["source"]) + ',"models":[\n' + _lines(b["models"]) + "\n]}" for b in added]
+        text += ',"added":[\n' + ",\n".join(blocks) + "\n]"
+    return text + "}\n"
+
+
+def _kept_blocks(target: str) -> list[dict]:
+    try:
+        with open(target, encoding="utf-8") as f:
+            return list(json.load(f).get("added", []))
+    except FileNotFoundError:
+        return []
 
 
 def main(argv: list[str]) -> int:
     source_dir = argv[1] if len(argv) > 1 else _DEFAULT_SOURCE
     source, models = read_source(source_dir)
-    text = render(source, models)
+    text = render(source, models, _kept_blocks(os.path.normpath(_TARGET)))
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from pi_actors.ai.catalog import parse_catalog
 

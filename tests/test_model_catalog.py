@@ -24,7 +24,7 @@ from pi_actors.cli.main import _implied_model, _unrestorable
 from pi_actors.testing import Reply
 
 APIS = {"anthropic-messages", "openai-responses", "openai-completions", "azure-openai-responses", "openai-codex-responses",
-        "google-generative-ai", "google-vertex", "bedrock-converse-stream", "mistral-conversations"}
+        "google-generative-ai", "google-vertex", "bedrock-converse-stream", "mistral-conversations", "google-gemini-cli"}
 
 #: Every variable that gives some provider credentials (cleared so the tests see only their own).
 _CREDENTIAL_VARS = {name for names in ENV_KEY_VARIABLES.values() for name in names} | {
@@ -56,9 +56,13 @@ def test_the_catalog_holds_every_provider_and_model_pi_ai_ships_with_all_their_f
         doc = json.load(f)
     assert doc["source"] == "@mariozechner/pi-ai 0.73.1"
     models = ai.builtin_models()
-    assert len(models) == 969 and len(ai.get_providers()) == 31
+    # pi-ai 0.73.1's 969 models of 31 providers, then the Code Assist ones of pi-ai 0.70.6
+    [added] = doc["added"]
+    assert added["source"].startswith("@mariozechner/pi-ai 0.70.6") and len(added["models"]) == 16
+    assert {m["provider"] for m in added["models"]} == {"google-gemini-cli", "google-antigravity"}
+    assert len(models) == 969 + 16 and len(ai.get_providers()) == 31 + 2
     assert {m.api for m in models} == APIS
-    for raw, m in zip(doc["models"], models, strict=True):
+    for raw, m in zip(doc["models"] + added["models"], models, strict=True):
         # every field pi-ai has survives the round trip through our Model
         assert {k: v for k, v in msgspec.to_builtins(m).items() if v is not None} == raw
         assert m.id and m.name and m.provider and m.context_window > 0 and m.max_tokens > 0
@@ -81,7 +85,7 @@ def test_importing_the_ai_layer_does_not_read_the_catalog():
     code = ("import pi_actors.ai, pi_actors.ai.catalog as c, sys; "
             "print(c._raw is None and c._by_provider is None, len(c.get_providers()), c._raw is not None)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "31", "True"]
+    assert done.stdout.split() == ["True", "33", "True"]
 
 
 @pytest.mark.parametrize(("text", "where"), [
@@ -291,3 +295,21 @@ def test_a_resumed_sessions_model_without_credentials_is_not_restored(no_keys, t
     implied = _implied_model(parse_settings(None), saved, reg.available())
     assert implied == "groq/openai/gpt-oss-120b" and _unrestorable(saved, implied, reg) is None
     assert _unrestorable({"provider": "gone", "modelId": "x"}, None, reg) is None  # unknown: nothing to say
+
+
+def test_regenerating_the_catalog_text_keeps_its_added_blocks_byte_for_byte():
+    """scripts/generate_catalog.py rewrites pi-ai 0.73.1's models and keeps the ``added`` blocks
+    (the Code Assist models of pi-ai 0.70.6) as they are: rendering the file's own content
+    gives the file back, and it parses to the same models."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(catalog.CATALOG_PATH), "..", "..", "scripts", "generate_catalog.py")
+    spec = importlib.util.spec_from_file_location("generate_catalog", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open(catalog.CATALOG_PATH, encoding="utf-8") as f:
+        text = f.read()
+    doc = json.loads(text)
+    assert module.render(doc["source"], doc["models"], module._kept_blocks(catalog.CATALOG_PATH)) == text
+    assert len(catalog.parse_catalog(text.encode(), "catalog")) == 969 + 16

@@ -179,7 +179,8 @@ def test_an_api_key_entry_resolves_like_models_json(tmp_path, monkeypatch) -> No
 
 
 def test_unknown_login_provider_names_the_available_ones() -> None:
-    with pytest.raises(OAuthError, match='No subscription login for "nope". Available: anthropic, github-copilot, openai-codex'):
+    with pytest.raises(OAuthError, match=(
+        'No subscription login for "nope". Available: anthropic, github-copilot, google-gemini-cli, google-antigravity, openai-codex')):
         get_oauth_provider("nope")
 
 

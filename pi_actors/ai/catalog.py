@@ -33,7 +33,9 @@ __all__ = ["get_model", "get_models", "get_providers", "calculate_cost", "models
            "find_model", "unknown_model_message", "unsupported_api_message", "parse_catalog", "CatalogError",
            "CATALOG_PATH"]
 
-#: The data file (JSON: ``{"source": "...", "models": [Model, ...]}``, pi's camelCase keys).
+#: The data file (JSON: ``{"source": "...", "models": [Model, ...], "added": [{"source", "models"}]}``,
+#: pi's camelCase keys). ``added`` holds models from another source than the main one, each
+#: block naming its own (the Google Code Assist models of an older pi-ai, which 0.73.1 dropped).
 CATALOG_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog.json")
 
 
@@ -41,9 +43,15 @@ class CatalogError(ValueError):
     """The catalog data file is missing or malformed (one line naming the file)."""
 
 
+class _AddedModels(msgspec.Struct, forbid_unknown_fields=True):
+    source: str
+    models: list[Model]
+
+
 class _CatalogFile(msgspec.Struct, forbid_unknown_fields=True):
     source: str
     models: list[Model]
+    added: list[_AddedModels] = []
 
 
 _raw: bytes | None = None
@@ -53,7 +61,8 @@ _by_provider: dict[str, dict[str, Model]] | None = None
 def parse_catalog(data: bytes, path: str) -> list[Model]:
     """The models of catalog file contents ``data``; raises CatalogError naming ``path``."""
     try:
-        models = msgspec.json.decode(data, type=_CatalogFile).models
+        catalog = msgspec.json.decode(data, type=_CatalogFile)
+        models = catalog.models + [m for block in catalog.added for m in block.models]
     except msgspec.DecodeError as exc:  # ValidationError included: it names the place ($.models[3].cost)
         raise CatalogError(f"{path}: malformed model catalog: {exc}") from None
     seen: set[tuple[str, str]] = set()

@@ -58,7 +58,8 @@ _AMBIENT = {
     "amazon-bedrock": "set AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK",
 }
 #: Providers reached only through a subscription login (pi's /login).
-_LOGIN_ONLY = {"openai-codex": "a ChatGPT Plus/Pro login"}
+_LOGIN_ONLY = {"openai-codex": "a ChatGPT Plus/Pro login", "google-gemini-cli": "a Google (Gemini CLI) login",
+               "google-antigravity": "a Google (Antigravity) login"}
 
 _vertex_adc_seen = False
 

@@ -50,6 +50,7 @@ BUILTIN_PROVIDER_MODULES: dict[str, str] = {
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
     "google-vertex": "pi_actors.ai.providers.google_vertex",  # the [google] extra too
     "bedrock-converse-stream": "pi_actors.ai.providers.bedrock_converse_stream",  # the [bedrock] extra
+    "google-gemini-cli": "pi_actors.ai.providers.google_gemini_cli",  # Cloud Code Assist (a Google login)
 }
 
 

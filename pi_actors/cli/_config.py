@@ -29,12 +29,14 @@ __all__ = ["agent_dir", "ConfigError", "DEFAULT_MODEL_IDS", "ModelChoice", "load
            "no_models_message", "no_key_message"]
 
 #: The model each built-in provider gives when only its key is known: pi 0.73.1's defaults,
-#: except anthropic's and openai's, kept from before the full catalog.
+#: except anthropic's and openai's, kept from before the full catalog, and the two Google Code
+#: Assist logins', pi-coding-agent 0.70.6's (the last that had them).
 DEFAULT_MODEL_IDS = {
     "anthropic": "claude-sonnet-4-5", "openai": "gpt-5.1",
     "amazon-bedrock": "us.anthropic.claude-opus-4-6-v1", "azure-openai-responses": "gpt-5.4",
     "openai-codex": "gpt-5.5", "deepseek": "deepseek-v4-pro", "google": "gemini-3.1-pro-preview",
-    "google-vertex": "gemini-3.1-pro-preview", "github-copilot": "gpt-5.4", "openrouter": "moonshotai/kimi-k2.6",
+    "google-vertex": "gemini-3.1-pro-preview", "google-gemini-cli": "gemini-3.1-pro-preview",
+    "google-antigravity": "gemini-3.1-pro-high", "github-copilot": "gpt-5.4", "openrouter": "moonshotai/kimi-k2.6",
     "vercel-ai-gateway": "zai/glm-5.1", "xai": "grok-4.20-0309-reasoning", "groq": "openai/gpt-oss-120b",
     "cerebras": "zai-glm-4.7", "zai": "glm-5.1", "mistral": "devstral-medium-latest", "minimax": "MiniMax-M2.7",
     "minimax-cn": "MiniMax-M2.7", "moonshotai": "kimi-k2.6", "moonshotai-cn": "kimi-k2.6",

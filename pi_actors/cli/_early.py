@@ -42,6 +42,7 @@ SDK_MODULES = {
     "openai-codex-responses": "pi_actors.ai.providers.openai_codex_responses",
     "google-vertex": "pi_actors.ai.providers.google_vertex",
     "bedrock-converse-stream": "pi_actors.ai.providers.bedrock_converse_stream",
+    "google-gemini-cli": "pi_actors.ai.providers.google_gemini_cli",
 }
 #: The API of each built-in catalog provider whose models all use one (``ai.catalog``; a test
 #: checks). cloudflare-ai-gateway, github-copilot and opencode mix APIs: no hint for them.
@@ -49,7 +50,8 @@ BUILTIN_PROVIDER_APIS = {
     "amazon-bedrock": "bedrock-converse-stream", "anthropic": "anthropic-messages",
     "azure-openai-responses": "azure-openai-responses", "cerebras": "openai-completions",
     "cloudflare-workers-ai": "openai-completions", "deepseek": "openai-completions", "fireworks": "anthropic-messages",
-    "google": "google-generative-ai", "google-vertex": "google-vertex", "groq": "openai-completions",
+    "google": "google-generative-ai", "google-antigravity": "google-gemini-cli",
+    "google-gemini-cli": "google-gemini-cli", "google-vertex": "google-vertex", "groq": "openai-completions",
     "huggingface": "openai-completions", "kimi-coding": "anthropic-messages", "minimax": "anthropic-messages",
     "minimax-cn": "anthropic-messages", "mistral": "mistral-conversations", "moonshotai": "openai-completions",
     "moonshotai-cn": "openai-completions", "openai": "openai-responses", "openai-codex": "openai-codex-responses",

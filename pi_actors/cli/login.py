@@ -71,7 +71,7 @@ def _listing() -> str:
     lines = ["Subscription logins (pi-actors login PROVIDER):"]
     for pid, flow in OAUTH_PROVIDERS.items():
         mark = "  (logged in)" if stored.get(pid, {}).get("type") == "oauth" else ""
-        lines.append(f"  {pid:<16} {flow.name}{mark}")
+        lines.append(f"  {pid:<18} {flow.name}{mark}")
     return "\n".join(lines)
 
 
@@ -105,13 +105,14 @@ def main(argv: list[str], command: str = "login") -> int:
 
     if command == "logout":
         p = CliParser(prog="pi-actors logout", description="remove the credentials a login stored in auth.json")
-        p.add_argument("provider", help="anthropic, openai-codex, github-copilot, or a provider with a stored key")
+        p.add_argument("provider", help="anthropic, openai-codex, github-copilot, google-gemini-cli, google-antigravity, or a provider with a stored key")
         args = p.parse_args(argv)
         print(logout_message(args.provider))
         return 0
     p = CliParser(prog="pi-actors login", description="log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, "
-                  "GitHub Copilot) and store the credentials in auth.json")
-    p.add_argument("provider", nargs="?", help="anthropic, openai-codex or github-copilot (none: list them)")
+                  "GitHub Copilot, Google Gemini CLI / Antigravity) and store the credentials in auth.json")
+    p.add_argument("provider", nargs="?", help="anthropic, openai-codex, github-copilot, google-gemini-cli or google-antigravity "
+                   "(none: list them)")
     p.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     p.add_argument("--enterprise", metavar="DOMAIN", help="GitHub Enterprise domain (github-copilot; default github.com)")
     args = p.parse_args(argv)

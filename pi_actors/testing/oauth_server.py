@@ -15,6 +15,16 @@ What it checks and does:
   ``authorization_pending`` ``pending_polls`` times before the GitHub token;
   ``deny_device`` makes it answer ``access_denied`` instead;
   ``GET /copilot_internal/v2/token`` exchanges a live GitHub token for a Copilot token.
+- Google (Gemini CLI / Antigravity): ``GET /o/oauth2/v2/auth`` as ``/oauth/authorize``;
+  ``POST /token`` (form) also needs the ``client_secret`` of an installed app; a Google refresh
+  answers no new refresh token and does not spend the old one (Google keeps it until revoked).
+  ``GET /oauth2/v1/userinfo`` names ``GOOGLE_EMAIL``. Code Assist: ``POST
+  /v1internal:loadCodeAssist`` answers the user's tier and ``google_project`` when set; when
+  it is None the user has no project yet: it lists ``allowed_tiers`` and
+  ``POST /v1internal:onboardUser`` starts a long-running operation that ``GET
+  /v1internal/operations/...`` reports done, with ``ONBOARDED_PROJECT``, after
+  ``onboard_polls`` polls. Each needs a live access token (else 401); ``onboard_bodies``
+  keeps what onboardUser was sent.
 - ``revoke_all()`` kills every refresh token; ``refreshes`` counts successful refreshes.
 """
 
@@ -30,9 +40,11 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OAuthServer", "ACCOUNT_ID"]
+__all__ = ["OAuthServer", "ACCOUNT_ID", "GOOGLE_EMAIL", "ONBOARDED_PROJECT"]
 
 ACCOUNT_ID = "acct-scripted-1"
+GOOGLE_EMAIL = "someone@example.com"
+ONBOARDED_PROJECT = "onboarded-project-1"
 
 
 def _b64(data: bytes) -> str:
@@ -50,6 +62,14 @@ class OAuthServer:
         #: When set, the device-code user declines: polls answer ``access_denied``.
         self.deny_device = False
         self.refreshes = 0
+        #: Google Code Assist: the user's project (None: onboarding needed), the tiers offered
+        #: to a user without one, and how many polls the onboarding operation takes.
+        self.google_project: str | None = "scripted-project"
+        self.allowed_tiers: list[dict[str, Any]] = [{"id": "free-tier", "isDefault": True}]
+        self.onboard_polls = 1
+        self.onboard_bodies: list[dict[str, Any]] = []
+        self._operations: dict[str, int] = {}
+        self._access: set[str] = set()
         self.requests: list[str] = []
         self._lock = threading.Lock()
         self._codes: dict[str, tuple[str, str]] = {}  # code -> (challenge, redirect_uri)
@@ -116,8 +136,12 @@ class OAuthServer:
             self._codes[code] = (query["code_challenge"], query.get("redirect_uri", ""))
             target = query["redirect_uri"] + "?" + urllib.parse.urlencode({"code": code, "state": query.get("state", "")})
             return 302, {}, target
+        if method == "GET" and path == "/o/oauth2/v2/auth":
+            return self._route(method, "/oauth/authorize", query, fields, auth)
         if method == "POST" and path in ("/v1/oauth/token", "/oauth/token"):
             return self._token(fields, jwt=path == "/oauth/token")
+        if path == "/token" or path == "/oauth2/v1/userinfo" or path.startswith("/v1internal"):
+            return self._google(method, path, fields, auth)
         if method == "POST" and path == "/login/device/code":
             device = "dev-" + secrets.token_hex(8)
             self._devices[device] = 0
@@ -145,7 +169,35 @@ class OAuthServer:
             return 200, {"token": copilot, "expires_at": int(time.time()) + self.expires_in}, None
         return 404, {"error": "not_found"}, None
 
-    def _token(self, fields: dict[str, Any], jwt: bool) -> tuple[int, Any, str | None]:
+    def _google(self, method: str, path: str, fields: dict[str, Any], auth: str | None) -> tuple[int, Any, str | None]:
+        if method == "POST" and path == "/token":
+            if not fields.get("client_secret"):
+                return 401, {"error": "invalid_client", "error_description": "client_secret missing"}, None
+            return self._token(fields, jwt=False, google=True)
+        if (auth or "").removeprefix("Bearer ") not in self._access:
+            return 401, {"error": {"code": 401, "message": "Request had invalid authentication credentials.",
+                                   "status": "UNAUTHENTICATED"}}, None
+        if path == "/oauth2/v1/userinfo":
+            return 200, {"email": GOOGLE_EMAIL, "verified_email": True}, None
+        if method == "POST" and path == "/v1internal:loadCodeAssist":
+            if self.google_project is not None:
+                return 200, {"currentTier": {"id": "free-tier"}, "cloudaicompanionProject": self.google_project}, None
+            return 200, {"allowedTiers": self.allowed_tiers}, None
+        if method == "POST" and path == "/v1internal:onboardUser":
+            self.onboard_bodies.append(fields)
+            name = "operations/onboard-" + secrets.token_hex(4)
+            self._operations[name] = 0
+            return 200, {"name": name, "done": False}, None
+        name = path.removeprefix("/v1internal/")
+        if method == "GET" and name in self._operations:
+            self._operations[name] += 1
+            if self._operations[name] < self.onboard_polls:
+                return 200, {"name": name, "done": False}, None
+            return 200, {"name": name, "done": True,
+                         "response": {"cloudaicompanionProject": {"id": ONBOARDED_PROJECT}}}, None
+        return 404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}, None
+
+    def _token(self, fields: dict[str, Any], jwt: bool, google: bool = False) -> tuple[int, Any, str | None]:
         grant = fields.get("grant_type")
         if grant == "authorization_code":
             found = self._codes.pop(fields.get("code", ""), None)
@@ -161,14 +213,22 @@ class OAuthServer:
             token = fields.get("refresh_token", "")
             if token not in self._refresh:
                 return 400, {"error": "invalid_grant", "error_description": "refresh token revoked or already used"}, None
-            self._refresh.discard(token)
             self.refreshes += 1
+            if google:  # Google keeps the refresh token and answers none
+                access = "ya29." + secrets.token_hex(8)
+                self._access.add(access)
+                return 200, {"access_token": access, "expires_in": self.expires_in, "token_type": "Bearer",
+                             "scope": "https://www.googleapis.com/auth/cloud-platform"}, None
+            self._refresh.discard(token)
         else:
             return 400, {"error": "unsupported_grant_type"}, None
         refresh = "rt-" + secrets.token_hex(8)
         self._refresh.add(refresh)
         access = "at-" + secrets.token_hex(8)
-        if jwt:
+        if google:
+            access = "ya29." + access
+            self._access.add(access)
+        elif jwt:
             access = _jwt({"https://api.openai.com/auth": {"chatgpt_account_id": ACCOUNT_ID}, "n": access})
         else:
             access = "sk-ant-oat01-" + access

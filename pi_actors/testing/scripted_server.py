@@ -10,6 +10,8 @@ genuine SSE streams, HTTP errors, dropped connections and hangs, chosen by a scr
   Gemini SSE (``base_url_gemini``; the model named in the path when the reply names none);
 - ``POST /v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``
   (Vertex AI) answers in Gemini SSE too (``base_url_vertex``);
+- ``POST /v1internal:streamGenerateContent`` answers in Cloud Code Assist SSE (the
+  google-gemini-cli API: Gemini events wrapped as ``{"response": ...}``; ``base_url_code_assist``);
 - ``POST /model/<model id>/converse-stream`` answers in Bedrock's ConverseStream wire: AWS
   event-stream binary messages (``testing.aws_eventstream``; ``base_url_bedrock``) (the
   recorded path is as sent: the model id URL-encoded);
@@ -72,6 +74,7 @@ from .wire_formats import (
     Frames,
     Reply,
     anthropic_frames,
+    code_assist_frames,
     error_body,
     gemini_frames,
     mistral_frames,
@@ -87,12 +90,14 @@ _RESPONSES_PATH = "/v1/responses"
 _ANTHROPIC_PATH = "/v1/messages"
 _MISTRAL_PREFIX = "/mistral"
 _CODEX_PATH = "/backend-api/codex/responses"
-_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral", "bedrock"]
+_Api = Literal["openai", "responses", "anthropic", "gemini", "mistral", "bedrock", "code-assist"]
 _API_BY_PATH: dict[str, _Api] = {
     _OPENAI_PATH: "openai", _RESPONSES_PATH: "responses", _ANTHROPIC_PATH: "anthropic",
-    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral", _CODEX_PATH: "responses"}
+    _MISTRAL_PREFIX + _OPENAI_PATH: "mistral", _CODEX_PATH: "responses",
+    "/v1internal:streamGenerateContent": "code-assist"}
 _FRAME_MAKERS = {"openai": openai_frames, "responses": responses_frames, "anthropic": anthropic_frames,
-                 "gemini": gemini_frames, "mistral": mistral_frames, "bedrock": bedrock_frames}
+                 "gemini": gemini_frames, "mistral": mistral_frames, "bedrock": bedrock_frames,
+                 "code-assist": code_assist_frames}
 _GEMINI_PREFIXES = ("/v1beta/models/", "/v1/models/")
 _GEMINI_SUFFIX = ":streamGenerateContent"
 #: Vertex AI: ``/v1/[projects/P/locations/L/]publishers/google/models/M:streamGenerateContent``.
@@ -157,6 +162,10 @@ class ScriptedLLM:
     @property
     def base_url_vertex(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def base_url_code_assist(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def base_url_bedrock(self) -> str:
@@ -338,7 +347,7 @@ def _error(reply: Reply, api: _Api, message: str | None = None) -> tuple[bytes, 
     """An HTTP error reply's body and extra headers in ``api``'s shape."""
     if api == "bedrock":
         return bedrock_error_body(reply, message), {"x-amzn-errortype": bedrock_error_type(reply.status)}
-    return error_body(reply, api, message), {}
+    return error_body(reply, "gemini" if api == "code-assist" else api, message), {}
 
 
 def _raw_events(body: bytes) -> list[bytes]:

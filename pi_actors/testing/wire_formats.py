@@ -34,6 +34,7 @@ __all__ = [
     "anthropic_frames",
     "responses_frames",
     "gemini_frames",
+    "code_assist_frames",
     "mistral_frames",
     "error_body",
     "split_text",
@@ -450,6 +451,21 @@ def gemini_frames(reply: Reply, model: str) -> Frames:
     else:
         closing.append(event([{"text": ""}] if not reply.tool_calls else [], _GEMINI_FINISH.get(stop, stop)))
     return Frames(content, closing)
+
+
+def code_assist_frames(reply: Reply, model: str) -> Frames:
+    """Cloud Code Assist's ``v1internal:streamGenerateContent?alt=sse`` (the google-gemini-cli
+    API): the Gemini events of ``gemini_frames``, each wrapped as ``{"response": <event>,
+    "traceId"}``; an in-stream error stays a bare ``{"error": {...}}`` event."""
+    frames = gemini_frames(reply, model)
+
+    def wrap(frame: bytes) -> bytes:
+        obj = json.loads(frame[len(b"data: "):])
+        if "error" in obj:
+            return frame
+        return _gemini_data({"response": obj, "traceId": "scripted-trace"})
+
+    return Frames([wrap(f) for f in frames.content], [wrap(f) for f in frames.closing])
 
 
 # ---------------------------------------------------------------------------------------------

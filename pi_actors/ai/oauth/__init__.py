@@ -3,7 +3,9 @@
 - ``AuthStore`` (``_store``): read/write ``auth.json`` in pi's shape, 0600, refresh under a
   file lock; ``AuthFileError``, ``LoginExpiredError``.
 - ``OAUTH_PROVIDERS`` / ``get_oauth_provider`` (``_providers``): the login flows of Anthropic,
-  OpenAI Codex and GitHub Copilot; ``LoginIO`` is how a flow talks to the user.
+  OpenAI Codex, GitHub Copilot and Google (``_google``: Gemini CLI and Antigravity, with
+  Code Assist project discovery); ``LoginIO`` is how a flow talks to the user.
+- ``code_assist_credentials(key)``: ``(token, projectId)`` from a Google login's key.
 - ``pkce_pair``, ``request_json``, ``parse_pasted_code`` (``_http``): the HTTP pieces.
 - ``auth_api_key(provider)``: the key auth.json gives ``provider`` (pi checks it before the
   environment and models.json).
@@ -14,6 +16,7 @@ Endpoints follow ``PI_ACTORS_OAUTH_URL`` and ``PI_ACTORS_OAUTH_CALLBACK_PORT`` w
 
 from __future__ import annotations
 
+from ._google import code_assist_credentials
 from ._http import OAuthError, parse_pasted_code, pkce_pair, request_json
 from ._providers import (
     OAUTH_PROVIDERS,
@@ -27,7 +30,8 @@ from ._providers import (
 from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path
 
 __all__ = ["AuthStore", "AuthFileError", "LoginExpiredError", "OAuthError", "OAUTH_PROVIDERS", "OAuthProvider",
-           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id"]
+           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id",
+           "code_assist_credentials"]
 
 
 def auth_api_key(provider: str, path: str | None = None) -> str | None:

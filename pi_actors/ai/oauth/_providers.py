@@ -1,5 +1,6 @@
 """The subscription logins pi 0.73.1 offers, written from its documented flows: Anthropic
-(Claude Pro/Max), OpenAI Codex (ChatGPT Plus/Pro) and GitHub Copilot.
+(Claude Pro/Max), OpenAI Codex (ChatGPT Plus/Pro) and GitHub Copilot; Google's two (Gemini CLI,
+Antigravity), which pi offered before 0.73, are in ``_google``.
 
 Each ``OAuthProvider`` has ``login(io) -> credentials`` (blocking; run it in a thread) and
 ``refresh(credentials) -> credentials``; credentials are pi's auth.json entry without its
@@ -23,77 +24,16 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import threading
 import time
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from ._http import CallbackServer, HttpError, OAuthError, callback_port, endpoint, pkce_pair, request_json
+from ._base import Credentials, LoginIO, OAuthProvider, _await_code, _now_ms, _refresh_failed, _tokens
+from ._google import GoogleAntigravityOAuth, GoogleGeminiCliOAuth
+from ._http import CallbackServer, OAuthError, callback_port, endpoint, pkce_pair, request_json
 
 __all__ = ["LoginIO", "OAuthProvider", "OAUTH_PROVIDERS", "get_oauth_provider", "copilot_base_url", "copilot_request_headers"]
 
-Credentials = dict[str, Any]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class LoginIO:
-    """How a flow talks to the user. ``show(url, instructions)`` shows where to log in;
-    ``ask(question)`` reads one line (empty allowed); ``progress(text)`` reports a step;
-    ``paste()``, when given, blocks until the user pastes a code or redirect URL (it runs in a
-    daemon thread and races the browser's redirect); ``sleep`` waits between device-code polls."""
-
-    show: Callable[[str, str], None]
-    ask: Callable[[str], str] = lambda question: ""
-    progress: Callable[[str], None] = lambda text: None
-    paste: Callable[[], str] | None = None
-    sleep: Callable[[float], None] = field(default=time.sleep)
-    timeout: float = 600.0
-
-
-class OAuthProvider:
-    id: str = ""
-    name: str = ""
-
-    def login(self, io: LoginIO) -> Credentials:
-        raise NotImplementedError
-
-    def refresh(self, credentials: Credentials) -> Credentials:
-        raise NotImplementedError
-
-
-def _await_code(server: CallbackServer, io: LoginIO) -> tuple[str | None, str | None]:
-    if io.paste is not None:
-        paste = io.paste
-
-        def read_paste() -> None:
-            try:
-                text = paste()
-            except Exception:  # the reader went away: the browser redirect may still come
-                return
-            if text.strip():  # an empty line or EOF is not a code
-                server.offer(text)
-
-        threading.Thread(target=read_paste, daemon=True).start()
-    return server.wait(io.timeout)
-
-
-def _tokens(data: dict[str, Any], what: str) -> tuple[str, str, float]:
-    access, refresh, expires_in = data.get("access_token"), data.get("refresh_token"), data.get("expires_in")
-    if not isinstance(access, str) or not isinstance(refresh, str) or not isinstance(expires_in, int | float):
-        raise OAuthError(f"{what} response is missing access_token, refresh_token or expires_in")
-    return access, refresh, float(expires_in)
-
-
-def _refresh_failed(name: str, exc: OAuthError) -> OAuthError:
-    if isinstance(exc, HttpError) and exc.status in (400, 401, 403):
-        return OAuthError(f"{name} refused the refresh token ({exc.status})")
-    return OAuthError(f"{name} token refresh failed: {exc}")
 
 
 class AnthropicOAuth(OAuthProvider):
@@ -298,7 +238,8 @@ class GitHubCopilotOAuth(OAuthProvider):
         return out
 
 
-OAUTH_PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (AnthropicOAuth(), GitHubCopilotOAuth(), OpenAICodexOAuth())}
+OAUTH_PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
+    AnthropicOAuth(), GitHubCopilotOAuth(), GoogleGeminiCliOAuth(), GoogleAntigravityOAuth(), OpenAICodexOAuth())}
 
 
 def get_oauth_provider(provider: str) -> OAuthProvider:

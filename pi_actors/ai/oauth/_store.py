@@ -151,12 +151,12 @@ class AuthStore:
 
             return resolve_config_value(entry["key"])
         if not _expired(entry):
-            return str(entry["access"])
+            return _key_of(provider, entry)
         return self.refresh_login(provider)
 
     def refresh_login(self, provider: str) -> str:
         """Refresh the OAuth login of ``provider`` unless, once the lock is held, it is no
-        longer expired; returns the access token. Raises LoginExpiredError."""
+        longer expired; returns its key (``_key_of``). Raises LoginExpiredError."""
         from ._providers import get_oauth_provider
 
         with self.locked():
@@ -165,7 +165,7 @@ class AuthStore:
             if entry is None or entry["type"] != "oauth":
                 raise LoginExpiredError(f"The {provider} login was removed: run /login {provider} again")
             if not _expired(entry):
-                return str(entry["access"])  # another process refreshed it while we waited
+                return _key_of(provider, entry)  # another process refreshed it while we waited
             try:
                 fresh = get_oauth_provider(provider).refresh({k: v for k, v in entry.items() if k != "type"})
             except OAuthError as exc:
@@ -174,7 +174,16 @@ class AuthStore:
                 ) from None
             data[provider] = {"type": "oauth", **fresh}
             self._write(data)
-            return str(fresh["access"])
+            return _key_of(provider, data[provider])
+
+
+def _key_of(provider: str, entry: dict[str, Any]) -> str:
+    """The request key of an OAuth entry: its flow's ``api_key`` (the access token, or Google's
+    ``{"token", "projectId"}``); the access token for a provider with no flow here."""
+    from ._providers import OAUTH_PROVIDERS
+
+    flow = OAUTH_PROVIDERS.get(provider)
+    return flow.api_key({k: v for k, v in entry.items() if k != "type"}) if flow else str(entry["access"])
 
 
 def _expired(entry: dict[str, Any]) -> bool:

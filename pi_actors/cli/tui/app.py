@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import queue
 import re
@@ -127,6 +128,9 @@ class TuiApp:
         self.running = False
         self.show_thinking = not info.get("hideThinkingBlock")  # settings hideThinkingBlock; Ctrl+T toggles
         self.expand_tools = False
+        #: settings terminal.showImages / terminal.clearOnShrink (pi's), read when first used;
+        #: /settings changes them for the running TUI.
+        self._terminal: dict[str, bool] = {}
         self.stream: dict[str, Any] | None = None  # the assistant message being streamed
         self.tools: dict[str, dict[str, Any]] = {}  # running tool calls by id
         self.queued: list[tuple[str, str, str]] = []  # (kind, text sent, text shown)
@@ -373,9 +377,29 @@ class TuiApp:
                 note = f"  ... ({hidden} earlier lines, ctrl+o to expand)" if name == "bash" else f"  ... ({hidden} more lines, ctrl+o to expand)"
                 lines = [note, *lines] if name == "bash" else [*lines, note]
             parts.append(Text("\n".join("  " + ln for ln in lines), style="theme.error" if is_error else "theme.tooloutput"))
+        images = [b for b in result.get("content") or [] if isinstance(b, dict) and b.get("type") == "image"]
+        if images:
+            from .terminal_images import image_protocol, image_renderables
+
+            parts += image_renderables(images, self.terminal_setting("showImages"), image_protocol())
         if name == "bash" and took is not None:
             parts.append(Text(f"  Took {took:.1f}s", style="theme.dim"))
         return parts
+
+    def terminal_setting(self, name: str) -> bool:
+        """settings ``terminal.<name>``: ``showImages`` (default true: images inline where the
+        terminal draws them, else pi's ``[Image: ...]`` line; false: always that line) and
+        ``clearOnShrink`` (default false: see ``screen``). A value that is not true or false is
+        one error line, then the default."""
+        if name not in self._terminal:
+            default = name == "showImages"
+            raw = (self.commands.settings().get("terminal") or {})
+            value = raw.get(name, default) if isinstance(raw, dict) else default
+            if not isinstance(value, bool):
+                self.post(self.show_error, f"settings terminal.{name} must be true or false, not {json.dumps(value)}")
+                value = default
+            self._terminal[name] = value
+        return self._terminal[name]
 
     def _written_parts(self, path: str, content: str) -> list[Any]:
         """The content a ``write`` call wrote, highlighted by the file's type: its first 10
@@ -545,6 +569,37 @@ class TuiApp:
         else:
             self.buffer.insert_text(data)
 
+    def paste_image(self) -> None:
+        """Ctrl+V: read an image from the clipboard (``clipboard``, in a thread: the tools may
+        take seconds), save it as a temporary file and put ``@<path>`` into the editor at the
+        cursor, the marker that attaches it to the prompt when it is sent (as any ``@image``
+        word). No image, or no clipboard tool: one status line."""
+        import threading
+
+        def work() -> None:
+            from .clipboard import ClipboardUnavailable, read_clipboard_image, save_clipboard_image
+
+            try:
+                image = read_clipboard_image()
+                if image is None:
+                    self.post(self.show_status, "No image in the clipboard")
+                    return
+                image = _as_supported_image(image)
+                path = save_clipboard_image(image)
+            except ClipboardUnavailable as exc:
+                self.post(self.show_error, str(exc))
+                return
+            except (OSError, ValueError) as exc:
+                self.post(self.show_error, f"Cannot paste the clipboard image: {exc}")
+                return
+            self.post(insert, path)
+
+        def insert(path: str) -> None:
+            before = self.buffer.document.text_before_cursor
+            self.buffer.insert_text(("" if not before or before[-1].isspace() else " ") + f"@{path} ")
+
+        threading.Thread(target=work, name="pi-actors-paste-image", daemon=True).start()
+
     def submit(self, mode: str) -> None:
         text = self.buffer.text.strip()
         if not text:
@@ -664,3 +719,24 @@ class TuiApp:
     def exit_app(self) -> None:
         if self.app.is_running and not self.app.is_done:
             self.app.exit()
+
+
+def _as_supported_image(image: Any) -> Any:
+    """A clipboard image in a type the prompt attaches (PNG, JPEG, WebP, GIF): another type
+    (BMP from some clipboards) is converted to PNG with Pillow, as pi converts it. Raises
+    ValueError (one line) when it cannot be."""
+    from .clipboard import ClipboardImage
+
+    if image.mime_type in ("image/png", "image/jpeg", "image/webp", "image/gif"):
+        return image
+    try:
+        from PIL import Image, UnidentifiedImageError
+
+        out = io.BytesIO()
+        with Image.open(io.BytesIO(image.data)) as img:
+            img.save(out, "PNG")
+    except ImportError:
+        raise ValueError(f"{image.mime_type} needs Pillow to convert to PNG") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{image.mime_type} could not be decoded ({exc})") from None
+    return ClipboardImage(out.getvalue(), "image/png")

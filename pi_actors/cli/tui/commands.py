@@ -73,6 +73,7 @@ HOTKEYS = [
     ("Up/Down", "history (empty or first/last line)"),
     ("Tab", "complete /commands and @files"),
     ("paste", "more than 10 lines or 1000 chars: shown as [paste #N], sent in full"),
+    ("Ctrl+V", "paste an image from the clipboard (wl-paste or xclip): @<file> attaches it"),
     ("!cmd / !!cmd", "run a shell command (!! keeps it out of the context)"),
     ("/tree: ↑↓ ←→", "move; page"),
     ("/tree: Ctrl/Alt+←→", "fold or go up a branch; unfold or go down"),

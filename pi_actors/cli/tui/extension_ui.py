@@ -40,7 +40,7 @@ __all__ = ["ExtensionUi", "key_sequence", "BUILTIN_KEYS"]
 BUILTIN_KEYS: frozenset[tuple[str, ...]] = frozenset(
     {
         ("enter",), ("escape",), ("tab",), ("s-tab",), ("up",), ("down",), ("c-c",), ("c-d",), ("c-t",), ("c-o",),
-        ("c-l",), ("c-g",), ("c-j",), ("c-k",), ("c-z",), ("escape", "enter"), ("escape", "up"),
+        ("c-l",), ("c-g",), ("c-j",), ("c-k",), ("c-v",), ("c-z",), ("escape", "enter"), ("escape", "up"),
     }
 )  # fmt: skip
 

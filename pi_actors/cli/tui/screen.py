@@ -217,7 +217,23 @@ class ScreenLayout:
         # arrives (a run's first messages come fast) the stale row made the live area taller
         # than the rows left, which scrolled the printed lines off the screen.
         app.renderer.cpr_support = CPR_Support.NOT_SUPPORTED
+        app.before_render += self.clear_on_shrink
         return app
+
+    def clear_on_shrink(self, app: Any) -> None:
+        """settings ``terminal.clearOnShrink`` (pi's; default false). prompt_toolkit draws the
+        live area at the tallest height it has had since the last print, so when it shrinks
+        (a selector closes, the tool rows of a run go) empty rows stay below the footer, as
+        in pi without the setting. With it, the area is erased first and drawn at its own
+        height, which clears those rows (and may flicker, as pi warns)."""
+        renderer = app.renderer
+        last = renderer._last_screen  # prompt_toolkit's record of what it drew last
+        if last is None or not self.tui.terminal_setting("clearOnShrink"):
+            return
+        size = app.output.get_size()
+        wanted = app.layout.container.preferred_height(size.columns, size.rows).preferred
+        if wanted < min(last.height, size.rows):
+            renderer.erase(leave_alternate_screen=False)
 
     def _key_bindings(self) -> KeyBindings:
         """Keys of the editor, of the open selector, and global ones (see ``HOTKEYS``)."""
@@ -232,6 +248,7 @@ class ScreenLayout:
             # $VISUAL or $EDITOR on a temporary .pi.md file; the text is replaced on exit 0.
             (("c-g",), lambda _: self.tui.buffer.open_in_editor(validate_and_handle=False), editor),
             (("c-j",), lambda _: self.tui.buffer.insert_text("\n"), editor),
+            (("c-v",), lambda _: self.tui.paste_image(), editor),  # pi's app.clipboard.pasteImage
             (("tab",), self._on_tab, editor),
             (("escape",), self._on_escape, ~selecting),
             (("c-d",), self._on_ctrl_d, editor),

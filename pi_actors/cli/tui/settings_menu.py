@@ -62,6 +62,25 @@ def _apply_auto_compact(cmds: SettingsCommands, enabled: Any) -> None:
     cmds.tui.call("set_auto", {"what": "compaction", "enabled": bool(enabled)})
 
 
+def _apply_terminal(name: str) -> Callable[[SettingsCommands, Any], None]:
+    """terminal.showImages / clearOnShrink for the running TUI: images reprint at once (what is
+    on screen is drawn again, as Ctrl+O does); the live area follows clearOnShrink from its
+    next redraw."""
+
+    def apply(cmds: SettingsCommands, value: Any) -> None:
+        cmds.tui._terminal[name] = bool(value)
+        if name == "showImages":
+            cmds.tui.reprint()
+
+    return apply
+
+
+def _terminal_draws_images() -> bool:
+    from .terminal_images import image_protocol
+
+    return image_protocol() is not None
+
+
 def _apply_autocomplete(cmds: SettingsCommands, rows: Any) -> None:
     cmds._autocomplete_rows = None
 
@@ -97,6 +116,9 @@ SETTINGS_MENU: list[tuple[tuple[str, ...], str, _Values, Callable[[SettingsComma
     (("treeFilterMode",), "Tree filter mode", list(FILTER_MODES), None),
     (("branchSummary", "skipPrompt"), "Skip branch summary prompt", [False, True], None),
     (("autocompleteMaxVisible",), "Autocomplete max visible", [3, 5, 7, 10, 15, 20], _apply_autocomplete),
+    (("terminal", "clearOnShrink"), "Clear on shrink", [False, True], _apply_terminal("clearOnShrink")),
+    # pi offers "Show images" only in a terminal that draws them (``_rows`` drops it elsewhere).
+    (("terminal", "showImages"), "Show images", [True, False], _apply_terminal("showImages")),
 ]
 _DEFAULTS: dict[tuple[str, ...], Any] = {
     ("theme",): "dark",
@@ -109,7 +131,15 @@ _DEFAULTS: dict[tuple[str, ...], Any] = {
     ("treeFilterMode",): "default",
     ("branchSummary", "skipPrompt"): False,
     ("autocompleteMaxVisible",): 5,
+    ("terminal", "clearOnShrink"): False,
+    ("terminal", "showImages"): True,
 }
+
+
+def _rows() -> list[tuple[tuple[str, ...], str, Any, Any]]:
+    """The /settings rows for this terminal."""
+    draws = _terminal_draws_images()
+    return [row for row in SETTINGS_MENU if row[0] != ("terminal", "showImages") or draws]
 
 
 
@@ -152,7 +182,7 @@ class SettingsCommands:
         written to the global settings.json and applied to this session where it can be."""
         doc = self.settings()
         items = []
-        for key, title, _values, _ in SETTINGS_MENU:
+        for key, title, _values, _ in _rows():
             shown = self._shown(doc, key)
             items.append((f"{title:<28} {json.dumps(shown) if isinstance(shown, bool) else shown}", key))
 
