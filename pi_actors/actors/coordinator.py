@@ -542,7 +542,10 @@ class Coordinator:
             # moment for the pool to start its warm workers, before the first tool call.
             self._tools_warmed = True
             self._run_nursery.start_soon(self._warm_tools)
-        data = strip_agent_event(event)
+        to_sink = self._sink is not None and not self._sink_quiet and (self._sink_types is None or kind in self._sink_types)
+        # The wire form is built only when someone reads it: with ``-p`` and no subscriber, no
+        # delta of a reply is converted (a whole partial message's tree per delta).
+        data = strip_agent_event(event) if to_sink or self._subscribers or self.extensions is not None else None
         # What subscribers have been told, updated together with the sequence number so a
         # snapshot always matches its ``seq`` (agent.state runs one event ahead of this).
         # The Agent replaces its message list on every change and never mutates it, so
@@ -554,11 +557,13 @@ class Coordinator:
         elif kind in ("message_start", "message_update"):
             self._published_stream = event.message
         self._seq += 1
-        self._fan_out({"seq": self._seq, "event": data})
-        if self._sink is not None and not self._sink_quiet and (self._sink_types is None or kind in self._sink_types):
-            await self._sink.send_chunk(data)
-        if self.extensions is not None:
-            await self._extension_event(event, data)
+        if data is not None:
+            self._fan_out({"seq": self._seq, "event": data})
+            if to_sink:
+                assert self._sink is not None
+                await self._sink.send_chunk(data)
+            if self.extensions is not None:
+                await self._extension_event(event, data)
         follow = self.upkeep.on_event(event)
         if follow is not None:
             await self._emit_session_event(follow)
