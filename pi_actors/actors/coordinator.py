@@ -144,6 +144,7 @@ class Coordinator:
         self._published: list[Any] = []
         self._published_stream: Any = None
         self._sink_quiet = False
+        self._sink_types: frozenset[str] | None = None  # None: every event to the sink
         #: The queues as the last queue_update told them.
         self._queue_told: tuple[list[str], list[str]] = ([], [])
         self.log = JsonLog(config.log_file, "coordinator")
@@ -356,7 +357,8 @@ class Coordinator:
 
     @implements(P.PROMPT)
     async def serve_prompt(self, args: P.PromptArgs, call: TypedCall[P.PromptArgs, P.WireEvent]) -> None:
-        await self._run(call.incoming, _user_message(self.expand_resources(args.text), args.images), quiet=not args.events)
+        await self._run(call.incoming, _user_message(self.expand_resources(args.text), args.images), quiet=not args.events,
+                        types=frozenset(args.types) if args.types else None)
 
     @implements(P.CONTINUE)
     async def serve_continue(self, args: P.ContinueArgs, call: TypedCall[P.ContinueArgs, P.WireEvent]) -> None:
@@ -447,9 +449,11 @@ class Coordinator:
     async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
         return P.Messages(messages=[T.to_plain(m) for m in self.agent.state.messages])
 
-    async def _run(self, call: IncomingCall, prompt: T.UserMessage | None, *, quiet: bool) -> None:
+    async def _run(self, call: IncomingCall, prompt: T.UserMessage | None, *, quiet: bool,
+                   types: frozenset[str] | None = None) -> None:
         """Run ``prompt`` (None: ``continue``) to its end, streaming its events to ``call``
-        (none with ``quiet``: a UI that reads a subscription instead).
+        (none with ``quiet``: a UI that reads a subscription instead; with ``types``, only the
+        events of those types: a frame to the UI per event is most of a turn's relay cost).
 
         The events are already the wire's plain trees (:func:`strip_agent_event`), so they
         go to ``call.send_chunk`` as they are. The call is cooperative (declared on the
@@ -468,6 +472,7 @@ class Coordinator:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
                 self._sink_quiet = quiet
+                self._sink_types = types
                 self._published, self._published_stream = self.agent.state.messages, None
 
                 async def pass_cancel() -> None:
@@ -537,7 +542,10 @@ class Coordinator:
             # moment for the pool to start its warm workers, before the first tool call.
             self._tools_warmed = True
             self._run_nursery.start_soon(self._warm_tools)
-        data = strip_agent_event(event)
+        to_sink = self._sink is not None and not self._sink_quiet and (self._sink_types is None or kind in self._sink_types)
+        # The wire form is built only when someone reads it: with ``-p`` and no subscriber, no
+        # delta of a reply is converted (a whole partial message's tree per delta).
+        data = strip_agent_event(event) if to_sink or self._subscribers or self.extensions is not None else None
         # What subscribers have been told, updated together with the sequence number so a
         # snapshot always matches its ``seq`` (agent.state runs one event ahead of this).
         # The Agent replaces its message list on every change and never mutates it, so
@@ -549,11 +557,13 @@ class Coordinator:
         elif kind in ("message_start", "message_update"):
             self._published_stream = event.message
         self._seq += 1
-        self._fan_out({"seq": self._seq, "event": data})
-        if self._sink is not None and not self._sink_quiet:
-            await self._sink.send_chunk(data)
-        if self.extensions is not None:
-            await self._extension_event(event, data)
+        if data is not None:
+            self._fan_out({"seq": self._seq, "event": data})
+            if to_sink:
+                assert self._sink is not None
+                await self._sink.send_chunk(data)
+            if self.extensions is not None:
+                await self._extension_event(event, data)
         follow = self.upkeep.on_event(event)
         if follow is not None:
             await self._emit_session_event(follow)
@@ -574,7 +584,7 @@ class Coordinator:
         to subscribers and the run's UI."""
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": event})
-        if self._sink is not None and not self._sink_quiet:
+        if self._sink is not None and not self._sink_quiet and (self._sink_types is None or event.get("type") in self._sink_types):
             await self._sink.send_chunk(event)
 
     # -- subscriptions ---------------------------------------------------------------------

@@ -20,7 +20,8 @@ class CallOpener(Protocol):
 
 
 async def send_prompt(coordinator: CallOpener, text: str, renderer: Any) -> None:
-    """Run one prompt to the end; every AgentEvent (pi's full shapes) goes to
+    """Run one prompt to the end; every AgentEvent (pi's full shapes; only the types named by
+    the renderer's ``event_types``, when it has one) goes to
     ``renderer.event``. Raises RemoteError if the coordinator refuses or fails the run.
 
     The events are read as the plain trees they are on the wire, not decoded to
@@ -28,7 +29,11 @@ async def send_prompt(coordinator: CallOpener, text: str, renderer: Any) -> None
     trees, and converting each delta to a tagged union and back would cost more than the
     rest of its handling (msgspec.convert does not cache a union's type information)."""
     rebuild = AgentEventRebuilder()
-    async with coordinator.open_call(PROMPT.name, {"text": str(text), **prompt_images(text)}) as call:
+    # A renderer that shows only some events (``-p``: the answer) says which: the others are
+    # not sent at all (one frame per event, coordinator to CLI, was most of a turn's relaying).
+    types: Any = getattr(renderer, "event_types", None)
+    only = {"types": sorted(types)} if types else {}
+    async with coordinator.open_call(PROMPT.name, {"text": str(text), **prompt_images(text), **only}) as call:
         async for event in call:
             renderer.event(rebuild.apply(event))
         await call.result()

@@ -50,6 +50,9 @@ class JsonRenderer:
 
 
 class PrintRenderer:
+    #: The only events :meth:`event` looks at: the prompt call streams no others.
+    event_types = frozenset({"message_end", "extension_error", "extension_ui_request"})
+
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
         self.out, self.err = out, err
         self.last_assistant: dict | None = None

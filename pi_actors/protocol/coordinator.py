@@ -128,6 +128,9 @@ class PromptArgs(WireStruct):
     events: bool = True
     #: Image parts sent after the text (pi's ``{type: "image", data, mimeType}``).
     images: list[ImageContent] = []
+    #: Only events of these types are streamed on this call (empty: all). ``-p`` needs only
+    #: the ``message_end`` events and the extensions' notices, not every delta and tool event.
+    types: list[str] = []
 
 
 class ContinueArgs(WireStruct):
@@ -435,7 +438,8 @@ PROMPT: Method[PromptArgs, WireEvent, Empty] = Method(
     },
     doc="Send a user message and run the agent until it is done, streaming every event of "
     "the run (pi's AgentEvents and the session events auto_retry_*, compaction_*, "
-    "queue_update, session_info_changed, in the wire shape of pi_actors.protocol.events) unless events is false; the result {} "
+    "queue_update, session_info_changed, in the wire shape of pi_actors.protocol.events) unless events is false; with types, only "
+    "the events of those types; the result {} "
     "comes when the run is over. Cancelling the call aborts the run; the aborted reply still "
     "arrives.",
 )  # fmt: skip

@@ -1,0 +1,71 @@
+"""Two builds of pi-actors, run alternately on one scenario: ``python -m benchmarks.ab``.
+
+    .venv/bin/python -m benchmarks.ab turns-50 --old /path/to/old/venv/bin/pi-actors [--runs 6]
+
+For a machine shared with other jobs: a change is judged by runs of the old and the new build
+taken in turn (old, new, new, old, ...), against one scripted server, so that load which comes
+and goes falls on both. Per run it prints wall, the whole tree's CPU (user + system, from
+``wait4``), and for multi-turn scenarios the median client time per turn by the server's clock
+(as ``python -m benchmarks``) and the time from the last request to the exit (the whole
+reply's handling in (d)); then the medians per build. The new build is the
+``pi-actors`` next to this interpreter. ``--old`` must be the executable of another
+installation (a copy of the virtualenv whose editable install points at the old tree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from .clis import PiActors
+from .e2e import Scenario, Server, _run_one
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.ab")
+    p.add_argument("scenario", help="e.g. trivial, parallel-32, turns-50, deltas-50000, bulkturns-300")
+    p.add_argument("--old", required=True, help="the old build's pi-actors executable")
+    p.add_argument("--runs", type=int, default=6, help="runs per build (default 6)")
+    args = p.parse_args(argv)
+    from .procs import become_subreaper
+
+    become_subreaper()
+    work = Path(tempfile.mkdtemp(prefix="pi-actors-ab-"))
+    server = Server(work)
+    name = args.scenario
+    scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns")), timeout=600)
+    figures: dict[str, list[tuple[float, float, float | None, float]]] = {"old": [], "new": []}
+    try:
+        clis = {"old": PiActors(work / "home-old", server.port, executable=args.old),
+                "new": PiActors(work / "home-new", server.port)}
+        order = ["old", "new", "new", "old"]
+        for i in range(2 * args.runs):
+            which = order[i % 4]
+            m, problem = _run_one(clis[which], scenario, server, work, 0.05)
+            cpu = m.cpu
+            turn = m.extra.get("client_per_turn")
+            tail = m.extra.get("after_last_request", 0.0)
+            print(f"{which}: wall {m.wall:.3f} s  cpu {cpu:.3f} s  last request -> exit {tail:.3f} s  client/turn "
+                  f"{'-' if turn is None else f'{turn * 1000:.1f} ms'}  {problem or 'ok'}", flush=True)
+            if problem is None:
+                figures[which].append((m.wall, cpu, turn, tail))
+    finally:
+        server.close()
+        shutil.rmtree(work, ignore_errors=True)
+    for which, rows in figures.items():
+        if not rows:
+            continue
+        turns = [r[2] for r in rows if r[2] is not None]
+        print(f"{which} median of {len(rows)}: wall {statistics.median(r[0] for r in rows):.3f} s, "
+              f"cpu {statistics.median(r[1] for r in rows):.3f} s, "
+              f"last request -> exit {statistics.median(r[3] for r in rows):.3f} s"
+              + (f", client/turn {statistics.median(turns) * 1000:.1f} ms" if turns else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
