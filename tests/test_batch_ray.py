@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,15 @@ def _batch_cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
 def test_bad_ray_flags_are_one_error_line_before_any_cluster_is_reached(tmp_path, args, says):
     done = _batch_cli(tmp_path, *args)
     assert done.returncode == 1 and done.stderr.startswith(f"Error: {says}") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_ray_cluster_that_does_not_answer_is_one_error_line_at_once(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = _batch_cli(tmp_path, "--ray", f"127.0.0.1:{port}")
+    assert done.returncode == 1
+    assert done.stderr == f"Error: cannot connect to the Ray cluster at 127.0.0.1:{port}: Connection refused\n"
 
 
 def test_without_ray_installed_the_ray_placement_names_the_extra_to_install(monkeypatch):

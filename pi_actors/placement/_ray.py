@@ -147,6 +147,7 @@ class RayPlacement:
         self.env = shipped_environment(environ, self.files.get("models.json"))
         ray = _import_ray()
         self._ray = ray
+        _check_reachable(address)
         try:
             if not ray.is_initialized():
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
@@ -211,6 +212,22 @@ class RayPlacement:
                 error=f"the Ray task was lost: {_ray_error(exc)}",
             )  # fmt: skip
         return msgspec.msgpack.decode(data, type=SessionOutcome)
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Raise :class:`PlacementError` at once when the head at ``address`` (``host:port``)
+    does not accept a TCP connection: ``ray.init`` would retry for minutes, logging as it
+    goes. ``auto`` (and any address not of that form) is left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise PlacementError(f"cannot connect to the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 def _ray_error(exc: BaseException) -> str:
