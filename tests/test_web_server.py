@@ -11,6 +11,8 @@ import ssl
 import pytest
 import trio
 from conftest import actor_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.web import form, http, serve_web, sign_in
 from trio_websocket import ConnectionRejected, open_websocket_url
 
@@ -224,3 +226,101 @@ async def test_without_web_plain_http_requests_are_still_refused(nursery, script
             assert answer.status == 400 and answer.header("set-cookie") is None, (method, target, answer)
         assert server.web is None
         nursery.cancel_scope.cancel()
+
+
+# -- the front's logic, in process -------------------------------------------------------------
+
+
+def _front(tls: bool = False, now=None):
+    from pi_actors.server import Credentials, token_digest
+    from pi_actors.server.web import WebFront, WebSessions
+
+    credentials = Credentials()
+    alice = credentials.add("alice", "client")
+
+    def by_token(token: str):
+        identity = credentials.authenticate(token)
+        return None if identity is None else (identity, token_digest(token))
+
+    sessions = WebSessions(lifetime=100, now=now) if now else None
+    static = {"index.html": (b"<!doctype html>", "text/html; charset=utf-8"), "app.js": (b"main()", "text/javascript; charset=utf-8")}
+    front = WebFront(by_token, credentials.authenticate_digest, tls=tls, sessions=sessions, static=static)
+    return front, credentials, alice
+
+
+def _request(method: str, target: str, headers=(), body: bytes = b""):
+    from pi_actors.runtime.transports import HttpRequest
+
+    return HttpRequest(method, target, [(k.encode(), v.encode()) for k, v in headers], body)
+
+
+def _signed_in(front, token: str, origin: str = "http://127.0.0.1:1") -> str:
+    answer = front.respond(_request("POST", "/login", [FORM, ("origin", origin), ("host", "127.0.0.1:1")], form(token)))
+    assert answer.status == 303
+    return dict(answer.headers)["set-cookie"].split(";", 1)[0]
+
+
+def test_a_sign_in_ends_when_its_token_is_revoked_when_it_expires_and_on_sign_out():
+    from pi_actors.server.web import UpgradeRefused
+
+    clock = [0.0]
+    front, credentials, alice = _front(now=lambda: clock[0])
+    upgrade = [(b"host", b"127.0.0.1:1"), (b"origin", b"http://127.0.0.1:1")]
+    cookie = _signed_in(front, alice)
+    assert front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1").name == "alice"
+    clock[0] = 99.0
+    assert front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1").name == "alice"
+    clock[0] = 100.0
+    with pytest.raises(UpgradeRefused) as info:
+        front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1")
+    assert info.value.status == 401 and b"expired" in info.value.body
+    cookie = _signed_in(front, alice)
+    credentials.remove("alice")
+    with pytest.raises(UpgradeRefused) as info:
+        front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1")
+    assert info.value.status == 401 and b"no longer valid" in info.value.body
+    assert front.respond(_request("GET", "/api/whoami", [("cookie", cookie)])).status == 401
+    assert len(front.sessions) == 0
+
+
+header_names = st.sampled_from(["host", "origin", "cookie", "content-type", "authorization", "x-other"])
+header_values = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"]),
+    target=st.one_of(
+        st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=40).map(lambda t: "/" + t),
+        st.sampled_from(["/static/../index.html", "/static/./app.js", "/static//app.js", "/static/%61pp.js", "/static/",
+                         "/static/app.js?../../x", "/static/app.js#x", "http://evil/static/app.js", "*"]),
+    ),
+    headers=st.lists(st.tuples(header_names, header_values), max_size=5),
+    body=st.binary(max_size=100),
+)
+def test_hostile_requests_get_an_answer_with_the_security_headers_and_only_allow_listed_files(method, target, headers, body):
+    front, _, alice = _front()
+    answer = front.respond(_request(method, target, headers, body))
+    got = dict(answer.headers)
+    assert got["content-security-policy"] == CSP and got["x-content-type-options"] == "nosniff"
+    assert 200 <= answer.status < 600
+    if answer.status == 200 and method in ("GET", "HEAD") and not target.startswith("/api/"):
+        path = target.split("?", 1)[0].split("#", 1)[0]
+        assert path in ("/", "/index.html", "/static/app.js", "/static/index.html"), target
+    assert "set-cookie" not in got or got["set-cookie"].endswith("Max-Age=0")  # only sign-out: nobody guessed the token
+
+
+@settings(max_examples=150, deadline=None)
+@given(headers=st.lists(st.tuples(header_names.map(str.encode), header_values.map(str.encode)), max_size=6),
+       host=st.none() | header_values.map(str.encode))
+def test_hostile_upgrade_headers_are_refused_with_401_or_403_never_an_error(headers, host):
+    from pi_actors.server.web import UpgradeRefused
+
+    front, _, alice = _front()
+    _signed_in(front, alice)
+    try:
+        front.upgrade_identity(headers, host)
+    except UpgradeRefused as refused:
+        assert refused.status in (401, 403)
+    else:
+        raise AssertionError("a forged cookie was accepted")
