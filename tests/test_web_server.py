@@ -260,7 +260,7 @@ def _signed_in(front, token: str, origin: str = "http://127.0.0.1:1") -> str:
     return dict(answer.headers)["set-cookie"].split(";", 1)[0]
 
 
-def test_a_sign_in_ends_when_its_token_is_revoked_when_it_expires_and_on_sign_out():
+def test_a_sign_in_ends_when_it_expires_or_its_token_is_revoked():
     from pi_actors.server.web import UpgradeRefused
 
     clock = [0.0]
