@@ -56,6 +56,8 @@ async def test_serve_web_serves_the_page_and_its_files_with_a_strict_csp_and_not
         _security_headers_ok(refused) if refused.status == 404 else None
     assert (await http(served.port, "DELETE", "/")).status == 405
     assert (await http(served.port, "POST", "/static/app.js", body=b"x")).status == 405
+    lone = await env.run("serve", "--web", "--unix", str(tmp_path / "s.sock"))
+    assert lone.returncode != 0 and b"--web needs --listen" in lone.stderr, lone.stderr
 
 
 async def _only_own_origin_upgrades_with_the_cookie(served, cookie: str) -> None:
