@@ -330,3 +330,22 @@ def test_hostile_upgrade_headers_are_refused_with_401_or_403_never_an_error(head
         assert refused.status in (401, 403)
     else:
         raise AssertionError("a forged cookie was accepted")
+
+
+def test_a_sign_in_form_counts_as_ours_by_sec_fetch_site_or_else_by_origin():
+    front, _, alice = _front()
+    here = ("host", "127.0.0.1:1")
+
+    def post(*headers: tuple[str, str]) -> int:
+        return front.respond(_request("POST", "/login", [FORM, here, *headers], form(alice))).status
+
+    # What Chromium sends from our own page (Referrer-Policy: no-referrer makes its Origin "null").
+    assert post(("origin", "null"), ("sec-fetch-site", "same-origin")) == 303
+    assert post(("origin", "http://127.0.0.1:1"), ("sec-fetch-site", "cross-site")) == 403
+    assert post(("origin", "http://127.0.0.1:1"), ("sec-fetch-site", "same-site")) == 403
+    assert post(("sec-fetch-site", "none")) == 403
+    # Without Sec-Fetch-Site (not a current browser): the Origin, when there is one.
+    assert post(("origin", "http://127.0.0.1:1")) == 303
+    assert post(("origin", "null")) == 403
+    assert post(("origin", "http://evil.example")) == 403
+    assert post() == 303
