@@ -349,3 +349,40 @@ def test_a_sign_in_form_counts_as_ours_by_sec_fetch_site_or_else_by_origin():
     assert post(("origin", "null")) == 403
     assert post(("origin", "http://evil.example")) == 403
     assert post() == 303
+
+
+async def test_malformed_oversized_or_abandoned_http_requests_get_a_short_answer_and_the_server_goes_on(nursery, scripted, tmp_path):
+    (tmp_path / "work").mkdir()
+    server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(tmp_path / "work"), shutdown_grace=1.0)
+    async with server.running():
+        listening = await nursery.start(lambda task_status: server.serve_websocket(
+            "127.0.0.1", 0, "secret-token", web=True, task_status=task_status))
+
+        async def raw(data: bytes, *, then_eof: bool = False) -> bytes:
+            with trio.fail_after(20):
+                stream = await trio.open_tcp_stream("127.0.0.1", listening.port)
+                try:
+                    async with trio.open_nursery() as sending:
+                        async def send() -> None:  # the server may answer before reading it all
+                            await stream.send_all(data)
+                            if then_eof:
+                                await stream.send_eof()
+
+                        sending.start_soon(send)
+                        got = b""
+                        while chunk := await stream.receive_some(65536):
+                            got += chunk
+                    return got
+                finally:
+                    await trio.aclose_forcefully(stream)
+
+        assert (await raw(b"\x16\x03\x01 not http at all\r\n\r\n")).startswith(b"HTTP/1.1 400 ")
+        assert (await raw(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n")).startswith(b"HTTP/1.1 431 ")
+        big = b"token=" + b"a" * 200000
+        answer = await raw(b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(big) + big)
+        assert answer.startswith(b"HTTP/1.1 413 ") and b"set-cookie" not in answer.lower()
+        # A client that stops sending mid-head gets a 400 (a silent one waits for the deadline).
+        assert (await raw(b"GET / HTTP/1.1\r\nHost: x\r\n", then_eof=True)).startswith(b"HTTP/1.1 400 ")
+        assert (await http(listening.port, "GET", "/static/app.js")).status == 200
+        nursery.cancel_scope.cancel()

@@ -10,8 +10,9 @@ HTTP next to upgrades: it reads the request head, and
   returns the request for the application to answer with :func:`send_response`.
 
 One request per connection: every response says ``Connection: close``. Malformed HTTP is
-answered ``400`` (a head larger than ``max_head``: ``431``) and ``read_request`` returns
-None, as it does when the client hangs up first. Nothing here logs a request: a body (a
+answered ``400`` (a head larger than ``MAX_HEAD``: ``431``; a body past ``max_body``:
+``413``) and ``read_request`` returns None, as it does when the client hangs up first; such
+an answer lingers to read what the client still sends, so that it is not lost to a reset. Nothing here logs a request: a body (a
 sign-in form) may hold a secret. Cancellation: the caller's deadline (the admission's
 handshake timeout) bounds the whole exchange.
 """
@@ -69,8 +70,29 @@ async def _plain(stream: trio.abc.Stream, status: int, text: bytes) -> None:
     head = b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n" % (status, reason)
     try:
         await stream.send_all(head + b"content-length: %d\r\n\r\n" % len(text) + text)
+        await _linger(stream)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
+
+
+#: What an error answer reads and drops of a request it did not read whole (its seconds, bytes).
+_LINGER = (2.0, 1 << 20)
+
+
+async def _linger(stream: trio.abc.Stream) -> None:
+    """After answering a request that was not read to its end: end our side, then read and
+    drop what the client still sends (up to ``_LINGER``) until it closes. Closing with
+    unread bytes would make the kernel reset the connection, and the client could lose the
+    answer (a ``413`` or ``431``) before reading it."""
+    if isinstance(stream, trio.abc.HalfCloseableStream):
+        await stream.send_eof()
+    seconds, budget = _LINGER
+    with trio.move_on_after(seconds):
+        while budget > 0:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            budget -= len(data)
 
 
 _REASONS = {400: "Bad Request", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
