@@ -431,30 +431,44 @@ async function showTree() {
     if (!children.has(p)) children.set(p, []);
     children.get(p).push(e);
   }
-  const build = (parent, depth) => {
-    const ul = document.createElement("ul");
-    for (const e of children.get(parent) || []) {
-      const li = document.createElement("li");
-      li.dataset.entryId = e.id;
-      if (e.id === tree.leafId) li.className = "leaf";
-      const span = document.createElement("span");
-      span.appendChild(text(entryText(e).slice(0, 200)));
-      li.appendChild(span);
-      const label = tree.labels && tree.labels[e.id];
-      if (label) {
-        const l = document.createElement("span");
-        l.className = "label";
-        l.appendChild(text(` [${label}]`));
-        li.appendChild(l);
-      }
-      if (depth < 500 && children.has(e.id)) li.appendChild(build(e.id, depth + 1));
-      ul.appendChild(li);
+  // A chain of single children stays flat; only a fork indents (as pi's /tree). Iterative:
+  // a session of thousands of entries is a chain thousands deep.
+  const root = document.createElement("ul");
+  const stack = [[children.get(null) || [], root]];
+  while (stack.length) {
+    let [kids, target] = stack.pop();
+    while (kids.length === 1) {
+      target.appendChild(entryItem(kids[0], tree));
+      kids = children.get(kids[0].id) || [];
     }
-    return ul;
-  };
-  $("tree-list").replaceChildren(...build(null, 0).childNodes);
+    for (const e of kids) {
+      const sub = document.createElement("ul");
+      sub.className = "branch";
+      target.appendChild(sub);
+      stack.push([[e], sub]);
+    }
+  }
+  $("tree-list").replaceChildren(...root.childNodes);
   $("tree-view").hidden = false;
 }
+
+function entryItem(e, tree) {
+  const li = document.createElement("li");
+  li.dataset.entryId = e.id;
+  if (e.id === tree.leafId) li.className = "leaf";
+  const span = document.createElement("span");
+  span.appendChild(text(entryText(e).slice(0, 200)));
+  li.appendChild(span);
+  const label = tree.labels && tree.labels[e.id];
+  if (label) {
+    const l = document.createElement("span");
+    l.className = "label";
+    l.appendChild(text(` [${label}]`));
+    li.appendChild(l);
+  }
+  return li;
+}
+
 
 async function compact() {
   try {

@@ -47,7 +47,8 @@ function collapsible(summary, body, open) {
 }
 
 function lineCount(s) {
-  return s ? s.split("\n").length : 0;
+  const body = String(s || "").replace(/\n$/, "");
+  return body ? body.split("\n").length : 0;
 }
 
 /** A diff (unified text or pi's numbered diff) with one line per row, +/- coloured. */
