@@ -19,6 +19,8 @@ import { text } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const BACKOFF = [200, 5000];
+// The session this tab shows (its id, not a secret), kept across a sign-in's page reload.
+const SESSION_KEY = "pi-actors.session";
 const THINKING = ["off", "minimal", "low", "medium", "high", "xhigh"];
 
 const state = {
@@ -48,7 +50,7 @@ function setStatus(s, bad = false) {
   const node = $("conn-status");
   node.textContent = s;
   node.classList.toggle("bad", bad);
-  document.body.dataset.connection = bad ? "down" : state.conn ? "up" : "connecting";
+  document.body.dataset.connection = state.conn ? "up" : bad ? "down" : "connecting";
 }
 
 function show(section) {
@@ -63,28 +65,49 @@ function errorText(err) {
 
 // -- connection ------------------------------------------------------------------------------
 
+/** The signed-in identity ({name, role}), null when not signed in (401), or undefined when
+ *  the server could not be asked (it is down). */
+async function whoami() {
+  try {
+    const r = await fetch("/api/whoami", { credentials: "same-origin", cache: "no-store" });
+    if (r.status === 401) return null;
+    if (!r.ok) return undefined;
+    return await r.json();
+  } catch (_) {
+    return undefined;
+  }
+}
+
+function askSignIn(note) {
+  setStatus("not signed in", true);
+  $("signin-note").textContent = note;
+  $("logout-form").hidden = true;
+  show("signin");
+  $("token").focus();
+}
+
 async function connect() {
   setStatus(state.everConnected ? "reconnecting…" : "connecting…");
+  const who = await whoami();
+  if (who === null) {
+    // No sign-in, or it ended (expired, signed out, or the server restarted: sign-ins live in
+    // its memory). The form posts the token; the page comes back with the cookie and, from
+    // sessionStorage, the session this tab was showing.
+    askSignIn(state.everConnected ? "The server asks you to sign in again (it restarted, or your sign-in expired)." : "");
+    return;
+  }
   let conn;
   try {
+    if (who === undefined) throw new RemoteError("connection_lost", "the server does not answer");
     conn = await Connection.open(wsUrl());
   } catch (err) {
-    if (!state.everConnected) {
-      // No cookie (or an expired one), or the server is not there: the sign-in form.
-      setStatus("not signed in", true);
-      $("signin-note").textContent = "";
-      show("signin");
-      $("token").focus();
-      return;
-    }
     retryLater(errorText(err));
     return;
   }
   state.conn = conn;
   state.everConnected = true;
   state.delay = BACKOFF[0];
-  document.body.dataset.connection = "up";
-  setStatus("connected");
+  setStatus(`connected as ${who.name} (${who.role})`);
   $("logout-form").hidden = false;
   conn.onclose = (why) => {
     if (state.conn !== conn) return;
@@ -103,7 +126,7 @@ async function connect() {
         conn.close();
         return;
       }
-      state.sessionId = null;
+      forgetSession();
       await showSessions(`Could not attach: ${errorText(err)}`);
     }
   } else {
@@ -215,12 +238,20 @@ async function attach(sessionId) {
   const { attachmentId } = await conn.call("attach", { sessionId });
   state.sessionId = sessionId;
   state.attachmentId = attachmentId;
+  sessionStorage.setItem(SESSION_KEY, sessionId);
   document.body.dataset.sessionId = sessionId;
   $("session-title").textContent = sessionId;
   show("session");
   $("tree-view").hidden = true;
   subscribe();
   loadModels();
+}
+
+function forgetSession() {
+  state.sessionId = null;
+  state.attachmentId = null;
+  sessionStorage.removeItem(SESSION_KEY);
+  delete document.body.dataset.sessionId;
 }
 
 function sessionCall(method, args = {}) {
@@ -232,9 +263,7 @@ async function detach() {
   const conn = state.conn;
   if (state.sub) state.sub.cancel();
   state.sub = null;
-  state.sessionId = null;
-  state.attachmentId = null;
-  delete document.body.dataset.sessionId;
+  forgetSession();
   if (conn) {
     try { await conn.call("detach", {}); } catch (_) { /* the list shows what is left */ }
     await showSessions();
@@ -498,6 +527,7 @@ function init() {
   $("close-tree").addEventListener("click", () => { $("tree-view").hidden = true; });
   $("compact").addEventListener("click", () => compact());
   setRunning(false);
+  state.sessionId = sessionStorage.getItem(SESSION_KEY);
   connect();
 }
 
