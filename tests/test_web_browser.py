@@ -47,6 +47,20 @@ HOSTILE = (
 HOSTILE_TOOL = "printf '%s\\n' '<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=2</script><b>bold?</b>'"
 
 
+BURST_JS = """async () => {
+  const t = new window.piActors.Transcript(document.createElement('div'), null);
+  t.reset({messages: []});
+  t.event({type: 'message_start', message: {role: 'assistant', content: []}});
+  t.event({type: 'message_update', assistantMessageEvent:
+    {type: 'text_start', contentIndex: 0, partial: {role: 'assistant', content: [{type: 'text', text: ''}]}}});
+  for (let i = 0; i < 50000; i++) {
+    t.event({type: 'message_update', assistantMessageEvent: {type: 'text_delta', contentIndex: 0, delta: 'abc '}});
+  }
+  while (t.root.textContent.length < 199990) await new Promise((r) => requestAnimationFrame(r));
+  return {renders: t.stats.renders, deltas: t.stats.deltas, length: t.root.textContent.length};
+}"""
+
+
 def _last_user_text(body: dict) -> tuple[str, str]:
     """(role of the last message, text of the last user message) of an OpenAI chat request."""
     messages = body.get("messages") or []
@@ -95,6 +109,9 @@ class _Scripted:
         if "wait for the gate" in text:
             command = f"while [ ! -e {self.gate} ]; do sleep 0.05; done; echo gate-open"
             return Reply(tool_calls=[ScriptToolCall(id="call_gate", name="bash", arguments={"command": command})])
+        m = re.search(r"stream (\d+) deltas", text)
+        if m:
+            return Reply(text="abc " * int(m.group(1)), chunks=int(m.group(1)))
         if "hang" in text:
             return Reply(text="partial answer before the hang", hang_after_start=True)
         if "hostile" in text:
@@ -275,6 +292,11 @@ def test_sign_in_create_prompt_streams_markdown_tool_calls_and_hostile_output_st
     assert hostile_tool.locator("b").count() == 0  # HTML in tool output is text
     page.screenshot(path=str(artifacts / "05-hostile-output.png"))
     assert problems == []
+
+    # 50,000 deltas arriving at once are coalesced: a few renders, not one per delta.
+    burst = page.evaluate(BURST_JS)
+    assert burst["length"] >= len("abc " * 50_000) - 2, burst
+    assert burst["renders"] <= 10, burst
 
     # The session list shows it, live, with this tab attached; detach goes back to it.
     page.click("#detach")

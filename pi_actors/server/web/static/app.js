@@ -38,8 +38,8 @@ const state = {
   toolHosts: [],
 };
 
-// Exposed for tests and benchmarks (read-only use): the transcript's counters.
-window.piActors = { state };
+// Exposed for tests and benchmarks: the state, the transcript (its counters) and its class.
+window.piActors = { state, Transcript };
 
 function wsUrl() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
