@@ -210,7 +210,12 @@ def context(browser: Any, served: _Serve) -> Iterator[Any]:
 def _watch(page: Any) -> list[str]:
     """Record dialogs (a payload calling alert() would open one) and page errors."""
     seen: list[str] = []
-    page.on("dialog", lambda d: (seen.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        seen.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     page.on("pageerror", lambda e: seen.append(f"pageerror: {e}"))
     return seen
 
