@@ -98,6 +98,9 @@ class _Scripted:
     def choose(self, body: dict) -> Reply:
         last_role, text = _last_user_text(body)
         if last_role == "tool":
+            if body["messages"][-1].get("tool_call_id") == "call_write":
+                edit = {"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "gamma"}]}
+                return Reply(tool_calls=[ScriptToolCall(id="call_edit", name="edit", arguments=edit)])
             return Reply(text=f"tool finished for: {text}", chunks=4)
         if "markdown please" in text:
             return Reply(
@@ -106,6 +109,9 @@ class _Scripted:
             )
         if "run a tool" in text:
             return Reply(tool_calls=[ScriptToolCall(id="call_echo", name="bash", arguments={"command": "echo tool-output-marker"})])
+        if "write and edit" in text:
+            write = {"path": "notes.txt", "content": "alpha\nbeta\n"}
+            return Reply(tool_calls=[ScriptToolCall(id="call_write", name="write", arguments=write)])
         if "wait for the gate" in text:
             command = f"while [ ! -e {self.gate} ]; do sleep 0.05; done; echo gate-open"
             return Reply(tool_calls=[ScriptToolCall(id="call_gate", name="bash", arguments={"command": command})])
@@ -278,6 +284,15 @@ def test_sign_in_create_prompt_streams_markdown_tool_calls_and_hostile_output_st
     expect(page.locator(".msg.assistant").last).to_contain_text("tool finished for: run a tool")
     _idle(page)
     page.screenshot(path=str(artifacts / "04-tool-call.png"))
+
+    _prompt(page, "write and edit a file")
+    expect(page.locator(".msg.assistant").last).to_contain_text("tool finished for: write and edit a file")
+    written = page.locator(".tool", has=page.locator(".tool-name", has_text="write"))
+    expect(written.locator(".args details summary")).to_contain_text("written file (2 lines)")
+    edited = page.locator(".tool", has=page.locator(".tool-name", has_text="edit"))
+    expect(edited.locator(".result .diff-add")).to_contain_text("gamma")
+    expect(edited.locator(".result .diff-del")).to_contain_text("beta")
+    _idle(page)
 
     _prompt(page, "hostile please")
     expect(page.locator(".msg.assistant", has_text="end-of-hostile")).to_have_count(1)

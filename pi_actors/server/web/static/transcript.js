@@ -51,13 +51,12 @@ function lineCount(s) {
   return body ? body.split("\n").length : 0;
 }
 
-/** A diff (unified text or pi's numbered diff) with one line per row, +/- coloured. */
+/** A diff (unified text, or pi's numbered lines "+12 text" / "-12 text" / " 12 text"), one
+ *  row per line, + and - lines coloured. */
 function diffView(diff) {
   const pre = el("pre", "diff");
   for (const line of String(diff).split("\n")) {
-    const trimmed = line.replace(/^\s*\d*\s?/, "");
-    const cls = line.startsWith("+") || trimmed.startsWith("+") ? "add"
-      : line.startsWith("-") || trimmed.startsWith("-") ? "del" : "ctx";
+    const cls = line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx";
     pre.appendChild(el("span", `diff-${cls}`, line + "\n"));
   }
   return pre;
