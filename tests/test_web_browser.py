@@ -204,11 +204,15 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def context(browser: Any, served: _Serve) -> Iterator[Any]:
-    """One signed-in browser profile (cookie jar) shared by the tabs of these tests."""
+def context(browser: Any, served: _Serve, artifacts: Path) -> Iterator[Any]:
+    """One browser profile (cookie jar), signed in through the page's form, shared by the tabs
+    of these tests (each test works alone: xdist may run them on different workers)."""
     ctx = browser.new_context(viewport={"width": 1100, "height": 800})
     ctx.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
+    page = ctx.new_page()
+    _sign_in(page, served, artifacts)
+    page.close()
     yield ctx
     ctx.close()
 
@@ -248,7 +252,8 @@ def _idle(page: Any) -> None:
 def test_sign_in_create_prompt_streams_markdown_tool_calls_and_hostile_output_stays_inert(context, served, scripted, artifacts):
     page = context.new_page()
     problems = _watch(page)
-    _sign_in(page, served, artifacts)
+    page.goto(served.url)
+    expect(page.locator("#sessions")).to_be_visible()  # signed in by the fixture, through the form
     # The token went into a form body, not into storage the page can read.
     assert page.evaluate("() => document.cookie") == ""
     stored = page.evaluate("() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage)")
