@@ -2,7 +2,7 @@
 
 Usage::
 
-    pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--state-dir DIR] [--root DIR]
+    pi-actors serve --listen 127.0.0.1:8765 [--web] [--unix PATH] [--state-dir DIR] [--root DIR]
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
@@ -17,6 +17,10 @@ a new 0600 file (default ``<state dir>/tokens/NAME.token``), printing only the f
 
 ``--listen`` serves WebSocket (binary messages carrying our frames); the bearer token is
 checked on the upgrade against the credentials (``--token-file`` adds one admin token).
+``--web`` also serves the browser client on that address: the page at ``/``, sign-in with a
+token at ``POST /login`` (an HttpOnly session cookie), WebSocket upgrades authenticated by
+that cookie from the page's own origin (docs/web.md); the line printed is then
+``listening: ws://HOST:PORT/ (web: http://HOST:PORT/)``.
 ``--unix`` serves a 0600 socket in a 0700 directory (the local owner: admin; peers of another
 uid or in another namespace — a sandbox — are refused). Sessions work
 inside ``--root`` (default: the directory serve starts in; never ``/``); ``--cwd`` is the
@@ -49,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = CliParser(prog="pi-actors serve", description="Host sessions for remote clients.")
     p.add_argument("--listen", metavar="HOST:PORT", help="serve WebSocket on HOST:PORT (port 0: any free port)")
+    p.add_argument("--web", action="store_true",
+                   help="also serve the browser client at / on the --listen address (sign in with a token)")
     p.add_argument("--unix", metavar="PATH", help="serve on a unix socket (0600, in a 0700 directory)")
     p.add_argument("--token-file", help="also accept the token in this file, as an admin token")
     p.add_argument("--state-dir", help="credentials and sessions (default: $PI_ACTORS_DIR/server)")
@@ -264,6 +270,10 @@ async def serve(args: argparse.Namespace) -> int:
         from .main import UsageError
 
         raise UsageError("serve needs --listen HOST:PORT and/or --unix PATH")
+    if args.web and not args.listen:
+        from .main import UsageError
+
+        raise UsageError("--web needs --listen HOST:PORT (the page is served on that address)")
     state = _state_dir(args.state_dir)
     creds, admin_file = _credentials(state, _extra_token(args))
     limits = _limits(args)
@@ -301,10 +311,11 @@ async def serve(args: argparse.Namespace) -> int:
                         " in clear; use --tls-cert/--tls-key", file=sys.stderr, flush=True,
                     )
                 try:
-                    ws = await nursery.start(partial(server.serve_websocket, host, int(port), None, ssl_context=tls))
+                    ws = await nursery.start(partial(server.serve_websocket, host, int(port), None, ssl_context=tls, web=args.web))
                 except OSError as exc:
                     raise ConfigError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
-                print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/", flush=True)
+                web = f" (web: {'https' if tls else 'http'}://{host}:{ws.port}/)" if args.web else ""
+                print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/{web}", flush=True)
             if args.unix:
                 try:
                     path = await nursery.start(server.serve_unix, os.path.abspath(args.unix))

@@ -51,7 +51,7 @@ import msgspec.inspect as mi
 from ._errors import INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from ._messages import MESSAGE_TYPES, Message, Result
 
-__all__ = ["MAX_DEPTH", "MAX_ITEMS", "decode_message", "encode_message", "encode_message_into"]
+__all__ = ["MAX_DEPTH", "MAX_ITEMS", "decode_message", "encode_message", "encode_message_into", "message_of_tree"]
 
 #: Maximum nesting of arrays and maps in one message, the envelope map included.
 MAX_DEPTH = 64
@@ -651,9 +651,20 @@ def decode_message(payload: bytes, max_items: int = MAX_ITEMS) -> Message:
         raise RemoteProtocolError(
             INVALID_REQUEST, f"undecodable CBOR: {type(exc).__name__}: {exc}"
         ) from None
+    return message_of_tree(tree, "CBOR")
+
+
+def message_of_tree(tree: Any, codec: str) -> Message:
+    """Validate a decoded tree (``codec`` names where it came from, for messages) into its
+    envelope Struct: a map with a known ``type``, converted strictly (unknown keys ignored),
+    a ``Result`` also checked for consistency. Shared by the CBOR and JSON codecs.
+
+    Raises:
+        RemoteProtocolError: (``invalid_request``) saying what was wrong.
+    """
     if type(tree) is not dict:
         raise RemoteProtocolError(
-            INVALID_REQUEST, f"a message must be a CBOR map, got {type(tree).__name__}"
+            INVALID_REQUEST, f"a message must be a {codec} map, got {type(tree).__name__}"
         )
     name = tree.get("type")
     cls = MESSAGE_TYPES.get(name) if type(name) is str else None

@@ -49,6 +49,7 @@ import math
 from typing import Final, Literal
 
 from ._codec import decode_message, encode_message, encode_message_into
+from ._codec_json import decode_json_message, encode_json_message
 from ._errors import INVALID_REQUEST, VERSION, LocalProtocolError, RemoteProtocolError
 from ._framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 from ._messages import Call, Cancel, Chunk, Credit, Hello, HelloError, HelloOk, Message, Result
@@ -56,6 +57,7 @@ from ._messages import Call, Cancel, Chunk, Credit, Hello, HelloError, HelloOk, 
 __all__ = [
     "CHUNK_WINDOW",
     "CLOSED",
+    "CODECS",
     "FLOW_CONTROL_VERSION",
     "HANDSHAKE",
     "NEED_DATA",
@@ -74,8 +76,11 @@ SUPPORTED_VERSIONS: Final = (1, 2)
 FLOW_CONTROL_VERSION: Final = 2
 #: Chunks a callee may send before the caller grants credit (version 2).
 CHUNK_WINDOW: Final = 32
-#: The only payload codec of version 1.
-_CODEC = "cbor"
+#: The payload codecs: ``cbor`` (every peer) and ``json`` (browsers; PROTOCOL.md §3a).
+CODECS: Final = ("cbor", "json")
+#: A JSON message is an object: its payload starts with ``{`` — a CBOR text string with an
+#: 8-byte length, never a CBOR message (a map). The codec of a hello is told by this byte.
+_JSON_FIRST_BYTE = 0x7B
 
 #: ``state``: the hello exchange is not finished.
 HANDSHAKE: Final = "HANDSHAKE"
@@ -98,6 +103,10 @@ class Connection:
         side: ``"client"`` (sends the first Hello) or ``"server"``.
         versions: the inclusive ``(min, max)`` protocol versions this side supports.
         max_frame: the largest payload sent or accepted, in bytes.
+        codecs: the payload codecs this side speaks on this connection (``CODECS``).
+            A client writes its hello in ``codecs[0]`` and expects the server to choose
+            it. A server accepts a hello written in any of them (told by its first byte,
+            ``{`` for JSON) that offers the codec it is written in, and answers in it.
 
     Attributes:
         side: as given.
@@ -106,6 +115,8 @@ class Connection:
         peer_hello: (server) the client's Hello once received.
         peer_hello_ok: (client) the server's HelloOk once received.
         error: the RemoteProtocolError that killed the connection, if any.
+        codec: the codec of this connection: ``codecs[0]`` until a server has read the
+            client's hello, then the hello's.
         last_payload_size: the size in bytes of the last frame's payload ``next_event``
             decoded (0 before the first), e.g. what a received call cost on the wire.
     """
@@ -116,12 +127,18 @@ class Connection:
         *,
         versions: tuple[int, int] = SUPPORTED_VERSIONS,
         max_frame: int = DEFAULT_MAX_FRAME,
+        codecs: tuple[str, ...] = ("cbor",),
     ) -> None:
         if side not in ("client", "server"):
             raise ValueError(f"side must be 'client' or 'server', got {side!r}")
         lo, hi = versions
         if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi):
             raise ValueError(f"versions must be an inclusive (min, max) range, got {versions!r}")
+        if not codecs or any(c not in CODECS for c in codecs):
+            raise ValueError(f"codecs must be a non-empty selection of {CODECS}, got {codecs!r}")
+        self.codecs: Final = tuple(codecs)
+        self.codec: str = codecs[0]
+        self._encode = encode_json_message if self.codec == "json" else None
         self.side: Final = side
         self.versions: Final = (lo, hi)
         self.max_frame: Final = max_frame
@@ -221,9 +238,9 @@ class Connection:
                     f"hello announces versions {msg.min_version}..{msg.max_version}, which is not"
                     f" a non-empty part of this connection's range {lo}..{hi}",
                 )
-            if _CODEC not in msg.codecs:
+            if self.codec not in msg.codecs:
                 raise LocalProtocolError(
-                    INVALID_REQUEST, f"hello must offer the {_CODEC!r} codec, got {msg.codecs!r}"
+                    INVALID_REQUEST, f"hello must offer the {self.codec!r} codec, got {msg.codecs!r}"
                 )
             data = self._frame(msg)
             self._hello_sent = True
@@ -319,7 +336,7 @@ class Connection:
                     INVALID_REQUEST,
                     f"hello_ok version {msg.version} is outside the common range {lo}..{hi}",
                 )
-            if msg.codec not in hello.codecs or msg.codec != _CODEC:
+            if msg.codec not in hello.codecs or msg.codec != self.codec:
                 raise LocalProtocolError(
                     INVALID_REQUEST, f"hello_ok codec {msg.codec!r} was not offered by the client"
                 )
@@ -335,7 +352,10 @@ class Connection:
 
     def _frame(self, msg: Message) -> bytes:
         out = bytearray(4)  # the length header, filled in below
-        encode_message_into(msg, out)
+        if self._encode is None:
+            encode_message_into(msg, out)
+        else:
+            out += self._encode(msg)
         size = len(out) - 4
         if size > self.max_frame:
             error = LocalProtocolError(
@@ -370,7 +390,8 @@ class Connection:
             message = message[: _MAX_FAIL_MESSAGE - 3] + "..."
         if supported is not None:
             supported = list(supported)
-        data = encode_frame(encode_message(HelloError(code=code, message=message, supported=supported)))
+        final = HelloError(code=code, message=message, supported=supported)
+        data = encode_frame(encode_json_message(final) if self.codec == "json" else encode_message(final))
         self._close_by_hello_error()
         return data
 
@@ -423,7 +444,12 @@ class Connection:
                     return CLOSED
                 return NEED_DATA
             self.last_payload_size = len(payload)
-            msg = decode_message(payload)
+            if self.state is HANDSHAKE:
+                msg = self._decode_first(payload)
+            elif self._encode is None:
+                msg = decode_message(payload)
+            else:
+                msg = decode_json_message(payload)
             if self.state is OPEN and type(msg) in _CALL_TYPES:
                 return self._receive_call_traffic(msg)  # the hot path
             return self._check_received(msg)
@@ -431,6 +457,29 @@ class Connection:
             self.error = exc
             self.state = CLOSED
             raise
+
+    def _decode_first(self, payload: bytes) -> Message:
+        """Decode a message received during the handshake, in the codec its first byte tells
+        (a server learns the client's codec from its hello; a client may get a hello_error
+        in CBOR from a server that speaks no JSON)."""
+        is_json = len(payload) > 0 and payload[0] == _JSON_FIRST_BYTE
+        codec = "json" if is_json else "cbor"
+        if self.side == "server" and self.peer_hello is None:
+            if codec not in self.codecs:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST,
+                    f"no common codec: the hello is written in {codec}; this server speaks {list(self.codecs)!r} here",
+                )
+            self.codec = codec
+            self._encode = encode_json_message if codec == "json" else None
+        elif codec != self.codec:
+            msg = decode_json_message(payload) if is_json else decode_message(payload)
+            if type(msg) is not HelloError:
+                raise RemoteProtocolError(
+                    INVALID_REQUEST, f"{_name(msg)} written in {codec} on a {self.codec} connection"
+                )
+            return msg
+        return decode_json_message(payload) if is_json else decode_message(payload)
 
     def _check_received(self, msg: Message) -> Message:
         """Sequencing checks for everything but call traffic on an open connection."""
@@ -542,11 +591,11 @@ class Connection:
                 f" {hello.min_version}..{hello.max_version}, this server {lo}..{hi}",
                 [lo, hi],
             )
-        if _CODEC not in hello.codecs:
+        if self.codec not in hello.codecs:
             raise RemoteProtocolError(
                 INVALID_REQUEST,
-                f"no common codec: the client offers {_excerpt(hello.codecs)}, this server"
-                f" speaks [{_CODEC!r}]",
+                f"no common codec: the client offers {_excerpt(hello.codecs)} in a hello written in"
+                f" {self.codec}; this server speaks {list(self.codecs)!r} here",
             )
         self.peer_hello = hello
         self.negotiated_version = common_hi
@@ -560,7 +609,7 @@ class Connection:
                 INVALID_REQUEST,
                 f"the server chose version {ok.version}, outside the range {lo}..{hi} we announced",
             )
-        if ok.codec != _CODEC:
+        if ok.codec != self.codec:
             raise RemoteProtocolError(
                 INVALID_REQUEST, f"the server chose codec {_excerpt(ok.codec)}, which we did not offer"
             )

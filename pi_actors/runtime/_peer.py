@@ -639,6 +639,7 @@ async def open_peer(
     handler: Handler | None = None,
     handshake_timeout: float = P.HANDSHAKE_TIMEOUT,
     max_frame: int = P.DEFAULT_MAX_FRAME,
+    codecs: tuple[str, ...] = ("cbor",),
 ) -> AsyncIterator[Peer]:
     """Open a connection over ``stream``: handshake, then serve and call until the block ends.
 
@@ -646,11 +647,13 @@ async def open_peer(
       side: "client" (sends hello first) or "server" (answers it).
       role, name: what we tell the peer about ourselves.
       handler: serves the peer's calls; None if we only call.
+      codecs: the payload codecs spoken (``Connection``): a client speaks ``codecs[0]``; a
+        server answers a hello in any of them, in the hello's own codec.
     Raises:
       ConnectionLost: the handshake failed (the peer refused our hello, closed, or timed out).
     On exit the stream is closed and every task this peer started has finished.
     """
-    conn = P.Connection(side, max_frame=max_frame)
+    conn = P.Connection(side, max_frame=max_frame, codecs=codecs)
     peer = Peer(stream, conn, handler, name)
     await _handshake(peer, conn, side=side, role=role, name=name, timeout=handshake_timeout)
     try:
@@ -685,7 +688,7 @@ async def _handshake(peer: Peer, conn: P.Connection, *, side: Literal["client", 
     try:
         if side == "client":
             await stream.send_all(
-                conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role=role, name=name))
+                conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role=role, name=name, codecs=[conn.codec]))
             )
             with trio.fail_after(timeout):
                 event = await next_event()
@@ -705,7 +708,7 @@ async def _handshake(peer: Peer, conn: P.Connection, *, side: Literal["client", 
                 raise ConnectionLost(f"{name}: peer closed during the handshake")
             peer.peer_role, peer.peer_name = event.role, event.name
             assert conn.negotiated_version is not None  # set when the Hello was accepted
-            await stream.send_all(conn.send(P.HelloOk(version=conn.negotiated_version, role=role, name=name)))
+            await stream.send_all(conn.send(P.HelloOk(version=conn.negotiated_version, role=role, name=name, codec=conn.codec)))
     except P.RemoteProtocolError as exc:
         await peer._fail(exc.code, exc.message, getattr(exc, "supported", None))
         raise ConnectionLost(f"{name}: handshake failed: {exc.message}") from None

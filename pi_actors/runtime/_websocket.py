@@ -5,6 +5,12 @@ Each ``send_all`` becomes one binary WebSocket message (the Peer sends one frame
 boundaries (the frame decoder accepts any fragmentation). A text message is refused: the
 connection is treated as broken. A closed WebSocket reads as end-of-stream.
 
+``WebSocketStream(ws, text=True)`` is the framing of the ``pi-actors.json`` subprotocol
+(:data:`JSON_SUBPROTOCOL`, browsers): one JSON message per *text* WebSocket message, no
+length header. ``send_all`` takes one frame (header and payload) and sends its payload as a
+text message; a received text message is handed out as one frame (its length header added),
+so the Connection above frames and limits it as usual. A binary message is refused there.
+
 ``bearer_token_ok`` checks an ``Authorization: Bearer …`` header in constant time; the
 server calls it on the upgrade request, before any frame.
 
@@ -17,6 +23,12 @@ the accepted upgrade — the request's ``accept()`` admits the connection and li
 deadline, after which the protocol hello has its own limit. With ``ssl_context`` the port
 speaks TLS only; a plain HTTP request reaching it gets ``400`` with a one-line body telling
 the client to use ``wss://``.
+
+With ``on_http`` the same port also answers plain HTTP (``_http``): the request head is read
+first; an upgrade goes on to trio-websocket with the bytes already read, anything else is
+``on_http(request)``'s to answer (an ``HttpResponse``), under the same admission (caps and
+deadline; a plain request is never admitted). Without it, a plain request is refused as
+trio-websocket refuses it (``400``).
 """
 
 from __future__ import annotations
@@ -30,22 +42,36 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
 from ._accept import Admission, Ticket, serve_admitted
+from ._http import HttpRequest, HttpResponse, read_request, send_response
 
-__all__ = ["WebSocketStream", "bearer_token_ok", "serve_websocket_admitted", "MAX_WS_MESSAGE", "PLAIN_HTTP_ON_TLS"]
+__all__ = [
+    "WebSocketStream", "bearer_token_ok", "serve_websocket_admitted", "MAX_WS_MESSAGE", "PLAIN_HTTP_ON_TLS",
+    "JSON_SUBPROTOCOL",
+]
+
+#: The WebSocket subprotocol of the JSON codec: one JSON envelope per text message.
+JSON_SUBPROTOCOL = "pi-actors.json"
 
 #: Largest WebSocket message accepted: one maximal frame (16 MiB) plus its header.
 MAX_WS_MESSAGE = 16 * 1024 * 1024 + 4
 
 
 class WebSocketStream(trio.abc.Stream):
-    def __init__(self, ws: WebSocketConnection) -> None:
+    def __init__(self, ws: WebSocketConnection, *, text: bool = False) -> None:
         self.ws = ws
+        self.text = text
         self._buffer = bytearray()
         self._eof = False
 
     async def send_all(self, data: Any) -> None:
+        message: str | bytes
+        if self.text:
+            # One frame: a 4-byte length, then a JSON text (valid UTF-8 by construction).
+            message = bytes(data[4:]).decode("utf-8")
+        else:
+            message = bytes(data)
         try:
-            await self.ws.send_message(bytes(data))
+            await self.ws.send_message(message)
         except ConnectionClosed as exc:
             raise trio.BrokenResourceError(f"websocket closed: {exc.reason}") from None
 
@@ -59,11 +85,18 @@ class WebSocketStream(trio.abc.Stream):
             except ConnectionClosed:
                 self._eof = True
                 return b""
-            if isinstance(message, str):
+            if isinstance(message, str) != self.text:
                 self._eof = True
                 await trio.aclose_forcefully(self)
+                if self.text:
+                    raise trio.BrokenResourceError(f"binary message on a {JSON_SUBPROTOCOL} websocket (text messages only)")
                 raise trio.BrokenResourceError("text message on a binary protocol websocket")
-            self._buffer += message
+            if isinstance(message, str):
+                payload = message.encode("utf-8")
+                self._buffer += len(payload).to_bytes(4, "big")
+                self._buffer += payload
+            else:
+                self._buffer += message
         if not self._buffer:
             return b""
         n = len(self._buffer) if max_bytes is None else min(max_bytes, len(self._buffer))
@@ -156,11 +189,14 @@ async def _start_tls(stream: trio.abc.Stream, context: ssl.SSLContext) -> trio.S
 
 class _AdmittingRequest:
     """A trio-websocket upgrade request whose ``accept`` admits the connection; everything
-    else (``headers``, ``path``, ``reject``, …) is the request's own."""
+    else (``headers``, ``path``, ``reject``, …) is the request's own. ``host`` is the
+    request's ``Host`` header (trio-websocket's ``headers`` leave it out), when the listener
+    read the head itself (``on_http``), else None."""
 
-    def __init__(self, request: Any, ticket: Ticket) -> None:
+    def __init__(self, request: Any, ticket: Ticket, host: bytes | None = None) -> None:
         self._request = request
         self._ticket = ticket
+        self.host = host
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._request, name)
@@ -179,6 +215,7 @@ async def serve_websocket_admitted(
     *,
     ssl_context: ssl.SSLContext | None = None,
     max_message_size: int = MAX_WS_MESSAGE,
+    on_http: Callable[[HttpRequest], Awaitable[HttpResponse]] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket upgrades on ``host:port`` until cancelled (see the module docstring).
@@ -195,7 +232,18 @@ async def serve_websocket_admitted(
             if tls is None:
                 return
             stream = tls
-        watched = _Watched(stream)
+        prefix = b""
+        host = None
+        if on_http is not None:
+            request, conn = await read_request(stream)
+            if request is None:
+                return
+            if not request.upgrade:
+                await send_response(stream, conn, request, await on_http(request))
+                return
+            prefix = request.raw
+            host = request.header(b"host")
+        watched = _Watched(stream, prefix)
         async with trio.open_nursery() as nursery:
 
             async def hang_up_on_eof() -> None:
@@ -205,8 +253,8 @@ async def serve_websocket_admitted(
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(hang_up_on_eof)
-            request = await wrap_server_stream(nursery, watched, max_message_size=max_message_size)
-            await on_request(_AdmittingRequest(request, ticket))
+            upgrade = await wrap_server_stream(nursery, watched, max_message_size=max_message_size)
+            await on_request(_AdmittingRequest(upgrade, ticket, host))
             nursery.cancel_scope.cancel()
 
     try:

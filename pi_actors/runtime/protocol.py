@@ -5,6 +5,7 @@ Everything needed to speak the protocol over any byte stream, without doing any 
 * messages — the envelope Structs: ``Hello``, ``HelloOk``, ``HelloError``, ``Call``,
   ``Chunk``, ``Result`` (with ``ErrorInfo``), ``Cancel``, ``Credit`` (version 2); ``Message`` is their union;
 * ``encode_message`` / ``decode_message`` — one message <-> one strict CBOR item;
+  ``encode_json_message`` / ``decode_json_message`` — the same as one JSON text (browsers);
 * ``encode_frame`` / ``FrameDecoder`` — 4-byte big-endian length framing;
 * ``Connection`` — the state machine (handshake, ordering, fatal errors), with the states
   ``HANDSHAKE`` / ``OPEN`` / ``CLOSED`` and the ``next_event`` sentinel ``NEED_DATA``;
@@ -17,9 +18,11 @@ The normative description, for other implementations, is ``proto/PROTOCOL.md``.
 from __future__ import annotations
 
 from ._codec import MAX_DEPTH, MAX_ITEMS, decode_message, encode_message
+from ._codec_json import decode_json_message, encode_json_message
 from ._connection import (
     CHUNK_WINDOW,
     CLOSED,
+    CODECS,
     FLOW_CONTROL_VERSION,
     HANDSHAKE,
     NEED_DATA,
@@ -56,6 +59,7 @@ SIBLING_HANDSHAKE_TIMEOUT = 60.0
 __all__ = [
     # constants
     "CHUNK_WINDOW",
+    "CODECS",
     "DEFAULT_MAX_FRAME",
     "FLOW_CONTROL_VERSION",
     "HANDSHAKE_TIMEOUT",
@@ -78,8 +82,10 @@ __all__ = [
     "Result",
     # codec and framing
     "FrameDecoder",
+    "decode_json_message",
     "decode_message",
     "encode_frame",
+    "encode_json_message",
     "encode_message",
     # connection
     "CLOSED",

@@ -9,7 +9,8 @@ Public surface of the runtime's transports (their implementation modules are pri
 - ``serve_websocket_admitted(...)`` — a WebSocket listener (optionally TLS) with a bearer
   token checked on the upgrade; :class:`WebSocketStream` adapts a ``trio_websocket``
   connection to a ``trio.abc.Stream`` (one protocol frame per message, at most
-  ``MAX_WS_MESSAGE`` bytes) for the client side.
+  ``MAX_WS_MESSAGE`` bytes) for the client side; ``WebSocketStream(ws, text=True)`` is the
+  framing of the ``JSON_SUBPROTOCOL`` (one JSON message per text message, browsers).
 - :class:`ConnectionLimits` / :class:`Admission` / :class:`Ticket` — connection caps (in
   all, and not yet past the handshake), the handshake deadline and back-off on EMFILE,
   shared by both listeners.
@@ -21,9 +22,10 @@ from __future__ import annotations
 
 from ._accept import Admission, ConnectionLimits, Ticket
 from ._listen import ListenError, open_unix_listener, serve_unix_admitted
-from ._websocket import MAX_WS_MESSAGE, WebSocketStream, serve_websocket_admitted
+from ._websocket import JSON_SUBPROTOCOL, MAX_WS_MESSAGE, WebSocketStream, serve_websocket_admitted
 
 __all__ = [
+    "JSON_SUBPROTOCOL",
     "MAX_WS_MESSAGE",
     "Admission",
     "ConnectionLimits",

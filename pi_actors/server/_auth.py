@@ -43,7 +43,7 @@ from ._files import write_json_private
 
 __all__ = [
     "Identity", "Credentials", "CredentialsError", "LOCAL_ADMIN", "ROLES", "bearer_token", "write_token_file",
-    "new_token",
+    "new_token", "token_digest",
 ]
 
 log = logging.getLogger("pi_actors.server")
@@ -73,6 +73,12 @@ LOCAL_ADMIN = Identity("local", "admin")
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_digest(token: str) -> str:
+    """The hex SHA-256 of ``token``: what the server keeps of a token (the credentials
+    file; a browser sign-in's session, so that revoking the token ends it)."""
+    return _digest(token)
 
 
 def new_token() -> str:
@@ -201,6 +207,11 @@ class Credentials:
         """The identity holding ``token``, or None. Compares against every entry."""
         if not token:
             return None
+        return self.authenticate_digest(_digest(token))
+
+    def authenticate_digest(self, presented: str) -> Identity | None:
+        """The identity whose token has the SHA-256 ``presented`` (hex), or None; compares
+        against every entry, as ``authenticate`` does."""
         try:
             self._refresh()
         except CredentialsError as exc:
@@ -208,7 +219,6 @@ class Credentials:
             # no stored token until it is fixed, and says why in the server's log.
             log.error("server: refusing stored tokens: %s", exc)
             self._entries, self._mtime = [], None
-        presented = _digest(token)
         found: Identity | None = None
         for digest in self._extra:
             if hmac.compare_digest(presented, digest) and found is None:

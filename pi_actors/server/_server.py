@@ -2,7 +2,11 @@
 
 Transport: any ``trio.abc.Stream`` (``serve_stream(stream, identity)``); ``serve_websocket``
 authenticates the bearer token of the upgrade against the server's :class:`Credentials`
-(401 before any frame) and hands the connection its :class:`Identity`; ``serve_unix``
+(401 before any frame) and hands the connection its :class:`Identity`; with ``web=True``
+it also serves the browser client on the same port (``web``: the page, sign-in, and
+upgrades authenticated by the sign-in cookie from the server's own origin only). An upgrade
+offering the ``pi-actors.json`` subprotocol speaks the JSON codec, one message per text
+WebSocket message (PROTOCOL.md §3a); any other speaks CBOR frames in binary messages; ``serve_unix``
 listens on a 0600 socket in a 0700 directory, refuses peers of another uid or namespace
 (``runtime._listen``) and treats the rest as the local owner (``LOCAL_ADMIN``). Both accept
 through ``runtime._accept`` with the caps and handshake deadline of ``limits``
@@ -93,8 +97,8 @@ from ..protocol.config import RuntimeConfig
 from ..protocol.server import ListResult, SessionInfo, ToolHostInfo
 from ..runtime import ConnectionLost, Peer, RemoteError, open_peer
 from ..runtime._accept import Admission, ConnectionLimits
-from ..runtime._websocket import WebSocketStream
-from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token
+from ..runtime._websocket import JSON_SUBPROTOCOL, WebSocketStream
+from ._auth import LOCAL_ADMIN, Credentials, Identity, bearer_token, token_digest
 from ._calls import ConnectionCalls
 from ._confine import check_root
 from ._fanout import _Client
@@ -164,6 +168,8 @@ class Server(SessionHosting):
         self._start_limiter = trio.CapacityLimiter(2)
         #: Connection caps and the handshake deadline, shared by every listener (runtime._accept).
         self.admission = Admission(limits)
+        #: The browser client's front (``serve_websocket(web=True)``), else None.
+        self.web: Any = None
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -182,25 +188,63 @@ class Server(SessionHosting):
                 nursery.cancel_scope.cancel()
 
     async def serve_websocket(
-        self, host: str, port: int, token: str | None, *, ssl_context: Any = None, task_status: Any = trio.TASK_STATUS_IGNORED
+        self,
+        host: str,
+        port: int,
+        token: str | None,
+        *,
+        ssl_context: Any = None,
+        web: bool = False,
+        task_status: Any = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve WebSocket clients on ``host:port`` (``port`` 0 picks one; TLS with
         ``ssl_context``); ``task_status`` gets an object with the bound ``.port``. A request's
         bearer token is looked up in the server's credentials; ``token`` (if given) is one
-        more token, an admin's."""
+        more token, an admin's. ``web``: also serve the browser client (``self.web`` is then
+        its :class:`~.web.WebFront`); without it plain HTTP requests are refused (400)."""
         from ..runtime._websocket import serve_websocket_admitted
 
-        identify = self._authenticator(token)
+        by_token, by_digest = self._token_checks(token)
+        front = None
+        if web:
+            from .web import WebFront
+
+            front = self.web = WebFront(by_token, by_digest, tls=ssl_context is not None)
+
+        def refusal_headers() -> list[tuple[bytes, bytes]] | None:
+            # A fresh list each time: trio-websocket appends its content-length to it.
+            return front.security_headers() if front is not None else None
 
         async def on_request(request: Any) -> None:
-            identity = identify(request.headers)
-            if identity is None:
-                await request.reject(401, body=b"missing or wrong bearer token\n")
-                return
-            ws = await request.accept()
-            await self.serve_stream(WebSocketStream(ws), identity)
+            presented = bearer_token(request.headers)
+            identity: Identity | None
+            if presented is None and front is not None:
+                from .web import UpgradeRefused
 
-        await serve_websocket_admitted(on_request, host, port, self.admission, ssl_context=ssl_context, task_status=task_status)
+                try:
+                    identity = front.upgrade_identity(request.headers, request.host)
+                except UpgradeRefused as refused:
+                    await request.reject(refused.status, extra_headers=refusal_headers(), body=refused.body)
+                    return
+            else:
+                found = by_token(presented) if presented else None
+                identity = found[0] if found else None
+            if identity is None:
+                await request.reject(401, extra_headers=refusal_headers(), body=b"missing or wrong bearer token\n")
+                return
+            json_codec = JSON_SUBPROTOCOL in request.proposed_subprotocols
+            ws = await request.accept(subprotocol=JSON_SUBPROTOCOL if json_codec else None)
+            stream = WebSocketStream(ws, text=json_codec)
+            await self.serve_stream(stream, identity, codecs=("json",) if json_codec else ("cbor",))
+
+        async def on_http(request: Any) -> Any:
+            assert front is not None
+            return front.respond(request)
+
+        await serve_websocket_admitted(
+            on_request, host, port, self.admission, ssl_context=ssl_context, on_http=on_http if front else None,
+            task_status=task_status,
+        )
 
     async def serve_unix(self, path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Serve a 0600 unix socket; peers of another uid or namespace are refused."""
@@ -211,24 +255,36 @@ class Server(SessionHosting):
 
     # -- one connection ----------------------------------------------------------------------
 
-    def _authenticator(self, token: str | None) -> Callable[[Any], Identity | None]:
-        """Headers → identity: the server's credentials, or ``token`` (the one shared token
-        of a server without a credentials file, an admin token). No credentials at all: every
-        request is refused."""
+    def _token_checks(
+        self, token: str | None
+    ) -> tuple[Callable[[str], tuple[Identity, str] | None], Callable[[str], Identity | None]]:
+        """``(by_token, by_digest)``: a token → ``(identity, its SHA-256)``, and a SHA-256
+        → the identity it still stands for (a browser sign-in keeps only the digest). The
+        sources are the server's credentials and ``token`` (the one shared token of a server
+        without a credentials file, an admin token). No credentials at all: every token is
+        refused."""
         extra = Credentials(extra_admin_tokens=(token,)) if token else None
 
-        def identify(headers: Any) -> Identity | None:
-            presented = bearer_token(headers)
+        def by_digest(digest: str) -> Identity | None:
             for source in (self.credentials, extra):
                 if source is not None:
-                    identity = source.authenticate(presented)
+                    identity = source.authenticate_digest(digest)
                     if identity is not None:
                         return identity
             return None
 
-        return identify
+        def by_token(presented: str) -> tuple[Identity, str] | None:
+            if not presented:
+                return None
+            digest = token_digest(presented)
+            identity = by_digest(digest)
+            return None if identity is None else (identity, digest)
 
-    async def serve_stream(self, stream: trio.abc.Stream, identity: Identity = LOCAL_ADMIN) -> None:
+        return by_token, by_digest
+
+    async def serve_stream(
+        self, stream: trio.abc.Stream, identity: Identity = LOCAL_ADMIN, *, codecs: tuple[str, ...] = ("cbor",)
+    ) -> None:
         client = _Client(self, self.send_queue, identity)
         self.stats["connections"] += 1
         self._clients.add(client)
@@ -237,7 +293,7 @@ class Server(SessionHosting):
             with client.scope:
                 async with open_peer(
                     stream, side="server", role="server", name=self.name, handler=handle,
-                    handshake_timeout=self.admission.limits.handshake_timeout,
+                    handshake_timeout=self.admission.limits.handshake_timeout, codecs=codecs,
                 ) as peer:
                     client.peer = peer
                     async with trio.open_nursery() as nursery:

@@ -11,4 +11,5 @@ modules live in ``tests/conftest.py``.
 - ``rpc`` — ``RpcClient``, a client of ``pi-actors --mode rpc`` as pi's RpcClient drives it.
 - ``prompts`` — running one prompt through a coordinator link.
 - ``chromium`` — headless Chromium over the DevTools protocol, for tests that look at a page.
+- ``web`` — ``pi-actors serve --web`` as a process, a small HTTP client, signing in.
 """
