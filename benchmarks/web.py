@@ -78,7 +78,7 @@ def _start_serve(workdir: Path, llm_port: int) -> tuple[subprocess.Popen, str, s
     url = ""
     for line in proc.stdout:
         if line.startswith("listening: ") and "://" in line:
-            url = line.removeprefix("listening: ").strip()
+            url = line.removeprefix("listening: ").split()[0]
             break
     return proc, token_file, url
 

@@ -157,7 +157,7 @@ class _Serve:
         self.token_file = first.removeprefix("admin token file: ").strip()
         for line in self.proc.stdout:
             if line.startswith("listening: ") and "://" in line:
-                self.port = int(line.rsplit(":", 1)[1].strip().strip("/"))
+                self.port = int(re.match(r"listening: wss?://[^:]+:(\d+)/", line).group(1))  # type: ignore[union-attr]
                 break
         self.url = f"http://127.0.0.1:{self.port}/"
 
