@@ -15,7 +15,10 @@ process) generated once, before any timing:
   animation frame) and the longest gap between two animation frames during the reply (how
   long the page was unresponsive at worst).
 * ``terminal (attach -p)`` — ``pi-actors attach URL -p PROMPT`` against the same server:
-  *first paint* is the first byte of the reply on its stdout, *done* its exit.
+  *first paint* is the first byte of the reply on its stdout, *done* its exit. Its times
+  include what the page had done before its clock started: the process start, the
+  connection, ``create`` and ``attach`` (``-p`` prints the answer when the run is over, so its
+  first paint is close to its end).
 
 deltas/s is the reply's deltas over *done*. The best round of each is reported (the median
 too).
@@ -188,6 +191,7 @@ def run(deltas: int = 50_000, rounds: int = 3, out=print) -> list[Figure]:
         out(f"  {fig.client:<24} {fp:>18} {done:>18} {fig.rate(deltas):>10,.0f}")
     for note in web.notes:
         out(f"  web: {note}")
+    out("  (terminal: from the command's start, so process start, connect, create and attach included)")
     return [web, term]
 
 
