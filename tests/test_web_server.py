@@ -11,6 +11,8 @@ import ssl
 import pytest
 import trio
 from conftest import actor_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.web import form, http, serve_web, sign_in
 from trio_websocket import ConnectionRejected, open_websocket_url
 
@@ -56,7 +58,30 @@ async def test_serve_web_serves_the_page_and_its_files_with_a_strict_csp_and_not
     assert (await http(served.port, "POST", "/static/app.js", body=b"x")).status == 405
 
 
-async def test_signing_in_sets_an_httponly_strict_session_cookie_and_the_token_appears_nowhere(nursery, env, tmp_path):
+async def _only_own_origin_upgrades_with_the_cookie(served, cookie: str) -> None:
+    async def upgrade(headers: list[tuple[bytes, bytes]]) -> int:
+        try:
+            async with open_websocket_url(served.url, subprotocols=[JSON_SUBPROTOCOL], extra_headers=headers):
+                return 101
+        except ConnectionRejected as exc:
+            return exc.status_code
+
+    with trio.fail_after(30):
+        own = served.origin.encode()
+        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own)]) == 101
+        # Cross-site WebSocket hijacking: another site's page carries the cookie, not our Origin.
+        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", b"http://evil.example")]) == 403
+        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own.replace(b"http:", b"https:"))]) == 403
+        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own + b"0")]) == 403
+        assert await upgrade([(b"cookie", cookie.encode())]) == 403
+        assert await upgrade([(b"origin", own)]) == 401  # no cookie, no token
+        assert await upgrade([(b"cookie", b"pi_actors_session=forged"), (b"origin", own)]) == 401
+        # Programs and `attach` keep using the bearer token, with or without an Origin.
+        assert await upgrade([(b"authorization", f"Bearer {served.token}".encode())]) == 101
+        assert await upgrade([(b"authorization", b"Bearer wrong"), (b"cookie", cookie.encode()), (b"origin", own)]) == 401
+
+
+async def test_signing_in_sets_a_strict_session_cookie_which_upgrades_only_from_the_own_origin_and_the_token_appears_nowhere(nursery, env, tmp_path):
     served = await serve_web(nursery, env, tmp_path)
     token = served.token
     seen: list[bytes] = []
@@ -69,7 +94,7 @@ async def test_signing_in_sets_an_httponly_strict_session_cookie_and_the_token_a
     assert (await ask("GET", "/api/whoami")).status == 401
     wrong = await ask("POST", "/login", headers=[FORM, ("origin", served.origin)], body=form(token + "x"))
     assert wrong.status == 401 and wrong.header("set-cookie") is None
-    assert b"not valid" in wrong.body and wrong.header("content-type", ) == "text/html; charset=utf-8"
+    assert b"not valid" in wrong.body and wrong.header("content-type") == "text/html; charset=utf-8"
     _security_headers_ok(wrong)
     assert (await ask("POST", "/login", headers=[FORM], body=b"")).status == 401
     assert (await ask("POST", "/login", headers=[("content-type", "application/json")], body=b'{"token":"x"}')).status == 415
@@ -90,6 +115,8 @@ async def test_signing_in_sets_an_httponly_strict_session_cookie_and_the_token_a
     who = await ask("GET", "/api/whoami", headers=[("cookie", f"{name}={value}")])
     assert who.status == 200 and json.loads(who.body) == {"name": "admin", "role": "admin"}
     assert who.header("cache-control") == "no-store"
+
+    await _only_own_origin_upgrades_with_the_cookie(served, f"{name}={value}")
 
     out = await ask("POST", "/logout", headers=[("cookie", f"{name}={value}"), ("origin", served.origin)])
     assert out.status == 303 and "Max-Age=0" in out.header("set-cookie")
@@ -139,37 +166,11 @@ async def test_a_signed_in_page_speaks_json_over_its_own_origin_and_a_prompt_rou
                     async for event in call:
                         events.append(event)
                     await call.result()
-                state = await session.call("get_messages")
-    texts = [e["event"]["assistantMessageEvent"]["delta"] for e in events
-             if e.get("event", {}).get("type") == "message_update" and e["event"]["assistantMessageEvent"]["type"] == "text_delta"]
-    assert "".join(texts) == "hello from the scripted model" or "hello from the scripted model" in json.dumps(state)
+                messages = (await session.call("get_messages"))["messages"]
+    assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_end"
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert "hello from the scripted model" in json.dumps(messages[-1])
     assert scripted.requests, "the prompt reached the model"
-
-
-async def test_cookie_upgrades_from_another_origin_or_without_one_are_refused(nursery, env, tmp_path):
-    served = await serve_web(nursery, env, tmp_path)
-    cookie = await sign_in(served)
-
-    async def upgrade(headers: list[tuple[bytes, bytes]]) -> int:
-        try:
-            async with open_websocket_url(served.url, subprotocols=[JSON_SUBPROTOCOL], extra_headers=headers):
-                return 101
-        except ConnectionRejected as exc:
-            return exc.status_code
-
-    with trio.fail_after(30):
-        own = served.origin.encode()
-        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own)]) == 101
-        # Cross-site WebSocket hijacking: another site's page carries the cookie, not our Origin.
-        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", b"http://evil.example")]) == 403
-        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own.replace(b"http:", b"https:"))]) == 403
-        assert await upgrade([(b"cookie", cookie.encode()), (b"origin", own + b"0")]) == 403
-        assert await upgrade([(b"cookie", cookie.encode())]) == 403
-        assert await upgrade([(b"origin", own)]) == 401  # no cookie, no token
-        assert await upgrade([(b"cookie", b"pi_actors_session=forged"), (b"origin", own)]) == 401
-        # Programs and `attach` keep using the bearer token, with or without an Origin.
-        assert await upgrade([(b"authorization", f"Bearer {served.token}".encode())]) == 101
-        assert await upgrade([(b"authorization", b"Bearer wrong"), (b"cookie", cookie.encode()), (b"origin", own)]) == 401
 
 
 @pytest.fixture
@@ -225,3 +226,101 @@ async def test_without_web_plain_http_requests_are_still_refused(nursery, script
             assert answer.status == 400 and answer.header("set-cookie") is None, (method, target, answer)
         assert server.web is None
         nursery.cancel_scope.cancel()
+
+
+# -- the front's logic, in process -------------------------------------------------------------
+
+
+def _front(tls: bool = False, now=None):
+    from pi_actors.server import Credentials, token_digest
+    from pi_actors.server.web import WebFront, WebSessions
+
+    credentials = Credentials()
+    alice = credentials.add("alice", "client")
+
+    def by_token(token: str):
+        identity = credentials.authenticate(token)
+        return None if identity is None else (identity, token_digest(token))
+
+    sessions = WebSessions(lifetime=100, now=now) if now else None
+    static = {"index.html": (b"<!doctype html>", "text/html; charset=utf-8"), "app.js": (b"main()", "text/javascript; charset=utf-8")}
+    front = WebFront(by_token, credentials.authenticate_digest, tls=tls, sessions=sessions, static=static)
+    return front, credentials, alice
+
+
+def _request(method: str, target: str, headers=(), body: bytes = b""):
+    from pi_actors.runtime.transports import HttpRequest
+
+    return HttpRequest(method, target, [(k.encode(), v.encode()) for k, v in headers], body)
+
+
+def _signed_in(front, token: str, origin: str = "http://127.0.0.1:1") -> str:
+    answer = front.respond(_request("POST", "/login", [FORM, ("origin", origin), ("host", "127.0.0.1:1")], form(token)))
+    assert answer.status == 303
+    return dict(answer.headers)["set-cookie"].split(";", 1)[0]
+
+
+def test_a_sign_in_ends_when_it_expires_or_its_token_is_revoked():
+    from pi_actors.server.web import UpgradeRefused
+
+    clock = [0.0]
+    front, credentials, alice = _front(now=lambda: clock[0])
+    upgrade = [(b"host", b"127.0.0.1:1"), (b"origin", b"http://127.0.0.1:1")]
+    cookie = _signed_in(front, alice)
+    assert front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1").name == "alice"
+    clock[0] = 99.0
+    assert front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1").name == "alice"
+    clock[0] = 100.0
+    with pytest.raises(UpgradeRefused) as info:
+        front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1")
+    assert info.value.status == 401 and b"expired" in info.value.body
+    cookie = _signed_in(front, alice)
+    credentials.remove("alice")
+    with pytest.raises(UpgradeRefused) as info:
+        front.upgrade_identity([(b"cookie", cookie.encode()), *upgrade], b"127.0.0.1:1")
+    assert info.value.status == 401 and b"no longer valid" in info.value.body
+    assert front.respond(_request("GET", "/api/whoami", [("cookie", cookie)])).status == 401
+    assert len(front.sessions) == 0
+
+
+header_names = st.sampled_from(["host", "origin", "cookie", "content-type", "authorization", "x-other"])
+header_values = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"]),
+    target=st.one_of(
+        st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=40).map(lambda t: "/" + t),
+        st.sampled_from(["/static/../index.html", "/static/./app.js", "/static//app.js", "/static/%61pp.js", "/static/",
+                         "/static/app.js?../../x", "/static/app.js#x", "http://evil/static/app.js", "*"]),
+    ),
+    headers=st.lists(st.tuples(header_names, header_values), max_size=5),
+    body=st.binary(max_size=100),
+)
+def test_hostile_requests_get_an_answer_with_the_security_headers_and_only_allow_listed_files(method, target, headers, body):
+    front, _, alice = _front()
+    answer = front.respond(_request(method, target, headers, body))
+    got = dict(answer.headers)
+    assert got["content-security-policy"] == CSP and got["x-content-type-options"] == "nosniff"
+    assert 200 <= answer.status < 600
+    if answer.status == 200 and method in ("GET", "HEAD") and not target.startswith("/api/"):
+        path = target.split("?", 1)[0].split("#", 1)[0]
+        assert path in ("/", "/index.html", "/static/app.js", "/static/index.html"), target
+    assert "set-cookie" not in got or got["set-cookie"].endswith("Max-Age=0")  # only sign-out: nobody guessed the token
+
+
+@settings(max_examples=150, deadline=None)
+@given(headers=st.lists(st.tuples(header_names.map(str.encode), header_values.map(str.encode)), max_size=6),
+       host=st.none() | header_values.map(str.encode))
+def test_hostile_upgrade_headers_are_refused_with_401_or_403_never_an_error(headers, host):
+    from pi_actors.server.web import UpgradeRefused
+
+    front, _, alice = _front()
+    _signed_in(front, alice)
+    try:
+        front.upgrade_identity(headers, host)
+    except UpgradeRefused as refused:
+        assert refused.status in (401, 403)
+    else:
+        raise AssertionError("a forged cookie was accepted")

@@ -9,8 +9,11 @@ stream) and pulls messages out (``next_event``), and it turns messages to send i
 (``send``) for the caller to write. Everything is checked here, so the I/O adapter only
 moves bytes:
 
-* Framing and strict CBOR (``_framing``, ``_codec``): anything malformed raises
-  :class:`RemoteProtocolError` from ``next_event``.
+* Framing and strict CBOR (``_framing``, ``_codec``), or JSON (``_codec_json``): anything
+  malformed raises :class:`RemoteProtocolError` from ``next_event``. The codec is the
+  hello's: a client writes its hello in ``codecs[0]``; a server tells the codec of the hello
+  from its first byte (``{``: JSON), accepts it if it is one of its ``codecs`` and the hello
+  offers it, and from then on both sides write and accept only that codec.
 * The handshake. The client's first frame is ``Hello``; the server answers ``HelloOk``
   (the highest common version, which ``next_event`` computed into ``negotiated_version``
   when the Hello arrived) or ``HelloError``. The client may pipeline ``Call`` and

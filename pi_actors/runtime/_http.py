@@ -113,7 +113,8 @@ async def read_request(stream: trio.abc.Stream, *, max_body: int = 8192) -> tupl
                 await _plain(stream, 413, b"request body too large\n")
                 return None, conn
             continue
-        if isinstance(event, h11.EndOfMessage) and request is not None:
+        if (isinstance(event, h11.EndOfMessage) or event is h11.PAUSED) and request is not None:
+            # (PAUSED: an upgrade to something other than WebSocket, answered as plain HTTP.)
             request.body = bytes(body)
             return request, conn
         return None, conn  # ConnectionClosed or PAUSED before a whole request

@@ -59,7 +59,8 @@ class Hello(_Envelope, tag="hello"):
         min_version, max_version: the inclusive range of versions the client supports.
         role: what the client is (``"ui"``, ``"client"``, ``"tool-host"``, an actor role…).
         name: a human-readable name for logs.
-        codecs: payload codecs the client can use, in preference order; ``["cbor"]``.
+        codecs: payload codecs the client can use; must hold the codec the hello is written in
+            (``"cbor"``, or ``"json"`` for browsers: PROTOCOL.md §3a).
     """
 
     protocol: str

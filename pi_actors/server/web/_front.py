@@ -131,7 +131,7 @@ class WebFront:
         self._authenticate = authenticate
         self._revalidate = revalidate
         self.tls = tls
-        self.sessions = sessions or WebSessions()
+        self.sessions = sessions if sessions is not None else WebSessions()
         self.static = load_static() if static is None else static
         self.cookie_name = ("__Host-" + COOKIE) if tls else COOKIE
 
