@@ -382,6 +382,15 @@ def test_the_page_reconnects_after_serve_restarts_and_redraws_from_the_snapshot(
     expect(page.locator(".msg.assistant").last).to_contain_text("echo: remember this line")
     _idle(page)
 
+    # A dropped connection (the server still up, the sign-in still good): the page reconnects,
+    # attaches again and redraws the transcript from a new snapshot.
+    snapshots = int(page.get_attribute("body", "data-snapshots") or "0")
+    page.evaluate("() => window.piActors.state.conn.ws.close()")
+    page.wait_for_function(f"() => Number(document.body.dataset.snapshots) > {snapshots}")
+    expect(page.locator("#conn-status")).to_contain_text("connected as")
+    expect(page.locator(".msg.user", has_text="remember this line")).to_have_count(1)
+    expect(page.locator(".msg.assistant", has_text="echo: remember this line")).to_have_count(1)
+
     _prompt(page, "hang until the server dies")
     expect(page.locator(".msg.assistant.streaming")).to_contain_text("partial answer")
     served.stop()

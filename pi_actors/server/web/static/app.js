@@ -33,6 +33,7 @@ const state = {
   seq: null,
   streaming: false,
   promptCall: null, // {text} of a prompt of this tab in flight
+  unknown: [], // "outcome unknown" notes, shown again after a redraw until the next prompt
   transcript: null,
   models: [],
   toolHosts: [],
@@ -144,11 +145,18 @@ function retryLater(why) {
 function outcomeUnknown() {
   const call = state.promptCall;
   state.promptCall = null;
-  const note = document.createElement("div");
-  note.className = "notice unknown";
-  note.appendChild(text(`Connection lost while the prompt "${call.text.slice(0, 80)}" was running: outcome unknown (not re-sent).`));
-  $("transcript").appendChild(note);
+  state.unknown.push(`Connection lost while the prompt "${call.text.slice(0, 80)}" was running: outcome unknown (not re-sent).`);
+  showUnknown();
   setRunning(false);
+}
+
+function showUnknown() {
+  for (const s of state.unknown) {
+    const note = document.createElement("div");
+    note.className = "notice unknown";
+    note.appendChild(text(s));
+    $("transcript").appendChild(note);
+  }
 }
 
 // -- sessions --------------------------------------------------------------------------------
@@ -304,6 +312,7 @@ function subscribe() {
 
 function applySnapshot(snap) {
   state.transcript.reset(snap);
+  showUnknown();
   setRunning(!!snap.isStreaming);
   showModel(snap.model, snap.thinkingLevel);
   document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
@@ -341,6 +350,7 @@ async function send(kind) {
   box.value = "";
   if (kind === "prompt" && state.streaming) kind = "steer";
   if (kind === "prompt") {
+    state.unknown = [];
     const call = { text: value };
     state.promptCall = call;
     setRunning(true);
