@@ -61,6 +61,60 @@ BURST_JS = """async () => {
 }"""
 
 
+#: Classic XSS vectors (OWASP's filter evasion cheat sheet and friends), each rendered as a
+#: reply would be; none may leave anything active in the document.
+XSS_VECTORS = [
+    "<script>window.__pwned='s1'</script>",
+    "<SCRIPT SRC=//evil.invalid/x.js></SCRIPT>",
+    "<IMG SRC=\"javascript:window.__pwned='i1'\">",
+    "<IMG SRC=# onmouseover=\"window.__pwned='i2'\">",
+    "<img src=x onerror=window.__pwned='i3'>",
+    "<svg/onload=window.__pwned='v1'>",
+    "<body onload=window.__pwned='b1'>",
+    "<iframe src=\"javascript:window.__pwned='f1'\"></iframe>",
+    "<iframe srcdoc=\"<script>parent.__pwned='f2'</script>\"></iframe>",
+    "<object data=\"javascript:window.__pwned='o1'\"></object>",
+    "<embed src=\"javascript:window.__pwned='e1'\">",
+    "<a href=\"jav&#x09;ascript:window.__pwned='a1'\">x</a>",
+    "<a href=\" javascript:window.__pwned='a2'\">x</a>",
+    "<a href=\"JaVaScRiPt:window.__pwned='a3'\">x</a>",
+    "<a href=\"data:text/html,<script>alert(1)</script>\">x</a>",
+    "[x](javascript:window.__pwned='m1')",
+    "[x](JAVASCRIPT:window.__pwned='m2')",
+    "[x](&#106;avascript:window.__pwned='m3')",
+    "![x](javascript:window.__pwned='m4')",
+    "![x](x \"onerror=window.__pwned='m5'\")",
+    "<details open ontoggle=window.__pwned='d1'>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=window.__pwned='mx'>",
+    "<form action=\"javascript:window.__pwned='fm'\"><button>x</button></form>",
+    "<input autofocus onfocus=window.__pwned='in'>",
+    "<video><source onerror=\"window.__pwned='vd'\"></video>",
+    "<style>@import 'javascript:alert(1)';</style>",
+    "<div style=\"background:url(javascript:alert(1))\">x</div>",
+    "<meta http-equiv=\"refresh\" content=\"0;url=javascript:alert(1)\">",
+    "<base href=\"javascript:alert(1)//\">",
+    "<noscript><p title=\"</noscript><img src=x onerror=window.__pwned='ns'>\">",
+    "```html\n<script>window.__pwned='code'</script>\n```",
+    "<a href=\"mailto:x@example.invalid\">mail</a> <a href=\"https://example.invalid/\">web</a>",
+]
+
+XSS_JS = """async (vectors) => {
+  const box = document.createElement('div');
+  document.body.appendChild(box);
+  for (const v of vectors) box.appendChild(window.piActors.markdown(v));
+  await new Promise((r) => setTimeout(r, 0));
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const active = [...box.querySelectorAll('*')].flatMap((el) => [...el.attributes]
+    .filter((a) => /^on/i.test(a.name) || /^\\s*(javascript|data|vbscript):/i.test(a.value) || a.name === 'style' || a.name === 'srcdoc')
+    .map((a) => `${el.tagName} ${a.name}=${a.value}`));
+  const tags = [...box.querySelectorAll('script,iframe,object,embed,img,svg,math,form,input,style,meta,base,video,body')]
+    .map((el) => el.tagName);
+  const hrefs = [...box.querySelectorAll('a[href]')].map((a) => a.getAttribute('href'));
+  box.remove();
+  return {active, tags, hrefs, pwned: window.__pwned === undefined ? null : String(window.__pwned)};
+}"""
+
+
 def _last_user_text(body: dict) -> tuple[str, str]:
     """(role of the last message, text of the last user message) of an OpenAI chat request."""
     messages = body.get("messages") or []
@@ -318,6 +372,10 @@ def test_sign_in_create_prompt_streams_markdown_tool_calls_and_hostile_output_st
     page.screenshot(path=str(artifacts / "05-hostile-output.png"))
     assert problems == []
 
+    # The sanitizer against classic XSS vectors: nothing active is left, only safe links.
+    xss = page.evaluate(XSS_JS, XSS_VECTORS)
+    assert xss == {"active": [], "tags": [], "hrefs": ["mailto:x@example.invalid", "https://example.invalid/"], "pwned": None}, xss
+
     # 50,000 deltas arriving at once are coalesced: a few renders, not one per delta.
     burst = page.evaluate(BURST_JS)
     assert burst["length"] >= len("abc " * 50_000) - 2, burst
@@ -448,8 +506,13 @@ def test_a_page_from_another_origin_cannot_open_the_websocket_with_the_cookie(co
     evil = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=evil.serve_forever, daemon=True).start()
     try:
+        # Cookies ignore ports and the two origins are the same site: the browser holds the
+        # sign-in cookie for the evil page's origin too and sends it with its upgrade; only the
+        # server's Origin check stands in the way.
+        evil_url = f"http://127.0.0.1:{evil.server_address[1]}/"
+        assert [c["sameSite"] for c in context.cookies(evil_url) if c["name"] == "pi_actors_session"] == ["Strict"]
         page = context.new_page()
-        page.goto(f"http://127.0.0.1:{evil.server_address[1]}/")
+        page.goto(evil_url)
         page.wait_for_function("() => window.result !== 'pending'")
         assert page.evaluate("() => window.result") == "refused"
         # The same profile on the server's own origin does connect.

@@ -15,7 +15,7 @@
 
 import { Connection, RemoteError } from "./rpc.js";
 import { Transcript } from "./transcript.js";
-import { text } from "./markdown.js";
+import { markdown, text } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const BACKOFF = [200, 5000];
@@ -39,8 +39,9 @@ const state = {
   toolHosts: [],
 };
 
-// Exposed for tests and benchmarks: the state, the transcript (its counters) and its class.
-window.piActors = { state, Transcript };
+// Exposed for tests and benchmarks: the state, the transcript (its counters), its class and
+// the sanitizing Markdown renderer.
+window.piActors = { state, Transcript, markdown };
 
 function wsUrl() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
