@@ -15,7 +15,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 import trio
+from support.chromium import require_chromium
 
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -33,7 +33,6 @@ playwright_sync = pytest.importorskip("playwright.sync_api", reason="the test ex
 expect = playwright_sync.expect
 
 CLI = str(Path(sys.executable).with_name("pi-actors"))
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TIMEOUT_MS = 30_000
 
 HOSTILE = (
@@ -249,10 +248,11 @@ def served(tmp_path_factory: pytest.TempPathFactory, scripted: _Scripted) -> Ite
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("chromium is not installed: run scripts/install-system-packages")
+    """Debian's chromium (skipped when missing, a failure under CI=true), driven by Playwright
+    over its own pipe; Playwright's bundled browsers are never downloaded or used."""
+    executable = require_chromium()
     with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        b = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
         yield b
         b.close()
 
