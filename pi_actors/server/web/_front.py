@@ -16,8 +16,9 @@
 ``POST /logout``           forgets the sign-in, ``303`` to ``/`` with the cookie cleared.
 =========================  ====================================================================
 
-``HEAD`` works wherever ``GET`` does; other methods are ``405``. A ``POST`` whose ``Origin``
-is not this server's own is ``403`` (no sign-in forged from another site).
+``HEAD`` works wherever ``GET`` does; other methods are ``405``. A ``POST`` from another site
+is ``403`` (no sign-in forged from another site): with ``Sec-Fetch-Site`` (every current
+browser) it must be ``same-origin``; without it, an ``Origin`` header must be this server's.
 
 The cookie (:data:`COOKIE`; ``__Host-`` prefixed over TLS) holds a random session id
 (``_sessions``), never the token: ``HttpOnly; SameSite=Strict; Path=/; Max-Age=…``, plus
@@ -153,10 +154,20 @@ class WebFront:
         if request.method == "POST":
             if path not in ("/login", "/logout"):
                 return _method_not_allowed() if self._known(path) else _not_found()
-            if not self._same_origin(request.header(b"origin"), request.header(b"host"), missing_ok=True):
+            if not self._posted_here(request):
                 return _page(403, "Refused", "This form was sent from another site.")
             return self._login(request) if path == "/login" else self._logout(request)
         return _method_not_allowed()
+
+    def _posted_here(self, request: HttpRequest) -> bool:
+        """Whether a POST comes from this server's own page: ``Sec-Fetch-Site: same-origin``
+        when the browser sends it (a page under ``Referrer-Policy: no-referrer`` posts its
+        forms with ``Origin: null``), else an ``Origin`` equal to ours, or none at all (not
+        a browser)."""
+        site = request.header(b"sec-fetch-site")
+        if site is not None:
+            return site.strip().lower() == b"same-origin"
+        return self._same_origin(request.header(b"origin"), request.header(b"host"), missing_ok=True)
 
     def _known(self, path: str) -> bool:
         return path in ("/", "/index.html", "/api/whoami") or path.startswith("/static/")
