@@ -5,7 +5,8 @@
 //   WebSocket upgrade then carries. The page never sees or stores the token.
 // - The server's methods (`list`, `create`, `attach`, `detach`) and the session's
 //   (`subscribe`, `prompt`, `steer`, `follow_up`, `abort`, `set_model`, ... with target =
-//   the session id and the attachment id in the arguments) over rpc.js.
+//   the session id and the attachment id in the arguments) over rpc.js: one WebSocket to
+//   this page's own origin, WebSocket subprotocol pi-actors.json (the JSON codec, docs/web.md).
 // - The transcript comes from the subscription only: a snapshot (seq N), then updates
 //   N+1, N+2, ... A gap or an `overflow` end: subscribe again (a redraw from a new
 //   snapshot). So every tab on a session sees the same events, whichever tab prompted.
