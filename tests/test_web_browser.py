@@ -204,7 +204,14 @@ class _Serve:
              "--sandbox", "off", "--tools", "read,bash,edit,write"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env, cwd=self.work, text=True,
         )
-        assert self.proc.stdout is not None
+        try:
+            self._read_addresses()
+        except BaseException:
+            self.stop()  # never leave a server behind a failed start
+            raise
+
+    def _read_addresses(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
         first = self.proc.stdout.readline()
         assert first.startswith("admin token file: "), first
         self.token_file = first.removeprefix("admin token file: ").strip()
