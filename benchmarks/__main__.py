@@ -7,6 +7,7 @@ Run from the repository root with the project's virtualenv::
     .venv/bin/python -m benchmarks --quick         # 2 rounds, short micro-benchmarks (~2-3 minutes)
     .venv/bin/python -m benchmarks --install-pi    # npm install pi into the cache folder first
     .venv/bin/python -m benchmarks --only micro    # micro-benchmarks only
+    .venv/bin/python -m benchmarks --only web      # the web page beside the terminal client (Chromium)
     .venv/bin/python -m benchmarks --scenarios a,b32 --rounds 3
     .venv/bin/python -m benchmarks --scenarios f,g --rounds 1   # the long sessions (issue 15)
 
@@ -74,7 +75,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description="pi-actors benchmarks: side by side with pi, and the runtime's micro-benchmarks")
     p.add_argument("--quick", action="store_true", help="2 rounds and short micro-benchmarks")
     p.add_argument("--rounds", type=int, help="rounds per scenario and CLI (default 7, --quick 2)")
-    p.add_argument("--only", choices=["scenarios", "micro"], help="run only one part")
+    p.add_argument("--only", choices=["scenarios", "micro", "web"], help="run only one part")
     p.add_argument("--scenarios", help="comma-separated keys among a,b8,b32,c,d,e,f,g (default: all)")
     p.add_argument("--deltas", type=int, default=50_000, help="deltas in scenario d (default 50000)")
     p.add_argument("--turns", type=int, default=50, help="turns in scenario c (default 50)")
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--previous: {exc}", file=sys.stderr)
         return 2
     scen = None
-    if args.only != "micro":
+    if args.only in (None, "scenarios"):
         scen = chosen_scenarios(args)
         if scen is None:
             return 2
@@ -121,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         results, facts, pi_reason = scenario_part(args, scen, rounds, pi_path, pi_reason)
     micro: list = []
     dispatch: list = []
-    if args.only != "scenarios":
+    if args.only in (None, "micro"):
         micro, dispatch = micro_part(args, previous)
+    if args.only in (None, "web"):
+        from .web import run as run_web
+
+        print("\n== the web client beside the terminal client (benchmarks.web) ==")
+        run_web(deltas=args.deltas, rounds=min(rounds, 3))
 
     if args.json:
         doc = {
