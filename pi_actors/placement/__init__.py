@@ -4,6 +4,12 @@ The batch runner (``pi-actors batch``) asks a :class:`Placement` to run each tas
 and gets a :class:`SessionOutcome` back; it does not know where the session ran.
 Implementations, chosen by configuration (:func:`make_placement`):
 
+Served sessions (``pi-actors serve``) are *opened* rather than run: a placement's
+``open_session(config, ...)`` (:class:`SessionHost`, ``_serve``) yields where to reach the
+session's coordinator — on this machine (:class:`LocalPlacement`), or on another node with
+its store staying on the server (:class:`NodeSessions` over a :class:`NodeLauncher`: Ray,
+or :class:`ProcessNodes` for a node stood in by a local process).
+
 - ``local`` (:class:`LocalPlacement`): each session is a headless ``pi-actors --mode json``
   process on this machine, with its usual actor runtime; ``slots`` at once.
 - ``ray`` (not built yet): how it plugs in — a class with the same two members, ``name`` and
@@ -24,6 +30,7 @@ from typing import Any
 from ._api import ErrorKind, Limits, Placement, SessionJob, SessionOutcome
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
+from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
 
 __all__ = [
     "PLACEMENTS",
@@ -31,6 +38,12 @@ __all__ = [
     "EventFold",
     "Limits",
     "LocalPlacement",
+    "NodeLauncher",
+    "NodeSessions",
+    "PlacedSession",
+    "ProcessNodes",
+    "SessionHost",
+    "open_local_session",
     "Placement",
     "PlacementError",
     "SessionJob",
@@ -38,6 +51,7 @@ __all__ = [
     "classify_model_error",
     "default_command",
     "make_placement",
+    "make_session_host",
 ]
 
 
@@ -47,6 +61,17 @@ class PlacementError(Exception):
 
 #: Placement kinds by configuration name -> a factory taking the kind's options.
 PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement}
+
+
+def make_session_host(kind: str, **options: Any) -> SessionHost:
+    """The placement of served sessions ``kind`` (``local``, ``ray``: ``address``) for
+    ``pi-actors serve``; raises :class:`PlacementError` for an unknown kind or a placement
+    that cannot be made (Ray not installed or not reachable)."""
+    if kind == "local":
+        return LocalPlacement(1)
+    if kind == "ray":
+        raise PlacementError("Ray placement is not available yet")
+    raise PlacementError(f"unknown placement {kind!r} (known: local, ray)")
 
 
 def make_placement(kind: str, **options: Any) -> Placement:

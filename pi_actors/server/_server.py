@@ -89,6 +89,7 @@ from typing import Any
 
 import trio
 
+from ..placement import LocalPlacement, SessionHost
 from ..protocol.config import RuntimeConfig
 from ..protocol.server import ListResult, SessionInfo, ToolHostInfo
 from ..runtime import ConnectionLost, Peer, RemoteError, open_peer
@@ -114,6 +115,8 @@ class Server(SessionHosting):
     (``<state_dir>/sessions``) so that they outlive the server; None keeps them as
     ``make_config`` says (in memory in tests). ``agent_dir`` and ``hidden``: more paths no
     session may work in or see. ``max_sessions``: live sessions per non-admin identity.
+    ``placement``: where each session's runtime runs (default: ``LocalPlacement``, this
+    machine; ``pi-actors serve --placement ray`` places them on a Ray cluster).
     """
 
     def __init__(
@@ -131,8 +134,11 @@ class Server(SessionHosting):
         hidden: tuple[str, ...] | list[str] = (),
         max_sessions: int = 16,
         limits: ConnectionLimits | None = None,
+        placement: SessionHost | None = None,
     ) -> None:
         self.make_config = make_config
+        #: Where sessions' runtimes run (``placement.SessionHost``); default: this machine.
+        self.placement: SessionHost = placement if placement is not None else LocalPlacement(1)
         self.name = name
         self.send_queue = send_queue
         self.root = check_root(root or default_cwd or os.getcwd())
