@@ -17,6 +17,7 @@ import shutil
 import time
 from typing import Any
 
+import msgspec
 import trio
 
 from ..placement import Placement, SessionJob, SessionOutcome
@@ -50,9 +51,25 @@ def result_line(task: Task, attempt: int, outcome: SessionOutcome) -> dict[str, 
         "error_kind": outcome.error_kind,
         "error": outcome.error,
     }
-    if outcome.session_content is not None:
-        line["session_content"] = outcome.session_content
     return line
+
+
+def _keep_session(outcome: SessionOutcome, directory: str) -> SessionOutcome:
+    """A session file that came back by value (``session_content``, from another node)
+    written under ``directory`` with the name it had there; the outcome then names that file.
+    A file that cannot be written makes the outcome an ``infra`` failure."""
+    name = os.path.basename(outcome.session_file or "") or f"session-{int(outcome.started * 1000)}.jsonl"
+    path = os.path.join(directory, name)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(outcome.session_content or "")
+    except OSError as exc:
+        return msgspec.structs.replace(
+            outcome, ok=False, session_content=None, session_file=None, error_kind="infra",
+            error=f"cannot write the session file {path}: {exc.strerror or exc}",
+        )  # fmt: skip
+    return msgspec.structs.replace(outcome, session_file=path, session_content=None)
 
 
 async def checkout(task: Task, directory: str) -> str | None:
@@ -100,6 +117,8 @@ async def _run_task(
                 model=task.model, tools=task.tools, limits=task.limits, attempt=attempt, env=env,
             )  # fmt: skip
             outcome = await placement.run(job)
+            if outcome.session_content is not None:
+                outcome = _keep_session(outcome, job.session_dir)
         final = outcome.error_kind != "infra" or attempt > max_retries
         line = result_line(task, attempt, outcome)
         if final:

@@ -12,14 +12,13 @@ or :class:`ProcessNodes` for a node stood in by a local process).
 
 - ``local`` (:class:`LocalPlacement`): each session is a headless ``pi-actors --mode json``
   process on this machine, with its usual actor runtime; ``slots`` at once.
-- ``ray`` (not built yet): how it plugs in — a class with the same two members, ``name`` and
-  ``slots`` (the cluster's session capacity), and the same ``run``/``aclose``. ``run`` submits
-  one Ray task (or actor method) with the declared resources (CPUs, memory) that calls
+- ``ray`` (:class:`~pi_actors.placement._ray.RayPlacement`, the ``ray`` extra): each session
+  is one Ray task with the declared resources (CPUs, memory, custom resources) that calls
   ``LocalPlacement(1).run(job)`` *on the worker node* — the session's actors and sandboxed
-  tool pool then run together on that node, trio in the worker's own thread — and returns
-  the outcome with ``session_content`` filled (the file read on the node) and ``node`` set
-  to the node's address; a worker or node lost while the task runs is an ``infra`` outcome,
-  which the runner retries. Register it in :data:`PLACEMENTS`; nothing else changes.
+  tool pool run together on that node, trio in a thread of the worker — and returns the
+  outcome with ``session_content`` filled (the file read on the node) and ``node`` set to the
+  node's address; a worker or node lost while the task runs is an ``infra`` outcome, which
+  the runner retries. Ray is imported only when this placement is made.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._api import ErrorKind, Limits, Placement, SessionJob, SessionOutcome
+from ._api import ErrorKind, Limits, Placement, PlacementError, SessionJob, SessionOutcome
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
@@ -55,12 +54,15 @@ __all__ = [
 ]
 
 
-class PlacementError(Exception):
-    """A placement that cannot be made from the configuration (one line, for the user)."""
+def _ray_placement(**options: Any) -> Placement:
+    """A :class:`RayPlacement` (its module, and Ray, imported only now)."""
+    from ._ray import RayPlacement
+
+    return RayPlacement(**options)
 
 
 #: Placement kinds by configuration name -> a factory taking the kind's options.
-PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement}
+PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray": _ray_placement}
 
 
 def make_session_host(kind: str, **options: Any) -> SessionHost:
@@ -76,12 +78,12 @@ def make_session_host(kind: str, **options: Any) -> SessionHost:
 
 def make_placement(kind: str, **options: Any) -> Placement:
     """The placement ``kind`` (a key of :data:`PLACEMENTS`) made with ``options`` (``local``:
-    ``slots``, ``command``, ``env``). Raises :class:`PlacementError` for an unknown kind or
-    options it refuses."""
+    ``slots``, ``command``, ``env``; ``ray``: ``address``, ``per_session_cpus``,
+    ``per_session_memory``, ``resources``, ``agent_dir``, ``environ``). Raises
+    :class:`PlacementError` for an unknown kind, options it refuses, or (``ray``) a missing
+    Ray or an unreachable cluster."""
     factory = PLACEMENTS.get(kind)
     if factory is None:
-        if kind == "ray":
-            raise PlacementError("Ray placement is not available yet; use --local N")
         raise PlacementError(f"unknown placement {kind!r} (known: {', '.join(PLACEMENTS)})")
     try:
         return factory(**options)

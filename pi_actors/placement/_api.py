@@ -15,9 +15,13 @@ from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
-__all__ = ["ErrorKind", "Limits", "Placement", "SessionJob", "SessionOutcome"]
+__all__ = ["ErrorKind", "Limits", "Placement", "PlacementError", "SessionJob", "SessionOutcome"]
 
 ErrorKind = Literal["infra", "agent"]
+
+
+class PlacementError(Exception):
+    """A placement that cannot be made from the configuration (one line, for the user)."""
 
 
 class Limits(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
