@@ -223,21 +223,7 @@ class _Supervisor:
                         self._host_wanted = trio.Event()
                         coordinator_links["extensions"], host_end = link_pair()
                         owned += [coordinator_links["extensions"], host_end]
-                    if "store" in self.connect:
-                        coordinator_links["store"] = self.connect["store"]
-                        entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
-                    elif self.store_with_coordinator:
-                        entry = "pi_actors.actors.local:run_coordinator_with_store"
-                        config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
-                    else:
-                        coord_store, store = link_pair()
-                        owned += [coord_store, store]
-                        watched["session-store"] = await self._spawn(
-                            "session-store", "pi_actors.actors.session_store:run_session_store",
-                            {"coordinator": store}, _wire(self.config.store), self.scrubbed,
-                        )  # fmt: skip
-                        coordinator_links["store"] = coord_store
-                        entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+                    entry, config = await self._store(coordinator_links, owned, watched)
                     watched["coordinator"] = await self._spawn("coordinator", entry, coordinator_links, config, self.scrubbed)
                 except BaseException:
                     for sock in owned:
@@ -246,15 +232,7 @@ class _Supervisor:
                 control = FdChannel(trio.socket.from_stdlib_socket(control_ours))
                 nursery.start_soon(self._read_control, control)
                 ended = trio.Event()
-                if ui_end is None:  # the UI is reached by the coordinator's connect link
-                    if task_status is not None:
-                        task_status.started()
-                else:
-                    stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
-                    # The coordinator is our own child: give it the start-up time of a supervised
-                    # actor (the protocol's 5 s guards servers against strangers, not a parent).
-                    extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
-                    await nursery.start(self._hold_ui, stream, extra, ended, task_status)
+                await self._start_ui(nursery, ui_end, ended, task_status)
                 if host_end is not None:
                     nursery.start_soon(self._start_extension_host, host_end, watched, control, ended)
                 for name in ("provider", "tool-pool"):
@@ -278,6 +256,39 @@ class _Supervisor:
                     for actor in watched.values():
                         await actor.down.wait()
         return reason
+
+    async def _store(self, coordinator_links: dict[str, Any], owned: list[socket.socket],
+                     watched: dict[str, WatchedActor]) -> tuple[str, Any]:  # fmt: skip
+        """Give the coordinator its session store — a connect link to one elsewhere, a task of
+        its own process (``store_with_coordinator``), or a store process started here — and
+        return the coordinator's entry and configuration to match."""
+        if "store" in self.connect:
+            coordinator_links["store"] = self.connect["store"]
+        elif self.store_with_coordinator:
+            config = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
+            return "pi_actors.actors.local:run_coordinator_with_store", config
+        else:
+            coord_store, store = link_pair()
+            owned += [coord_store, store]
+            watched["session-store"] = await self._spawn(
+                "session-store", "pi_actors.actors.session_store:run_session_store",
+                {"coordinator": store}, _wire(self.config.store), self.scrubbed,
+            )  # fmt: skip
+            coordinator_links["store"] = coord_store
+        return "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+
+    async def _start_ui(self, nursery: trio.Nursery, ui_end: socket.socket | None, ended: trio.Event, first_status: Any) -> None:
+        """Hold the UI's end of the coordinator's link (``_hold_ui``) — unless the UI is
+        elsewhere (a ``ui`` connect link): then only report the start."""
+        if ui_end is None:
+            if first_status is not None:
+                first_status.started()
+            return
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
+        # The coordinator is our own child: give it the start-up time of a supervised
+        # actor (the protocol's 5 s guards servers against strangers, not a parent).
+        extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
+        await nursery.start(self._hold_ui, stream, extra, ended, first_status)
 
     async def _hold_ui(self, stream: trio.SocketStream, extra: dict[str, Any], ended: trio.Event, first_status: Any,
                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip

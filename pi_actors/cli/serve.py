@@ -5,7 +5,7 @@ Usage::
     pi-actors serve --listen 127.0.0.1:8765 [--unix PATH] [--state-dir DIR] [--root DIR]
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
-                    [--placement local|ray [--ray-address ADDR]]
+                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
@@ -40,6 +40,7 @@ address without them prints a warning, since the token would cross the network i
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from functools import partial
@@ -70,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--placement", choices=["local", "ray"], default="local",
                    help="where sessions run: this machine (default) or the nodes of a Ray cluster")
     p.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster of --placement ray (default: auto, the running one)")
+    p.add_argument("--ray-resources", metavar="JSON",
+                   help='custom Ray resources each session asks for, e.g. \'{"pi_worker": 1}\' (--placement ray)')
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
@@ -201,12 +204,20 @@ def _placement(args: argparse.Namespace) -> Any:
     from ..placement import PlacementError, make_session_host
     from ._config import ConfigError
 
-    if args.ray_address and args.placement != "ray":
-        raise ConfigError("--ray-address goes with --placement ray")
+    if (args.ray_address or args.ray_resources) and args.placement != "ray":
+        raise ConfigError("--ray-address and --ray-resources go with --placement ray")
     if args.placement == "local":
         return None
+    resources = None
+    if args.ray_resources:
+        try:
+            resources = json.loads(args.ray_resources)
+            if not (isinstance(resources, dict) and all(isinstance(v, (int, float)) for v in resources.values())):
+                raise ValueError("not an object of numbers")
+        except ValueError as exc:
+            raise ConfigError(f"--ray-resources wants a JSON object of amounts, like '{{\"tool_host\": 1}}': {exc}") from None
     try:
-        return make_session_host(args.placement, address=args.ray_address)
+        return make_session_host("ray", address=args.ray_address, resources=resources)
     except PlacementError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -66,13 +66,17 @@ PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray
 
 
 def make_session_host(kind: str, **options: Any) -> SessionHost:
-    """The placement of served sessions ``kind`` (``local``, ``ray``: ``address``) for
+    """The placement of served sessions ``kind`` (``local``; ``ray``: ``address``,
+    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes`) for
     ``pi-actors serve``; raises :class:`PlacementError` for an unknown kind or a placement
     that cannot be made (Ray not installed or not reachable)."""
     if kind == "local":
         return LocalPlacement(1)
     if kind == "ray":
-        raise PlacementError("Ray placement is not available yet")
+        from ._ray_serve import RayNodes
+
+        nodes = RayNodes(**options)
+        return NodeSessions(nodes, link_host=nodes.link_host)
     raise PlacementError(f"unknown placement {kind!r} (known: local, ray)")
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import socket
 import sys
@@ -42,7 +41,7 @@ import trio
 
 from ..actors.local import open_local_runtime, secret_env_names
 from ..protocol.config import RuntimeConfig, read_part
-from ..runtime import ChildProcess, ConnectionLost, Peer, child_environment, open_peer, start_watched_actor, watch_heartbeat
+from ..runtime import ChildProcess, Peer, child_environment, open_peer, start_watched_actor, watch_heartbeat
 from ..runtime._connect import LinkOffer, open_link_listener
 
 __all__ = [
@@ -157,9 +156,7 @@ class NodeSessions:
             handle = await self.launcher.launch(nursery, {"config": msgspec.to_builtins(config), "links": links})
             try:
                 stream = await _accept_or_fail(ui, handle)
-                async with open_peer(
-                    stream, side="client", role="ui", name="coordinator", handshake_timeout=NODE_START_TIMEOUT
-                ) as peer:
+                async with open_peer(stream, side="client", role="ui", name="coordinator", handshake_timeout=NODE_START_TIMEOUT) as peer:
                     nursery.start_soon(_watch, peer, handle)
                     log.info("placement: session placed on %s", handle.node)
                     yield PlacedSession(peer, handle.node)

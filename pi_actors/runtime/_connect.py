@@ -154,7 +154,8 @@ class LinkListener:
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         try:
-            peer = "%s:%s" % stream.socket.getpeername()[:2]
+            host, port = stream.socket.getpeername()[:2]
+            peer = f"{host}:{port}"
         except OSError:
             peer = "?"
         try:
