@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 
@@ -21,6 +22,7 @@ from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 
 def _descendants(pid: int) -> list[int]:
@@ -143,3 +145,71 @@ async def test_serve_placement_flags_say_what_is_wrong_in_one_line(env):
         proc.terminate()
         with trio.fail_after(20):
             await proc.wait()
+
+
+async def _serving(make, root, state, placement=None):
+    creds = Credentials()
+    creds.add("alice", "client", token="tok")
+    return Server(make, root=str(root), default_cwd=str(root / "proj"), shutdown_grace=1.0, credentials=creds,
+                  state_dir=str(state), placement=placement)  # fmt: skip
+
+
+async def test_a_session_written_under_workspace_root_a_resumes_under_root_b(scripted, tmp_path, nursery):
+    """Issue 19 (4): the server keeps a session's cwd relative to its root, so the session
+    reopens in the same project under another absolute root (a moved workspace, another node)."""
+    root_a, root_b, state = tmp_path / "A", tmp_path / "B", tmp_path / "state"
+    (root_a / "proj").mkdir(parents=True)
+    (root_a / "proj" / "notes.txt").write_text("written under A\n")
+    scripted.script += [
+        Reply(text="first answer"),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat notes.txt"})]),
+        Reply(text="done"),
+    ]
+    make = lambda cwd: actor_config(scripted, cwd)  # noqa: E731
+    with trio.fail_after(120):
+        server = await _serving(make, root_a, state)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "first question"})
+        shutil.move(str(root_a), str(root_b))  # the workspace now lives under another root
+
+        server = await _serving(make, root_b, state)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                (listed,) = (await peer.call("list"))["sessions"]
+                assert (listed["id"], listed["cwd"]) == (sid, str(root_b / "proj"))
+                again = await RemoteSession.attach(peer, sid)
+                await again.call("prompt", {"text": "where are you?"})
+    sent = scripted.requests[-1]["body"]["messages"]
+    texts = [m["content"] if isinstance(m["content"], str) else "".join(p.get("text", "") for p in m["content"] or []) for m in sent]
+    assert ["first question", "first answer"] == [t for t in texts if t in ("first question", "first answer")]
+    assert f"{root_b / 'proj'}\nwritten under A" in texts[-1]  # the tool ran in the project under B
+
+
+async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_copy(scripted, tmp_path, nursery):
+    """Issue 19 (4): a node whose workspace root differs from the head's gets the session's
+    paths (cwd, sandbox workspace) under its own root."""
+    head_root, node_root, state = tmp_path / "head", tmp_path / "node", tmp_path / "state"
+    for root in (head_root, node_root):
+        (root / "proj").mkdir(parents=True)
+        (root / "proj" / "where.txt").write_text(f"the copy under {root.name}\n")
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat where.txt"})]),
+        Reply(text="done"),
+    ]
+    placement = NodeSessions(ProcessNodes(), workspace=(str(head_root), str(node_root)))
+    with trio.fail_after(120):
+        server = await _serving(lambda cwd: actor_config(scripted, cwd), head_root, state, placement)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                assert (await peer.call("list"))["sessions"][0]["cwd"] == str(head_root / "proj")
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "where are you?"})
+    result = scripted.requests[-1]["body"]["messages"][-1]
+    assert f"{node_root / 'proj'}\nthe copy under node" in json.dumps(result).replace("\\n", "\n")

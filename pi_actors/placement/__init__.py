@@ -29,6 +29,7 @@ from typing import Any
 from ._api import ErrorKind, Limits, Placement, PlacementError, SessionJob, SessionOutcome
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
+from ._paths import from_root, in_root, rebase_paths
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
 
 __all__ = [
@@ -50,6 +51,9 @@ __all__ = [
     "classify_model_error",
     "default_command",
     "make_placement",
+    "from_root",
+    "in_root",
+    "rebase_paths",
     "make_session_host",
 ]
 

@@ -43,6 +43,7 @@ from ..actors.local import open_local_runtime, secret_env_names
 from ..protocol.config import RuntimeConfig, read_part
 from ..runtime import ChildProcess, Peer, child_environment, open_peer, start_watched_actor, watch_heartbeat
 from ..runtime._connect import LinkOffer, open_link_listener
+from ._paths import rebase_paths
 
 __all__ = [
     "NodeHandle",
@@ -132,12 +133,16 @@ class NodeSessions:
     """A placement whose sessions run on other nodes (module docstring).
 
     ``launcher``: how a node's runtime is started; ``link_host``: the head's address the
-    nodes dial (an interface of this machine they can reach)."""
+    nodes dial (an interface of this machine they can reach). ``workspace``: ``(head root,
+    node root)`` when the nodes keep the workspace under another absolute root: every path
+    of the runtime's configuration inside the head's root (its cwd, its sandbox's paths) is
+    moved under the node's (``_paths.rebase_paths``); the store's stay the head's."""
 
-    def __init__(self, launcher: NodeLauncher, *, link_host: str = "127.0.0.1") -> None:
+    def __init__(self, launcher: NodeLauncher, *, link_host: str = "127.0.0.1", workspace: tuple[str, str] | None = None) -> None:
         self.launcher = launcher
         self.name = launcher.name
         self.link_host = link_host
+        self.workspace = workspace
 
     @asynccontextmanager
     async def open_session(
@@ -153,7 +158,10 @@ class NodeSessions:
                 links["tools"] = tools.spec
                 nursery.start_soon(_relay_offer, tools, tools_link)
             nursery.start_soon(_host_store, nursery, store, config, processes)
-            handle = await self.launcher.launch(nursery, {"config": msgspec.to_builtins(config), "links": links})
+            document = msgspec.to_builtins(config)
+            if self.workspace is not None:
+                document = rebase_paths(document, *self.workspace)
+            handle = await self.launcher.launch(nursery, {"config": document, "links": links})
             try:
                 stream = await _accept_or_fail(ui, handle)
                 async with open_peer(stream, side="client", role="ui", name="coordinator", handshake_timeout=NODE_START_TIMEOUT) as peer:

@@ -30,6 +30,7 @@ import trio
 from msgspec.structs import replace
 
 from ..actors.local import CoordinatorLink
+from ..placement import from_root, in_root
 from ..protocol.config import ExportsConfig, RuntimeConfig, SessionConfig, read_part
 from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
 from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
@@ -116,6 +117,17 @@ class SessionHosting:
         except CwdRefused as exc:
             raise RemoteError("invalid_request", str(exc)) from None
 
+    def record_cwd(self, record: SessionRecord) -> str:
+        """Where a session on disk works now: its ``cwdInRoot`` under the server's root of now
+        (the workspace may have moved: another node, another absolute root), else its ``cwd``.
+        Raises RemoteError ``invalid_request`` for a stored path that leaves the root."""
+        if record.cwdInRoot is None:
+            return record.cwd
+        try:
+            return from_root(record.cwdInRoot, self.root)
+        except ValueError as exc:
+            raise RemoteError("invalid_request", f"session {record.id}: {exc}") from None
+
     def _session_config(self, config: RuntimeConfig | dict[str, Any], record: SessionRecord | None) -> RuntimeConfig:
         """``config`` with this server's private paths hidden from the session's tools, and
         (with a state directory) the session's own file and directory; exports go only there."""
@@ -145,7 +157,11 @@ class SessionHosting:
                 config = self.make_config(cwd)
             except Exception as exc:
                 raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
-            record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
+            record = (
+                await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host, in_root(cwd, self.root))
+                if self.index is not None
+                else None
+            )
             session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
             try:
                 await self._start(session, self._session_config(config, record))
@@ -163,7 +179,9 @@ class SessionHosting:
             raise RemoteError("server_draining", "the server is shutting down")
         opening = self._opening[record.id] = trio.Event()
         try:
-            cwd = self._confine(record.cwd)  # (the root may have changed since)
+            # Under the root of now: the workspace may have moved since (another node, another
+            # absolute root; placement._paths); the root may also have narrowed: confined again.
+            cwd = self._confine(self.record_cwd(record))
             with self._reserving(identity if identity.name == record.owner else None, record.owner):
                 try:
                     config = self.make_config(cwd)

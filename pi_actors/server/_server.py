@@ -285,10 +285,16 @@ class Server(SessionHosting):
             for record in sorted(self.index.records.values(), key=lambda r: r.created):
                 if record.id not in live and self._may_use(identity, record.owner):
                     sessions.append(
-                        SessionInfo(id=record.id, cwd=record.cwd, tool_host=record.toolHost, attachments=0, live=False, owner=record.owner)
+                        SessionInfo(id=record.id, cwd=self._listed_cwd(record), tool_host=record.toolHost, attachments=0, live=False, owner=record.owner)
                     )
         hosts = [ToolHostInfo(name=n, tools=self.tool_host_tools.get(n, [])) for n in self.tool_hosts]
         return ListResult(sessions=sessions, tool_hosts=hosts)
+
+    def _listed_cwd(self, record: Any) -> str:
+        try:
+            return self.record_cwd(record)
+        except RemoteError:
+            return record.cwd
 
     def _check_owner(self, identity: Identity, owner: str, session_id: str) -> None:
         if not self._may_use(identity, owner):
