@@ -14,10 +14,12 @@ import subprocess
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import CLI, actor_config
 from support.wire import Lines
 
-from pi_actors.placement import NodeSessions, ProcessNodes
+from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
 from pi_actors.server.client import RemoteSession, connect
@@ -213,3 +215,24 @@ async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_co
                 await s.call("prompt", {"text": "where are you?"})
     result = scripted.requests[-1]["body"]["messages"][-1]
     assert f"{node_root / 'proj'}\nthe copy under node" in json.dumps(result).replace("\\n", "\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(relative=st.text(alphabet="ab./\\~\0 ", max_size=12))
+def test_a_stored_workspace_path_never_resolves_outside_its_root(relative):
+    root = "/work/root"
+    try:
+        resolved = from_root(relative, root)
+    except ValueError:
+        return
+    assert resolved == root or resolved.startswith(root + "/")
+    assert from_root(in_root(resolved, root), root) == resolved
+
+
+def test_rebasing_moves_only_the_paths_inside_the_old_root():
+    doc = {"cwd": "/a/proj", "sandbox": {"workspace": "/a/proj", "hidden": ["/a/proj/.git", "/state"], "x": "/ab/c"},
+           "resume": "/state/s.jsonl", "root": "/a", "text": "cd /a/proj", "n": 3}  # fmt: skip
+    assert rebase_paths(doc, "/a", "/b/c") == {
+        "cwd": "/b/c/proj", "sandbox": {"workspace": "/b/c/proj", "hidden": ["/b/c/proj/.git", "/state"], "x": "/ab/c"},
+        "resume": "/state/s.jsonl", "root": "/b/c", "text": "cd /a/proj", "n": 3,
+    }  # fmt: skip
