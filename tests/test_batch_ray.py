@@ -22,10 +22,10 @@ from _procs import cmdline, environ_has, live_pids, wait_all_gone
 from conftest import Env
 from support.ray_cluster import RayCluster, ray_cluster_fixture
 
+from pi_actors.cli.batch import parse_size
+from pi_actors.placement import PlacementError, make_placement, shipped_environment
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-pytest.importorskip("ray", reason="Ray is not installed (pip install 'pi-actors[ray]')")
 
 pytestmark = pytest.mark.xdist_group("ray")
 
@@ -182,12 +182,43 @@ async def test_a_node_killed_mid_batch_loses_no_task_and_leaves_no_stray_process
     assert not [p for p in ray_cluster.processes() if "pi-actors" in cmdline(p) or "bwrap" in cmdline(p)]
 
 
-def test_a_ray_batch_without_a_reachable_cluster_is_one_error_line(tmp_path):
+def _batch_cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "a", "prompt": "hi"}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    done = subprocess.run(
-        [CLI, "batch", str(tasks), "--out", str(tmp_path / "r.jsonl"), "--per-session-cpus", "1"],
-        capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 1 and done.stderr == "Error: --per-session-cpus needs --ray ADDRESS\n"
+    return subprocess.run([CLI, "batch", str(tasks), "--out", str(tmp_path / "r.jsonl"), *args],
+                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--per-session-cpus", "1"], "--per-session-cpus needs --ray ADDRESS"),
+        (["--local", "2", "--ray", "auto"], "give one of --local or --ray"),
+        (["--ray", "auto", "--per-session-memory", "lots"], "--per-session-memory must be a size like 2G, 512M or a number of bytes, not 'lots'"),
+        (["--ray", "auto", "--resources", '{"gpu": -1}'], "--resources must be a JSON object of positive amounts"),
+        (["--ray", "auto", "--per-session-cpus", "0"], "--per-session-cpus must be more than 0, not 0"),
+    ],
+)
+def test_bad_ray_flags_are_one_error_line_before_any_cluster_is_reached(tmp_path, args, says):
+    done = _batch_cli(tmp_path, *args)
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: {says}") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_without_ray_installed_the_ray_placement_names_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(PlacementError) as caught:
+        make_placement("ray", address="auto")
+    assert str(caught.value) == "Ray placement needs Ray: pip install 'pi-actors[ray]'"
+
+
+def test_sizes_and_the_environment_shipped_to_a_node():
+    assert (parse_size("2G"), parse_size("512M"), parse_size("1.5k"), parse_size("4096")) == (2 << 30, 512 << 20, 1536, 4096)
+    models = json.dumps({"providers": {"p": {"apiKey": "MY_PROVIDER_SECRET", "headers": {"x-org": "ORG_ID_VAR"}}}}).encode()
+    environ = {
+        "OPENAI_API_KEY": "k1", "MY_PROVIDER_SECRET": "k2", "ORG_ID_VAR": "org", "PI_ACTORS_OFFLINE": "1",
+        "PI_ACTORS_DIR": "/home/me/.pi-actors", "RAY_AUTH_TOKEN": "cluster", "HOME": "/home/me", "PATH": "/bin",
+    }  # fmt: skip
+    assert shipped_environment(environ, models) == {
+        "OPENAI_API_KEY": "k1", "MY_PROVIDER_SECRET": "k2", "ORG_ID_VAR": "org", "PI_ACTORS_OFFLINE": "1",
+    }  # fmt: skip

@@ -12,13 +12,13 @@ or :class:`ProcessNodes` for a node stood in by a local process).
 
 - ``local`` (:class:`LocalPlacement`): each session is a headless ``pi-actors --mode json``
   process on this machine, with its usual actor runtime; ``slots`` at once.
-- ``ray`` (:class:`~pi_actors.placement._ray.RayPlacement`, the ``ray`` extra): each session
+- ``ray`` (:class:`RayPlacement`, the ``ray`` extra): each session
   is one Ray task with the declared resources (CPUs, memory, custom resources) that calls
   ``LocalPlacement(1).run(job)`` *on the worker node* — the session's actors and sandboxed
   tool pool run together on that node, trio in a thread of the worker — and returns the
   outcome with ``session_content`` filled (the file read on the node) and ``node`` set to the
   node's address; a worker or node lost while the task runs is an ``infra`` outcome, which
-  the runner retries. Ray is imported only when this placement is made.
+  the runner retries. Ray itself is imported only when this placement is made.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ._api import ErrorKind, Limits, Placement, PlacementError, SessionJob, Sess
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
 from ._paths import from_root, in_root, rebase_paths
+from ._ray import RayPlacement, shipped_environment
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "open_local_session",
     "Placement",
     "PlacementError",
+    "RayPlacement",
     "SessionJob",
     "SessionOutcome",
     "classify_model_error",
@@ -55,18 +57,12 @@ __all__ = [
     "in_root",
     "rebase_paths",
     "make_session_host",
+    "shipped_environment",
 ]
 
 
-def _ray_placement(**options: Any) -> Placement:
-    """A :class:`RayPlacement` (its module, and Ray, imported only now)."""
-    from ._ray import RayPlacement
-
-    return RayPlacement(**options)
-
-
 #: Placement kinds by configuration name -> a factory taking the kind's options.
-PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray": _ray_placement}
+PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray": RayPlacement}
 
 
 def make_session_host(kind: str, **options: Any) -> SessionHost:

@@ -45,14 +45,18 @@ __all__ = ["RayCluster", "RayNode", "ray_cluster_fixture", "start_cluster"]
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
-#: Fast failure detection: a raylet that stops answering is declared dead after ~2 s
-#: instead of Ray's default ~30 s (health checks every second, two misses).
+#: Faster failure detection: a raylet that stops answering is declared dead after ~6 s
+#: instead of Ray's default ~30 s (a check every 2 s, three misses; each may take 5 s, so a
+#: live raylet on a loaded machine is not taken for dead).
 _SYSTEM_ENV = {
-    "RAY_health_check_initial_delay_ms": "1000",
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "2",
+    "RAY_health_check_initial_delay_ms": "2000",
+    "RAY_health_check_period_ms": "2000",
+    "RAY_health_check_timeout_ms": "5000",
+    "RAY_health_check_failure_threshold": "3",
     "RAY_USAGE_STATS_ENABLED": "0",
+    # A loaded machine starts the node's Python agents slowly: the raylet waits up to 2 min for
+    # their ports (default 15 s, after which it aborts).
+    "RAY_agent_register_timeout_ms": "120000",
 }
 
 
@@ -135,11 +139,13 @@ class RayCluster:
     def workers(self) -> list[RayNode]:
         return self.nodes[1:]
 
-    def processes(self) -> list[int]:
-        """Live pids of this cluster: processes naming its temp dirs and their descendants,
-        plus those seen before (kept by start time, so a reused pid is not taken)."""
+    def processes(self, under: Path | None = None) -> list[int]:
+        """Live pids of this cluster (or of the node whose temp dir is ``under``): processes
+        naming its temp dirs and their descendants, plus those seen before (kept by start
+        time, so a reused pid is not taken)."""
         tree = _children()
-        roots = [int(e) for e in os.listdir("/proc") if e.isdigit() and str(self.root) in _cmdline(int(e))]
+        needle = str(under or self.root)
+        roots = [int(e) for e in os.listdir("/proc") if e.isdigit() and needle in _cmdline(int(e))]
         stack, found = list(roots), set()
         while stack:
             pid = stack.pop()
@@ -148,6 +154,8 @@ class RayCluster:
                 stack.extend(tree.get(pid, []))
         for pid in found:
             self._seen.setdefault(pid, _start_time(pid))
+        if under is not None:
+            return sorted(p for p in found if _alive(p))
         return sorted(p for p, started in self._seen.items() if _alive(p) and _start_time(p) == started)
 
     def node_of(self, pid: int) -> RayNode | None:
@@ -171,17 +179,18 @@ class RayCluster:
         assert pid is not None, f"node {node.name} has no raylet"
         os.kill(pid, signal.SIGKILL)
 
-    def stop(self, timeout: float = 20.0) -> list[int]:
-        """Kill every process of the cluster; the pids still alive after ``timeout`` s."""
+    def stop(self, timeout: float = 20.0, under: Path | None = None) -> list[int]:
+        """Kill every process of the cluster (or of the node whose temp dir is ``under``);
+        the pids still alive after ``timeout`` s."""
         for _ in range(3):  # a dying process may still have forked: look again
-            pids = self.processes()
+            pids = self.processes(under)
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             _wait_gone(pids, timeout)
-        return self.processes()
+        return self.processes(under)
 
 
 def _wait_gone(pids: list[int], timeout: float) -> None:
@@ -233,33 +242,44 @@ def start_cluster(root: Path, workers: int = 2) -> RayCluster:
     port = _free_port()
     cluster = RayCluster(root, "", {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": env["RAY_AUTH_TOKEN"]}, nodes)
     try:
-        _ray_start(
-            ["--head", f"--port={port}", "--include-dashboard=false", f"--dashboard-port={_free_port()}",
-             *_node_args(head, {head.resource: 1})],
-            env, root / "head.log",
-        )  # fmt: skip
-        host = _head_host(root / "head.log")
+        # The head first (workers started beside it time out on a loaded machine), then the
+        # workers side by side.
+        host = _host()
         cluster.address = f"{host}:{port}"
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(
-                lambda node: _ray_start(
-                    [f"--address={cluster.address}", *_node_args(node, {node.resource: 1, "pi_worker": 1})],
-                    env, root / f"{node.name}.log",
-                ),
-                nodes[1:],
-            ))  # fmt: skip
+        head_args = ["--head", f"--port={port}", f"--node-ip-address={host}", "--include-dashboard=false",
+                     f"--dashboard-port={_free_port()}", *_node_args(head, {head.resource: 1})]  # fmt: skip
+        _ray_start(head_args, env, root / "head.log")
+        starts = [
+            ([f"--address={cluster.address}", f"--node-ip-address={host}", *_node_args(node, {node.resource: 1, "pi_worker": 1})],
+             root / f"{node.name}.log")
+            for node in nodes[1:]
+        ]  # fmt: skip
+        with ThreadPoolExecutor(len(starts)) as pool:
+            list(pool.map(lambda start: _start_worker(cluster, *start, env), zip(nodes[1:], starts, strict=True)))
     except BaseException:
         cluster.stop()
         raise
     return cluster
 
 
-def _head_host(log: Path) -> str:
-    """The address the head's GCS listens on, as ``ray start`` printed it."""
-    for line in log.read_text().splitlines():
-        if "ray start --address=" in line:
-            return line.split("--address=")[1].strip().strip("'\"").rsplit(":", 1)[0]
-    raise RuntimeError(f"no address in the head's output: {log.read_text()[-2000:]}")
+def _start_worker(cluster: RayCluster, node: RayNode, start: tuple[list[str], Path], env: dict[str, str]) -> None:
+    """Start a worker node; on a loaded machine its raylet may miss Ray's fixed 30 s to
+    register with the head: then what it started is killed and it starts again (3 tries)."""
+    for attempt in range(3):
+        try:
+            _ray_start(start[0], env, start[1])
+            return
+        except RuntimeError:
+            cluster.stop(under=node.temp_dir)
+            if attempt == 2:
+                raise
+
+
+def _host() -> str:
+    """The address Ray takes for this machine (its nodes would pick it themselves)."""
+    from ray.util import get_node_ip_address
+
+    return str(get_node_ip_address())
 
 
 def ray_cluster_fixture(workers: int = 2):  # type: ignore[no-untyped-def]
