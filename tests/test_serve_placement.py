@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 import trio
+from conftest import CLI, actor_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import CLI, actor_config
 from support.wire import Lines
 
 from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
