@@ -37,7 +37,7 @@ import trio
 from ._api import PlacementError
 from ._ray import _import_ray, _ray_error, agent_files, shipped_environment
 
-__all__ = ["RayNodes"]
+__all__ = ["RayNodes", "RayToolHost"]
 
 #: How long a new session actor may take to be scheduled and start.
 _START_TIMEOUT = 60.0
@@ -45,14 +45,19 @@ _START_TIMEOUT = 60.0
 _LAUNCH_ATTEMPTS = 3
 
 
+def _where() -> str:
+    """The node this Ray worker runs on: ``<ip>/<node id prefix>``."""
+    import ray
+
+    return f"{ray.util.get_node_ip_address()}/{ray.get_runtime_context().get_node_id()[:12]}"
+
+
 class _SessionNode:
     """The Ray actor that holds one session's runtime (module docstring)."""
 
     def node(self) -> str:
         """Where this actor runs: ``<ip>/<node id prefix>``."""
-        import ray
-
-        return f"{ray.util.get_node_ip_address()}/{ray.get_runtime_context().get_node_id()[:12]}"
+        return _where()
 
     def run(self, job_data: bytes) -> str:
         """Run the session of ``job_data`` (JSON: ``config``, ``links``, ``env``) until its
@@ -75,6 +80,53 @@ class _SessionNode:
         if "error" in box:
             raise box["error"]
         return str(box["ended"])
+
+
+class _ToolHostNode:
+    """The Ray actor that holds one tool host: ``pi-actors tool-host`` as its child process,
+    which dies with the actor (the parent-death signal, armed from a thread that lives as
+    long as it)."""
+
+    def node(self) -> str:
+        """Where this actor runs: ``<ip>/<node id prefix>``."""
+        return _where()
+
+    def run(self, argv: list[str], env: dict[str, str]) -> int:
+        """Run the tool host ``argv`` with ``env`` added (its token) until it exits; its status."""
+        import signal
+        import subprocess
+
+        from ..runtime.child import set_parent_death_signal
+
+        box: dict[str, int] = {}
+
+        def main() -> None:
+            child_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+            proc = subprocess.Popen(argv, env={**child_env, **env}, stdin=subprocess.DEVNULL,
+                                    preexec_fn=lambda: set_parent_death_signal(signal.SIGKILL))  # fmt: skip
+            box["status"] = proc.wait()
+
+        thread = threading.Thread(target=main, name="pi-actors tool host", daemon=True)
+        thread.start()
+        thread.join()
+        return box.get("status", 1)
+
+
+class RayToolHost:
+    """A tool host running as a Ray actor (:meth:`RayNodes.start_tool_host`): ``node`` where;
+    ``stop()`` ends it (the actor and its tool host)."""
+
+    def __init__(self, ray: Any, actor: Any, node: str, ref: Any) -> None:
+        self._ray = ray
+        self.actor = actor
+        self.node = node
+        self.ref = ref
+
+    def stop(self) -> None:
+        try:
+            self._ray.kill(self.actor, no_restart=True)
+        except Exception:  # already gone
+            pass
 
 
 class _RayNode:
@@ -133,6 +185,31 @@ class RayNodes:
         #: The head's address as the nodes see it: where they dial the connect links.
         self.link_host = ray.util.get_node_ip_address()
         self._actor = ray.remote(_SessionNode)
+
+    def start_tool_host(
+        self, *, connect: str, token: str, name: str, workspace: str, resources: dict[str, float] | None = None,
+        sandbox: str | None = None, command: list[str] | None = None,
+    ) -> RayToolHost:  # fmt: skip
+        """Start ``pi-actors tool-host`` (``command``: its argv prefix, default this
+        installation's) as a Ray actor on a node that has ``resources`` (default
+        ``{"tool_host": 1}``: tool hosts are chosen by a custom resource), connecting to the
+        server at ``connect`` with the tool-host ``token`` as ``name``; its tools work in
+        ``workspace`` on that node. Blocks until the actor runs (call it from a thread in an
+        event loop); raises OSError if no node could start it."""
+        from ._local import default_command
+
+        ray = self._ray
+        actor = ray.remote(_ToolHostNode).options(num_cpus=0, max_restarts=0, resources=resources or {"tool_host": 1}).remote()
+        try:
+            node = ray.get(actor.node.remote(), timeout=_START_TIMEOUT)
+        except Exception as exc:
+            ray.kill(actor, no_restart=True)
+            raise OSError(f"no Ray node could start tool host {name!r}: {_ray_error(exc)}") from None
+        argv = [*(command or default_command()), "tool-host", "--connect", connect, "--name", name, "--workspace", workspace]
+        if sandbox:
+            argv += ["--sandbox", sandbox]
+        ref = actor.run.remote(argv, {"PI_ACTORS_TOKEN": token})
+        return RayToolHost(ray, actor, str(node), ref)
 
     def shutdown(self) -> None:
         """Disconnect from the cluster (idempotent)."""
