@@ -3,7 +3,9 @@ a Ray actor on a worker node of a local cluster (``tests/support/ray_cluster.py`
 two workers, token auth) against the scripted model. The session store stays on the server;
 clients talk to the server only. Killing the session's node (kill -9 its raylet) ends the
 session as a local coordinator death would; attaching again reopens it from the server's file
-on the other worker, and nothing of it is left on the dead node."""
+on the other worker, and nothing of it is left on the dead node. A tool host runs as a Ray
+actor on the node its custom resource names. The tests share one cluster and run in file
+order: the node kill comes last."""
 
 from __future__ import annotations
 
@@ -14,13 +16,16 @@ import subprocess
 import pytest
 import trio
 from _procs import cmdline, environ_has, live_pids, wait_all_gone
-from conftest import CLI, Env
+from conftest import CLI, Env, actor_config, served_credentials
 from support.ray_cluster import ray_cluster_fixture
 from support.wire import Lines
 
+from pi_actors.placement import RayNodes
 from pi_actors.runtime import RemoteError
+from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'pi-actors[ray]')")
 
@@ -37,6 +42,46 @@ def _session_processes(marker: str) -> list[int]:
 def _coordinator(marker: str) -> int:
     (pid,) = [p for p in _session_processes(marker) if "pi_actors.runtime.child coordinator" in cmdline(p)]
     return pid
+
+
+async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_names(tmp_path, nursery, scripted, ray_cluster, monkeypatch):
+    for name, value in ray_cluster.env.items():
+        monkeypatch.setenv(name, value)
+    nodes = RayNodes(ray_cluster.address)  # this test process is the driver
+    try:
+        served, workspace = tmp_path / "served", tmp_path / "host-ws"
+        served.mkdir()
+        workspace.mkdir()
+        scripted.script += [
+            Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd"})]),
+            Reply(text="done"),
+        ]
+        server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), credentials=served_credentials())
+        target = ray_cluster.workers[-1]
+        with trio.fail_after(120):
+            async with server.running():
+                ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+                url = f"ws://127.0.0.1:{ws.port}/"
+                host = await trio.to_thread.run_sync(
+                    lambda: nodes.start_tool_host(
+                        connect=url, token="h1-tok", name="h1", workspace=str(workspace), resources={target.resource: 1}, sandbox="off"
+                    )  # fmt: skip
+                )
+                try:
+                    while "h1" not in server.tool_hosts:
+                        await server.tool_host_changed.wait()
+                    (pid,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and "--name h1" in cmdline(p))
+                    assert ray_cluster.node_of(pid) is target  # chosen by its resource
+                    async with connect(url, token="tok") as peer:
+                        sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+                        s = await RemoteSession.attach(peer, sid)
+                        await s.call("prompt", {"text": "where do tools run?"})
+                    assert str(workspace) in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
+                finally:
+                    host.stop()
+                assert await wait_all_gone(lambda: [p for p in [pid] if p in live_pids(lambda q: q == pid)]) == []
+    finally:
+        nodes.shutdown()
 
 
 async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_other_node_when_its_node_dies(
@@ -64,7 +109,11 @@ async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_othe
                 node = ray_cluster.node_of(first)
                 assert node in ray_cluster.workers  # placed on a worker, through Ray
                 on_node = [p for p in _session_processes(env.marker) if ray_cluster.node_of(p) is node]
-                assert {cmdline(p).split("pi_actors.runtime.child ")[1].split()[0] for p in on_node} == {"coordinator", "provider", "tool-pool"}
+                assert {cmdline(p).split("pi_actors.runtime.child ")[1].split()[0] for p in on_node} == {
+                    "coordinator",
+                    "provider",
+                    "tool-pool",
+                }
                 # The store is the server's own child, here on the head, not on the node.
                 (store,) = [p for p in _session_processes(env.marker) if "child session-store" in cmdline(p)]
                 assert ray_cluster.node_of(store) is None

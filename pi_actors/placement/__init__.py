@@ -31,6 +31,7 @@ from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
 from ._paths import from_root, in_root, rebase_paths
 from ._ray import RayPlacement, shipped_environment
+from ._ray_serve import RayNodes, RayToolHost
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
 
 __all__ = [
@@ -47,7 +48,9 @@ __all__ = [
     "open_local_session",
     "Placement",
     "PlacementError",
+    "RayNodes",
     "RayPlacement",
+    "RayToolHost",
     "SessionJob",
     "SessionOutcome",
     "classify_model_error",
