@@ -1,8 +1,9 @@
 """A local Ray cluster for tests: a head and worker nodes started with ``ray start``.
 
-:func:`start_cluster` starts the head, then the workers side by side, each with its own
-``--temp-dir`` under the directory given, its own ports, ``--num-cpus 1``, a small object
-store, no dashboard, and a custom resource naming it (``{"pi_node_head": 1}``,
+:func:`start_cluster` starts the head, then the workers, one after the other (a node whose
+raylet aborts because its agents started too slowly on a loaded machine is killed and started
+again, up to 3 times), each with its own ``--temp-dir`` under the directory given, its own
+ports, ``--num-cpus 1``, a small object store, no dashboard, and a custom resource naming it (``{"pi_node_head": 1}``,
 ``{"pi_node_w1": 1}``, …; the workers also get ``{"pi_worker": 1}``, so a placement asking for
 it keeps sessions off the head, whose raylet the driver is attached to). Token
 authentication is on, as Ray asks of a cluster reachable from the network: a fresh token in
@@ -35,15 +36,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 __all__ = ["RayCluster", "RayNode", "ray_cluster_fixture", "start_cluster"]
-
-RAY = str(Path(sys.executable).with_name("ray"))
 
 #: Faster failure detection: a raylet that stops answering is declared dead after ~6 s
 #: instead of Ray's default ~30 s (a check every 2 s, three misses; each may take 5 s, so a
@@ -54,9 +52,6 @@ _SYSTEM_ENV = {
     "RAY_health_check_timeout_ms": "5000",
     "RAY_health_check_failure_threshold": "3",
     "RAY_USAGE_STATS_ENABLED": "0",
-    # A loaded machine starts the node's Python agents slowly: the raylet waits up to 2 min for
-    # their ports (default 15 s, after which it aborts).
-    "RAY_agent_register_timeout_ms": "120000",
 }
 
 
@@ -77,6 +72,19 @@ def _children() -> dict[int, list[int]]:
             except (OSError, ValueError, IndexError):
                 continue
             out.setdefault(ppid, []).append(int(entry))
+    return out
+
+
+def _ancestors(pid: int) -> set[int]:
+    out = set()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                data = f.read()
+            pid = int(data[data.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
     return out
 
 
@@ -144,8 +152,9 @@ class RayCluster:
         naming its temp dirs and their descendants, plus those seen before (kept by start
         time, so a reused pid is not taken)."""
         tree = _children()
-        needle = str(under or self.root)
-        roots = [int(e) for e in os.listdir("/proc") if e.isdigit() and needle in _cmdline(int(e))]
+        needle = f"{under or self.root}/"
+        mine = _ancestors(os.getpid())  # this process and its parents never count
+        roots = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) not in mine and needle in _cmdline(int(e))]
         stack, found = list(roots), set()
         while stack:
             pid = stack.pop()
@@ -210,9 +219,50 @@ def _wait_gone(pids: list[int], timeout: float) -> None:
             os.close(fd)
 
 
+#: ``ray start``, except that a node's registration with the head may take up to 3 minutes
+#: instead of Ray's fixed 30 s (node.py): on a loaded 2-core machine the node's Python agents,
+#: which the raylet waits for before registering, can take longer than that to start. It
+#: stops waiting once the node's raylet is gone (it aborts when its agents start too slowly;
+#: the caller then starts the node again).
+_RAY_START = """
+import os, sys, time
+import ray._private.services as services
+from ray.scripts.scripts import main
+
+_get_node = services.get_node
+_temp = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--temp-dir="))
+
+def _raylet_alive():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "/raylet/raylet " in cmd and f"--temp_dir={_temp} " in cmd:
+            return True
+    return False
+
+def get_node(*args, **kwargs):
+    started = time.monotonic()
+    while True:
+        try:
+            return _get_node(*args, **kwargs)
+        except RuntimeError:
+            if time.monotonic() - started > 180 or (time.monotonic() - started > 5 and not _raylet_alive()):
+                raise
+            time.sleep(0.5)
+
+services.get_node = get_node
+sys.argv[0] = "ray"
+sys.exit(main())
+"""
+
+
 def _ray_start(args: list[str], env: dict[str, str], log: Path) -> None:
+    argv = [sys.executable, "-c", _RAY_START, "start", *args]
     with open(log, "wb") as out:
-        done = subprocess.run([RAY, "start", *args], env=env, stdout=out, stderr=subprocess.STDOUT, timeout=120, check=False)
+        done = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"ray start {args[0]} failed ({done.returncode}): {log.read_text()[-2000:]}")
 
@@ -242,32 +292,28 @@ def start_cluster(root: Path, workers: int = 2) -> RayCluster:
     port = _free_port()
     cluster = RayCluster(root, "", {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": env["RAY_AUTH_TOKEN"]}, nodes)
     try:
-        # The head first (workers started beside it time out on a loaded machine), then the
-        # workers side by side.
+        # One node after the other: started side by side on a loaded machine, their Python
+        # agents start too slowly for their raylets (which then abort).
         host = _host()
         cluster.address = f"{host}:{port}"
         head_args = ["--head", f"--port={port}", f"--node-ip-address={host}", "--include-dashboard=false",
                      f"--dashboard-port={_free_port()}", *_node_args(head, {head.resource: 1})]  # fmt: skip
-        _ray_start(head_args, env, root / "head.log")
-        starts = [
-            ([f"--address={cluster.address}", f"--node-ip-address={host}", *_node_args(node, {node.resource: 1, "pi_worker": 1})],
-             root / f"{node.name}.log")
-            for node in nodes[1:]
-        ]  # fmt: skip
-        with ThreadPoolExecutor(len(starts)) as pool:
-            list(pool.map(lambda start: _start_worker(cluster, *start, env), zip(nodes[1:], starts, strict=True)))
+        _start_node(cluster, head, head_args, env)
+        for node in nodes[1:]:
+            args = [f"--address={cluster.address}", f"--node-ip-address={host}", *_node_args(node, {node.resource: 1, "pi_worker": 1})]
+            _start_node(cluster, node, args, env)
     except BaseException:
         cluster.stop()
         raise
     return cluster
 
 
-def _start_worker(cluster: RayCluster, node: RayNode, start: tuple[list[str], Path], env: dict[str, str]) -> None:
-    """Start a worker node; on a loaded machine its raylet may miss Ray's fixed 30 s to
-    register with the head: then what it started is killed and it starts again (3 tries)."""
+def _start_node(cluster: RayCluster, node: RayNode, args: list[str], env: dict[str, str]) -> None:
+    """Start a node; if it fails (its raylet aborted: its agents were too slow to start on a
+    loaded machine), what it started is killed and it starts again (3 tries)."""
     for attempt in range(3):
         try:
-            _ray_start(start[0], env, start[1])
+            _ray_start(args, env, cluster.root / f"{node.name}.log")
             return
         except RuntimeError:
             cluster.stop(under=node.temp_dir)
