@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pi_actors.protocol.store import APPEND, OPEN, AppendArgs, OpenArgs
-from pi_actors.runtime import call_method, open_peer, start_actor
-from pi_actors.runtime._connect import LinkRefused, dial_link, open_link_listener
+from pi_actors.runtime import LinkRefused, call_method, dial_link, open_link_listener, open_peer, start_actor
 
 STORE = "pi_actors.actors.session_store:run_session_store"
 
