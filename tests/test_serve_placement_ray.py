@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 import trio
@@ -20,7 +21,6 @@ from conftest import CLI, Env, actor_config, served_credentials
 from support.ray_cluster import ray_cluster_fixture
 from support.wire import Lines
 
-from pi_actors.placement import RayNodes
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
@@ -44,44 +44,56 @@ def _coordinator(marker: str) -> int:
     return pid
 
 
-async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_names(tmp_path, nursery, scripted, ray_cluster, monkeypatch):
-    for name, value in ray_cluster.env.items():
-        monkeypatch.setenv(name, value)
-    nodes = RayNodes(ray_cluster.address)  # this test process is the driver
-    try:
-        served, workspace = tmp_path / "served", tmp_path / "host-ws"
-        served.mkdir()
-        workspace.mkdir()
-        scripted.script += [
-            Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd"})]),
-            Reply(text="done"),
-        ]
-        server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), credentials=served_credentials())
-        target = ray_cluster.workers[-1]
-        with trio.fail_after(120):
-            async with server.running():
-                ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
-                url = f"ws://127.0.0.1:{ws.port}/"
-                host = await trio.to_thread.run_sync(
-                    lambda: nodes.start_tool_host(
-                        connect=url, token="h1-tok", name="h1", workspace=str(workspace), resources={target.resource: 1}, sandbox="off"
-                    )  # fmt: skip
-                )
-                try:
-                    while "h1" not in server.tool_hosts:
-                        await server.tool_host_changed.wait()
-                    (pid,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and "--name h1" in cmdline(p))
-                    assert ray_cluster.node_of(pid) is target  # chosen by its resource
-                    async with connect(url, token="tok") as peer:
-                        sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
-                        s = await RemoteSession.attach(peer, sid)
-                        await s.call("prompt", {"text": "where do tools run?"})
-                    assert str(workspace) in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
-                finally:
-                    host.stop()
-                assert await wait_all_gone(lambda: [p for p in [pid] if p in live_pids(lambda q: q == pid)]) == []
-    finally:
-        nodes.shutdown()
+#: A Ray driver of its own (Ray's state is per process): starts tool host "h1" as a Ray actor,
+#: prints its node, and stops it when its stdin closes.
+_TOOL_HOST_DRIVER = """
+import json, sys
+a = json.loads(sys.argv[1])
+nodes = RayNodes(a["address"])
+host = nodes.start_tool_host(connect=a["url"], token="h1-tok", name="h1", workspace=a["workspace"],
+                             resources={a["resource"]: 1}, sandbox="off")
+print(host.node, flush=True)
+sys.stdin.read()
+host.stop()
+nodes.shutdown()
+"""
+
+
+async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_names(tmp_path, nursery, scripted, ray_cluster):
+    served, workspace = tmp_path / "served", tmp_path / "host-ws"
+    served.mkdir()
+    workspace.mkdir()
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd"})]),
+        Reply(text="done"),
+    ]
+    server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), credentials=served_credentials())
+    target = ray_cluster.workers[-1]
+    with trio.fail_after(150):
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            url = f"ws://127.0.0.1:{ws.port}/"
+            job = {"address": ray_cluster.address, "url": url, "workspace": str(workspace), "resource": target.resource}
+            driver = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _TOOL_HOST_DRIVER, json.dumps(job)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                env={**os.environ, **ray_cluster.env},
+            )  # fmt: skip
+            try:
+                assert (await Lines(driver.stdout).next()).count("/") == 1  # the node's ip/id
+                while "h1" not in server.tool_hosts:
+                    await server.tool_host_changed.wait()
+                (pid,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and "--name h1" in cmdline(p))
+                assert ray_cluster.node_of(pid) is target  # chosen by its resource
+                async with connect(url, token="tok") as peer:
+                    sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+                    s = await RemoteSession.attach(peer, sid)
+                    await s.call("prompt", {"text": "where do tools run?"})
+                assert str(workspace) in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
+            finally:
+                await driver.stdin.aclose()
+                await driver.wait()
+            assert driver.returncode == 0
+            assert await wait_all_gone(lambda: live_pids(lambda q: q == pid)) == []
 
 
 async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_other_node_when_its_node_dies(
