@@ -48,6 +48,7 @@ def _coordinator(marker: str) -> int:
 #: prints its node, and stops it when its stdin closes.
 _TOOL_HOST_DRIVER = """
 import json, sys
+from pi_actors.placement import RayNodes
 a = json.loads(sys.argv[1])
 nodes = RayNodes(a["address"])
 host = nodes.start_tool_host(connect=a["url"], token="h1-tok", name="h1", workspace=a["workspace"],
