@@ -100,8 +100,12 @@ class _Supervisor:
         store_with_coordinator: bool,
         spares: bool,
         prestarted: Mapping[str, PrestartedActor] | None = None,
+        connect: Mapping[str, dict[str, Any]] | None = None,
     ) -> None:
         self.config = config
+        #: Connect links (``runtime._connect``) the coordinator dials instead of ours:
+        #: ``ui`` (the session's UI is elsewhere), ``store`` (its store is elsewhere).
+        self.connect = dict(connect or {})
         self.link = link
         self.policy = policy
         self.intensity = RestartIntensity(policy)
@@ -197,10 +201,15 @@ class _Supervisor:
         try:
             async with trio.open_nursery() as nursery:
                 self._generation_scope = nursery.cancel_scope
-                ui_end, coord_ui = link_pair()
                 control_ours, control_theirs = link_pair()
-                coordinator_links: dict[str, Any] = {"ui": coord_ui, "control": control_theirs}
-                owned = [ui_end, control_ours, coord_ui, control_theirs]
+                coordinator_links: dict[str, Any] = {"control": control_theirs}
+                owned = [control_ours, control_theirs]
+                ui_end = None
+                if "ui" in self.connect:
+                    coordinator_links["ui"] = self.connect["ui"]
+                else:
+                    ui_end, coordinator_links["ui"] = link_pair()
+                    owned += [ui_end, coordinator_links["ui"]]
                 try:
                     watched["provider"], coordinator_links["provider"] = await self._take("provider")
                     owned.append(coordinator_links["provider"])
@@ -214,18 +223,7 @@ class _Supervisor:
                         self._host_wanted = trio.Event()
                         coordinator_links["extensions"], host_end = link_pair()
                         owned += [coordinator_links["extensions"], host_end]
-                    if self.store_with_coordinator:
-                        entry = "pi_actors.actors.local:run_coordinator_with_store"
-                        config: Any = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
-                    else:
-                        coord_store, store = link_pair()
-                        owned += [coord_store, store]
-                        watched["session-store"] = await self._spawn(
-                            "session-store", "pi_actors.actors.session_store:run_session_store",
-                            {"coordinator": store}, _wire(self.config.store), self.scrubbed,
-                        )  # fmt: skip
-                        coordinator_links["store"] = coord_store
-                        entry, config = "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+                    entry, config = await self._store(coordinator_links, owned, watched)
                     watched["coordinator"] = await self._spawn("coordinator", entry, coordinator_links, config, self.scrubbed)
                 except BaseException:
                     for sock in owned:
@@ -233,12 +231,8 @@ class _Supervisor:
                     raise
                 control = FdChannel(trio.socket.from_stdlib_socket(control_ours))
                 nursery.start_soon(self._read_control, control)
-                stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
-                # The coordinator is our own child: give it the start-up time of a supervised
-                # actor (the protocol's 5 s guards servers against strangers, not a parent).
-                extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
                 ended = trio.Event()
-                await nursery.start(self._hold_ui, stream, extra, ended, task_status)
+                await self._start_ui(nursery, ui_end, ended, task_status)
                 if host_end is not None:
                     nursery.start_soon(self._start_extension_host, host_end, watched, control, ended)
                 for name in ("provider", "tool-pool"):
@@ -262,6 +256,39 @@ class _Supervisor:
                     for actor in watched.values():
                         await actor.down.wait()
         return reason
+
+    async def _store(self, coordinator_links: dict[str, Any], owned: list[socket.socket],
+                     watched: dict[str, WatchedActor]) -> tuple[str, Any]:  # fmt: skip
+        """Give the coordinator its session store — a connect link to one elsewhere, a task of
+        its own process (``store_with_coordinator``), or a store process started here — and
+        return the coordinator's entry and configuration to match."""
+        if "store" in self.connect:
+            coordinator_links["store"] = self.connect["store"]
+        elif self.store_with_coordinator:
+            config = {"coordinator": self._coordinator_config(), "store": _wire(self.config.store)}
+            return "pi_actors.actors.local:run_coordinator_with_store", config
+        else:
+            coord_store, store = link_pair()
+            owned += [coord_store, store]
+            watched["session-store"] = await self._spawn(
+                "session-store", "pi_actors.actors.session_store:run_session_store",
+                {"coordinator": store}, _wire(self.config.store), self.scrubbed,
+            )  # fmt: skip
+            coordinator_links["store"] = coord_store
+        return "pi_actors.actors.coordinator:run_coordinator", self._coordinator_config()
+
+    async def _start_ui(self, nursery: trio.Nursery, ui_end: socket.socket | None, ended: trio.Event, first_status: Any) -> None:
+        """Hold the UI's end of the coordinator's link (``_hold_ui``) — unless the UI is
+        elsewhere (a ``ui`` connect link): then only report the start."""
+        if ui_end is None:
+            if first_status is not None:
+                first_status.started()
+            return
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ui_end))
+        # The coordinator is our own child: give it the start-up time of a supervised
+        # actor (the protocol's 5 s guards servers against strangers, not a parent).
+        extra = {"handshake_timeout": self.handshake_timeout or self.policy.start_timeout}
+        await nursery.start(self._hold_ui, stream, extra, ended, first_status)
 
     async def _hold_ui(self, stream: trio.SocketStream, extra: dict[str, Any], ended: trio.Event, first_status: Any,
                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
@@ -475,6 +502,7 @@ async def open_local_runtime(
     announce: bool = True,
     spares: bool = False,
     prestarted: Mapping[str, PrestartedActor] | None = None,
+    connect: Mapping[str, dict[str, Any]] | None = None,
 ) -> AsyncIterator[CoordinatorLink]:
     """Spawn and supervise the actors for ``config`` (a ``RuntimeConfig``, or its dict form)
     and yield the UI's :class:`CoordinatorLink`; see the module docstring.
@@ -498,7 +526,12 @@ async def open_local_runtime(
     the links ``coordinator`` and ``supervisor``) by name, ``provider`` or ``tool-pool``:
     booted with this configuration instead of new ones (a ``tool-pool`` one must have been
     started with the scrubbed environment, ``child_environment(scrub=secret_env_names())``).
-    Owned from the call on: one that is not used is killed and reaped."""
+    Owned from the call on: one that is not used is killed and reaped.
+    ``connect``: connect links (``runtime._connect`` specs) the coordinator dials for its
+    ``ui`` and/or ``store`` instead of socketpairs from here — a session placed on another
+    node whose UI and store stay on the head (``placement._serve``). With a ``ui`` one the
+    yielded link never carries calls: it only tells (``closed_event``) when the set is
+    over."""
     try:
         config = read_part(config, RuntimeConfig)
         if policy is None:
@@ -511,7 +544,7 @@ async def open_local_runtime(
     supervisor = _Supervisor(
         config, link, policy=policy, tools_link=tools_link, processes=processes,
         handshake_timeout=handshake_timeout, store_with_coordinator=store_with_coordinator, spares=spares and policy.spares,
-        prestarted=prestarted,
+        prestarted=prestarted, connect=connect,
     )  # fmt: skip
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)

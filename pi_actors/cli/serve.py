@@ -5,6 +5,7 @@ Usage::
     pi-actors serve --listen 127.0.0.1:8765 [--web] [--unix PATH] [--state-dir DIR] [--root DIR]
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
+                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
@@ -28,6 +29,10 @@ default working directory of new sessions (default: the root). At start the serv
 ``admin token file: PATH`` and one ``listening: ADDRESS`` line per listener (port 0 picks a
 free port) and flushes, so a supervisor can read them.
 
+``--placement ray`` runs each session's runtime (coordinator, provider, tool pool) on a node
+of the Ray cluster at ``--ray-address`` (default ``auto``); its session store stays here and
+clients still connect here (``placement._serve``). Default ``local``: on this machine.
+
 Transport limits (``runtime._accept``): a connection must finish TCP accept, TLS and the
 upgrade within ``--handshake-timeout`` seconds and its hello within as many again; at most
 ``--max-pending`` connections may be unauthenticated at once (a new one evicts the oldest)
@@ -39,6 +44,7 @@ address without them prints a warning, since the token would cross the network i
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from functools import partial
@@ -68,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="connections allowed to be unauthenticated at once; a new one evicts the oldest (default 64)")
     p.add_argument("--max-connections", type=int, default=512, metavar="N",
                    help="connections open in all; past it new ones are closed at once (default 512)")
+    p.add_argument("--placement", choices=["local", "ray"], default="local",
+                   help="where sessions run: this machine (default) or the nodes of a Ray cluster")
+    p.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster of --placement ray (default: auto, the running one)")
+    p.add_argument("--ray-resources", metavar="JSON",
+                   help='custom Ray resources each session asks for, e.g. \'{"pi_worker": 1}\' (--placement ray)')
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
@@ -194,6 +205,29 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _placement(args: argparse.Namespace) -> Any:
+    """The placement of ``--placement`` (None: the server's default, this machine)."""
+    from ..placement import PlacementError, make_session_host
+    from ._config import ConfigError
+
+    if (args.ray_address or args.ray_resources) and args.placement != "ray":
+        raise ConfigError("--ray-address and --ray-resources go with --placement ray")
+    if args.placement == "local":
+        return None
+    resources = None
+    if args.ray_resources:
+        try:
+            resources = json.loads(args.ray_resources)
+            if not (isinstance(resources, dict) and all(isinstance(v, (int, float)) for v in resources.values())):
+                raise ValueError("not an object of numbers")
+        except ValueError as exc:
+            raise ConfigError(f"--ray-resources wants a JSON object of amounts, like '{{\"tool_host\": 1}}': {exc}") from None
+    try:
+        return make_session_host("ray", address=args.ray_address, resources=resources)
+    except PlacementError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def make_config_factory(args: argparse.Namespace) -> Any:
     """``cwd -> actor configuration`` for new sessions, from the flags (as the CLI does)."""
     from ..coding.system_prompt import build_system_prompt
@@ -292,11 +326,13 @@ async def serve(args: argparse.Namespace) -> int:
         server = Server(
             make, default_cwd=os.path.abspath(args.cwd) if args.cwd else None, root=root, send_queue=args.send_queue,
             credentials=creds, state_dir=None if args.no_session else state, agent_dir=agent_dir(), hidden=hidden,
-            max_sessions=args.max_sessions, limits=limits,
+            max_sessions=args.max_sessions, limits=limits, placement=_placement(args),
         )
     except CwdRefused as exc:
         raise ConfigError(str(exc)) from None
     print(f"admin token file: {admin_file}", flush=True)
+    if server.placement.name != "local":
+        print(f"placement: {server.placement.name}", flush=True)
     async with server.running():
         async with trio.open_nursery() as nursery:
             if args.listen:

@@ -4,6 +4,12 @@ The batch runner (``pi-actors batch``) asks a :class:`Placement` to run each tas
 and gets a :class:`SessionOutcome` back; it does not know where the session ran.
 Implementations, chosen by configuration (:func:`make_placement`):
 
+Served sessions (``pi-actors serve``) are *opened* rather than run: a placement's
+``open_session(config, ...)`` (:class:`SessionHost`, ``_serve``) yields where to reach the
+session's coordinator — on this machine (:class:`LocalPlacement`), or on another node with
+its store staying on the server (:class:`NodeSessions` over a :class:`NodeLauncher`: Ray,
+or :class:`ProcessNodes` for a node stood in by a local process).
+
 - ``local`` (:class:`LocalPlacement`): each session is a headless ``pi-actors --mode json``
   process on this machine, with its usual actor runtime; ``slots`` at once.
 - ``ray`` (:class:`RayPlacement`, the ``ray`` extra): each session
@@ -23,7 +29,10 @@ from typing import Any
 from ._api import ErrorKind, Limits, Placement, PlacementError, SessionJob, SessionOutcome
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
+from ._paths import from_root, in_root, rebase_paths
 from ._ray import RayPlacement, shipped_environment
+from ._ray_serve import RayNodes, RayToolHost
+from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
 
 __all__ = [
     "PLACEMENTS",
@@ -31,20 +40,47 @@ __all__ = [
     "EventFold",
     "Limits",
     "LocalPlacement",
+    "NodeLauncher",
+    "NodeSessions",
+    "PlacedSession",
+    "ProcessNodes",
+    "SessionHost",
+    "open_local_session",
     "Placement",
     "PlacementError",
+    "RayNodes",
     "RayPlacement",
+    "RayToolHost",
     "SessionJob",
     "SessionOutcome",
     "classify_model_error",
     "default_command",
     "make_placement",
+    "from_root",
+    "in_root",
+    "rebase_paths",
+    "make_session_host",
     "shipped_environment",
 ]
 
 
 #: Placement kinds by configuration name -> a factory taking the kind's options.
 PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray": RayPlacement}
+
+
+def make_session_host(kind: str, **options: Any) -> SessionHost:
+    """The placement of served sessions ``kind`` (``local``; ``ray``: ``address``,
+    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes`) for
+    ``pi-actors serve``; raises :class:`PlacementError` for an unknown kind or a placement
+    that cannot be made (Ray not installed or not reachable)."""
+    if kind == "local":
+        return LocalPlacement(1)
+    if kind == "ray":
+        from ._ray_serve import RayNodes
+
+        nodes = RayNodes(**options)
+        return NodeSessions(nodes, link_host=nodes.link_host)
+    raise PlacementError(f"unknown placement {kind!r} (known: local, ray)")
 
 
 def make_placement(kind: str, **options: Any) -> Placement:

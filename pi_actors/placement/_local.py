@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import trio
 
@@ -70,6 +70,13 @@ class LocalPlacement:
 
     async def aclose(self) -> None:
         """Nothing is held between sessions."""
+
+    def open_session(self, config: Any, **options: Any) -> Any:
+        """A served session on this machine (``placement._serve.open_local_session``: the
+        ``SessionHost`` side of this placement, for ``pi-actors serve``)."""
+        from ._serve import open_local_session
+
+        return open_local_session(config, **options)
 
     def argv(self, job: SessionJob) -> list[str]:
         """The command line of ``job``'s session: JSON events, its session directory, its

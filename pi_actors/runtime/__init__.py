@@ -9,6 +9,8 @@ Public surface:
   refusal inside an exception group (the one place groups of refusals are flattened).
 - ``Interface`` / ``Method`` / ``WireStruct`` / ``Empty`` — an actor's typed contract;
   ``Router`` / ``implements`` serve it, ``call_method`` / ``open_method`` call it (``_router``).
+- ``open_link_listener`` / ``dial_link`` — *connect links* (``_connect``): an actor link
+  dialled over TCP and authenticated with a per-link secret, for actors on another node.
 - ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs;
   ``prestart_actor`` starts one ahead of its configuration (before the event loop runs).
 - ``start_watched_actor`` / ``RestartPolicy`` / ``RestartIntensity`` — supervision: liveness
@@ -17,6 +19,7 @@ Public surface:
 """
 
 from . import protocol
+from ._connect import LinkListener, LinkOffer, LinkRefused, dial_link, open_link_listener
 from ._fdpass import FdChannel
 from ._log import JsonLog
 from ._peer import (
@@ -61,6 +64,11 @@ from ._supervise import (
 
 __all__ = [
     "protocol",
+    "LinkListener",
+    "LinkOffer",
+    "LinkRefused",
+    "dial_link",
+    "open_link_listener",
     "INVALID_RESPONSE",
     "Empty",
     "Interface",

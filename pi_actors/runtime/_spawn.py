@@ -130,7 +130,7 @@ async def start_actor(
     *,
     name: str,
     entry: str,
-    links: dict[str, socket.socket],
+    links: dict[str, socket.socket] | dict[str, Any],
     config: Any = None,
     death_signal: int = signal.SIGKILL,
     env: dict[str, str] | None = None,
@@ -143,7 +143,8 @@ async def start_actor(
     Args:
       name: for messages and the process title.
       entry: ``"package.module:function"``; the function gets ``(links, config)``.
-      links: our ends of socketpairs to hand to the child (closed here after the spawn).
+      links: our ends of socketpairs to hand to the child (closed here after the spawn), or
+        connect links (a ``_connect`` spec dict: the child dials it and authenticates).
       config: JSON-serialisable configuration.
       death_signal: what the child receives when its parent dies.
       import_paths: absolute directories put in front of the child's ``sys.path`` before
@@ -160,12 +161,14 @@ async def start_actor(
         raise ValueError(f"start_actor: import paths must be absolute: {', '.join(relative)}")
     if prestarted is not None and (links or prestarted.adopted):
         raise ValueError("start_actor: a prestarted actor brings its own links and is adopted once")
-    fds = prestarted.fds if prestarted is not None else {link_name: sock.fileno() for link_name, sock in links.items()}
+    connects = {link_name: spec for link_name, spec in links.items() if isinstance(spec, dict)}
+    inherited = {link_name: sock for link_name, sock in links.items() if not isinstance(sock, dict)}
+    fds = prestarted.fds if prestarted is not None else {link_name: sock.fileno() for link_name, sock in inherited.items()}
     boot = json.dumps(
         {
             "name": name,
             "entry": entry,
-            "links": fds,
+            "links": {**fds, **connects},
             "config": config,
             "parent_pid": os.getpid(),
             "death_signal": int(death_signal),
@@ -180,7 +183,7 @@ async def start_actor(
         try:
             process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
         finally:
-            for sock in links.values():
+            for sock in inherited.values():
                 sock.close()
     started: ChildProcess = await nursery.start(_own_process, process, boot, grace)
     return started

@@ -181,7 +181,7 @@ async def start_watched_actor(
     *,
     name: str,
     entry: str,
-    links: dict[str, socket.socket],
+    links: dict[str, socket.socket] | dict[str, Any],
     config: Any = None,
     env: dict[str, str] | None = None,
     policy: RestartPolicy = RestartPolicy(),

@@ -1,7 +1,9 @@
 """Entry point of every actor process: ``python -m pi_actors.runtime.child NAME``.
 
 Reads the boot document from stdin (see ``_spawn.py``), arranges to die with the parent,
-wraps the inherited link fds as trio streams and runs the actor's entry function.
+wraps the inherited link fds as trio streams — and dials its connect links (``_connect``:
+``{"connect": "HOST:PORT", ...}`` in place of an fd; one refused or unreachable ends the
+process with the reason) — and runs the actor's entry function.
 
 A link named ``supervisor`` (see ``_supervise.start_watched_actor``) is not given to the
 actor: the runtime serves it here, answering its owner's liveness checks (``$ping``) from
@@ -105,10 +107,18 @@ def main() -> None:
     import trio
 
     async def run() -> None:
-        links = {
-            name: trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
-            for name, fd in boot["links"].items()
-        }
+        links = {}
+        for name, link in boot["links"].items():
+            if isinstance(link, dict):  # a connect link (``_connect``): dial and authenticate
+                from ._connect import LinkRefused, dial_link
+
+                try:
+                    links[name] = await dial_link(link)
+                except LinkRefused as exc:
+                    print(f"{boot['name']}: {exc}", file=sys.stderr, flush=True)
+                    exit_now(1)
+            else:
+                links[name] = trio.SocketStream(trio.socket.from_stdlib_socket(socket.socket(fileno=link)))
         supervisor = links.pop("supervisor", None)
         if supervisor is None:
             await entry(links, boot["config"])

@@ -7,7 +7,11 @@ tools, its file and directory when sessions are kept on disk), starting a sessio
 processes under the server's nursery (a few at a time), reopening a session from its file,
 and the proxy that carries a session's tool calls to its remote tool host (a typed router for
 ``protocol.server.TOOL_PROXY``: ``warm`` answered here, ``run_tool`` relayed as it is).
-Sessions run in the local placement of ``pi_actors.actors.local`` (``open_local_runtime``).
+Where a session's runtime runs is the server's placement (``self.placement``, a
+``placement.SessionHost``: ``open_session`` yields where to reach the coordinator): on this
+machine (``local``, ``pi_actors.actors.local``), or on a cluster's node with its store
+staying here (``placement._serve.NodeSessions``). A session whose node dies ends like one
+whose coordinator died here, and is reopened from its file on the next ``attach``.
 
 Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
 configuration), ``startup_failed``, ``server_draining``.
@@ -25,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 from msgspec.structs import replace
 
-from ..actors.local import CoordinatorLink, open_local_runtime
+from ..actors.local import CoordinatorLink
+from ..placement import from_root, in_root
 from ..protocol.config import ExportsConfig, RuntimeConfig, SessionConfig, read_part
 from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
 from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
@@ -48,7 +53,8 @@ class _Session:
         self.tool_host = tool_host
         self.owner = owner
         self.record = record
-        self.peer: CoordinatorLink | None = None
+        self.peer: CoordinatorLink | Any = None  # the placement's link to the coordinator
+        self.node = ""
         self.processes: dict[str, Any] = {}
         self.attachments: dict[str, _Client] = {}
         self.scope = trio.CancelScope()
@@ -84,6 +90,7 @@ class SessionHosting:
     _opening: dict
     _starting: dict
     _start_limiter: Any
+    placement: Any
 
     @contextmanager
     def _reserving(self, identity: Identity | None, owner: str) -> Iterator[None]:
@@ -109,6 +116,17 @@ class SessionHosting:
             return confine_cwd(cwd, self.root, sorted(self.hidden_paths))
         except CwdRefused as exc:
             raise RemoteError("invalid_request", str(exc)) from None
+
+    def record_cwd(self, record: SessionRecord) -> str:
+        """Where a session on disk works now: its ``cwdInRoot`` under the server's root of now
+        (the workspace may have moved: another node, another absolute root), else its ``cwd``.
+        Raises RemoteError ``invalid_request`` for a stored path that leaves the root."""
+        if record.cwdInRoot is None:
+            return record.cwd
+        try:
+            return from_root(record.cwdInRoot, self.root)
+        except ValueError as exc:
+            raise RemoteError("invalid_request", f"session {record.id}: {exc}") from None
 
     def _session_config(self, config: RuntimeConfig | dict[str, Any], record: SessionRecord | None) -> RuntimeConfig:
         """``config`` with this server's private paths hidden from the session's tools, and
@@ -139,7 +157,11 @@ class SessionHosting:
                 config = self.make_config(cwd)
             except Exception as exc:
                 raise RemoteError("invalid_request", f"cannot configure a session in {cwd}: {exc}") from None
-            record = await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host) if self.index is not None else None
+            record = (
+                await trio.to_thread.run_sync(self.index.create, identity.name, cwd, tool_host, in_root(cwd, self.root))
+                if self.index is not None
+                else None
+            )
             session = _Session(record.id if record else str(uuid.uuid4()), cwd, tool_host, identity.name, record)
             try:
                 await self._start(session, self._session_config(config, record))
@@ -157,7 +179,9 @@ class SessionHosting:
             raise RemoteError("server_draining", "the server is shutting down")
         opening = self._opening[record.id] = trio.Event()
         try:
-            cwd = self._confine(record.cwd)  # (the root may have changed since)
+            # Under the root of now: the workspace may have moved since (another node, another
+            # absolute root; placement._paths); the root may also have narrowed: confined again.
+            cwd = self._confine(self.record_cwd(record))
             with self._reserving(identity if identity.name == record.owner else None, record.owner):
                 try:
                     config = self.make_config(cwd)
@@ -192,13 +216,11 @@ class SessionHosting:
                 if session.tool_host is not None:
                     tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                     nursery.start_soon(self._tool_proxy, session, ours)
-                async with open_local_runtime(
-                    config,
-                    tools_link=tools_link,
-                    processes=session.processes,
-                    shutdown_grace=self.shutdown_grace,
-                    handshake_timeout=30.0,
-                ) as peer:
+                async with self.placement.open_session(
+                    config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
+                ) as placed:
+                    peer = placed.link
+                    session.node = placed.node
                     try:
                         await peer.call("session")
                     except RemoteError as exc:

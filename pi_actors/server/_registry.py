@@ -8,7 +8,7 @@ Layout (every directory 0700, every file 0600)::
 The session id is the session file's own id (its header's ``id``): :meth:`SessionIndex.create`
 writes the header line itself (exclusively, fsynced) so that the id is known before any actor
 starts, and every session — new or reopened — is started by resuming its file. The sidecar
-``owner.json`` = ``{id, owner, cwd, toolHost, file, created}`` keeps what the server must
+``owner.json`` = ``{id, owner, cwd, toolHost, file, created, cwdInRoot}`` keeps what the server must
 know after a restart: who owns the session (ownership survives restarts), where it works,
 which tool host runs its tools, and which file in the directory is current (``fork`` moves
 a session to a new file). It is replaced atomically (write, fsync, rename).
@@ -41,6 +41,10 @@ class SessionRecord:
     toolHost: str | None
     file: str
     created: float
+    #: ``cwd`` relative to the server's root when it was inside it (``placement._paths``):
+    #: reopened under the root of now, so a moved workspace (another node, another
+    #: absolute root) keeps its sessions. None in older sidecars: ``cwd`` as it is.
+    cwdInRoot: str | None = None
 
     def directory(self, root: str) -> str:
         return os.path.join(root, self.id)
@@ -62,7 +66,9 @@ class SessionIndex:
             try:
                 with open(sidecar, encoding="utf-8") as f:
                     data = json.load(f)
-                record = SessionRecord(**{k: data[k] for k in ("id", "owner", "cwd", "toolHost", "file", "created")})
+                record = SessionRecord(
+                    **{k: data[k] for k in ("id", "owner", "cwd", "toolHost", "file", "created")}, cwdInRoot=data.get("cwdInRoot")
+                )
                 if record.id != name or os.sep in record.file:
                     raise ValueError("id or file does not match its directory")
             except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -79,8 +85,9 @@ class SessionIndex:
     def file_path(self, record: SessionRecord) -> str:
         return os.path.join(self.root, record.id, record.file)
 
-    def create(self, owner: str, cwd: str, tool_host: str | None) -> SessionRecord:
-        """A new session directory with its header-only session file and sidecar."""
+    def create(self, owner: str, cwd: str, tool_host: str | None, cwd_in_root: str | None = None) -> SessionRecord:
+        """A new session directory with its header-only session file and sidecar;
+        ``cwd_in_root``: ``cwd`` relative to the server's root (see ``SessionRecord``)."""
         from ..coding.session import SessionWriter
         from ..coding.session.format import encode_line
 
@@ -96,7 +103,7 @@ class SessionIndex:
             os.fsync(fd)
         finally:
             os.close(fd)
-        record = SessionRecord(session_id, owner, cwd, tool_host, name, time.time())
+        record = SessionRecord(session_id, owner, cwd, tool_host, name, time.time(), cwd_in_root)
         write_json_private(os.path.join(directory, SIDECAR), asdict(record))
         self.records[session_id] = record
         return record

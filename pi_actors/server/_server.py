@@ -93,6 +93,7 @@ from typing import Any
 
 import trio
 
+from ..placement import LocalPlacement, SessionHost
 from ..protocol.config import RuntimeConfig
 from ..protocol.server import ListResult, SessionInfo, ToolHostInfo
 from ..runtime import ConnectionLost, Peer, RemoteError, open_peer
@@ -118,6 +119,8 @@ class Server(SessionHosting):
     (``<state_dir>/sessions``) so that they outlive the server; None keeps them as
     ``make_config`` says (in memory in tests). ``agent_dir`` and ``hidden``: more paths no
     session may work in or see. ``max_sessions``: live sessions per non-admin identity.
+    ``placement``: where each session's runtime runs (default: ``LocalPlacement``, this
+    machine; ``pi-actors serve --placement ray`` places them on a Ray cluster).
     """
 
     def __init__(
@@ -135,8 +138,11 @@ class Server(SessionHosting):
         hidden: tuple[str, ...] | list[str] = (),
         max_sessions: int = 16,
         limits: ConnectionLimits | None = None,
+        placement: SessionHost | None = None,
     ) -> None:
         self.make_config = make_config
+        #: Where sessions' runtimes run (``placement.SessionHost``); default: this machine.
+        self.placement: SessionHost = placement if placement is not None else LocalPlacement(1)
         self.name = name
         self.send_queue = send_queue
         self.root = check_root(root or default_cwd or os.getcwd())
@@ -335,10 +341,16 @@ class Server(SessionHosting):
             for record in sorted(self.index.records.values(), key=lambda r: r.created):
                 if record.id not in live and self._may_use(identity, record.owner):
                     sessions.append(
-                        SessionInfo(id=record.id, cwd=record.cwd, tool_host=record.toolHost, attachments=0, live=False, owner=record.owner)
+                        SessionInfo(id=record.id, cwd=self._listed_cwd(record), tool_host=record.toolHost, attachments=0, live=False, owner=record.owner)
                     )
         hosts = [ToolHostInfo(name=n, tools=self.tool_host_tools.get(n, [])) for n in self.tool_hosts]
         return ListResult(sessions=sessions, tool_hosts=hosts)
+
+    def _listed_cwd(self, record: Any) -> str:
+        try:
+            return self.record_cwd(record)
+        except RemoteError:
+            return record.cwd
 
     def _check_owner(self, identity: Identity, owner: str, session_id: str) -> None:
         if not self._may_use(identity, owner):

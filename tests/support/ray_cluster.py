@@ -55,10 +55,19 @@ _SYSTEM_ENV = {
 }
 
 
+_handed_out: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now and not handed out before in this process (the kernel may hand the
+    same free port to two binds in a row; two of a node's ports alike make Ray fail)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def _children() -> dict[int, list[int]]:

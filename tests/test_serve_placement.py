@@ -1,0 +1,238 @@
+"""Issue 19 (3): served sessions placed through the placement interface. A session placed on
+another node (here ``ProcessNodes``: a node stood in by a process of its own, the same path
+Ray takes without a cluster) answers through the server; its store stays on the server, so
+an acknowledged entry is on the head's disk when the node dies; the session is then reopened
+on a new node from its file, and the old node leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+import trio
+from conftest import CLI, actor_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.wire import Lines
+
+from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
+from pi_actors.runtime import RemoteError
+from pi_actors.server import Credentials, Server
+from pi_actors.server.client import RemoteSession, connect
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (its children, theirs, ...)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            children = open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *_descendants(child)]
+    return found
+
+
+async def _gone(pids: list[int]) -> None:
+    """Wait until every process of ``pids`` has exited (a pidfd each: no polling)."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            os.close(fd)
+
+
+def _file_texts(path: str) -> list[str]:
+    texts = []
+    for line in open(path, encoding="utf-8"):
+        entry = json.loads(line)
+        message = entry.get("message") or {}
+        for part in message.get("content") or []:
+            if isinstance(part, dict) and part.get("type") == "text":
+                texts.append(f"{message['role']}: {part['text']}")
+    return texts
+
+
+@pytest.fixture
+async def placed(scripted, tmp_path, nursery):
+    """A server keeping its sessions in ``tmp_path/state`` whose sessions run on process nodes."""
+    served = tmp_path / "served"
+    served.mkdir()
+    creds = Credentials()
+    creds.add("alice", "client", token="tok")
+    nodes = ProcessNodes()
+    srv = Server(
+        lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), shutdown_grace=1.0, credentials=creds,
+        state_dir=str(tmp_path / "state"), placement=NodeSessions(nodes),
+    )  # fmt: skip
+    srv.nodes = nodes
+    cm = srv.running()
+    await cm.__aenter__()
+    ws = await nursery.start(srv.serve_websocket, "127.0.0.1", 0, None)
+    srv.url = f"ws://127.0.0.1:{ws.port}/"
+    yield srv
+    await cm.__aexit__(None, None, None)
+    assert nodes.nodes == []  # every node stopped with the server
+
+
+async def test_a_session_on_another_node_keeps_acknowledged_entries_on_the_head_and_reopens_elsewhere_when_it_dies(
+    placed, scripted, tmp_path
+):
+    scripted.script += [Reply(text="first answer"), Reply(text="second answer")]
+    with trio.fail_after(120):
+        async with connect(placed.url, token="tok") as peer:
+            sid = (await peer.call("create", {}))["sessionId"]
+            session = placed.sessions[sid]
+            (node,) = placed.nodes.nodes
+            assert session.node == f"{socket.gethostname()}/pid {node.process.pid}"
+            # Only the store runs here, on the head; the coordinator, provider and pool on the node.
+            assert set(session.processes) == {"session-store"}
+            on_node = _descendants(node.process.pid)
+            assert len(on_node) >= 3
+            s = await RemoteSession.attach(peer, sid)
+            done = await s.call("prompt", {"text": "first question"})
+            assert done is None or isinstance(done, dict)
+            (name,) = [f for f in os.listdir(tmp_path / "state" / "sessions" / sid) if f.endswith(".jsonl")]
+            head_file = str(tmp_path / "state" / "sessions" / sid / name)
+            acknowledged = _file_texts(head_file)
+            assert acknowledged == ["user: first question", "assistant: first answer"]
+
+            node.kill()  # the node dies with everything on it
+            while sid in placed.sessions:
+                await placed.sessions[sid].ended.wait()
+            await _gone([node.process.pid, *on_node])  # nothing stray
+            assert _file_texts(head_file) == acknowledged  # what was acknowledged is on the head's disk
+            with pytest.raises(RemoteError) as info:
+                await s.call("get_state")
+            assert info.value.code == "session_terminated"  # as when a local coordinator dies
+
+            again = await RemoteSession.attach(peer, sid)  # reopened from its file, on a new node
+            (new_node,) = placed.nodes.nodes
+            assert new_node is not node and placed.sessions[sid].node.endswith(f"pid {new_node.process.pid}")
+            await again.call("prompt", {"text": "second question"})
+            sent = [m.get("content") for m in scripted.requests[-1]["body"]["messages"]]
+            assert [c if isinstance(c, str) else c[0]["text"] for c in sent][-3:] == ["first question", "first answer", "second question"]
+            assert _file_texts(head_file)[-2:] == ["user: second question", "assistant: second answer"]
+
+
+async def test_serve_placement_flags_say_what_is_wrong_in_one_line(env):
+    done = await env.run("serve", "--listen", "127.0.0.1:0", "--ray-address", "10.0.0.1:6379")
+    assert done.returncode != 0
+    assert done.stderr.decode().strip().splitlines() == ["Error: --ray-address and --ray-resources go with --placement ray"]
+    proc = await trio.lowlevel.open_process(
+        [CLI, "serve", "--listen", "127.0.0.1:0", "--placement", "local", "--model", "scripted/scripted-model"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    try:
+        out = Lines(proc.stdout)
+        with trio.fail_after(60):
+            assert (await out.next()).startswith("admin token file: ")
+            assert (await out.next()).startswith("listening: ws://127.0.0.1:")
+    finally:
+        proc.terminate()
+        with trio.fail_after(20):
+            await proc.wait()
+
+
+async def _serving(make, root, state, placement=None):
+    creds = Credentials()
+    creds.add("alice", "client", token="tok")
+    return Server(make, root=str(root), default_cwd=str(root / "proj"), shutdown_grace=1.0, credentials=creds,
+                  state_dir=str(state), placement=placement)  # fmt: skip
+
+
+async def test_a_session_written_under_workspace_root_a_resumes_under_root_b(scripted, tmp_path, nursery):
+    """Issue 19 (4): the server keeps a session's cwd relative to its root, so the session
+    reopens in the same project under another absolute root (a moved workspace, another node)."""
+    root_a, root_b, state = tmp_path / "A", tmp_path / "B", tmp_path / "state"
+    (root_a / "proj").mkdir(parents=True)
+    (root_a / "proj" / "notes.txt").write_text("written under A\n")
+    scripted.script += [
+        Reply(text="first answer"),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat notes.txt"})]),
+        Reply(text="done"),
+    ]
+    make = lambda cwd: actor_config(scripted, cwd)  # noqa: E731
+    with trio.fail_after(120):
+        server = await _serving(make, root_a, state)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "first question"})
+        shutil.move(str(root_a), str(root_b))  # the workspace now lives under another root
+
+        server = await _serving(make, root_b, state)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                (listed,) = (await peer.call("list"))["sessions"]
+                assert (listed["id"], listed["cwd"]) == (sid, str(root_b / "proj"))
+                again = await RemoteSession.attach(peer, sid)
+                await again.call("prompt", {"text": "where are you?"})
+    sent = scripted.requests[-1]["body"]["messages"]
+    texts = [m["content"] if isinstance(m["content"], str) else "".join(p.get("text", "") for p in m["content"] or []) for m in sent]
+    assert ["first question", "first answer"] == [t for t in texts if t in ("first question", "first answer")]
+    assert f"{root_b / 'proj'}\nwritten under A" in texts[-1]  # the tool ran in the project under B
+
+
+async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_copy(scripted, tmp_path, nursery):
+    """Issue 19 (4): a node whose workspace root differs from the head's gets the session's
+    paths (cwd, sandbox workspace) under its own root."""
+    head_root, node_root, state = tmp_path / "head", tmp_path / "node", tmp_path / "state"
+    for root in (head_root, node_root):
+        (root / "proj").mkdir(parents=True)
+        (root / "proj" / "where.txt").write_text(f"the copy under {root.name}\n")
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat where.txt"})]),
+        Reply(text="done"),
+    ]
+    placement = NodeSessions(ProcessNodes(), workspace=(str(head_root), str(node_root)))
+    with trio.fail_after(120):
+        server = await _serving(lambda cwd: actor_config(scripted, cwd), head_root, state, placement)
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                assert (await peer.call("list"))["sessions"][0]["cwd"] == str(head_root / "proj")
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "where are you?"})
+    result = scripted.requests[-1]["body"]["messages"][-1]
+    assert f"{node_root / 'proj'}\nthe copy under node" in json.dumps(result).replace("\\n", "\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(relative=st.text(alphabet="ab./\\~\0 ", max_size=12))
+def test_a_stored_workspace_path_never_resolves_outside_its_root(relative):
+    root = "/work/root"
+    try:
+        resolved = from_root(relative, root)
+    except ValueError:
+        return
+    assert resolved == root or resolved.startswith(root + "/")
+    assert from_root(in_root(resolved, root), root) == resolved
+
+
+def test_rebasing_moves_only_the_paths_inside_the_old_root():
+    doc = {"cwd": "/a/proj", "sandbox": {"workspace": "/a/proj", "hidden": ["/a/proj/.git", "/state"], "x": "/ab/c"},
+           "resume": "/state/s.jsonl", "root": "/a", "text": "cd /a/proj", "n": 3}  # fmt: skip
+    assert rebase_paths(doc, "/a", "/b/c") == {
+        "cwd": "/b/c/proj", "sandbox": {"workspace": "/b/c/proj", "hidden": ["/b/c/proj/.git", "/state"], "x": "/ab/c"},
+        "resume": "/state/s.jsonl", "root": "/b/c", "text": "cd /a/proj", "n": 3,
+    }  # fmt: skip

@@ -1,0 +1,173 @@
+"""``pi-actors serve --placement ray``: the real server as the Ray driver, each session's runtime
+a Ray actor on a worker node of a local cluster (``tests/support/ray_cluster.py``: a head and
+two workers, token auth) against the scripted model. The session store stays on the server;
+clients talk to the server only. Killing the session's node (kill -9 its raylet) ends the
+session as a local coordinator death would; attaching again reopens it from the server's file
+on the other worker, and nothing of it is left on the dead node. A tool host runs as a Ray
+actor on the node its custom resource names. The tests share one cluster and run in file
+order: the node kill comes last."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import trio
+from _procs import cmdline, environ_has, live_pids, wait_all_gone
+from conftest import CLI, Env, actor_config, served_credentials
+from support.ray_cluster import ray_cluster_fixture
+from support.wire import Lines
+
+from pi_actors.runtime import RemoteError
+from pi_actors.server import Server
+from pi_actors.server.client import RemoteSession, connect
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+pytest.importorskip("ray", reason="Ray is not installed (pip install 'pi-actors[ray]')")
+
+pytestmark = pytest.mark.xdist_group("ray")
+
+ray_cluster = ray_cluster_fixture(workers=2)
+
+
+def _session_processes(marker: str) -> list[int]:
+    """The session actors of this test (they carry its marker, shipped to the node)."""
+    return live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}") and "pi_actors.runtime.child" in cmdline(pid))
+
+
+def _coordinator(marker: str) -> int:
+    (pid,) = [p for p in _session_processes(marker) if "pi_actors.runtime.child coordinator" in cmdline(p)]
+    return pid
+
+
+#: A Ray driver of its own (Ray's state is per process): starts tool host "h1" as a Ray actor,
+#: prints its node, and stops it when its stdin closes.
+_TOOL_HOST_DRIVER = """
+import json, sys
+from pi_actors.placement import RayNodes
+a = json.loads(sys.argv[1])
+nodes = RayNodes(a["address"])
+host = nodes.start_tool_host(connect=a["url"], token="h1-tok", name="h1", workspace=a["workspace"],
+                             resources={a["resource"]: 1}, sandbox="off")
+print(host.node, flush=True)
+sys.stdin.read()
+host.stop()
+nodes.shutdown()
+"""
+
+
+async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_names(tmp_path, nursery, scripted, ray_cluster):
+    served, workspace = tmp_path / "served", tmp_path / "host-ws"
+    served.mkdir()
+    workspace.mkdir()
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd"})]),
+        Reply(text="done"),
+    ]
+    server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), credentials=served_credentials())
+    target = ray_cluster.workers[-1]
+    with trio.fail_after(150):
+        async with server.running():
+            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
+            url = f"ws://127.0.0.1:{ws.port}/"
+            job = {"address": ray_cluster.address, "url": url, "workspace": str(workspace), "resource": target.resource}
+            driver = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _TOOL_HOST_DRIVER, json.dumps(job)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                env={**os.environ, **ray_cluster.env},
+            )  # fmt: skip
+            try:
+                assert (await Lines(driver.stdout).next()).count("/") == 1  # the node's ip/id
+                while "h1" not in server.tool_hosts:
+                    await server.tool_host_changed.wait()
+                (pid,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and "--name h1" in cmdline(p))
+                assert ray_cluster.node_of(pid) is target  # chosen by its resource
+                async with connect(url, token="tok") as peer:
+                    sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
+                    s = await RemoteSession.attach(peer, sid)
+                    await s.call("prompt", {"text": "where do tools run?"})
+                assert str(workspace) in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
+            finally:
+                await driver.stdin.aclose()
+                await driver.wait()
+            assert driver.returncode == 0
+            assert await wait_all_gone(lambda: live_pids(lambda q: q == pid)) == []
+
+
+async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_other_node_when_its_node_dies(
+    tmp_path, nursery, scripted, ray_cluster
+):
+    scripted.script += [Reply(text="first answer"), Reply(text="second answer")]
+    env = Env(tmp_path, scripted)
+    (env.home / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
+    env.env.update(ray_cluster.env)
+    serve = await trio.lowlevel.open_process(
+        [CLI, "serve", "--listen", "127.0.0.1:0", "--model", "scripted/scripted-model", "--sandbox", "off", "--tools", "read",
+         "--placement", "ray", "--ray-address", ray_cluster.address, "--ray-resources", '{"pi_worker": 1}'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    try:
+        out = Lines(serve.stdout)
+        with trio.fail_after(150):
+            token_file = (await out.next()).removeprefix("admin token file: ")
+            assert await out.next() == "placement: ray"
+            url = (await out.next()).removeprefix("listening: ")
+            token = open(token_file).read().strip()
+            async with connect(url, token=token) as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                first = _coordinator(env.marker)
+                node = ray_cluster.node_of(first)
+                assert node in ray_cluster.workers  # placed on a worker, through Ray
+                on_node = [p for p in _session_processes(env.marker) if ray_cluster.node_of(p) is node]
+                assert {cmdline(p).split("pi_actors.runtime.child ")[1].split()[0] for p in on_node} == {
+                    "coordinator",
+                    "provider",
+                    "tool-pool",
+                }
+                # The store is the server's own child, here on the head, not on the node.
+                (store,) = [p for p in _session_processes(env.marker) if "child session-store" in cmdline(p)]
+                assert ray_cluster.node_of(store) is None
+
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "first question"})
+                sessions = env.home / "server" / "sessions" / sid
+                (name,) = [f for f in os.listdir(sessions) if f.endswith(".jsonl")]
+                assert '"first answer"' in (sessions / name).read_text()
+
+                codes: list[str] = []
+                terminated = trio.Event()
+
+                async def watch(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                    try:
+                        async with s.open_call("subscribe") as call:
+                            async for chunk in call:
+                                if "snapshot" in chunk:
+                                    task_status.started()
+                    except RemoteError as exc:
+                        codes.append(exc.code)
+                    terminated.set()
+
+                await nursery.start(watch)
+                ray_cluster.kill_raylet(node)
+                assert await wait_all_gone(lambda: [p for p in on_node if p in _session_processes(env.marker)]) == []
+                await terminated.wait()  # the subscription ended with the session
+                assert codes in ([], ["session_terminated"])
+                with pytest.raises(RemoteError) as info:
+                    await s.call("get_state")
+                assert info.value.code == "session_terminated"  # as when a local coordinator dies
+
+                again = await RemoteSession.attach(peer, sid)  # reopened from the server's file
+                second = _coordinator(env.marker)
+                assert ray_cluster.node_of(second) in ray_cluster.workers and ray_cluster.node_of(second) is not node
+                await again.call("prompt", {"text": "second question"})
+                texts = [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+                         for m in scripted.requests[-1]["body"]["messages"]]  # fmt: skip
+                assert texts[-3:] == ["first question", "first answer", "second question"]
+    finally:
+        serve.terminate()
+        with trio.fail_after(30):
+            await serve.wait()
+    assert await wait_all_gone(lambda: _session_processes(env.marker)) == []
