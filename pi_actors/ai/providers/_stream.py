@@ -17,7 +17,10 @@ its events onto blocks, its error texts); what every one of them did the same wa
   then response in any case (the order ``_common`` requires);
 - :func:`sse_reader` — the common body reader: SSE events into a handler, the abort flag
   checked, then the provider's end-of-stream checks;
-- :func:`dispatch_json_event` — one SSE event of JSON data to the handler its ``type`` names.
+- :func:`dispatch_json_event` — one SSE event of JSON data to the handler its ``type`` names;
+- :func:`simple_base_options` / :func:`stream_simple_with_effort` — the start of every
+  ``stream_simple`` (and all of it for the OpenAI APIs);
+- :func:`base36_hash` — the short deterministic id fragments some APIs need.
 
 Nothing here imports an SDK: a provider module imports its SDK itself, and is imported only
 when its API is used.
@@ -25,11 +28,12 @@ when its API is used.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from ..env_keys import get_env_api_key
-from ..options import StreamOptions
+from ..options import StreamOptions, build_base_options, clamp_reasoning, supports_xhigh
 from ..types import Model
 from ._common import ProviderError, StreamRun, close_quietly, prepare_client, warm_up_client
 from ._sse import decode_json, read_sse
@@ -45,6 +49,9 @@ __all__ = [
     "open_sdk",
     "sse_reader",
     "dispatch_json_event",
+    "simple_base_options",
+    "stream_simple_with_effort",
+    "base36_hash",
 ]
 
 
@@ -163,3 +170,31 @@ async def dispatch_json_event(handlers: Mapping[str, Callable[[dict[str, Any]], 
     handler = handlers.get(ev.get("type") or name or "")
     if handler is not None:
         await handler(ev)
+
+
+def simple_base_options(model: Model, options: StreamOptions | None) -> StreamOptions:
+    """``build_base_options`` for a ``stream_simple`` call, with the key from the options or,
+    failing that, the provider's environment variable."""
+    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
+    return build_base_options(model, options, api_key)
+
+
+async def stream_simple_with_effort(stream: Any, model: Any, context: Any, options: Any, emit: Any) -> Any:
+    """``stream_simple`` for the OpenAI APIs: base options plus ``reasoning_effort`` from the
+    level (xhigh only where the model supports it, else clamped to high)."""
+    base = simple_base_options(model, options)
+    level = options.reasoning if options else None
+    if level:
+        base.extra["reasoning_effort"] = level if supports_xhigh(model) else clamp_reasoning(level)
+    return await stream(model, context, base, emit)
+
+
+def base36_hash(text: str, digest_size: int) -> str:
+    """``text``'s BLAKE2b digest of ``digest_size`` bytes, in base 36 (``"0"`` for zero)."""
+    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=digest_size).digest(), "big")
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out or "0"

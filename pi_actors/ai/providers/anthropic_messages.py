@@ -29,11 +29,9 @@ from typing import Any
 
 import anthropic
 
-from ..env_keys import get_env_api_key
 from ..options import (
     StreamOptions,
     adjust_max_tokens_for_thinking,
-    build_base_options,
     extra_option,
     resolve_cache_retention,
     with_sdk_client_options,
@@ -62,7 +60,16 @@ from ._common import (
     sdk_request_args,
     shared_ssl_context,
 )
-from ._stream import dispatch_json_event, open_sdk, read_response, require_api_key, sse_reader, warm_model, warm_up_functions
+from ._stream import (
+    dispatch_json_event,
+    open_sdk,
+    read_response,
+    require_api_key,
+    simple_base_options,
+    sse_reader,
+    warm_model,
+    warm_up_functions,
+)
 
 __all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive",
            "warm_up", "prepare"]
@@ -423,8 +430,7 @@ _ADAPTIVE_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = options.reasoning if options else None
     if not level or not model.reasoning:  # a model without reasoning ignores the level entirely
         base.extra["thinking_enabled"] = False

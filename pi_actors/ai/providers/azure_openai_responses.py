@@ -39,9 +39,17 @@ from ._common import (
     sdk_client,
     sdk_request_args,
     shared_ssl_context,
-    stream_simple_with_effort,
 )
-from ._stream import headers_key, open_sdk, read_response, request_headers, sse_reader, warm_model, warm_up_functions
+from ._stream import (
+    headers_key,
+    open_sdk,
+    read_response,
+    request_headers,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_responses import _Mapper, convert_messages
 
 __all__ = ["API", "stream", "stream_simple", "build_params", "resolve_azure", "deployment_name", "prepare",

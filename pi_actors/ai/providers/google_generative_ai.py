@@ -48,8 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a process without 
         "pip install 'pi-actors[google]'"
     ) from None
 
-from ..env_keys import get_env_api_key
-from ..options import StreamOptions, build_base_options, clamp_reasoning, extra_option
+from ..options import StreamOptions, clamp_reasoning, extra_option
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -70,7 +69,7 @@ from ._common import (
     note_response,
     run_stream,
 )
-from ._stream import headers_key, require_api_key, warm_model, warm_up_functions
+from ._stream import headers_key, require_api_key, simple_base_options, warm_model, warm_up_functions
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_google_error",
            "GeminiAPIError",
@@ -410,8 +409,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None, 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = clamp_reasoning(options.reasoning if options else None)
     if not level:
         base.extra["thinking_enabled"] = False

@@ -33,15 +33,13 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 import httpx2
 
-from ..env_keys import get_env_api_key
-from ..options import StreamOptions, build_base_options, clamp_reasoning, extra_option
+from ..options import StreamOptions, clamp_reasoning, extra_option
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -65,7 +63,16 @@ from ._common import (
     shared_ssl_context,
 )
 from ._sse import decode_json
-from ._stream import open_http, read_response, request_headers, require_api_key, sse_reader, warm_up_functions
+from ._stream import (
+    base36_hash,
+    open_http,
+    read_response,
+    request_headers,
+    require_api_key,
+    simple_base_options,
+    sse_reader,
+    warm_up_functions,
+)
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_mistral_error",
            "MistralHTTPError", "mistral_call_id", "prepare", "warm_up"]
@@ -85,13 +92,7 @@ _NO_IMAGES = "(image omitted: model does not support images)"
 
 
 def _hash36(text: str) -> str:
-    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest(), "big")
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out.rjust(_ID_LENGTH, "0")
+    return base36_hash(text, 12).rjust(_ID_LENGTH, "0")
 
 
 def mistral_call_id(call_id: str, attempt: int = 0) -> str:
@@ -407,8 +408,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None, 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = clamp_reasoning(options.reasoning if options else None)
     if level and model.reasoning:
         if model.id in _EFFORT_MODELS:

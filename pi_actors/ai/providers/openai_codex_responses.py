@@ -52,9 +52,8 @@ from ._common import (
     run_stream,
     sdk_client,
     shared_ssl_context,
-    stream_simple_with_effort,
 )
-from ._stream import open_http, read_response, request_headers, require_api_key, sse_reader, warm_up_functions
+from ._stream import open_http, read_response, request_headers, require_api_key, sse_reader, stream_simple_with_effort, warm_up_functions
 from .openai_responses import _Mapper, convert_messages
 
 __all__ = ["API", "stream", "stream_simple", "build_body", "codex_url", "account_id", "describe_codex_error",

@@ -63,10 +63,19 @@ from ._common import (
     sdk_client,
     sdk_request_args,
     shared_ssl_context,
-    stream_simple_with_effort,
 )
 from ._sse import decode_json
-from ._stream import headers_key, open_sdk, read_response, request_headers, require_api_key, sse_reader, warm_model, warm_up_functions
+from ._stream import (
+    headers_key,
+    open_sdk,
+    read_response,
+    request_headers,
+    require_api_key,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
 _decode = msgspec.json.Decoder().decode

@@ -31,7 +31,6 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -61,9 +60,18 @@ from ._common import (
     note_response,
     run_stream,
     sdk_request_args,
-    stream_simple_with_effort,
 )
-from ._stream import dispatch_json_event, open_sdk, read_response, require_api_key, sse_reader, warm_model, warm_up_functions
+from ._stream import (
+    base36_hash,
+    dispatch_json_event,
+    open_sdk,
+    read_response,
+    require_api_key,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_completions import make_client, openai_client
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up", "prepare"]
@@ -83,13 +91,7 @@ _JUICE_ZERO = "# Juice: 0 !important"
 
 def short_hash(text: str) -> str:
     """A short deterministic id fragment (base 36) for ids that would be too long."""
-    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out or "0"
+    return base36_hash(text, 8)
 
 
 # ---------------------------------------------------------------------------------------------
