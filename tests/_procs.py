@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 import trio
 
-__all__ = ["live_pids", "cmdline", "describe", "environ_has", "parent_pid", "wait_all_gone", "wait_exited"]
+__all__ = ["live_pids", "cmdline", "describe", "environ_has", "parent_pid", "wait_all_gone", "wait_exited", "wait_for_pids"]
 
 
 def _state(pid: int) -> str:
@@ -104,3 +104,18 @@ async def wait_all_gone(find: Callable[[], list[int]], timeout: float = 20.0) ->
             except trio.TooSlowError:
                 break
     return find()
+
+
+async def wait_for_pids(find: Callable[[], list[int]], timeout: float = 30.0) -> list[int]:
+    """Wait until ``find()`` lists a process (one that has started, or has reached a state the
+    caller's predicate looks for) and return that list; fail after ``timeout`` seconds.
+
+    A process start is not an event a test can wait on (no pidfd exists before the pid), so
+    this is the one place that looks at /proc again until it holds: at first after each
+    scheduling round, then backing off to 10 ms, never for a fixed time in the test."""
+    delay = 0.0
+    with trio.fail_after(timeout):
+        while not (found := find()):
+            await trio.sleep(delay)
+            delay = min(0.01, delay * 2 or 0.001)
+    return found

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from _procs import environ_has, live_pids, parent_pid, wait_exited
+from _procs import environ_has, live_pids, parent_pid, wait_exited, wait_for_pids
 from conftest import CLI
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,15 +47,10 @@ def _catches_or_ignores_sigint(pid: int) -> bool:
 
 
 async def _first_started_child(root: int) -> int:
-    """A child of ``root`` whose interpreter is running (it handles SIGINT). Polls /proc: a
-    process start is not an event we can wait on."""
-    with trio.fail_after(30):
-        while True:
-            children = live_pids(lambda pid: parent_pid(pid) == root)
-            started = [pid for pid in children if _catches_or_ignores_sigint(pid)]
-            if started:
-                return started[0]
-            await trio.sleep(0.005)
+    """A child of ``root`` whose interpreter is running (it handles SIGINT)."""
+    started = await wait_for_pids(
+        lambda: [pid for pid in live_pids(lambda pid: parent_pid(pid) == root) if _catches_or_ignores_sigint(pid)])
+    return started[0]
 
 
 async def test_ctrl_c_while_the_actors_start_exits_130_without_tracebacks_or_processes_left(scripted, env):
@@ -91,11 +86,8 @@ async def test_ctrl_c_while_the_tui_starts_exits_130_without_tracebacks(env, pan
     errors = tmp_path / "stderr.txt"
     command = f"{shlex.join([CLI, *MODEL, '--no-session'])} 2>{shlex.quote(str(errors))}; echo exit=$?"
     await pane.start_argv(["sh", "-c", command], ready="")
-    roots = []
-    with trio.fail_after(30):
-        while not roots:
-            roots = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}") and "pi-actors" in _cmd(pid))
-            await trio.sleep(0.005)
+    roots = await wait_for_pids(
+        lambda: live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}") and "pi-actors" in _cmd(pid)))
     root = roots[0]
     await _first_started_child(root)
     # As the terminal's Ctrl-C, to the foreground group — but the shells around the CLI, which

@@ -15,7 +15,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.providers import Recorder, hello_context, run
+from support.providers import abort_at_first_text_delta, run
 
 from pi_actors import ai
 from pi_actors.ai import catalog
@@ -164,21 +164,7 @@ async def test_bedrock_bearer_token_and_missing_credentials(aws_env):
 
 
 async def test_bedrock_abort_mid_stream_ends_aborted_and_hangs_up():
-    server = ScriptedLLM([Reply(text="never finishes", hang_after_start=True)])
-    signal = ai.AbortSignal()
-
-    async def on_event(event):
-        if type(event).__name__ == "TextDeltaEvent":
-            signal.abort()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        rec = Recorder(on_event)
-        with trio.fail_after(20):
-            msg = await ai.stream(bedrock_model(server), hello_context(), ai.StreamOptions(signal=signal), rec)
-            await server.wait_hung_up(1)
-        nursery.cancel_scope.cancel()
-    rec.check()
+    msg, rec = await abort_at_first_text_delta(bedrock_model)
     assert msg.stop_reason == "aborted" and msg.content[0].text
 
 

@@ -12,7 +12,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.providers import Recorder, hello_context, run
+from support.providers import Recorder, abort_at_first_text_delta, hello_context, run
 
 from pi_actors import ai
 from pi_actors.ai.providers import google_generative_ai as google
@@ -116,22 +116,7 @@ async def test_gemini_cut_or_failing_stream_ends_in_error_keeping_partial_text()
 
 
 async def test_gemini_abort_mid_stream_ends_aborted_and_hangs_up():
-    server = ScriptedLLM([Reply(text="never finishes", hang_after_start=True)])
-    signal = ai.AbortSignal()
-
-    async def on_event(event):
-        if type(event).__name__ == "TextDeltaEvent":
-            signal.abort()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        rec = Recorder(on_event)
-        with trio.fail_after(20):
-            msg = await ai.stream(gemini_model(server), hello_context(), ai.StreamOptions(api_key="k", signal=signal),
-                                  rec)
-            await server.wait_hung_up(1)
-        nursery.cancel_scope.cancel()
-    rec.check()
+    msg, rec = await abort_at_first_text_delta(gemini_model, api_key="k")
     assert msg.stop_reason == "aborted" and msg.content[0].text
 
 

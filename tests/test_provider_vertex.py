@@ -11,7 +11,7 @@ import json
 
 import pytest
 import trio
-from support.providers import Recorder, hello_context, run
+from support.providers import abort_at_first_text_delta, hello_context, run
 
 from pi_actors import ai
 from pi_actors.ai import catalog
@@ -127,22 +127,7 @@ async def test_vertex_http_errors_cut_streams_and_abort_are_error_events():
     assert rec.types[0] == "start" and msg.stop_reason == "error"
     assert msg.error_message == "Stream ended without a finish reason (the response was cut short)"
 
-    server = ScriptedLLM([Reply(text="never finishes", hang_after_start=True)])
-    signal = ai.AbortSignal()
-
-    async def on_event(event):
-        if type(event).__name__ == "TextDeltaEvent":
-            signal.abort()
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        rec = Recorder(on_event)
-        with trio.fail_after(20):
-            msg = await ai.stream(vertex_model(server), hello_context(), ai.StreamOptions(api_key="k", signal=signal),
-                                  rec)
-            await server.wait_hung_up(1)
-        nursery.cancel_scope.cancel()
-    rec.check()
+    msg, rec = await abort_at_first_text_delta(vertex_model, api_key="k")
     assert msg.stop_reason == "aborted" and msg.content[0].text
 
 

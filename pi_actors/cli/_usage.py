@@ -3,6 +3,8 @@
 * :class:`CliParser` — an ``argparse.ArgumentParser`` whose mistakes are one line on stderr
   (``Error: unknown option --modle; did you mean --model?``) and exit code 1, instead of the
   whole usage and exit code 2: a user who mistyped one flag needs the flag, not the page.
+* :class:`UsageError` — a mistake on the command line: ``main`` prints it as one line
+  (``Error: ...``) and exits with code 1.
 * :func:`help_epilog` — the part of ``--help`` after the options: the subcommands (from the
   one table the caller passes, so a subcommand added there is listed), the configuration
   directory, where sessions are saved and the environment variables that matter.
@@ -18,7 +20,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import NoReturn
 
-__all__ = ["CliParser", "help_epilog", "suggest"]
+__all__ = ["CliParser", "UsageError", "help_epilog", "suggest"]
+
+
+class UsageError(Exception):
+    """A mistake on the command line, already worded for the user (one line, exit code 1)."""
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str | None:

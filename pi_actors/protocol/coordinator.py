@@ -25,16 +25,63 @@ Entries and messages of the session file are carried as plain trees (``dict[str,
 the transcript mixes the agent's messages with custom ones (``bashExecution``, ...) and the
 tree's entry kinds are the session file's (``pi_actors.coding.session``); models are
 ``ai.types.Model``.
+
+Where the declarations live: the session, runs, reading, ``bash`` and the ``COORDINATOR``
+interface here; the tree-and-settings group in ``_coordinator_session``; the extension methods
+in ``_coordinator_extensions``. Every name is importable from this module.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from ..ai.types import ImageContent, Model
 from ..runtime import Empty, Interface, Method, WireStruct
+from ._coordinator_extensions import (
+    EXTENSION_COMMANDS,
+    EXTENSION_RENDER,
+    EXTENSION_SHORTCUT,
+    EXTENSION_UI_RESPONSE,
+    ExtensionCommands,
+    ExtensionRenderArgs,
+    ExtensionShortcutArgs,
+    ExtensionShortcutResult,
+    ExtensionUiResponseArgs,
+)
+from ._coordinator_session import (
+    CLONE,
+    EXPORT_HTML,
+    FORK,
+    LABEL,
+    NAVIGATE,
+    NEW_SESSION,
+    SET_AUTO,
+    SET_MODEL,
+    SET_QUEUE_MODE,
+    SET_SESSION_NAME,
+    SET_THINKING_LEVEL,
+    SWITCH_SESSION,
+    CloneResult,
+    ExportHtmlArgs,
+    ExportHtmlResult,
+    ForkArgs,
+    ForkResult,
+    LabelArgs,
+    LabelResult,
+    NavigateArgs,
+    NavigateResult,
+    NewSessionArgs,
+    NewSessionResult,
+    SessionNameArgs,
+    SetAutoArgs,
+    SetModelArgs,
+    SetQueueModeArgs,
+    SwitchSessionArgs,
+    SwitchSessionResult,
+    ThinkingLevelArgs,
+    ThinkingLevelResult,
+)
 from .events import AgentEventData, WireEvent
-from .extension_host import CommandSpec, Rendered, ShortcutSpec
 
 __all__ = [
     "COORDINATOR",
@@ -89,10 +136,6 @@ __all__ = [
     "GET_AVAILABLE_MODELS", "EXPORT_HTML", "SET_QUEUE_MODE", "SET_AUTO",
     "CLEAR_QUEUE",
 ]  # fmt: skip
-
-#: Refused while a run is active (the UI should wait, steer, or abort first).
-_BUSY = "a run is active: wait for it to end (or abort it) first"
-
 
 # -- the session ---------------------------------------------------------------------------
 
@@ -292,120 +335,6 @@ class Models(WireStruct):
     models: list[dict[str, Any]]
 
 
-# -- the tree and settings -----------------------------------------------------------------
-
-
-class NavigateArgs(WireStruct):
-    target_id: str
-    #: Summarize the branch being left (with the session's model) into a branch_summary.
-    summarize: bool = False
-    custom_instructions: str | None = None
-    #: The custom instructions replace pi's summary prompt instead of extending it.
-    replace_instructions: bool = False
-    #: A summary given by the caller (no model call); with ``details`` for the entry.
-    summary: str | None = None
-    details: Any = None
-
-
-class NavigateResult(WireStruct):
-    #: The text of the user message navigated to (to edit and re-send), or null.
-    editor_text: str | None
-    leaf_id: str | None
-
-
-class LabelArgs(WireStruct):
-    target_id: str
-    #: Empty or absent: clear the label.
-    label: str | None = None
-
-
-class LabelResult(WireStruct):
-    #: The label entry written.
-    id: str
-
-
-class ForkArgs(WireStruct):
-    #: A user message's entry id: the history before it becomes the new session.
-    entry_id: str
-
-
-class ForkResult(WireStruct):
-    #: The forked user message's text (for the editor).
-    text: str
-    path: str | None
-
-
-class CloneResult(WireStruct):
-    """pi's ``{cancelled}`` (always false here: nothing can cancel a clone) and the new
-    session's file (null for a session not saved)."""
-
-    cancelled: bool = False
-    path: str | None = None
-
-
-class SetModelArgs(WireStruct):
-    """Either ``provider`` and ``modelId`` (a model the configuration knows) or ``model``."""
-
-    provider: str | None = None
-    model_id: str | None = None
-    model: Model | None = None
-
-
-class ThinkingLevelArgs(WireStruct):
-    #: One of off, minimal, low, medium, high, xhigh.
-    level: str
-
-
-class ThinkingLevelResult(WireStruct):
-    #: The level applied (clamped to what the model supports).
-    level: str
-
-
-class NewSessionArgs(WireStruct):
-    #: pi's ``parentSession``; accepted and not used.
-    parent_session: str | None = None
-
-
-class NewSessionResult(WireStruct):
-    cancelled: bool
-    previous_session_file: str | None
-    path: str | None
-
-
-class SwitchSessionArgs(WireStruct):
-    session_path: str
-
-
-class SwitchSessionResult(WireStruct):
-    cancelled: bool
-    path: str | None
-    warnings: list[str]
-
-
-class SessionNameArgs(WireStruct):
-    name: str
-
-
-class SetQueueModeArgs(WireStruct):
-    queue: Literal["steering", "followUp"]
-    #: all or one-at-a-time.
-    mode: str
-
-
-class SetAutoArgs(WireStruct):
-    what: Literal["compaction", "retry"]
-    enabled: bool
-
-
-class ExportHtmlArgs(WireStruct):
-    #: Where to write; absent: next to the session file (see the method).
-    output_path: str | None = None
-
-
-class ExportHtmlResult(WireStruct):
-    path: str
-
-
 class BashArgs(WireStruct):
     command: str
     #: pi's ``!!cmd``: recorded in the session but left out of the LLM context.
@@ -518,88 +447,9 @@ TREE: Method[Empty, None, Tree] = Method(
     doc="The whole session tree (entries, current leaf, labels) for pi's /tree.",
 )  # fmt: skip
 
-NAVIGATE: Method[NavigateArgs, None, NavigateResult] = Method(
-    "navigate", args=NavigateArgs, result=NavigateResult,
-    errors={
-        "busy": _BUSY,
-        "not_found": "no entry has that id (Entry <id> not found)",
-        "invalid_state": "summarize without a model",
-        "summarization_failed": "the branch summary could not be made",
-        "cancelled": "the branch summary was aborted",
-    },
-    doc="Move to another point of the tree (pi's /tree): a user message is re-asked (the "
-    "leaf becomes its parent and its text comes back as editorText); with summarize the "
-    "model summarizes the branch being left (or summary gives the text) into a "
-    "branch_summary entry.",
-)  # fmt: skip
-
-LABEL: Method[LabelArgs, None, LabelResult] = Method(
-    "label", args=LabelArgs, result=LabelResult,
-    errors={"busy": _BUSY, "not_found": "no entry has that id"},
-    doc="Label an entry of the tree (an empty label clears it).",
-)  # fmt: skip
-
-FORK: Method[ForkArgs, None, ForkResult] = Method(
-    "fork", args=ForkArgs, result=ForkResult,
-    errors={
-        "busy": _BUSY,
-        "not_found": "no entry has that id",
-        "invalid_args": "the entry is not a user message (Invalid entry ID for forking)",
-    },
-    doc="pi's /fork: the history before a user message becomes a new session file, which "
-    "the coordinator continues in; the message's text is returned for the editor.",
-)  # fmt: skip
-
-CLONE: Method[Empty, None, CloneResult] = Method(
-    "clone", args=Empty, result=CloneResult,
-    errors={
-        "busy": _BUSY,
-        "invalid_state": "the session has no entry yet (Cannot clone session: no current entry selected)",
-        "not_supported": "the session is not saved (--no-session)",
-    },
-    doc="pi's /clone and RPC clone: the current branch (root to leaf, labels kept) becomes a "
-    "new session file, which the coordinator continues in.",
-)  # fmt: skip
-
 FORK_MESSAGES: Method[Empty, None, ForkMessages] = Method(
     "fork_messages", args=Empty, result=ForkMessages,
     doc="The user messages one can fork from, with their entry ids.",
-)  # fmt: skip
-
-SET_MODEL: Method[SetModelArgs, None, Model] = Method(
-    "set_model", args=SetModelArgs, result=Model,
-    errors={"not_found": "the configuration knows no such model (Model not found: p/id)"},
-    doc="Switch the session's model (recorded as a model_change entry); the thinking level "
-    "is clamped to what the model supports. Returns the model.",
-)  # fmt: skip
-
-SET_THINKING_LEVEL: Method[ThinkingLevelArgs, None, ThinkingLevelResult] = Method(
-    "set_thinking_level", args=ThinkingLevelArgs, result=ThinkingLevelResult,
-    errors={"invalid_args": "not one of off, minimal, low, medium, high, xhigh"},
-    doc="Set the thinking level (clamped to the model; recorded as a thinking_level_change "
-    "entry) and return the level applied.",
-)  # fmt: skip
-
-NEW_SESSION: Method[NewSessionArgs, None, NewSessionResult] = Method(
-    "new_session", args=NewSessionArgs, result=NewSessionResult,
-    doc="pi's /new: abort any run and start an empty session in a new file.",
-)  # fmt: skip
-
-SWITCH_SESSION: Method[SwitchSessionArgs, None, SwitchSessionResult] = Method(
-    "switch_session", args=SwitchSessionArgs, result=SwitchSessionResult,
-    errors={
-        "invalid_args": "sessionPath is empty",
-        "session_locked": "another process has that session open (the current one stays)",
-        "not_found": "no such session file",
-    },
-    doc="pi's /resume: abort any run and continue another session file, with its model and "
-    "thinking level; warnings say what could not be loaded.",
-)  # fmt: skip
-
-SET_SESSION_NAME: Method[SessionNameArgs, None, Empty] = Method(
-    "set_session_name", args=SessionNameArgs, result=Empty,
-    errors={"invalid_args": "the name is empty (Session name cannot be empty)"},
-    doc="Name the session (a session_info entry), as pi's /name.",
 )  # fmt: skip
 
 GET_SESSION_STATS: Method[Empty, None, SessionStats] = Method(
@@ -632,104 +482,6 @@ GET_AVAILABLE_MODELS: Method[Empty, None, Models] = Method(
     "get_available_models", args=Empty, result=Models,
     doc="The models the configuration offers (those whose provider has credentials, and the session's own), for pi's model selector.",
 )  # fmt: skip
-
-EXPORT_HTML: Method[ExportHtmlArgs, None, ExportHtmlResult] = Method(
-    "export_html", args=ExportHtmlArgs, result=ExportHtmlResult,
-    errors={
-        "invalid_args": "this (served) session takes no outputPath",
-        "write_failed": "the file could not be written",
-    },
-    doc="The session as a self-contained HTML page, its current branch shown (pi's /export). Without "
-    "outputPath it is pi's pi-session-<session file name>.html in the session's working directory "
-    "(or the configured exports directory); a served session writes only in its exports directory, "
-    "never overwriting a file or following a symlink.",
-)  # fmt: skip
-
-SET_QUEUE_MODE: Method[SetQueueModeArgs, None, Empty] = Method(
-    "set_queue_mode", args=SetQueueModeArgs, result=Empty,
-    errors={"invalid_args": "mode is not all or one-at-a-time"},
-    doc="How queued steering or follow-up messages are delivered: all at once or one at a time.",
-)  # fmt: skip
-
-SET_AUTO: Method[SetAutoArgs, None, Empty] = Method(
-    "set_auto", args=SetAutoArgs, result=Empty,
-    doc="Switch auto-compaction or auto-retry on or off for this session.",
-)  # fmt: skip
-
-class ExtensionUiResponseArgs(WireStruct):
-    """pi's ``extension_ui_response``: ``id`` of the ``extension_ui_request`` answered, and
-    ``value`` (select, input), ``confirmed`` (confirm) or ``cancelled``."""
-
-    id: str
-    value: str | None = None
-    confirmed: bool | None = None
-    cancelled: bool = False
-
-
-EXTENSION_UI_RESPONSE: Method[ExtensionUiResponseArgs, None, Empty] = Method(
-    "extension_ui_response",
-    args=ExtensionUiResponseArgs,
-    result=Empty,
-    errors={"not_found": "no extension UI request with that id is waiting (answered, timed out, or never asked)"},
-    doc="Answer an extension's ctx.ui dialog (an extension_ui_request session event).",
-)
-
-
-class ExtensionCommands(WireStruct):
-    """The ``/name`` commands the session's extensions registered, in load order (none when
-    the session has no extensions); ``extension`` is the path or spec that registered each."""
-
-    commands: list[CommandSpec] = []
-    #: The keys the extensions bound (``pi.register_shortcut``), for the interactive UI.
-    shortcuts: list[ShortcutSpec] = []
-    #: The custom message types an extension renders (``pi.register_message_renderer``).
-    renderers: list[str] = []
-
-
-EXTENSION_COMMANDS: Method[Empty, None, ExtensionCommands] = Method(
-    "extension_commands",
-    args=Empty,
-    result=ExtensionCommands,
-    doc="The commands the session's extensions registered (RPC get_commands lists them first, as pi does).",
-)
-
-
-class ExtensionShortcutArgs(WireStruct):
-    """``key``: an extension's key binding (as it registered it), pressed by the user."""
-
-    key: str
-
-
-class ExtensionShortcutResult(WireStruct):
-    """``error``: the shortcut's handler raised, or the host failed (one line)."""
-
-    error: str | None = None
-
-
-EXTENSION_SHORTCUT: Method[ExtensionShortcutArgs, None, ExtensionShortcutResult] = Method(
-    "extension_shortcut",
-    args=ExtensionShortcutArgs,
-    result=ExtensionShortcutResult,
-    errors={"not_found": "the session has no extensions, or none bound that key"},
-    doc="Run an extension's key binding in the extension host (the interactive UI's key press).",
-)
-
-
-class ExtensionRenderArgs(WireStruct):
-    """A custom message (role ``custom``) to show, ``expanded`` (Ctrl+O) at ``width`` columns."""
-
-    message: dict[str, Any]
-    expanded: bool = False
-    width: int = 80
-
-
-EXTENSION_RENDER: Method[ExtensionRenderArgs, None, Rendered] = Method(
-    "extension_render",
-    args=ExtensionRenderArgs,
-    result=Rendered,
-    doc="A custom message as its extension renders it (lines); null lines: use the default view.",
-)
-
 
 COORDINATOR = Interface(
     "coordinator",

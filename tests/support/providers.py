@@ -18,6 +18,7 @@ from pi_actors.protocol.events import StreamRebuilder
 from pi_actors.protocol.provider import PROVIDER as PROVIDER_INTERFACE
 from pi_actors.runtime import Router, open_peer
 from pi_actors.testing import ScriptedLLM
+from pi_actors.testing.wire_formats import Reply
 
 APIS = ["openai-completions", "openai-responses", "anthropic-messages"]
 PROVIDER = {"openai-completions": "openai", "openai-responses": "openai", "anthropic-messages": "anthropic"}
@@ -163,3 +164,26 @@ async def call_stream(peer: Any, args: dict, on_chunk: Any = None) -> tuple[list
 
 def plain_model(server: Any, api: str = "openai-completions", **kw: Any) -> dict:
     return T.to_plain(model_for(api, server, **{"provider": "scripted", **kw}))
+
+
+async def abort_at_first_text_delta(model_for, api_key: str | None = None):
+    """Stream a reply that never finishes from a scripted server and abort the call at its
+    first text delta: ``(message, recorder)`` once the server has seen the client hang up
+    (the recorder's invariants checked). ``model_for(server)`` is the model to call."""
+    server = ScriptedLLM([Reply(text="never finishes", hang_after_start=True)])
+    signal = ai.AbortSignal()
+
+    async def on_event(event):
+        if type(event).__name__ == "TextDeltaEvent":
+            signal.abort()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        rec = Recorder(on_event)
+        with trio.fail_after(20):
+            msg = await ai.stream(model_for(server), hello_context(), ai.StreamOptions(api_key=api_key, signal=signal),
+                                  rec)
+            await server.wait_hung_up(1)
+        nursery.cancel_scope.cancel()
+    rec.check()
+    return msg, rec

@@ -94,7 +94,6 @@ __all__ = [
     "warm_up_client",
     "prepare_client",
     "shared_ssl_context",
-    "stream_simple_with_effort",
 ]
 
 _log = logging.getLogger(__name__)
@@ -648,17 +647,3 @@ async def apply_on_payload(params: dict[str, Any], model: Model, options: Stream
     if inspect.isawaitable(result):
         result = await result
     return params if result is None else result
-
-
-async def stream_simple_with_effort(stream: Any, model: Any, context: Any, options: Any, emit: Any) -> Any:
-    """``stream_simple`` for the OpenAI APIs: base options plus ``reasoning_effort`` from the
-    level (xhigh only where the model supports it, else clamped to high)."""
-    from ..env_keys import get_env_api_key
-    from ..options import build_base_options, clamp_reasoning, supports_xhigh
-
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
-    level = options.reasoning if options else None
-    if level:
-        base.extra["reasoning_effort"] = level if supports_xhigh(model) else clamp_reasoning(level)
-    return await stream(model, context, base, emit)

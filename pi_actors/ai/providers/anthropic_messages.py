@@ -29,11 +29,9 @@ from typing import Any
 
 import anthropic
 
-from ..env_keys import get_env_api_key
 from ..options import (
     StreamOptions,
     adjust_max_tokens_for_thinking,
-    build_base_options,
     extra_option,
     resolve_cache_retention,
     with_sdk_client_options,
@@ -56,16 +54,22 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     note_response,
-    prepare_client,
     run_stream,
     sdk_client,
     sdk_request_args,
     shared_ssl_context,
-    warm_up_client,
 )
-from ._sse import decode_json, read_sse
+from ._stream import (
+    dispatch_json_event,
+    open_sdk,
+    read_response,
+    require_api_key,
+    simple_base_options,
+    sse_reader,
+    warm_model,
+    warm_up_functions,
+)
 
 __all__ = ["API", "OFFICIAL_HOST", "stream", "stream_simple", "convert_messages", "build_params", "is_adaptive",
            "warm_up", "prepare"]
@@ -299,12 +303,12 @@ class _Mapper:
         """Apply one SSE event: its JSON ``type`` (else the SSE event name) picks the handler;
         events of other types (``ping``, ``message_stop``...) are ignored. Raises
         ProviderError for malformed data, an unknown stop reason and an in-stream error."""
-        ev = decode_json(data)
-        if not isinstance(ev, dict):
-            raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
-        handler = self._handlers.get(ev.get("type") or name or "")
-        if handler is not None:
-            await handler(ev)
+        await dispatch_json_event(self._handlers, name, data)
+
+    async def check_stopped(self) -> None:
+        """At the body's end: raise ProviderError if no stop reason came (a stream cut short)."""
+        if not self.stop_seen:
+            raise ProviderError("Stream ended without a stop reason (the response was cut short)")
 
     async def _message_start(self, ev: dict[str, Any]) -> None:
         message = ev.get("message") or {}
@@ -393,50 +397,29 @@ def _make_client(model: Model, options: StreamOptions, api_key: str, oauth: bool
 
 def _warm_client() -> anthropic.AsyncAnthropic:
     """A throwaway client with the resource the provider calls touched (imports it)."""
-    client = _make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1"),
-                          StreamOptions(), "warm-up", False)
+    client = _make_client(warm_model(API, "http://127.0.0.1"), StreamOptions(), "warm-up", False)
     client.messages.with_streaming_response  # noqa: B018 - imports the resource
     return client
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop, paid now (see
-    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    api_key = require_api_key(model, options)
     oauth = _is_oauth(api_key)
     params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
-    response = chunks = None
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
-        try:
-            await run.start()
-            # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
-            # which avoids building a typed event object per delta.
-            manager = client.messages.with_streaming_response.create(
-                **sdk_request_args(params, "messages", required=("model", "max_tokens")))
-            response = await run.open_response(manager.__aenter__)
-            mapper = _Mapper(run, context, oauth)
-            chunks = response.http_response.aiter_bytes()
-            await read_sse(run, chunks, mapper.sse)
-            run.check_aborted()
-            if not mapper.stop_seen:
-                raise ProviderError("Stream ended without a stop reason (the response was cut short)")
-        finally:
-            await close_quietly(chunks)  # the body stream first: never left to the GC
-            await close_quietly(response)
+        await run.start()
+        # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
+        # which avoids building a typed event object per delta.
+        manager = client.messages.with_streaming_response.create(
+            **sdk_request_args(params, "messages", required=("model", "max_tokens")))
+        mapper = _Mapper(run, context, oauth)
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_stopped))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
@@ -447,8 +430,7 @@ _ADAPTIVE_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = options.reasoning if options else None
     if not level or not model.reasoning:  # a model without reasoning ignores the level entirely
         base.extra["thinking_enabled"] = False

@@ -34,17 +34,22 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
-    prepare_client,
     run_stream,
     sdk_client,
     sdk_request_args,
     shared_ssl_context,
-    stream_simple_with_effort,
-    warm_up_client,
 )
-from ._sse import read_sse
+from ._stream import (
+    headers_key,
+    open_sdk,
+    read_response,
+    request_headers,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_responses import _Mapper, convert_messages
 
 __all__ = ["API", "stream", "stream_simple", "build_params", "resolve_azure", "deployment_name", "prepare",
@@ -121,7 +126,7 @@ def build_params(model: Model, context: Context, options: StreamOptions) -> dict
 
 
 def _make_client(model: Model, options: StreamOptions, api_key: str, base_url: str, version: str) -> Any:
-    headers = {**(model.headers or {}), **(options.headers or {})}
+    headers = request_headers(model, options)
     return openai.AsyncAzureOpenAI(api_key=api_key, api_version=version, base_url=base_url, max_retries=0,
                                    default_headers=headers or None,
                                    http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
@@ -129,20 +134,13 @@ def _make_client(model: Model, options: StreamOptions, api_key: str, base_url: s
 
 def _warm_client() -> Any:
     """A throwaway client with the resource the provider calls touched (imports it)."""
-    model = Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/openai/v1")
+    model = warm_model(API, "http://127.0.0.1/openai/v1")
     client = _make_client(model, StreamOptions(), "warm-up", model.base_url, DEFAULT_API_VERSION)
     client.responses.with_streaming_response  # noqa: B018 - imports the resource
     return client
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
@@ -152,24 +150,12 @@ async def _body(run: StreamRun, context: Context) -> None:
         raise ProviderError(_NO_KEY)
     base_url, version = resolve_azure(model, options)
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    headers = tuple(sorted({**(model.headers or {}), **(options.headers or {})}.items()))
-    key = (API, api_key, base_url, version, headers)
-    response = chunks = None
+    key = (API, api_key, base_url, version, headers_key(model, options))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, base_url, version)) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
-        try:
-            manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
-            response = await run.open_response(manager.__aenter__)
-            await run.start()
-            mapper = _Mapper(run, None)
-            chunks = response.http_response.aiter_bytes()
-            await read_sse(run, chunks, mapper.sse)
-            run.check_aborted()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without response.completed (the response was cut short)")
-        finally:
-            await close_quietly(chunks)
-            await close_quietly(response)
+        manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
+        mapper = _Mapper(run, None)
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -50,6 +50,7 @@ import json
 import os
 import re
 import urllib.parse
+from collections.abc import AsyncIterator
 from typing import Any
 
 import trio
@@ -91,14 +92,12 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
-    prepare_client,
     run_stream,
     sdk_client,
     shared_ssl_context,
-    warm_up_client,
 )
+from ._stream import open_http, read_response, request_headers, warm_up_functions
 from .eventstream import EventStreamDecoder, EventStreamError
 
 __all__ = ["API", "stream", "stream_simple", "build_params", "convert_messages", "resolve_region",
@@ -480,14 +479,34 @@ class _WarmClient:
         await self.http.aclose()
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_WarmClient)
+prepare, warm_up = warm_up_functions(_WarmClient)
 
 
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_WarmClient)
+def _http_error(response: Any, raw: bytes) -> BedrockError:
+    kind = response.headers.get("x-amzn-errortype") or f"HTTP {response.status_code}"
+    return BedrockError(kind, _payload_message(raw) or f"status code {response.status_code} (no body)",
+                        response.status_code, response)
+
+
+async def _read_events(run: StreamRun, chunks: AsyncIterator[bytes]) -> None:
+    """Decode the event-stream body into the mapper; raise ProviderError for a stream cut
+    short or stopped with an error."""
+    mapper = _Mapper(run)
+    decoder = EventStreamDecoder()
+    while True:
+        try:
+            data = await run.read_chunk(chunks.__anext__)
+        except StopAsyncIteration:
+            break
+        for message in decoder.feed(data):
+            await mapper.message(message.headers, message.payload)
+        run.check_aborted()
+    decoder.finish()
+    await mapper.finish()
+    if not mapper.stopped:
+        raise ProviderError("Stream ended without a stop reason (the response was cut short)")
+    if run.output.stop_reason == "error":
+        raise ProviderError(run.output.error_message or "Bedrock stopped with an error")
 
 
 async def _body(run: StreamRun, context: Context) -> None:
@@ -497,39 +516,11 @@ async def _body(run: StreamRun, context: Context) -> None:
     region = resolve_region(model, options)
     url = f"{_endpoint(model, region)}/model/{urllib.parse.quote(model.id, safe='')}/converse-stream"
     headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream",
-               **(model.headers or {}), **(options.headers or {})}
+               **request_headers(model, options)}
     headers = await _auth_headers(options, model, url, body, headers)
-    response = chunks = None
     async with sdk_client((API,), _make_client) as client:
-        try:
-            request = client.build_request("POST", url, content=body, headers=headers)
-            response = await run.open_response(lambda: client.send(request, stream=True))
-            if response.status_code >= 400:
-                raw = await run.io(response.aread)
-                kind = response.headers.get("x-amzn-errortype") or f"HTTP {response.status_code}"
-                raise BedrockError(kind, _payload_message(raw) or f"status code {response.status_code} (no body)",
-                                   response.status_code, response)
-            await run.start()
-            mapper = _Mapper(run)
-            decoder = EventStreamDecoder()
-            chunks = response.aiter_bytes()
-            while True:
-                try:
-                    data = await run.read_chunk(chunks.__anext__)
-                except StopAsyncIteration:
-                    break
-                for message in decoder.feed(data):
-                    await mapper.message(message.headers, message.payload)
-                run.check_aborted()
-            decoder.finish()
-            await mapper.finish()
-            if not mapper.stopped:
-                raise ProviderError("Stream ended without a stop reason (the response was cut short)")
-            if run.output.stop_reason == "error":
-                raise ProviderError(run.output.error_message or "Bedrock stopped with an error")
-        finally:
-            await close_quietly(chunks)
-            await close_quietly(response)
+        await read_response(run, lambda: open_http(run, client, url, body, headers, _http_error),
+                            lambda chunks: _read_events(run, chunks), sdk=False)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -33,31 +33,19 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    import httpx2
     from google import genai
     from google.genai import errors as genai_errors
-    from google.genai import types as genai_types
+
+    from ._genai import GeminiAPIError, GenaiHandle, stream_content
 except ImportError as exc:  # pragma: no cover - exercised in a process without the extra
     raise ImportError(
         f"The google-generative-ai API needs the google-genai SDK ({exc.name or exc} is missing): "
         "pip install 'pi-actors[google]'"
     ) from None
 
-from ..env_keys import get_env_api_key
-from ..options import StreamOptions, build_base_options, clamp_reasoning
+from ..options import StreamOptions, clamp_reasoning
 from ..types import AssistantMessage, Context, Model
-from ._common import (
-    ProviderError,
-    StreamRun,
-    apply_on_payload,
-    close_quietly,
-    describe_error,
-    prepare_client,
-    run_stream,
-    sdk_client,
-    shared_ssl_context,
-    warm_up_client,
-)
+from ._common import StreamRun, apply_on_payload, describe_error, run_stream
 from ._google_shared import (  # the request/response conversion, shared with gemini-cli and vertex
     _is_gemini3_flash,
     _is_gemini3_pro,
@@ -68,6 +56,7 @@ from ._google_shared import (  # the request/response conversion, shared with ge
     build_params,
     convert_messages,
 )
+from ._stream import headers_key, require_api_key, simple_base_options, warm_model, warm_up_functions
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_google_error",
            "GeminiAPIError",
@@ -77,17 +66,6 @@ API = "google-generative-ai"
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
-
-
-class GeminiAPIError(Exception):
-    """The SDK's ``APIError`` (an HTTP error, or an error event mid-stream) with the
-    ``status_code`` and ``response`` the shared skeleton reads to report a ``Retry-After``."""
-
-    def __init__(self, error: Any) -> None:
-        message = str(error.message or "").strip()
-        super().__init__(f"{error.code} {message}" if message else f"{error.code} status code (no body)")
-        self.status_code = error.code if isinstance(error.code, int) else 0
-        self.response = error.response
 
 
 def describe_google_error(exc: BaseException) -> str:
@@ -104,95 +82,31 @@ def describe_google_error(exc: BaseException) -> str:
     return describe_error(exc)
 
 
-class _ClientHandle:
-    """A genai client built on HTTP clients of ours and the process's shared TLS context
-    (given none, the SDK reads the CA bundle for each of the three it would make: ~70 ms a
-    call), with a ``close`` for the shared client helpers that closes those HTTP clients."""
-
-    def __init__(self, model: Model, options: StreamOptions, api_key: str) -> None:
-        context = shared_ssl_context()
-        self.http = httpx2.AsyncClient(verify=context, timeout=None)
-        self.sync_http = httpx2.Client(verify=context, timeout=None)  # never used; the SDK wants one
-        http: dict[str, Any] = {
-            "httpx_async_client": self.http, "httpx_client": self.sync_http,
-            "async_client_args": {"ssl": context},  # its WebSocket context (Live API), unused here
-            "headers": {**(model.headers or {}), **(options.headers or {})} or None,
-        }
-        if model.base_url:
-            http["base_url"] = model.base_url.rstrip("/")
-            http["api_version"] = ""  # the base URL names the version (pi's convention)
-        self.client = genai.Client(api_key=api_key, http_options=genai_types.HttpOptions(**http))
-
-    async def close(self) -> None:
-        self.sync_http.close()
-        await self.http.aclose()
+def _client_handle(model: Model, options: StreamOptions, api_key: str) -> GenaiHandle:
+    http: dict[str, Any] = {}
+    if model.base_url:
+        http["base_url"] = model.base_url.rstrip("/")
+        http["api_version"] = ""  # the base URL names the version (pi's convention)
+    return GenaiHandle(model, options, lambda http_options: genai.Client(api_key=api_key, http_options=http_options),
+                       **http)
 
 
-def _client_handle(model: Model, options: StreamOptions, api_key: str) -> _ClientHandle:
-    return _ClientHandle(model, options, api_key)
-
-
-def _warm_client() -> _ClientHandle:
+def _warm_client() -> GenaiHandle:
     """A throwaway client (imports the SDK's request machinery; never connects)."""
-    model = Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1beta")
-    handle = _client_handle(model, StreamOptions(), "warm-up")
+    handle = _client_handle(warm_model(API, "http://127.0.0.1/v1beta"), StreamOptions(), "warm-up")
     handle.client.aio.models  # noqa: B018 - builds the async resource
     return handle
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    api_key = require_api_key(model, options)
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    headers = tuple(sorted({**(model.headers or {}), **(options.headers or {})}.items()))
-    key = (API, api_key, model.base_url, headers)
-    opened: list[Any] = []  # the SDK's chunk generator, once made (closed in any case)
-
-    async def first_chunk() -> Any:
-        # The SDK sends the request on the generator's first step: the response is open (its
-        # headers in, an HTTP error raised) only once the first chunk is.
-        gen = await handle.client.aio.models.generate_content_stream(**params)
-        opened.append(gen)
-        try:
-            return await gen.__anext__()
-        except StopAsyncIteration:
-            return None
-
-    async with sdk_client(key, lambda: _client_handle(model, options, api_key)) as handle:
-        try:
-            chunk = await run.open_response(first_chunk)
-            await run.start()
-            mapper = _Mapper(run)
-            next_chunk = opened[0].__anext__
-            while chunk is not None:
-                await mapper.chunk(chunk)
-                run.check_aborted()
-                try:
-                    chunk = await run.read_chunk(next_chunk)
-                except StopAsyncIteration:
-                    chunk = None
-            await mapper.end_open()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-            if run.output.stop_reason == "error":
-                raise ProviderError(run.output.error_message or "Gemini stopped with an error")
-        except genai_errors.APIError as exc:
-            raise GeminiAPIError(exc) from exc
-        finally:
-            for gen in opened:
-                await close_quietly(gen)
+    key = (API, api_key, model.base_url, headers_key(model, options))
+    await stream_content(run, key, lambda: _client_handle(model, options, api_key), params, _Mapper(run))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
@@ -200,8 +114,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None, 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = clamp_reasoning(options.reasoning if options else None)
     if not level:
         base.extra["thinking_enabled"] = False

@@ -33,10 +33,9 @@ from typing import Any
 import trio
 
 try:
-    import httpx2
     from google import genai
-    from google.genai import errors as genai_errors
-    from google.genai import types as genai_types
+
+    from ._genai import GenaiHandle, stream_content
 except ImportError as exc:  # pragma: no cover - exercised in a process without the extra
     raise ImportError(
         f"The google-vertex API needs the google-genai SDK ({exc.name or exc} is missing): "
@@ -46,17 +45,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a process without 
 from ..options import StreamOptions, build_base_options, clamp_reasoning, extra_option
 from ..types import AssistantMessage, Context, Model
 from . import google_generative_ai as gemini
-from ._common import (
-    ProviderError,
-    StreamRun,
-    apply_on_payload,
-    close_quietly,
-    prepare_client,
-    run_stream,
-    sdk_client,
-    shared_ssl_context,
-    warm_up_client,
-)
+from ._common import ProviderError, StreamRun, apply_on_payload, run_stream
+from ._stream import headers_key, warm_model, warm_up_functions
 
 __all__ = ["API", "stream", "stream_simple", "resolve_api_key", "resolve_project", "resolve_location",
            "prepare", "warm_up"]
@@ -112,52 +102,32 @@ def _load_credentials() -> Any:
     return credentials
 
 
-class _ClientHandle:
-    """A Vertex genai client on HTTP clients of ours (see ``google_generative_ai._ClientHandle``)."""
+def _client_handle(model: Model, options: StreamOptions, api_key: str | None,
+                   project: str | None, location: str | None, credentials: Any) -> GenaiHandle:
+    """A Vertex genai client on HTTP clients of ours (``_genai.GenaiHandle``)."""
+    http: dict[str, Any] = {"api_version": API_VERSION}
+    base = _custom_base_url(model.base_url)
+    if base:
+        http["base_url"] = base
+        if any(_VERSION_PART.match(p) for p in base.split("/")):
+            http["api_version"] = ""
 
-    def __init__(self, model: Model, options: StreamOptions, api_key: str | None,
-                 project: str | None, location: str | None, credentials: Any) -> None:
-        context = shared_ssl_context()
-        self.http = httpx2.AsyncClient(verify=context, timeout=None)
-        self.sync_http = httpx2.Client(verify=context, timeout=None)  # never used; the SDK wants one
-        http: dict[str, Any] = {
-            "httpx_async_client": self.http, "httpx_client": self.sync_http,
-            "async_client_args": {"ssl": context},
-            "headers": {**(model.headers or {}), **(options.headers or {})} or None,
-            "api_version": API_VERSION,
-        }
-        base = _custom_base_url(model.base_url)
-        if base:
-            http["base_url"] = base
-            if any(_VERSION_PART.match(p) for p in base.split("/")):
-                http["api_version"] = ""
-        http_options = genai_types.HttpOptions(**http)
+    def make(http_options: Any) -> genai.Client:
         if api_key:
-            self.client = genai.Client(vertexai=True, api_key=api_key, http_options=http_options)
-        else:
-            self.client = genai.Client(vertexai=True, project=project, location=location,
-                                       credentials=credentials, http_options=http_options)
+            return genai.Client(vertexai=True, api_key=api_key, http_options=http_options)
+        return genai.Client(vertexai=True, project=project, location=location,
+                            credentials=credentials, http_options=http_options)
 
-    async def close(self) -> None:
-        self.sync_http.close()
-        await self.http.aclose()
+    return GenaiHandle(model, options, make, **http)
 
 
-def _warm_client() -> _ClientHandle:
-    model = Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1")
-    handle = _ClientHandle(model, StreamOptions(), "warm-up", None, None, None)
+def _warm_client() -> GenaiHandle:
+    handle = _client_handle(warm_model(API, "http://127.0.0.1/v1"), StreamOptions(), "warm-up", None, None, None)
     handle.client.aio.models  # noqa: B018 - builds the async resource
     return handle
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 _credentials_cache: dict[tuple[str, str], Any] = {}
@@ -187,42 +157,9 @@ async def _body(run: StreamRun, context: Context) -> None:
         project, location = resolve_project(options), resolve_location(options)
         credentials = await _credentials(project, location)
     params = await apply_on_payload(gemini.build_params(model, context, options), model, options)
-    headers = tuple(sorted({**(model.headers or {}), **(options.headers or {})}.items()))
-    key = (API, api_key, project, location, id(credentials), model.base_url, headers)
-    opened: list[Any] = []
-
-    async def first_chunk() -> Any:
-        gen = await handle.client.aio.models.generate_content_stream(**params)
-        opened.append(gen)
-        try:
-            return await gen.__anext__()
-        except StopAsyncIteration:
-            return None
-
-    factory = lambda: _ClientHandle(model, options, api_key, project, location, credentials)  # noqa: E731
-    async with sdk_client(key, factory) as handle:
-        try:
-            chunk = await run.open_response(first_chunk)
-            await run.start()
-            mapper = gemini._Mapper(run)
-            next_chunk = opened[0].__anext__
-            while chunk is not None:
-                await mapper.chunk(chunk)
-                run.check_aborted()
-                try:
-                    chunk = await run.read_chunk(next_chunk)
-                except StopAsyncIteration:
-                    chunk = None
-            await mapper.end_open()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-            if run.output.stop_reason == "error":
-                raise ProviderError(run.output.error_message or "Gemini stopped with an error")
-        except genai_errors.APIError as exc:
-            raise gemini.GeminiAPIError(exc) from exc
-        finally:
-            for gen in opened:
-                await close_quietly(gen)
+    key = (API, api_key, project, location, id(credentials), model.base_url, headers_key(model, options))
+    factory = lambda: _client_handle(model, options, api_key, project, location, credentials)  # noqa: E731
+    await stream_content(run, key, factory, params, gemini._Mapper(run))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

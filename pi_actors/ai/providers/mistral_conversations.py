@@ -33,15 +33,13 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 import httpx2
 
-from ..env_keys import get_env_api_key
-from ..options import StreamOptions, build_base_options, clamp_reasoning, extra_option
+from ..options import StreamOptions, clamp_reasoning, extra_option
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
 from ..types import (
@@ -58,16 +56,23 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
     note_response,
-    prepare_client,
     run_stream,
     sdk_client,
     shared_ssl_context,
-    warm_up_client,
 )
-from ._sse import decode_json, read_sse
+from ._sse import decode_json
+from ._stream import (
+    base36_hash,
+    open_http,
+    read_response,
+    request_headers,
+    require_api_key,
+    simple_base_options,
+    sse_reader,
+    warm_up_functions,
+)
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "describe_mistral_error",
            "MistralHTTPError", "mistral_call_id", "prepare", "warm_up"]
@@ -87,13 +92,7 @@ _NO_IMAGES = "(image omitted: model does not support images)"
 
 
 def _hash36(text: str) -> str:
-    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).digest(), "big")
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out.rjust(_ID_LENGTH, "0")
+    return base36_hash(text, 12).rjust(_ID_LENGTH, "0")
 
 
 def mistral_call_id(call_id: str, attempt: int = 0) -> str:
@@ -340,6 +339,15 @@ class _Mapper:
         for i in self.calls.values():
             await self.run.toolcall_end(i)
 
+    async def end_of_stream(self) -> None:
+        """At the body's end: end every block (``finish``), then raise ProviderError if no
+        finish reason came (a stream cut short) or the reason was ``error``."""
+        await self.finish()
+        if not self.finished:
+            raise ProviderError("Stream ended without a finish reason (the response was cut short)")
+        if self.run.output.stop_reason == "error":
+            raise ProviderError("Mistral finished the response with an error")
+
 
 # ---------------------------------------------------------------------------------------------
 # Entry points
@@ -371,64 +379,28 @@ def _make_client() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(verify=shared_ssl_context(), timeout=None, follow_redirects=True)
 
 
-def _warm_client() -> httpx2.AsyncClient:
-    """A throwaway client (imports the request machinery, reads the CA bundle; never connects)."""
-    return _make_client()
+prepare, warm_up = warm_up_functions(_make_client)  # a throwaway client: never connects
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
-
-
-async def _open(run: StreamRun, client: httpx2.AsyncClient, url: str, body: bytes, headers: dict[str, str]) -> Any:
-    """Send the request; the response once its headers are in, or MistralHTTPError."""
-    request = client.build_request("POST", url, content=body, headers=headers)
-    response = await run.open_response(lambda: client.send(request, stream=True))
-    if response.status_code >= 400:
-        try:
-            text = (await run.io(response.aread)).decode("utf-8", "replace")
-        finally:
-            await close_quietly(response)
-        raise MistralHTTPError(response.status_code, text, response)
-    return response
+def _http_error(response: Any, body: bytes) -> MistralHTTPError:
+    return MistralHTTPError(response.status_code, body.decode("utf-8", "replace"), response)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    api_key = require_api_key(model, options)
     params = await apply_on_payload(build_params(model, context, options), model, options)
     params["stream"] = True
     headers = {"content-type": "application/json", "accept": "text/event-stream",
-               "authorization": f"Bearer {api_key}", **(model.headers or {}), **(options.headers or {})}
+               "authorization": f"Bearer {api_key}", **request_headers(model, options)}
     if options.session_id and not any(k.lower() == "x-affinity" for k in headers):
         headers["x-affinity"] = options.session_id
     url = (model.base_url or "https://api.mistral.ai").rstrip("/") + "/v1/chat/completions"
     body = json.dumps(params, ensure_ascii=False).encode()
-    response = chunks = None
     async with sdk_client((API,), _make_client) as client:
-        try:
-            response = await _open(run, client, url, body, headers)
-            await run.start()
-            mapper = _Mapper(run)
-            chunks = response.aiter_bytes()
-            await read_sse(run, chunks, mapper.sse)
-            run.check_aborted()
-            await mapper.finish()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-            if run.output.stop_reason == "error":
-                raise ProviderError("Mistral finished the response with an error")
-        finally:
-            await close_quietly(chunks)
-            await close_quietly(response)
+        mapper = _Mapper(run)
+        await read_response(run, lambda: open_http(run, client, url, body, headers, _http_error),
+                            sse_reader(run, mapper.sse, mapper.end_of_stream), sdk=False)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
@@ -436,8 +408,7 @@ async def stream(model: Model, context: Context, options: StreamOptions | None, 
 
 
 async def stream_simple(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
-    api_key = (options.api_key if options else None) or get_env_api_key(model.provider)
-    base = build_base_options(model, options, api_key)
+    base = simple_base_options(model, options)
     level = clamp_reasoning(options.reasoning if options else None)
     if level and model.reasoning:
         if model.id in _EFFORT_MODELS:

@@ -42,23 +42,18 @@ from typing import Any
 import httpx2
 import msgspec
 
-from ..env_keys import get_env_api_key
 from ..options import StreamOptions, extra_option
 from ..types import AssistantMessage, Context, Model
 from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
-    prepare_client,
     run_stream,
     sdk_client,
     shared_ssl_context,
-    stream_simple_with_effort,
-    warm_up_client,
 )
-from ._sse import read_sse
+from ._stream import open_http, read_response, request_headers, require_api_key, sse_reader, stream_simple_with_effort, warm_up_functions
 from .openai_responses import _Mapper, convert_messages
 
 __all__ = ["API", "stream", "stream_simple", "build_body", "codex_url", "account_id", "describe_codex_error",
@@ -126,7 +121,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
 
 
 def _headers(model: Model, options: StreamOptions, token: str, account: str) -> dict[str, str]:
-    headers = {k.lower(): v for k, v in {**(model.headers or {}), **(options.headers or {})}.items()}
+    headers = {k.lower(): v for k, v in request_headers(model, options).items()}
     headers.update({
         "authorization": f"Bearer {token}", "chatgpt-account-id": account, "originator": "pi",
         "user-agent": f"pi ({platform.system().lower()} {platform.release()}; {platform.machine()})",
@@ -213,42 +208,23 @@ def _make_client() -> httpx2.AsyncClient:
     return httpx2.AsyncClient(verify=shared_ssl_context(), timeout=None)
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop (``_common.prepare_client``)."""
-    prepare_client(_make_client)
+prepare, warm_up = warm_up_functions(_make_client)
 
 
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (``_common.warm_up_client``)."""
-    await warm_up_client(_make_client)
+def _http_error(response: Any, body: bytes) -> CodexHTTPError:
+    return CodexHTTPError(response.status_code, body.decode("utf-8", "replace"), response)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    token = options.api_key or get_env_api_key(model.provider)
-    if not token:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    token = require_api_key(model, options)
     headers = _headers(model, options, token, account_id(token))
     body = await apply_on_payload(build_body(model, context, options), model, options)
     content = json.dumps(body, ensure_ascii=False).encode()
-    response = chunks = None
     async with sdk_client((API,), _make_client) as client:
-        try:
-            request = client.build_request("POST", codex_url(model.base_url), content=content, headers=headers)
-            response = await run.open_response(lambda: client.send(request, stream=True))
-            if response.status_code >= 400:
-                text = (await run.io(response.aread)).decode("utf-8", "replace")
-                raise CodexHTTPError(response.status_code, text, response)
-            await run.start()
-            mapper = _Mapper(run, body.get("service_tier"))
-            chunks = response.aiter_bytes()
-            await read_sse(run, chunks, _CodexEvents(mapper).sse)
-            run.check_aborted()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without response.completed (the response was cut short)")
-        finally:
-            await close_quietly(chunks)
-            await close_quietly(response)
+        mapper = _Mapper(run, body.get("service_tier"))
+        await read_response(run, lambda: open_http(run, client, codex_url(model.base_url), content, headers, _http_error),
+                            sse_reader(run, _CodexEvents(mapper).sse, mapper.check_completed), sdk=False)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -37,7 +37,6 @@ from typing import Any
 import msgspec
 import openai
 
-from ..env_keys import get_env_api_key
 from ..options import StreamOptions, extra_option, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
@@ -58,18 +57,25 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
     note_response,
-    prepare_client,
     run_stream,
     sdk_client,
     sdk_request_args,
     shared_ssl_context,
-    stream_simple_with_effort,
-    warm_up_client,
 )
-from ._sse import decode_json, read_sse
+from ._sse import decode_json
+from ._stream import (
+    headers_key,
+    open_sdk,
+    read_response,
+    request_headers,
+    require_api_key,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_compat import OpenAICompletionsCompat, get_compat
 
 _decode = msgspec.json.Decoder().decode
@@ -328,6 +334,13 @@ class _Mapper:
             self.closed.append(self.open)
             self.open, self.open_kind = None, None
 
+    async def finish(self) -> None:
+        """At the body's end: raise ProviderError if no ``finish_reason`` came (a stream cut
+        short), else end every block (``end_all``)."""
+        if not self.saw_finish:
+            raise ProviderError("Stream ended without a finish reason (the response was cut short)")
+        await self.end_all()
+
     async def end_all(self) -> None:
         """The stream is over: every block's ``*_end``, in content order (pi's order)."""
         await self.close_open()
@@ -521,8 +534,7 @@ def _describe(exc: BaseException) -> str:
 def openai_client(model: Model, options: StreamOptions, api_key: str) -> Any:
     """``sdk_client`` for a call of either OpenAI API (this one and openai-responses build the
     same client): kept per key, base URL and headers inside ``reuse_clients``."""
-    headers = {**(model.headers or {}), **(options.headers or {})}
-    key = ("openai", api_key, model.base_url, tuple(sorted(headers.items())))
+    key = ("openai", api_key, model.base_url, headers_key(model, options))
     return sdk_client(key, lambda: make_client(model, options, api_key))
 
 
@@ -553,7 +565,7 @@ class _Client(openai.AsyncOpenAI):
 
 
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
-    headers = {**(model.headers or {}), **(options.headers or {})}
+    headers = request_headers(model, options)
     return _Client(api_key=api_key, base_url=model.base_url or None, max_retries=0,
                    default_headers=headers or None,
                    http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
@@ -561,49 +573,26 @@ def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.As
 
 def _warm_client() -> openai.AsyncOpenAI:
     """A throwaway client with the resource the provider calls touched (imports it)."""
-    client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
-                         StreamOptions(), "warm-up")
+    client = make_client(warm_model(API, "http://127.0.0.1/v1"), StreamOptions(), "warm-up")
     client.chat.completions.with_streaming_response  # noqa: B018 - imports the resource
     return client
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop, paid now (see
-    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    api_key = require_api_key(model, options)
     params = build_params(model, context, options, get_compat(model))
     params = await apply_on_payload(params, model, options)
-    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
-        try:
-            # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
-            # to parse, which avoids building a typed chunk object per delta.
-            manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
-            response = await run.open_response(manager.__aenter__)
-            await run.start()
-            mapper = _Mapper(run)
-            chunks = response.http_response.aiter_bytes()
-            await read_sse(run, chunks, mapper.sse)
-            run.check_aborted()
-            if not mapper.saw_finish:
-                raise ProviderError("Stream ended without a finish reason (the response was cut short)")
-            await mapper.end_all()
-        finally:
-            await close_quietly(chunks)  # the body stream first: never left to the GC
-            await close_quietly(response)
+        # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
+        # to parse, which avoids building a typed chunk object per delta.
+        manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
+        mapper = _Mapper(run)
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.finish))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -31,7 +31,6 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -39,7 +38,6 @@ from typing import Any
 
 import openai
 
-from ..env_keys import get_env_api_key
 from ..options import StreamOptions, extra_option, resolve_cache_retention, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
 from ..transform import transform_messages
@@ -58,16 +56,22 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
-    close_quietly,
     describe_error,
     note_response,
-    prepare_client,
     run_stream,
     sdk_request_args,
-    stream_simple_with_effort,
-    warm_up_client,
 )
-from ._sse import decode_json, read_sse
+from ._stream import (
+    base36_hash,
+    dispatch_json_event,
+    open_sdk,
+    read_response,
+    require_api_key,
+    sse_reader,
+    stream_simple_with_effort,
+    warm_model,
+    warm_up_functions,
+)
 from .openai_completions import make_client, openai_client
 
 __all__ = ["API", "stream", "stream_simple", "convert_messages", "build_params", "short_hash", "warm_up", "prepare"]
@@ -87,13 +91,7 @@ _JUICE_ZERO = "# Juice: 0 !important"
 
 def short_hash(text: str) -> str:
     """A short deterministic id fragment (base 36) for ids that would be too long."""
-    n = int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while n:
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out or "0"
+    return base36_hash(text, 8)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,12 +290,13 @@ class _Mapper:
         the stream's own failure events."""
         if data == b"[DONE]":
             return  # some servers end the stream the chat-completions way; completion is checked apart
-        ev = decode_json(data)
-        if not isinstance(ev, dict):
-            raise ProviderError(f"Malformed stream data (not an object): {data[:200]!r}")
-        handler = self._handlers.get(ev.get("type") or name or "")
-        if handler is not None:
-            await handler(ev)
+        await dispatch_json_event(self._handlers, name, data)
+
+    async def check_completed(self) -> None:
+        """At the body's end: raise ProviderError if ``response.completed``/``incomplete`` never
+        came (pi would report success for a stream cut short)."""
+        if not self.finished:
+            raise ProviderError("Stream ended without response.completed (the response was cut short)")
 
     def _open_as(self, item_type: str) -> int | None:
         """The open block, if the open item is of ``item_type``."""
@@ -476,45 +475,23 @@ class _Mapper:
 
 def _warm_client() -> openai.AsyncOpenAI:
     """A throwaway client with the resource the provider calls touched (imports it)."""
-    client = make_client(Model(id="warm-up", api=API, provider="warm-up", base_url="http://127.0.0.1/v1"),
-                         StreamOptions(), "warm-up")
+    client = make_client(warm_model(API, "http://127.0.0.1/v1"), StreamOptions(), "warm-up")
     client.responses.with_streaming_response  # noqa: B018 - imports the resource
     return client
 
 
-def prepare() -> None:
-    """The first call's one-time costs that need no event loop, paid now (see
-    ``_common.prepare_client``): for a provider process started ahead of its configuration."""
-    prepare_client(_warm_client)
-
-
-async def warm_up() -> None:
-    """Pay the first call's one-time costs now (see ``_common.warm_up_client``)."""
-    await warm_up_client(_warm_client)
+prepare, warm_up = warm_up_functions(_warm_client)
 
 
 async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key:
-        raise ProviderError(f"No API key for provider: {model.provider}")
+    api_key = require_api_key(model, options)
     params = await apply_on_payload(build_params(model, context, options), model, options)
-    response = chunks = None
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
-        try:
-            manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
-            response = await run.open_response(manager.__aenter__)
-            await run.start()
-            mapper = _Mapper(run, params.get("service_tier"))
-            chunks = response.http_response.aiter_bytes()
-            await read_sse(run, chunks, mapper.sse)
-            run.check_aborted()
-            if not mapper.finished:
-                raise ProviderError("Stream ended without response.completed (the response was cut short)")
-        finally:
-            await close_quietly(chunks)  # the body stream first: never left to the GC
-            await close_quietly(response)
+        manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
+        mapper = _Mapper(run, params.get("service_tier"))
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

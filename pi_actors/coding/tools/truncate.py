@@ -91,6 +91,25 @@ def _untouched(content: str, lines: int, size: int, max_lines: int, max_bytes: i
     )
 
 
+def _cut(kept: list[str], truncated_by: TruncatedBy, total_lines: int, total_bytes: int, max_lines: int,
+         max_bytes: int, last_line_partial: bool = False) -> TruncationResult:
+    """The result of a truncation that kept the lines ``kept`` (in order) of a longer text."""
+    out = "\n".join(kept)
+    return TruncationResult(
+        content=out,
+        truncated=True,
+        truncated_by=truncated_by,
+        total_lines=total_lines,
+        total_bytes=total_bytes,
+        output_lines=len(kept),
+        output_bytes=_utf8_len(out),
+        last_line_partial=last_line_partial,
+        first_line_exceeds_limit=False,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+    )
+
+
 def truncate_head(
     content: str, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> TruncationResult:
@@ -131,20 +150,7 @@ def truncate_head(
     if len(kept) >= max_lines and used <= max_bytes:
         truncated_by = "lines"
 
-    out = "\n".join(kept)
-    return TruncationResult(
-        content=out,
-        truncated=True,
-        truncated_by=truncated_by,
-        total_lines=total_lines,
-        total_bytes=total_bytes,
-        output_lines=len(kept),
-        output_bytes=_utf8_len(out),
-        last_line_partial=False,
-        first_line_exceeds_limit=False,
-        max_lines=max_lines,
-        max_bytes=max_bytes,
-    )
+    return _cut(kept, truncated_by, total_lines, total_bytes, max_lines, max_bytes)
 
 
 def _tail_bytes(text: str, max_bytes: int) -> str:
@@ -193,20 +199,8 @@ def truncate_tail(
     if len(kept_reversed) >= max_lines and used <= max_bytes:
         truncated_by = "lines"
 
-    out = "\n".join(reversed(kept_reversed))
-    return TruncationResult(
-        content=out,
-        truncated=True,
-        truncated_by=truncated_by,
-        total_lines=total_lines,
-        total_bytes=total_bytes,
-        output_lines=len(kept_reversed),
-        output_bytes=_utf8_len(out),
-        last_line_partial=last_line_partial,
-        first_line_exceeds_limit=False,
-        max_lines=max_lines,
-        max_bytes=max_bytes,
-    )
+    kept_reversed.reverse()
+    return _cut(kept_reversed, truncated_by, total_lines, total_bytes, max_lines, max_bytes, last_line_partial)
 
 
 def truncate_line(line: str, max_chars: int = GREP_MAX_LINE_LENGTH) -> TruncatedLine:
