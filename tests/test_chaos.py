@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -275,7 +276,8 @@ async def test_a_prompt_larger_than_one_message_is_refused_in_one_line(scripted,
     assert done.returncode == 1
     err = done.stderr.decode().splitlines()
     assert len(err) == 1, "\n".join(err)
-    assert err[0].startswith("Error: the 'prompt' call is 20,000,0") and "16 MiB" in err[0]
+    # 20,000,000 bytes of text plus the call's envelope and other arguments.
+    assert re.match(r"Error: the 'prompt' call is 20,000,\d{3} bytes", err[0]) and "16 MiB" in err[0], err
     assert scripted.requests == []
 
 

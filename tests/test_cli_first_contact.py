@@ -251,8 +251,8 @@ def test_an_unknown_api_in_models_json_names_the_file_and_lists_the_valid_ones(t
     assert cfg.models == []
     assert cfg.errors == [
         f'{path}: providers.local: unknown api "openai-chat" '
-        "(valid: anthropic-messages, azure-openai-responses, bedrock-converse-stream, google-generative-ai, "
-        "google-vertex, mistral-conversations, openai-codex-responses, openai-completions, openai-responses)"
+        "(valid: anthropic-messages, azure-openai-responses, bedrock-converse-stream, google-gemini-cli, "
+        "google-generative-ai, google-vertex, mistral-conversations, openai-codex-responses, openai-completions, openai-responses)"
     ]
     path.write_text(json.dumps({"providers": {"local": {
         "baseUrl": "u", "apiKey": "k", "models": [{"id": "m", "api": "anthropic"}]}}}))  # fmt: skip
