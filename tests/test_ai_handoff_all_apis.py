@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from support.providers import model_for, run
+from support.providers import codex_token, model_for, run
 
 from pi_actors import ai
 from pi_actors.ai.transform import NON_VISION_TOOL_IMAGE_PLACEHOLDER, NON_VISION_USER_IMAGE_PLACEHOLDER
@@ -44,9 +44,7 @@ def _aws_keys(monkeypatch, tmp_path):
 def _key(api: str) -> str:
     if api != "openai-codex-responses":
         return "k"
-    claims = base64.urlsafe_b64encode(json.dumps(
-        {"https://api.openai.com/auth": {"chatgpt_account_id": "acct"}}).encode()).decode().rstrip("=")
-    return f"e30.{claims}.sig"
+    return codex_token()
 
 
 def _reply(step: int) -> Reply:

@@ -6,10 +6,9 @@ reaches each wire is checked."""
 from __future__ import annotations
 
 import base64
-import json
 
 import pytest
-from support.providers import NEW_APIS, model_for, run
+from support.providers import NEW_APIS, codex_token, model_for, run
 
 from pi_actors import ai
 from pi_actors.testing import Reply, ScriptToolCall
@@ -32,9 +31,7 @@ def _aws_keys(monkeypatch, tmp_path):
 
 
 def _jwt() -> str:
-    claims = base64.urlsafe_b64encode(json.dumps(
-        {"https://api.openai.com/auth": {"chatgpt_account_id": "acct"}}).encode()).decode().rstrip("=")
-    return f"e30.{claims}.sig"
+    return codex_token()
 
 
 def key_for(api: str) -> str:

@@ -5,14 +5,13 @@ streams through the decoder."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.providers import Recorder, hello_context, run
+from support.providers import Recorder, codex_token, hello_context, run
 
 from pi_actors import ai
 from pi_actors.ai.providers import openai_codex_responses as codex
@@ -26,12 +25,7 @@ API = "openai-codex-responses"
 
 
 def token(account: str | None = "acct-42") -> str:
-    claims = {"https://api.openai.com/auth": {"chatgpt_account_id": account}} if account else {"sub": "x"}
-
-    def part(obj: dict) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+    return codex_token(account)
 
 
 def codex_model(server: ScriptedLLM | None, **kw) -> ai.Model:
@@ -76,7 +70,7 @@ async def test_codex_request_carries_pis_headers_and_body_and_maps_the_stream():
 
 
 def test_codex_url_and_account_follow_pi():
-    assert codex.codex_url("") == "https://chatgpt.com/backend-api/codex/responses"
+    assert codex.codex_url("") == codex.DEFAULT_BASE_URL + "/codex/responses"
     assert codex.codex_url("http://h/x/codex/") == "http://h/x/codex/responses"
     assert codex.codex_url("http://h/codex/responses") == "http://h/codex/responses"
     assert codex.account_id(token("abc")) == "abc"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -187,3 +189,16 @@ async def abort_at_first_text_delta(model_for, api_key: str | None = None):
         nursery.cancel_scope.cancel()
     rec.check()
     return msg, rec
+
+
+def codex_token(account: str | None = "acct") -> str:
+    """A ChatGPT-login access token as the Codex API reads it: an unsigned JWT whose account
+    claim (the provider's ``JWT_CLAIM``) names ``account``; None: a token without that claim."""
+    from pi_actors.ai.providers.openai_codex_responses import JWT_CLAIM
+
+    claims = {JWT_CLAIM: {"chatgpt_account_id": account}} if account else {"sub": "x"}
+
+    def part(obj: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"

@@ -62,7 +62,8 @@ __all__ = ["API", "stream", "stream_simple", "build_body", "codex_url", "account
 API = "openai-codex-responses"
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
-_JWT_CLAIM = "https://api.openai.com/auth"
+#: The access token's claim that holds the ChatGPT account id.
+JWT_CLAIM = "https://api.openai.com/auth"
 _STATUSES = ("completed", "incomplete", "failed", "cancelled", "queued", "in_progress")
 _USAGE_LIMIT = re.compile(r"usage_limit_reached|usage_not_included|rate_limit_exceeded", re.IGNORECASE)
 _decode = msgspec.json.Decoder().decode
@@ -85,7 +86,7 @@ def account_id(token: str) -> str:
         if len(parts) != 3:
             raise ValueError("not a JWT")
         payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-        found = payload[_JWT_CLAIM]["chatgpt_account_id"]
+        found = payload[JWT_CLAIM]["chatgpt_account_id"]
         if not isinstance(found, str) or not found:
             raise ValueError("no account id")
         return found
