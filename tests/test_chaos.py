@@ -129,14 +129,16 @@ def _marked(marker: str) -> list[int]:
 
 
 async def _release(fifo: str) -> None:
-    """Let the tool blocked on ``fifo`` finish (its reader is waiting: opening does not block)."""
+    """Let the tool blocked on ``fifo`` finish. The blocking open waits for the event itself:
+    the tool's reader (``cat``) may open the fifo a moment after its first output."""
 
     def write() -> None:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        fd = os.open(fifo, os.O_WRONLY)
         os.write(fd, b"released\n")
         os.close(fd)
 
-    await trio.to_thread.run_sync(write)
+    with trio.fail_after(60):
+        await trio.to_thread.run_sync(write, abandon_on_cancel=True)
 
 
 async def _fault(rpc: Rpc, scripted: Any, env: Any, kind: str, sig: int, phase: str, n: int) -> None:
