@@ -19,6 +19,7 @@ from __future__ import annotations
 from ._google import code_assist_credentials
 from ._http import OAuthError, parse_pasted_code, pkce_pair, request_json
 from ._providers import (
+    CODEX_JWT_CLAIM,
     OAUTH_PROVIDERS,
     LoginIO,
     OAuthProvider,
@@ -30,7 +31,7 @@ from ._providers import (
 from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path
 
 __all__ = ["AuthStore", "AuthFileError", "LoginExpiredError", "OAuthError", "OAUTH_PROVIDERS", "OAuthProvider",
-           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id",
+           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id", "CODEX_JWT_CLAIM",
            "code_assist_credentials"]
 
 

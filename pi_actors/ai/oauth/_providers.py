@@ -83,13 +83,21 @@ class AnthropicOAuth(OAuthProvider):
         return {"access": access, "refresh": refresh, "expires": _now_ms() + int(expires_in * 1000) - 5 * 60 * 1000}
 
 
+#: The claim of a Codex access token (a JWT) that holds the ChatGPT account.
+CODEX_JWT_CLAIM = "https://api.openai.com/auth"
+
+
 def codex_account_id(token: str) -> str | None:
-    """The ChatGPT account id in a Codex access token (a JWT), or None."""
+    """The ChatGPT account id in a Codex access token (a JWT of three parts), or None when
+    the token is not one or carries none. The one parser of that claim: the login stores
+    it, and the Codex provider sends it as ``chatgpt-account-id``."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
     try:
-        payload = token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        found = claims["https://api.openai.com/auth"]["chatgpt_account_id"]
-    except (IndexError, ValueError, KeyError, TypeError):
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        found = claims[CODEX_JWT_CLAIM]["chatgpt_account_id"]
+    except (ValueError, KeyError, TypeError):
         return None
     return found if isinstance(found, str) and found else None
 

@@ -32,7 +32,6 @@ retries transient errors, as for every other provider).
 
 from __future__ import annotations
 
-import base64
 import json
 import platform
 import re
@@ -42,6 +41,7 @@ from typing import Any
 import httpx2
 import msgspec
 
+from ..oauth import CODEX_JWT_CLAIM, codex_account_id
 from ..options import StreamOptions, extra_option
 from ..types import AssistantMessage, Context, Model
 from ._common import (
@@ -63,7 +63,7 @@ API = "openai-codex-responses"
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 #: The access token's claim that holds the ChatGPT account id.
-JWT_CLAIM = "https://api.openai.com/auth"
+JWT_CLAIM = CODEX_JWT_CLAIM
 _STATUSES = ("completed", "incomplete", "failed", "cancelled", "queued", "in_progress")
 _USAGE_LIMIT = re.compile(r"usage_limit_reached|usage_not_included|rate_limit_exceeded", re.IGNORECASE)
 _decode = msgspec.json.Decoder().decode
@@ -81,17 +81,10 @@ def codex_url(base_url: str | None) -> str:
 
 def account_id(token: str) -> str:
     """The ChatGPT account id carried by an access token; ProviderError if it has none."""
-    try:
-        parts = token.split(".")
-        if len(parts) != 3:
-            raise ValueError("not a JWT")
-        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-        found = payload[JWT_CLAIM]["chatgpt_account_id"]
-        if not isinstance(found, str) or not found:
-            raise ValueError("no account id")
-        return found
-    except (ValueError, KeyError, TypeError):
-        raise ProviderError("Failed to extract accountId from token") from None
+    found = codex_account_id(token)
+    if found is None:
+        raise ProviderError("Failed to extract accountId from token")
+    return found
 
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
