@@ -48,43 +48,18 @@ from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory
 from rich.console import Console
-from rich.padding import Padding
-from rich.syntax import Syntax
 from rich.text import Text
 
-from ._markdown import PiMarkdown
-from .commands import SlashCommands
+from ._parts import assistant_parts, bash_parts, tool_parts
+from .commands import BUILTINS, SlashCommands
 from .extension_ui import ExtensionUi
 from .resources import attach_files, expand_skill, expand_template, load_skills, load_templates
 from .screen import ScreenLayout
 from .themes import current_theme, rich_theme
-from .widgets import Selector, TuiCompleter, _text_of, _tool_label, session_message_view
+from .widgets import Selector, TuiCompleter, _text_of, session_message_view
 
 __all__ = ["TuiApp"]
 
-BUILTINS = {
-    "model": "Select model",
-    "thinking": "Set thinking level",
-    "compact": "Compact the context [instructions]",
-    "new": "Start a new session",
-    "resume": "Resume another session",
-    "session": "Session info and stats",
-    "tree": "Navigate the session tree",
-    "fork": "Fork from a previous user message",
-    "clone": "Duplicate the session at this point into a new file",
-    "import": "Open a session file <path>",
-    "settings": "Settings menu",
-    "scoped-models": "Choose the models /model offers",
-    "reload": "Reload settings, prompt templates and skills",
-    "changelog": "Show the changelog",
-    "login": "Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot)",
-    "logout": "Remove stored credentials",
-    "name": "Set the session name",
-    "copy": "Copy the last answer to the clipboard",
-    "export": "Export the session to HTML [path]",
-    "hotkeys": "Keyboard shortcuts",
-    "quit": "Quit",
-}
 _FILE_BLOCK = re.compile(r'<file name="([^"]*)">\n.*?\n</file>\n?', re.S)
 #: How many printed items are kept for reprinting (Ctrl+O, Ctrl+T); older ones are dropped.
 _TRANSCRIPT_LIMIT = 2000
@@ -319,7 +294,7 @@ class TuiApp:
             for b in m.get("content") or []:
                 if b.get("type") == "toolCall":  # kept for the results printed later
                     self._call_args[b.get("id")] = b.get("arguments")
-            self.print_item(lambda: self._assistant_parts(m))
+            self.print_item(lambda: assistant_parts(m, self.show_thinking))
         elif role == "toolResult":
             self.print_tool(m.get("toolName", "?"), self._call_args.get(m.get("toolCallId") or ""), {"content": m.get("content"), "details": m.get("details")}, bool(m.get("isError")))
         elif role == "bashExecution":
@@ -331,60 +306,12 @@ class TuiApp:
             if parts:
                 self.print_text(*parts)
 
-    def _assistant_parts(self, m: dict[str, Any]) -> list[Any]:
-        """Thinking (dimmed, or ``Thinking...`` when hidden), text as Markdown (pi's line
-        breaks, link targets and boxed tables), and how the message ended if not normally."""
-        content = m.get("content") or []
-        parts: list[Any] = []
-        for b in content:
-            if b.get("type") == "thinking" and b.get("thinking", "").strip():
-                parts.append(Text(b["thinking"].strip() if self.show_thinking else "Thinking...", style="theme.thinking"))
-            elif b.get("type") == "text" and b.get("text", "").strip():
-                parts.append(PiMarkdown(b["text"], code_theme="monokai"))
-        if m.get("stopReason") == "aborted":
-            parts.append(Text("Operation aborted", style="theme.error"))
-        elif m.get("stopReason") == "error":
-            parts.append(Text(f"Error: {m.get('errorMessage') or 'unknown error'}", style="theme.error"))
-        return parts
-
     def print_tool(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None = None) -> None:
         """Print a finished tool call: its label, then the edit's diff, the written content
         (``write``) or the result's text, collapsed unless Ctrl+O expanded tool output;
         ``took``: the seconds a ``bash`` call ran, shown as pi's ``Took 1.2s``."""
-        self.print_item(lambda: self._tool_parts(name, args, result, is_error, took))
-
-    def _tool_parts(self, name: str, args: dict | None, result: dict, is_error: bool, took: float | None) -> list[Any]:
-        head = Text.assemble(("● ", "theme.error" if is_error else "theme.success"), (_tool_label(name, args) if args is not None else name, "bold"))
-        details = result.get("details") or {}
-        body = _text_of(result.get("content")).rstrip("\n")
-        parts: list[Any] = [head]
-        written = (args or {}).get("content")
-        if name == "edit" and isinstance(details.get("diff"), str) and not is_error:
-            diff = Text()
-            for line in details["diff"].splitlines():
-                style = "theme.success" if line.startswith("+") else "theme.error" if line.startswith("-") else "theme.dim"
-                diff.append("  " + line + "\n", style=style)
-            parts.append(diff)
-        elif name == "write" and isinstance(written, str) and not is_error:
-            parts += self._written_parts(str((args or {}).get("path") or ""), written)
-        elif body:
-            lines = body.splitlines()
-            limit = {"bash": 5, "grep": 15, "ls": 20, "find": 20}.get(name, 10)
-            if not self.expand_tools and len(lines) > limit:
-                hidden = len(lines) - limit
-                lines = lines[-limit:] if name == "bash" else lines[:limit]
-                # pi's wording: a bash preview shows the last lines ("earlier lines" hidden).
-                note = f"  ... ({hidden} earlier lines, ctrl+o to expand)" if name == "bash" else f"  ... ({hidden} more lines, ctrl+o to expand)"
-                lines = [note, *lines] if name == "bash" else [*lines, note]
-            parts.append(Text("\n".join("  " + ln for ln in lines), style="theme.error" if is_error else "theme.tooloutput"))
-        images = [b for b in result.get("content") or [] if isinstance(b, dict) and b.get("type") == "image"]
-        if images:
-            from .terminal_images import image_protocol, image_renderables
-
-            parts += image_renderables(images, self.terminal_setting("showImages"), image_protocol())
-        if name == "bash" and took is not None:
-            parts.append(Text(f"  Took {took:.1f}s", style="theme.dim"))
-        return parts
+        self.print_item(lambda: tool_parts(name, args, result, is_error, took, expanded=self.expand_tools,
+                                           show_images=self.terminal_setting("showImages")))
 
     def terminal_setting(self, name: str) -> bool:
         """settings ``terminal.<name>``: ``showImages`` (default true: images inline where the
@@ -400,21 +327,6 @@ class TuiApp:
                 value = default
             self._terminal[name] = value
         return self._terminal[name]
-
-    def _written_parts(self, path: str, content: str) -> list[Any]:
-        """The content a ``write`` call wrote, highlighted by the file's type: its first 10
-        lines and ``... (N more lines, T total, ctrl+o to expand)`` unless expanded (pi's)."""
-        lines = content.replace("\t", "   ").split("\n")
-        while lines and lines[-1] == "":
-            lines.pop()
-        if not lines:
-            return []
-        shown = lines if self.expand_tools else lines[:10]
-        lexer = Syntax.guess_lexer(path, "\n".join(shown)) if path else "text"
-        parts: list[Any] = [Padding(Syntax("\n".join(shown), lexer, theme="monokai", background_color="default", word_wrap=True), (0, 0, 0, 2))]
-        if len(shown) < len(lines):
-            parts.append(Text(f"  ... ({len(lines) - len(shown)} more lines, {len(lines)} total, ctrl+o to expand)", style="theme.dim"))
-        return parts
 
     # -- events from the controller -------------------------------------------------------------
 
@@ -525,24 +437,7 @@ class TuiApp:
         self._print_bash(command, result, exclude)
 
     def _print_bash(self, command: str, result: dict, exclude: bool) -> None:
-        self.print_item(lambda: self._bash_parts(command, result, exclude))
-
-    def _bash_parts(self, command: str, result: dict, exclude: bool) -> list[Any]:
-        """A ``!command``'s output (its last 20 lines and pi's ``... N more lines (ctrl+o to
-        expand)`` unless expanded) and how it ended."""
-        out = (result.get("output") or "").rstrip("\n")
-        lines = out.splitlines()
-        hidden = 0 if self.expand_tools else max(0, len(lines) - 20)
-        parts: list[Any] = [Text.assemble(("$ ", "theme.bashmode"), (command, "bold"), ("  (not in context)" if exclude else "", "theme.dim"))]
-        if lines:
-            parts.append(Text("\n".join("  " + ln for ln in lines[hidden:]), style="theme.tooloutput"))
-        if hidden:
-            parts.append(Text(f"  ... {hidden} more lines (ctrl+o to expand)", style="theme.dim"))
-        if result.get("cancelled"):
-            parts.append(Text("  (cancelled)", style="theme.error"))
-        elif result.get("exitCode") not in (0, None):
-            parts.append(Text(f"  exit code {result.get('exitCode')}", style="theme.error"))
-        return parts
+        self.print_item(lambda: bash_parts(command, result, exclude, self.expand_tools))
 
     # -- submissions --------------------------------------------------------------------------
 

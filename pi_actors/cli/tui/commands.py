@@ -29,7 +29,7 @@ from .widgets import ChoiceSelector, InputSelector, Selector, TreeSelector
 if TYPE_CHECKING:
     from .app import TuiApp
 
-__all__ = ["SlashCommands", "THINKING_LEVELS", "HOTKEYS", "available_levels"]
+__all__ = ["BUILTINS", "SlashCommands", "THINKING_LEVELS", "HOTKEYS", "available_levels"]
 
 
 def available_levels(model: dict[str, Any]) -> list[str]:
@@ -83,6 +83,32 @@ HOTKEYS = [
 ]
 
 
+#: The built-in slash commands and what the completion menu says of each (pi's wording).
+BUILTINS = {
+    "model": "Select model",
+    "thinking": "Set thinking level",
+    "compact": "Compact the context [instructions]",
+    "new": "Start a new session",
+    "resume": "Resume another session",
+    "session": "Session info and stats",
+    "tree": "Navigate the session tree",
+    "fork": "Fork from a previous user message",
+    "clone": "Duplicate the session at this point into a new file",
+    "import": "Open a session file <path>",
+    "settings": "Settings menu",
+    "scoped-models": "Choose the models /model offers",
+    "reload": "Reload settings, prompt templates and skills",
+    "changelog": "Show the changelog",
+    "login": "Log in with a subscription (Claude Pro/Max, ChatGPT Plus/Pro, GitHub Copilot)",
+    "logout": "Remove stored credentials",
+    "name": "Set the session name",
+    "copy": "Copy the last answer to the clipboard",
+    "export": "Export the session to HTML [path]",
+    "hotkeys": "Keyboard shortcuts",
+    "quit": "Quit",
+}
+
+
 class SlashCommands(SettingsCommands, LoginCommands):
     """The built-in slash commands of one TUI; ``tui`` is the TuiApp they act on (its state,
     its printing, its coordinator calls and its selector)."""
@@ -90,7 +116,7 @@ class SlashCommands(SettingsCommands, LoginCommands):
     def __init__(self, tui: TuiApp) -> None:
         self.tui = tui
         self._autocomplete_rows: int | None = None
-        #: ``/name`` → handler taking the rest of the line (see ``BUILTINS`` in ``app``).
+        #: ``/name`` → handler taking the rest of the line (see ``BUILTINS``).
         self.table: dict[str, Callable[[str], None]] = {
             "model": self.cmd_model,
             "thinking": self.cmd_thinking,
