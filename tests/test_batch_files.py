@@ -18,8 +18,16 @@ from pi_actors.cli._batch_progress import BatchProgress
 from pi_actors.cli._batch_results import ResultLog
 from pi_actors.cli._batch_tasks import TaskFileError, parse_task, read_tasks
 from pi_actors.placement import (
-    Checkout, EventFold, Limits, LocalPlacement, SessionJob, checkout, classify_model_error, make_placement, rewrite_header_cwd,
-)  # fmt: skip
+    Checkout,
+    EventFold,
+    Limits,
+    LocalPlacement,
+    SessionJob,
+    checkout,
+    classify_model_error,
+    make_placement,
+    rewrite_header_cwd,
+)
 
 
 def _tasks(tmp_path, *lines: str) -> str:
