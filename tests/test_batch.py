@@ -14,7 +14,9 @@ from pathlib import Path
 import trio
 from conftest import Env
 
+from pi_actors.coding.session import session_info
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 CLI = str(Path(sys.executable).with_name("pi-actors"))
 
@@ -146,6 +148,74 @@ async def test_a_batch_whose_driver_was_killed_resumes_and_does_every_task_exact
     assert sorted(r["id"] for r in results) == ["first", "second", "third"]
     assert all(r["ok"] for r in results) and {r["id"]: r["text"] for r in results}["second"] == "second done"
     assert script.asked == {"first": 1, "second": 2, "third": 1}
+
+
+def _tool_output(body) -> str:
+    """The last tool result the model was sent (OpenAI completions: a ``tool`` message)."""
+    tools = [m for m in (body or {}).get("messages", []) if m.get("role") == "tool"]
+    content = tools[-1]["content"] if tools else ""
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+def _bash_then_tell(command: str):
+    """A model that runs ``command`` with bash and answers with its output, on every prompt."""
+
+    def answer(n, body) -> Reply:
+        if n % 2:
+            return Reply(tool_calls=[ScriptToolCall(id=f"c{n}", name="bash", arguments={"command": command})])
+        return Reply(text=_tool_output(body))
+
+    return answer
+
+
+def _git(*args: str, cwd) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
+async def test_a_task_cwd_runs_under_the_node_root_and_its_session_file_resumes_in_the_drivers_directory(tmp_path, nursery):
+    env, server, script = await _batch_env(tmp_path, nursery, {
+        "where am i": _bash_then_tell("pwd; cat marker"), "what version": _bash_then_tell("pwd; cat f.txt"),
+    })  # fmt: skip
+    # The driver's workspace root is its directory (the default); the "node" has its own copy elsewhere.
+    (env.work / "proj").mkdir()
+    (env.work / "proj" / "marker").write_text("driver copy\n")
+    node_root = tmp_path / "node-root"
+    (node_root / "proj").mkdir(parents=True)
+    (node_root / "proj" / "marker").write_text("node copy\n")
+    repo = tmp_path / "repo"  # a git workspace: checked out by the placement, fresh per attempt
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (repo / "f.txt").write_text("version one\n")
+    _git("add", "f.txt", cwd=repo)
+    _git("commit", "-qm", "one", cwd=repo)
+    _git("tag", "v1", cwd=repo)
+    (repo / "f.txt").write_text("version two\n")
+    _git("commit", "-qam", "two", cwd=repo)
+    tasks = _write_tasks(env, [
+        {"id": "rel", "prompt": "where am i", "cwd": "proj", "tools": ["bash"]},
+        {"id": "git", "prompt": "what version", "workspace": {"repo": "../repo", "ref": "v1"}, "tools": ["bash"]},
+    ])  # fmt: skip
+    out = env.work / "results.jsonl"
+    done = await _run(env, str(tasks), "--out", str(out), "--local", "2", "--node-workspace-root", str(node_root))
+    assert done.returncode == 0, done.stderr.decode()
+    results = {r["id"]: r for r in _results(out)}
+    # The session ran in the node root's copy of the task's directory...
+    assert results["rel"]["ok"] and results["rel"]["text"].split() == [str(node_root / "proj"), "node", "copy"]
+    checkout = env.work / "results.jsonl.workspaces" / "git-1"
+    assert results["git"]["ok"] and results["git"]["text"].split() == [str(checkout), "version", "one"]
+    # ...and its file's header names the driver's directory, which the session file resumes in.
+    file = results["rel"]["session_file"]
+    assert json.loads(Path(file).read_text().splitlines()[0])["cwd"] == str(env.work / "proj")
+    assert session_info(file).cwd == str(env.work / "proj")
+    with trio.fail_after(60):
+        resumed = await trio.run_process(
+            [CLI, "--session", file, "--model", "scripted/scripted-model", "-p", "and now?"], capture_stdout=True,
+            capture_stderr=True, check=False, env=env.env, cwd=env.work / "proj",
+        )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert resumed.stdout.decode().split() == [str(env.work / "proj"), "driver", "copy"]
+    assert script.asked["where am i"] == 4 and "and now?" in json.dumps(server.requests[-1]["body"])
 
 
 async def test_a_bad_task_line_stops_the_batch_before_any_session_with_one_line(tmp_path, nursery):

@@ -16,9 +16,18 @@ from hypothesis import strategies as st
 
 from pi_actors.cli._batch_progress import BatchProgress
 from pi_actors.cli._batch_results import ResultLog
-from pi_actors.cli._batch_run import checkout
 from pi_actors.cli._batch_tasks import TaskFileError, parse_task, read_tasks
-from pi_actors.placement import EventFold, Limits, LocalPlacement, SessionJob, classify_model_error, make_placement
+from pi_actors.placement import (
+    Checkout,
+    EventFold,
+    Limits,
+    LocalPlacement,
+    SessionJob,
+    checkout,
+    classify_model_error,
+    make_placement,
+    rewrite_header_cwd,
+)
 
 
 def _tasks(tmp_path, *lines: str) -> str:
@@ -55,6 +64,7 @@ def test_task_lines_are_read_with_their_defaults_and_a_relative_cwd(tmp_path):
         ('{"id": "x"}', "line 2: field 'prompt': give exactly one of 'prompt' or 'prompts'"),
         ('{"id": "x", "prompts": []}', "line 2: field 'prompts': expected `array` of length >= 1"),
         ('{"id": "x", "prompt": "a", "cwd": "no-such-dir"}', "line 2: field 'cwd': "),
+        ('{"id": "x", "prompt": "a", "cwd": ".."}', "line 2: field 'cwd': "),  # outside the root: below
         ('{"id": "a", "prompt": "again"}', "line 2: field 'id': 'a' was already given on line 1"),
         ('{"id": "x", "prompt": "a"', "line 2: not a JSON object"),
     ],
@@ -65,6 +75,29 @@ def test_a_bad_task_line_is_one_error_naming_the_line_and_the_field(tmp_path, li
         read_tasks(path, base=str(tmp_path))
     message = str(caught.value)
     assert message.startswith(f"{path} {says}") and "\n" not in message
+
+
+def test_a_cwd_outside_the_workspace_root_or_a_driver_path_repo_for_ray_is_refused_at_load(tmp_path):
+    (tmp_path / "root" / "proj").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    path = _tasks(tmp_path, '{"id": "in", "prompt": "a", "cwd": "root/proj"}', '{"id": "out", "prompt": "a", "cwd": "other"}')
+    with pytest.raises(TaskFileError) as caught:
+        read_tasks(path, base=str(tmp_path), root=str(tmp_path / "root"))
+    assert str(caught.value) == f"{path} line 2: field 'cwd': {tmp_path / 'other'} is outside the workspace root {tmp_path / 'root'}"
+    # For Ray, the cwd is looked for on the nodes, not here; a repository path of the driver is refused.
+    missing = _tasks(tmp_path, '{"id": "a", "prompt": "a", "cwd": "root/not-here"}')
+    assert read_tasks(missing, base=str(tmp_path), root=str(tmp_path / "root"), remote=True)[0].cwd == str(tmp_path / "root/not-here")
+    local_repo = _tasks(tmp_path, '{"id": "a", "prompt": "a", "workspace": {"repo": "repo"}}')
+    assert read_tasks(local_repo, base=str(tmp_path))[0].workspace.repo == str(tmp_path / "repo")
+    with pytest.raises(TaskFileError) as caught:
+        read_tasks(local_repo, base=str(tmp_path), remote=True)
+    assert str(caught.value) == (
+        f"{local_repo} line 1: field 'workspace.repo': repo is a path on this machine, which the nodes cannot reach; "
+        f"give a URL (file://{tmp_path / 'repo'} if every node shares that path)"
+    )
+    for url in ("https://h/r.git", "file:///srv/r", "git@host:o/r.git", "ssh://git@h/r"):
+        line = _tasks(tmp_path, json.dumps({"id": "a", "prompt": "a", "workspace": {"repo": url}}))
+        assert read_tasks(line, base=str(tmp_path), remote=True)[0].workspace.repo == url
 
 
 _line_json = st.fixed_dictionaries(
@@ -249,10 +282,15 @@ async def test_a_workspace_task_gets_a_fresh_checkout_of_its_ref_and_a_bad_ref_i
     target = tmp_path / "ws" / "w-1"
     target.mkdir(parents=True)
     (target / "stale").write_text("from an earlier attempt")
-    assert await checkout(good, str(target)) is None
+    assert await checkout(good.workspace.repo, good.workspace.ref, str(target)) is None
     assert (target / "f.txt").read_text() == "v1\n" and not (target / "stale").exists()
-    failed = await checkout(bad, str(tmp_path / "ws" / "bad-1"))
+    failed = await checkout(bad.workspace.repo, bad.workspace.ref, str(tmp_path / "ws" / "bad-1"))
     assert failed is not None and failed.startswith("checkout no-such-ref failed: ") and "\n" not in failed
+    # The local placement makes the checkout itself: a failed one is the infrastructure's failure.
+    job = SessionJob(id="bad", prompts=["x"], cwd="", session_dir=str(tmp_path / "s"),
+                     workspace=Checkout(repo=str(tmp_path / "no-repo"), directory=str(tmp_path / "ws" / "none-1")))  # fmt: skip
+    outcome = await LocalPlacement(1, command=_stand_in("raise SystemExit(3)")).run(job)
+    assert (outcome.ok, outcome.error_kind) == (False, "infra") and outcome.error.startswith("workspace: clone failed: ")
 
 
 async def test_a_session_past_its_turn_or_token_limit_is_stopped_as_the_agents_failure(tmp_path):
@@ -287,3 +325,19 @@ def test_the_progress_display_shows_done_failed_running_and_the_rate(live):
         assert "batch: a ok [attempt 1, 1.0 s] 1/3 done, 0 failed, 1 running, " in shown and "ETA " in shown
         assert "batch: b infra failure: 503 overloaded (retrying) [attempt 1, 1.0 s] 1/3 done, 0 failed, 0 running" in shown
     assert shown.endswith("batch: 1 done, 0 failed, in " + shown.rsplit(" in ", 1)[1])
+
+
+def test_a_session_header_gets_the_drivers_cwd_and_every_other_byte_is_kept(tmp_path):
+    file = tmp_path / "s.jsonl"
+    header = {"type": "session", "version": 3, "id": "i", "timestamp": "t", "cwd": "/node/root/proj"}
+    rest = '{"type":"message","id":"a","message":{"role":"user","content":"é /node/root/proj"}}\n{"type":"x"}\n'
+    file.write_text(json.dumps(header) + "\n" + rest)
+    file.chmod(0o600)
+    rewrite_header_cwd(str(file), "/driver/root/proj")
+    first, _, after = file.read_text().partition("\n")
+    assert json.loads(first) == {**header, "cwd": "/driver/root/proj"} and after == rest
+    assert file.stat().st_mode & 0o777 == 0o600 and os.listdir(tmp_path) == ["s.jsonl"]
+    other = tmp_path / "s.jsonl"
+    other.write_text('{"type":"message"}\n')
+    rewrite_header_cwd(str(other), "/x")  # not a session file: left alone
+    assert other.read_text() == '{"type":"message"}\n'

@@ -148,6 +148,71 @@ async def test_ctrl_c_on_a_ray_batch_cancels_its_task_and_the_session_is_gone(tm
     assert not out.read_text()  # nothing finished; the next run does the task
 
 
+def _tool_output(body) -> str:
+    """The last tool result the model was sent (OpenAI completions: a ``tool`` message)."""
+    tools = [m for m in (body or {}).get("messages", []) if m.get("role") == "tool"]
+    content = tools[-1]["content"] if tools else ""
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+def _bash_then_tell(command: str):
+    def answer(n, body) -> Reply:
+        if n == 1:
+            return Reply(tool_calls=[ScriptToolCall(id="c1", name="bash", arguments={"command": command})])
+        return Reply(text=_tool_output(body))
+
+    return answer
+
+
+def _git(*args: str, cwd) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
+async def test_a_ray_task_is_checked_out_on_its_node_and_a_cwd_is_found_under_the_nodes_root(tmp_path, nursery, ray_cluster):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (repo / "f.txt").write_text("version one\n")
+    _git("add", "f.txt", cwd=repo)
+    _git("commit", "-qm", "one", cwd=repo)
+    _git("tag", "v1", cwd=repo)
+    (repo / "f.txt").write_text("version two\n")
+    _git("commit", "-qam", "two", cwd=repo)
+    tasks = [
+        {"id": "git", "prompt": "what version", "workspace": {"repo": f"file://{repo}", "ref": "v1"}, "tools": ["bash"]},
+        {"id": "rel", "prompt": "where am i", "cwd": "proj", "tools": ["bash"]},
+    ]
+    tasks = [{"model": "scripted/scripted-model", **t} for t in tasks]
+    answers = {"what version": _bash_then_tell("pwd; cat f.txt"), "where am i": _bash_then_tell("pwd; cat marker")}
+    env, server, script, path = await _setup(tmp_path, nursery, ray_cluster, answers, tasks)
+    (env.work / "proj").mkdir()  # the driver's copy; the nodes' root is elsewhere
+    node_root = tmp_path / "node-root"
+    (node_root / "proj").mkdir(parents=True)
+    (node_root / "proj" / "marker").write_text("node copy\n")
+    out = env.work / "results.jsonl"
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            _argv(ray_cluster, path, out, "--node-workspace-root", str(node_root)), capture_stdout=True,
+            capture_stderr=True, check=False, env=env.env, cwd=env.work,
+        )  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    results = {r["id"]: r for r in _results(out)}
+    assert sorted(results) == ["git", "rel"] and all(r["ok"] and r["node"] for r in results.values()), results
+    # The checkout was made by the task on its node, in its private directory, removed at its end;
+    # nothing was cloned on the driver.
+    where, *said = results["git"]["text"].split()
+    assert said == ["version", "one"] and where.endswith("/workspace") and "/pi-actors-ray-" in where, where
+    assert not Path(where).is_relative_to(tmp_path) and not os.path.exists(os.path.dirname(where))
+    assert not out.with_name("results.jsonl.workspaces").exists()
+    # The cwd was resolved under the nodes' root; the file that came back names the driver's directory.
+    assert results["rel"]["text"].split() == [str(node_root / "proj"), "node", "copy"]
+    header = json.loads(Path(results["rel"]["session_file"]).read_text().splitlines()[0])
+    assert header["cwd"] == str(env.work / "proj")
+    assert await wait_all_gone(lambda: _sessions(env.marker)) == []
+
+
 async def test_a_node_killed_mid_batch_loses_no_task_and_leaves_no_stray_process(tmp_path, nursery, ray_cluster):
     answers = {"victim": lambda n, body: Reply(hang_before_headers=True) if n == 1 else Reply(text="victim done")}
     answers["other"] = lambda n, body: Reply(text="other done")

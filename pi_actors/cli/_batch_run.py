@@ -2,7 +2,8 @@
 at most ``placement.slots`` at once; a result line per task as it finishes.
 
 Retries: a session that ends with an ``infra`` failure runs again, up to ``max_retries``
-more attempts, each with a fresh workspace when the task has one; an ``agent`` failure is
+more attempts, each with a fresh workspace when the task has one (made by the placement,
+where the session runs: a failed checkout is an ``infra`` failure); an ``agent`` failure is
 final at once. Only the final attempt's result is written.
 
 Cancellation (Ctrl-C) stops the running sessions; what was written stays, and the next run
@@ -13,19 +14,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import time
 from typing import Any
 
 import msgspec
 import trio
 
-from ..placement import Placement, SessionJob, SessionOutcome
+from ..placement import Checkout, Placement, SessionJob, SessionOutcome, in_root
 from ._batch_progress import BatchProgress
 from ._batch_results import ResultLog
 from ._batch_tasks import Task
 
-__all__ = ["checkout", "result_line", "run_batch"]
+__all__ = ["result_line", "run_batch"]
 
 
 def _safe(task_id: str) -> str:
@@ -72,53 +71,30 @@ def _keep_session(outcome: SessionOutcome, directory: str) -> SessionOutcome:
     return msgspec.structs.replace(outcome, session_file=path, session_content=None)
 
 
-async def checkout(task: Task, directory: str) -> str | None:
-    """Clone ``task.workspace`` into ``directory`` (fresh) and check out its ref; None, or
-    why it failed."""
-    assert task.workspace is not None
-    if os.path.exists(directory):
-        shutil.rmtree(directory)
-    os.makedirs(os.path.dirname(directory), exist_ok=True)
-    for argv in (
-        ["git", "clone", "--quiet", "--no-checkout", task.workspace.repo, directory],
-        ["git", "-C", directory, "checkout", "--quiet", "--detach", task.workspace.ref],
-    ):
-        try:
-            done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
-        except OSError as exc:
-            return f"cannot run git: {exc}"
-        if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip().splitlines()
-            step = "clone" if argv[1] == "clone" else f"checkout {task.workspace.ref}"
-            return f"{step} failed: {said[-1] if said else f'exit code {done.returncode}'}"
-    return None
-
-
 async def _run_task(
-    task: Task, placement: Placement, log: ResultLog, progress: BatchProgress, *,
-    session_dir: str, workspace_dir: str, max_retries: int, env: dict[str, str],
+    task: Task, placement: Placement, log: ResultLog, progress: BatchProgress, *, session_dir: str, workspace_dir: str,
+    max_retries: int, env: dict[str, str], root: str | None, node_root: str | None,
 ) -> bool:  # fmt: skip
     """Run ``task`` until it is finished (module docstring); True if it ended ok."""
     for attempt in range(1, max_retries + 2):
         progress.started(task.id, attempt)
-        cwd = task.cwd
-        outcome: SessionOutcome | None = None
-        if task.workspace is not None:
-            cwd = os.path.join(workspace_dir, f"{_safe(task.id)}-{attempt}")
-            failed = await checkout(task, cwd)
-            if failed is not None:
-                now = time.time()
-                outcome = SessionOutcome(ok=False, error_kind="infra", error=f"workspace: {failed}", started=now, ended=now,
-                                         node=getattr(placement, "node", ""))  # fmt: skip
-        if outcome is None:
-            assert cwd is not None
-            job = SessionJob(
-                id=task.id, prompts=task.prompts, cwd=cwd, session_dir=os.path.join(session_dir, _safe(task.id)),
-                model=task.model, tools=task.tools, limits=task.limits, attempt=attempt, env=env,
-            )  # fmt: skip
-            outcome = await placement.run(job)
-            if outcome.session_content is not None:
-                outcome = _keep_session(outcome, job.session_dir)
+        job = SessionJob(
+            id=task.id, prompts=task.prompts, cwd="", session_dir=os.path.join(session_dir, _safe(task.id)),
+            model=task.model, tools=task.tools, limits=task.limits, attempt=attempt, env=env,
+        )  # fmt: skip
+        if task.workspace is not None:  # checked out by the placement, where the session runs
+            directory = os.path.join(workspace_dir, f"{_safe(task.id)}-{attempt}")
+            job.workspace = Checkout(repo=task.workspace.repo, ref=task.workspace.ref, directory=directory)
+        else:
+            assert task.cwd is not None
+            relative = in_root(task.cwd, root) if root is not None else None
+            if relative is None:
+                job.cwd = task.cwd
+            else:
+                job.cwd, job.root, job.node_root = relative, root, node_root
+        outcome = await placement.run(job)
+        if outcome.session_content is not None:
+            outcome = _keep_session(outcome, job.session_dir)
         final = outcome.error_kind != "infra" or attempt > max_retries
         line = result_line(task, attempt, outcome)
         if final:
@@ -132,10 +108,14 @@ async def _run_task(
 async def run_batch(
     tasks: list[Task], placement: Placement, log: ResultLog, *, session_dir: str, workspace_dir: str,
     max_retries: int = 2, env: dict[str, str] | None = None, live: bool | None = None,
+    root: str | None = None, node_root: str | None = None,
 ) -> tuple[int, int]:  # fmt: skip
     """Run every task of ``tasks`` not in ``log.done``; returns (finished ok, failed) of
     this run. ``env``: extra environment of every session; ``live``: force the display's
-    mode (default: a rich bar when stderr is a terminal)."""
+    mode (default: a rich bar when stderr is a terminal). ``root``: the driver's workspace
+    root — a task's ``cwd`` inside it is sent relative to it, to be resolved under
+    ``node_root`` (default: the same path) where the session runs; None: cwds are sent as
+    they are. ``workspace_dir``: where a local placement checks workspaces out."""
     todo = [t for t in tasks if t.id not in log.done]
     counts = {"ok": 0, "failed": 0}
     slots = trio.Semaphore(placement.slots)
@@ -143,7 +123,7 @@ async def run_batch(
     async def one(task: Task) -> None:
         try:
             ok = await _run_task(task, placement, log, progress, session_dir=session_dir, workspace_dir=workspace_dir,
-                                 max_retries=max_retries, env=env or {})  # fmt: skip
+                                 max_retries=max_retries, env=env or {}, root=root, node_root=node_root)  # fmt: skip
         finally:
             slots.release()
         counts["ok" if ok else "failed"] += 1

@@ -5,9 +5,13 @@ typo would otherwise be silently ignored):
 
 - ``id`` (string, unique in the file) — names the task in the results;
 - ``prompt`` (string) or ``prompts`` (non-empty list of strings, one run each) — exactly one;
-- ``cwd`` (a directory, relative to the driver's directory) or ``workspace``
+- ``cwd`` (a directory, relative to the driver's directory; it must lie under the workspace
+  root, ``batch --workspace-root``, default the driver's directory) or ``workspace``
   (``{"repo": URL-or-path, "ref": "main"}``: cloned and checked out into a fresh directory
-  for each attempt) — at most one; default: the driver's directory;
+  for each attempt, where the session runs) — at most one; default: the driver's directory.
+  For a remote placement (``remote=True``: Ray) the ``cwd`` is not looked for on the driver
+  (it must exist under every node's root) and a ``repo`` must be a URL — a path of the
+  driver is refused, as the nodes cannot reach it (``file://`` names a shared one);
 - ``model`` (``provider/id``), ``tools`` (list of tool names; ``[]`` for none);
 - ``limits``: ``{"turns": N, "tokens": N, "wall_time": seconds}``, each optional and > 0.
 
@@ -23,7 +27,7 @@ from typing import Annotated
 
 import msgspec
 
-from ..placement import Limits
+from ..placement import Limits, in_root, is_url
 
 __all__ = ["Task", "TaskFileError", "Workspace", "parse_task", "read_tasks"]
 
@@ -89,9 +93,10 @@ def _field_error(path: str, number: int, exc: msgspec.MsgspecError) -> TaskFileE
     return TaskFileError(f"{path} line {number}: {what[:1].lower()}{what[1:]}")
 
 
-def parse_task(text: str | bytes, *, path: str, number: int, base: str) -> Task:
+def parse_task(text: str | bytes, *, path: str, number: int, base: str, root: str | None = None, remote: bool = False) -> Task:
     """One line of the file as a :class:`Task` (``base``: the directory a relative ``cwd``
-    is taken from). Raises :class:`TaskFileError`."""
+    or repository path is taken from; ``root``: the workspace root a ``cwd`` must lie in,
+    default ``base``; ``remote``: module docstring). Raises :class:`TaskFileError`."""
     try:
         line = msgspec.json.decode(text, type=_Line)
     except msgspec.ValidationError as exc:
@@ -103,25 +108,38 @@ def parse_task(text: str | bytes, *, path: str, number: int, base: str) -> Task:
     if line.cwd is not None and line.workspace is not None:
         raise TaskFileError(f"{path} line {number}: field 'workspace': give at most one of 'cwd' or 'workspace'")
     cwd = None
-    if line.workspace is None:
+    workspace = line.workspace
+    if workspace is None:
         cwd = os.path.abspath(os.path.join(base, os.path.expanduser(line.cwd or ".")))
-        if not os.path.isdir(cwd):
+        root = os.path.abspath(root if root is not None else base)
+        if in_root(cwd, root) is None:
+            raise TaskFileError(f"{path} line {number}: field 'cwd': {cwd} is outside the workspace root {root}")
+        if not remote and not os.path.isdir(cwd):
             raise TaskFileError(f"{path} line {number}: field 'cwd': {cwd} is not a directory")
+    elif not is_url(workspace.repo):
+        repo = os.path.abspath(os.path.join(base, os.path.expanduser(workspace.repo)))
+        if remote:
+            raise TaskFileError(
+                f"{path} line {number}: field 'workspace.repo': {workspace.repo} is a path on this machine, which the nodes "
+                f"cannot reach; give a URL (file://{repo} if every node shares that path)"
+            )
+        workspace = Workspace(repo=repo, ref=workspace.ref)
     return Task(
         id=line.id,
         prompts=[line.prompt] if line.prompt is not None else list(line.prompts or []),
         line=number,
         cwd=cwd,
-        workspace=line.workspace,
+        workspace=workspace,
         model=line.model,
         tools=line.tools,
         limits=Limits(turns=line.limits.turns, tokens=line.limits.tokens, wall_time=line.limits.wall_time),
     )
 
 
-def read_tasks(path: str, *, base: str | None = None) -> list[Task]:
-    """Every task of the file at ``path``, in order. Raises :class:`TaskFileError` for a file
-    that cannot be read, a bad line, or an id given twice (naming both lines)."""
+def read_tasks(path: str, *, base: str | None = None, root: str | None = None, remote: bool = False) -> list[Task]:
+    """Every task of the file at ``path``, in order (``base`` default: the current directory;
+    ``root``, ``remote``: :func:`parse_task`). Raises :class:`TaskFileError` for a file that
+    cannot be read, a bad line, or an id given twice (naming both lines)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -133,7 +151,7 @@ def read_tasks(path: str, *, base: str | None = None) -> list[Task]:
     for number, text in enumerate(data.split(b"\n"), start=1):
         if not text.strip():
             continue
-        task = parse_task(text, path=path, number=number, base=base)
+        task = parse_task(text, path=path, number=number, base=base, root=root, remote=remote)
         if task.id in seen:
             raise TaskFileError(f"{path} line {number}: field 'id': {task.id!r} was already given on line {seen[task.id]}")
         seen[task.id] = number

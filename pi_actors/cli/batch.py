@@ -3,6 +3,9 @@ headless sessions, one per task line, and write a result line for each (README "
 sessions"; the formats: ``_batch_tasks``, ``_batch_run.result_line``). ``--local`` runs them
 on this machine; ``--ray`` places each on a node of a Ray cluster (the ``ray`` extra) with
 the resources ``--per-session-cpus``/``--per-session-memory``/``--resources`` declare.
+A task's ``cwd`` lies under ``--workspace-root`` (default: the current directory) and is
+resolved where the session runs under ``--node-workspace-root`` (default: the same path);
+a git ``workspace`` is checked out where the session runs (``placement._workspace``).
 
 Exit code: 0 when every task run by this invocation ended ok, 1 when one failed or the input
 was bad (one line on stderr naming the file, the line and the field), 130 on Ctrl-C.
@@ -34,7 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resources", default=None, metavar="JSON", help='--ray: custom resources each session needs, e.g. \'{"tool_host": 1}\'')
     p.add_argument("--max-retries", type=int, default=2, metavar="N", help="attempts after an infrastructure failure (default: 2)")
     p.add_argument("--session-dir", metavar="DIR", help="where session files go, one folder per task (default: RESULTS.jsonl.sessions)")
-    p.add_argument("--workspace-dir", metavar="DIR", help="where git workspaces are checked out (default: RESULTS.jsonl.workspaces)")
+    p.add_argument("--workspace-dir", metavar="DIR", help="--local: where git workspaces are checked out (default: RESULTS.jsonl.workspaces)")
+    p.add_argument("--workspace-root", metavar="DIR",
+                   help="task cwds must lie under DIR and are sent relative to it (default: the current directory)")  # fmt: skip
+    p.add_argument("--node-workspace-root", metavar="DIR",
+                   help="where the workspace root is where sessions run (default: the same path); with --ray, on every node")  # fmt: skip
     return p
 
 
@@ -58,8 +65,15 @@ def main(argv: Sequence[str]) -> int:
                                          ("--resources", args.resources)) if value is not None]  # fmt: skip
     if ray_only and args.ray is None:
         return _fail(f"{ray_only[0]} needs --ray ADDRESS")
+    remote = args.ray is not None
+    root = os.path.abspath(os.path.expanduser(args.workspace_root or "."))
+    node_root = os.path.abspath(os.path.expanduser(args.node_workspace_root)) if args.node_workspace_root else None
+    if not remote:  # for Ray, the roots are directories of the nodes
+        for flag, directory in (("--workspace-root", root), ("--node-workspace-root", node_root)):
+            if directory is not None and not os.path.isdir(directory):
+                return _fail(f"{flag}: {directory} is not a directory")
     try:
-        tasks = read_tasks(args.tasks)
+        tasks = read_tasks(args.tasks, root=root, remote=remote)
         if args.ray is not None:
             placement = make_placement("ray", **_ray_options(args))
         else:
@@ -74,7 +88,8 @@ def main(argv: Sequence[str]) -> int:
     workspace_dir = os.path.abspath(args.workspace_dir or out + ".workspaces")
     try:
         _ok, failed = trio.run(
-            lambda: run_batch(tasks, placement, log, session_dir=session_dir, workspace_dir=workspace_dir, max_retries=args.max_retries)
+            lambda: run_batch(tasks, placement, log, session_dir=session_dir, workspace_dir=workspace_dir, max_retries=args.max_retries,
+                              root=root, node_root=node_root)
         )
     except KeyboardInterrupt:
         print("Interrupted; re-run the same command to finish the batch.", file=sys.stderr)

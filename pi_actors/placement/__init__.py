@@ -33,9 +33,15 @@ from ._paths import from_root, in_root, rebase_paths
 from ._ray import RayPlacement, shipped_environment
 from ._ray_serve import RayNodes, RayToolHost
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
+from ._workspace import Checkout, checkout, is_url, rewrite_header_cwd, session_cwd
 
 __all__ = [
     "PLACEMENTS",
+    "Checkout",
+    "checkout",
+    "is_url",
+    "rewrite_header_cwd",
+    "session_cwd",
     "ErrorKind",
     "EventFold",
     "Limits",

@@ -15,6 +15,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from ._workspace import Checkout
+
 __all__ = ["ErrorKind", "Limits", "Placement", "PlacementError", "SessionJob", "SessionOutcome"]
 
 ErrorKind = Literal["infra", "agent"]
@@ -37,8 +39,14 @@ class Limits(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fi
 class SessionJob(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One headless session to run.
 
-    ``prompts``: the user messages, one run each, in order. ``cwd``: an absolute directory
-    the session works in (already prepared: a checkout is the runner's job). ``model``:
+    ``prompts``: the user messages, one run each, in order. ``cwd``: the directory the
+    session works in — absolute, or relative to the workspace root when ``root`` is set.
+    ``root``: the driver's workspace root (absolute) or None; ``node_root``: the same root
+    where the session runs (None: the same path as ``root``). The placement resolves
+    ``cwd`` under ``node_root`` and writes the driver's path (under ``root``) into the
+    session file's header (``_workspace``). ``workspace``: a git repository and ref checked
+    out into a fresh directory *where the session runs*, which is then its working directory
+    (``cwd`` is unused); a failed checkout is an ``infra`` outcome. ``model``:
     ``provider/id`` or None for the configured default. ``tools``: the active tools (None:
     the defaults; ``[]``: none). ``session_dir``: an absolute directory where the session
     file is written (a remote placement returns the file by value instead). ``env``: extra
@@ -53,6 +61,9 @@ class SessionJob(msgspec.Struct, kw_only=True, omit_defaults=True):
     limits: Limits = msgspec.field(default_factory=Limits)
     attempt: int = 1
     env: dict[str, str] = {}
+    root: str | None = None
+    node_root: str | None = None
+    workspace: Checkout | None = None
 
 
 class SessionOutcome(msgspec.Struct, kw_only=True):

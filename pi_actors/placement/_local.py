@@ -9,6 +9,10 @@ events are folded as they come (:class:`EventFold`), so limits are enforced live
 past ``limits.turns`` or tokens past ``limits.tokens`` stop it at once; ``wall_time`` bounds
 the whole run.
 
+The working directory is made before the session starts (:meth:`LocalPlacement.run`,
+``_workspace``): a git checkout, or a ``cwd`` resolved under the job's node root; after the
+session the file's header is given the driver's path of that directory.
+
 How an end is judged (``_judge``): every prompt's run ended and the last reply is not an
 error -> ok; the last reply's error -> ``classify_model_error``; a process that died (a
 signal, or a non-zero exit after the session started) -> ``infra``; a process that refused
@@ -30,11 +34,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
 import trio
 
 from ..runtime.child import set_parent_death_signal
 from ._api import Limits, SessionJob, SessionOutcome
 from ._events import EventFold
+from ._paths import from_root
+from ._workspace import checkout, rewrite_header_cwd, session_cwd
 
 __all__ = ["LocalPlacement", "default_command"]
 
@@ -89,8 +96,43 @@ class LocalPlacement:
         return [*argv, "--", *job.prompts]
 
     async def run(self, job: SessionJob) -> SessionOutcome:
-        """Run ``job`` to its end (module docstring); never raises for the session's failure."""
+        """Run ``job`` to its end (module docstring); never raises for the session's failure.
+
+        Its working directory is made here first (``_workspace``): a git ``workspace`` is
+        checked out into ``job.workspace.directory`` (or a temporary directory removed
+        afterwards), a ``cwd`` under a root is resolved under ``job.node_root``. A checkout
+        that fails, or a working directory that does not exist, is an ``infra`` outcome."""
         started = time.time()
+        if job.workspace is None:
+            try:
+                cwd = session_cwd(job.cwd, job.root, job.node_root)
+            except ValueError as exc:
+                return self._outcome(EventFold(), started, "agent", str(exc))
+            if not os.path.isdir(cwd):
+                return self._outcome(EventFold(), started, "infra", f"the working directory {cwd} does not exist on {self.node}")
+            outcome = await self._run_in(job, cwd, started)
+            if job.root is not None and outcome.session_file is not None:
+                try:  # the header names the driver's directory, so the file resumes there
+                    rewrite_header_cwd(outcome.session_file, from_root(job.cwd, job.root))
+                except OSError as exc:
+                    error = f"cannot rewrite the session file's header {outcome.session_file}: {exc.strerror or exc}"
+                    return msgspec.structs.replace(outcome, ok=False, error_kind="infra", error=error)
+            return outcome
+        if job.workspace.directory is not None:
+            return await self._run_checkout(job, job.workspace.directory, started)
+        with tempfile.TemporaryDirectory(prefix="pi-actors-workspace-") as private:
+            return await self._run_checkout(job, os.path.join(private, "workspace"), started)
+
+    async def _run_checkout(self, job: SessionJob, directory: str, started: float) -> SessionOutcome:
+        """Check ``job.workspace`` out into ``directory`` and run the session there."""
+        assert job.workspace is not None
+        failed = await checkout(job.workspace.repo, job.workspace.ref, directory)
+        if failed is not None:
+            return self._outcome(EventFold(), started, "infra", f"workspace: {failed}")
+        return await self._run_in(job, directory, started)
+
+    async def _run_in(self, job: SessionJob, cwd: str, started: float) -> SessionOutcome:
+        """Run the session of ``job`` in the directory ``cwd``."""
         fold = EventFold()
         try:
             os.makedirs(job.session_dir, exist_ok=True)
@@ -98,7 +140,7 @@ class LocalPlacement:
             return self._outcome(fold, started, "infra", f"cannot make the session directory {job.session_dir}: {exc}")
         with tempfile.TemporaryFile() as errors:
             try:
-                proc, stdout = self._spawn(job, errors)
+                proc, stdout = self._spawn(job, cwd, errors)
             except OSError as exc:
                 return self._outcome(fold, started, "infra", f"cannot start the session: {exc}", job)
             stopped: str | None = None
@@ -131,8 +173,8 @@ class LocalPlacement:
         kind, message = _judge(fold, code, stderr, len(job.prompts))
         return self._outcome(fold, started, kind, message, job)
 
-    def _spawn(self, job: SessionJob, errors: IO[bytes]) -> tuple[subprocess.Popen[bytes], trio.lowlevel.FdStream]:
-        """Fork the session from this thread, its stdout on a pipe we read, stderr into
+    def _spawn(self, job: SessionJob, cwd: str, errors: IO[bytes]) -> tuple[subprocess.Popen[bytes], trio.lowlevel.FdStream]:
+        """Fork the session in ``cwd`` from this thread, its stdout on a pipe we read, stderr into
         ``errors``; it gets the parent-death signal."""
         read_end, write_end = os.pipe()
         parent = os.getpid()
@@ -144,7 +186,7 @@ class LocalPlacement:
 
         try:
             proc = subprocess.Popen(
-                self.argv(job), cwd=job.cwd, env={**self.env, **job.env}, stdin=subprocess.DEVNULL,
+                self.argv(job), cwd=cwd, env={**self.env, **job.env}, stdin=subprocess.DEVNULL,
                 stdout=write_end, stderr=errors, close_fds=True, preexec_fn=die_with_parent,
             )  # fmt: skip
         except BaseException:

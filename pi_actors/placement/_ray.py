@@ -21,6 +21,13 @@ supervisor passes them to the provider actor alone, and the tool sandbox's allow
 credential names (``coding.sandbox.env``). The session file is read back and returned by
 value (``session_content``); ``node`` is ``<ip>/<node id prefix>``.
 
+Workspaces are made on the node, not the driver (``_workspace``): a job's git ``workspace``
+is cloned into the task's private directory (removed with it; the repository must be
+reachable from the node: a URL, or a ``file://`` path on a file system every node shares),
+and a ``cwd`` under a workspace root is resolved under the job's ``node_root`` — a directory
+that must exist on every node. A failed checkout or a missing directory is an ``infra``
+outcome naming the node.
+
 Failures: a worker or node lost while the task runs (``WorkerCrashedError``,
 ``NodeDiedError``, ``ObjectLostError``…) or an error of the task itself is an ``infra``
 outcome. Cancellation of :meth:`RayPlacement.run` cancels the task with ``force=True`` (Ray
@@ -261,21 +268,17 @@ def _session_on_node(job_data: bytes, files: dict[str, bytes]) -> bytes:
 
     job = msgspec.msgpack.decode(job_data, type=SessionJob)
     node = _node_name()
-    started = time.time()
     with tempfile.TemporaryDirectory(prefix="pi-actors-ray-") as private:
         agent = os.path.join(private, "agent")
         os.makedirs(agent)
         for file_name, data in files.items():
             with open(os.path.join(agent, os.path.basename(file_name)), "wb") as f:
                 f.write(data)
-        if not os.path.isdir(job.cwd):
-            outcome = SessionOutcome(
-                ok=False, node=node, started=started, ended=time.time(), error_kind="infra",
-                error=f"the working directory {job.cwd} does not exist on node {node}",
-            )  # fmt: skip
-            return msgspec.msgpack.encode(outcome)
         here = msgspec.structs.replace(job, session_dir=os.path.join(private, "sessions"), env={**job.env, "PI_ACTORS_DIR": agent})
+        if job.workspace is not None:  # checked out here, in this task's private directory
+            here.workspace = msgspec.structs.replace(job.workspace, directory=os.path.join(private, "workspace"))
         local = LocalPlacement(1, env=_session_environment(dict(os.environ)))
+        local.node = f"node {node}"
         outcome = _in_trio_thread(local, here)
         content = None
         if outcome.session_file is not None:
