@@ -90,3 +90,26 @@ def test_the_cli_process_starts_the_runtime_without_them(tmp_path):
         print(json.dumps(seen[0]))
     """
     assert _run(code, tmp_path) == []
+
+
+def test_print_mode_reads_no_package_metadata_or_login_code_it_does_not_need(tmp_path):
+    # No package in the settings and no auth.json: the CLI reaches trio.run without the
+    # package-metadata reader (importlib.metadata, which imports the email package) and the
+    # OAuth login flows (http.server and the rest), about 0.1 s of start-up each.
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"scripted": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "scripted-model"}]}}}))
+    code = """
+        import json, sys, trio
+        seen = []
+        unwanted = ("importlib.metadata", "email", "http.server", "pi_actors.ai.oauth")
+        trio.run = lambda *args, **kwargs: seen.append(sorted(m for m in unwanted if m in sys.modules)) or 0
+        from pi_actors.cli.main import main
+        try:
+            main(["--model", "scripted/scripted-model", "--no-session", "-p", "hello"])
+        except SystemExit:
+            pass
+        assert seen, "the CLI never reached trio.run"
+        print(json.dumps(seen[0]))
+    """
+    assert _run(code, tmp_path) == []
