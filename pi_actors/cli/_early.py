@@ -8,7 +8,8 @@ starts the provider process right after the arguments are parsed (leniently: bef
 extensions are looked at, ``main._run``) — with nothing imported but the standard library —
 and the process imports the provider module and prepares the SDK the model probably uses
 (:func:`sdk_module_hint`; the provider module's ``prepare``: imports, a throwaway client)
-while the CLI prepares its configuration; the local runtime later boots it with that configuration (``open_local_runtime(prestarted=...)``).
+while the CLI prepares its configuration; the local runtime later boots it with that
+configuration (``open_local_runtime(prestarted=...)``).
 
 The process is started exactly as ``runtime.prestart_actor`` starts one (that function needs
 the runtime, i.e. trio, imported; this module must not): the same command line
