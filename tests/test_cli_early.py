@@ -96,3 +96,46 @@ async def test_a_print_mode_run_boots_the_provider_it_started_ahead(scripted, en
     events = [json.loads(line) for line in log.read_text().splitlines()]
     # The provider got its configuration (the log file) at boot and served the stream.
     assert any(e.get("actor") == "provider" and e.get("event") == "stream_start" for e in events), events[:5]
+
+
+# Loaded by the CLI itself when it looks at its extensions (and again by the extension host):
+# writes, for the process that loads it, whether a provider actor is already its child.
+_LOOKOUT = """
+import os
+
+def _provider_is_a_child():
+    me = str(os.getpid())
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = f.read().rpartition(")")[2].split()[1]
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\\0")
+        except (OSError, IndexError):
+            continue
+        if ppid == me and b"pi_actors.runtime.child" in argv and b"provider" in argv:
+            return True
+    return False
+
+with open(OUT, "a") as out:
+    out.write(f"{os.getpid()} {_provider_is_a_child()}\\n")
+
+def register(pi):
+    pass
+"""
+
+
+async def test_print_mode_starts_the_provider_before_looking_at_extensions(scripted, env):
+    # Looking at the extensions (installed packages, entry points, the coding layer's imports)
+    # is most of the CLI's own start-up: the provider's start overlaps it.
+    from pi_actors.testing.scripted_server import Reply
+
+    seen = env.work / "seen.txt"
+    extension = env.work / "lookout.py"
+    extension.write_text(f"OUT = {str(seen)!r}\n" + _LOOKOUT)
+    scripted.script.append(Reply(text="looked", chunks=1))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-e", str(extension), "-p", "hi")
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "looked\n"
+    first_load = seen.read_text().splitlines()[0]  # the CLI's look comes before the host's load
+    assert first_load.endswith(" True"), seen.read_text()

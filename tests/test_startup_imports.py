@@ -90,3 +90,47 @@ def test_the_cli_process_starts_the_runtime_without_them(tmp_path):
         print(json.dumps(seen[0]))
     """
     assert _run(code, tmp_path) == []
+
+
+def test_print_mode_reads_no_package_metadata_or_login_code_it_does_not_need(tmp_path):
+    # No package in the settings and no auth.json: the CLI reaches trio.run without the
+    # package-metadata reader (importlib.metadata, which imports the email package) and the
+    # OAuth login flows (http.server and the rest), about 0.1 s of start-up each.
+    (tmp_path / "models.json").write_text(json.dumps({"providers": {"scripted": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "scripted-model"}]}}}))
+    code = """
+        import json, sys, trio
+        seen = []
+        unwanted = ("importlib.metadata", "email", "http.server", "pi_actors.ai.oauth")
+        trio.run = lambda *args, **kwargs: seen.append(sorted(m for m in unwanted if m in sys.modules)) or 0
+        from pi_actors.cli.main import main
+        try:
+            main(["--model", "scripted/scripted-model", "--no-session", "-p", "hello"])
+        except SystemExit:
+            pass
+        assert seen, "the CLI never reached trio.run"
+        print(json.dumps(seen[0]))
+    """
+    assert _run(code, tmp_path) == []
+
+
+def test_the_sandbox_code_imports_without_the_session_code_and_the_coding_names_still_resolve(tmp_path):
+    # The tool pool imports coding.sandbox: not the session code, the tools or trio with it.
+    code = """
+        import json, sys
+        import pi_actors.coding.sandbox
+        loaded = sorted(m for m in ("trio", "pi_actors.coding.session", "pi_actors.coding.tools") if m in sys.modules)
+        from pi_actors.coding import DEFAULT_TOOLS, SessionWriter, run_tool
+        import pi_actors.coding as coding
+        assert coding.load_session is pi_actors.coding.session.load_session and callable(run_tool)
+        assert SessionWriter.__module__.startswith("pi_actors.coding.session") and DEFAULT_TOOLS
+        try:
+            coding.no_such_name
+        except AttributeError as exc:
+            assert "no_such_name" in str(exc)
+        else:
+            raise AssertionError("an unknown name resolved")
+        print(json.dumps(loaded))
+    """
+    assert _run(code, tmp_path) == []

@@ -112,10 +112,15 @@ def _in_auth_json(provider: str) -> bool:
     """Whether auth.json holds a login or key for ``provider`` (pi's hasAuth: an expired login
     still counts; its refresh happens when a request needs the key). A malformed auth.json is
     a ConfigError naming the file."""
+    path = os.path.join(agent_dir(), "auth.json")
+    if not os.path.exists(path):
+        # No file, no login (as AuthStore reads it), without importing the OAuth flows
+        # (http.server, email, ...: ~0.1 s of the CLI's start-up before the actors start).
+        return False
     from ..ai.oauth import AuthFileError, AuthStore
 
     try:
-        return AuthStore(os.path.join(agent_dir(), "auth.json")).get(provider) is not None
+        return AuthStore(path).get(provider) is not None
     except AuthFileError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -4,11 +4,12 @@ In print mode the longest step before the first request can leave is the provide
 an interpreter, the runtime, the provider module and its SDK (``openai`` alone is the largest
 import of the whole tree). The CLI itself needs ~0.3 s (its imports, the model registry, the
 settings, the system prompt) before its event loop starts the actors. :func:`start_provider_early`
-starts the provider process right after the arguments are parsed — with nothing imported but
-the standard library — and the process imports the provider module and prepares the SDK the
-model probably uses (:func:`sdk_module_hint`; the provider module's ``prepare``: imports,
-a throwaway client) while the CLI prepares its configuration; the local
-runtime later boots it with that configuration (``open_local_runtime(prestarted=...)``).
+starts the provider process right after the arguments are parsed (leniently: before the
+extensions are looked at, ``main._run``) — with nothing imported but the standard library —
+and the process imports the provider module and prepares the SDK the model probably uses
+(:func:`sdk_module_hint`; the provider module's ``prepare``: imports, a throwaway client)
+while the CLI prepares its configuration; the local runtime later boots it with that
+configuration (``open_local_runtime(prestarted=...)``).
 
 The process is started exactly as ``runtime.prestart_actor`` starts one (that function needs
 the runtime, i.e. trio, imported; this module must not): the same command line

@@ -150,17 +150,25 @@ def _run(argv: Sequence[str]) -> int:
     sub = _subcommand(argv)
     if sub is not None:
         return sub(list(argv[1:]))
-    args = _parse_session_args(argv)
-    if args.list_models is not None:
-        return _list_models(args.list_models, args)
-    if args.export:
-        return _export(args.export)
-    messages = _initial_messages(args)
-    interactive = not args.print_mode and args.mode == "text"
-    if not messages and not interactive and args.mode != "rpc":
-        raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
-    early = _early_provider(args) if not interactive and args.mode != "rpc" else None
+    parser = build_parser()
+    first, extras = parser.parse_known_args(argv)
+    # Print and JSON modes named by the flags: the provider starts now, before the extensions
+    # are looked at (installed packages, entry points, the coding layer and trio imported:
+    # most of the CLI's own start-up). Piped text (print mode found out by reading stdin)
+    # starts it once stdin has been read, below.
+    early = _early_provider(first) if _print_or_json(first) else None
     try:
+        args = _parse_session_args(argv, parser, first, extras)
+        if args.list_models is not None:
+            return _list_models(args.list_models, args)
+        if args.export:
+            return _export(args.export)
+        messages = _initial_messages(args)
+        interactive = not args.print_mode and args.mode == "text"
+        if not messages and not interactive and args.mode != "rpc":
+            raise UsageError("No prompt given. Pass a message, pipe one on stdin, or run without -p for interactive mode.")
+        if early is None and not interactive and args.mode != "rpc":
+            early = _early_provider(args)
         config = _session_config(args)
         if config is None:
             print("No session selected", file=sys.stderr)
@@ -171,20 +179,27 @@ def _run(argv: Sequence[str]) -> int:
             early.abandon()  # (no-op once the runtime has it)
 
 
-def _parse_session_args(argv: Sequence[str]) -> argparse.Namespace:
+def _print_or_json(first: argparse.Namespace) -> bool:
+    """Whether the leniently read command line ``first`` runs a session in print or JSON mode
+    (``-p`` or ``--mode json``; not a listing or an export)."""
+    wanted = first.print_mode or first.mode == "json"
+    return wanted and first.mode != "rpc" and first.list_models is None and not first.export
+
+
+def _parse_session_args(
+    argv: Sequence[str], parser: argparse.ArgumentParser, first: argparse.Namespace, extras: list[str]
+) -> argparse.Namespace:
     """A session's command line, with the flags its extensions registered.
 
     Unknown options are judged *after* the extensions are looked at (``_extensions``): the
-    command line is first read leniently to learn ``-e`` and ``--no-extensions``, the
-    extensions' flags are taken out of it, and what remains is read strictly, so an
-    option neither pi-actors nor an extension knows still gets the one-line "did you mean".
-    The look is kept on the result (``extension_look``), with the flags' values
-    (``extension_flags``)."""
+    command line is first read leniently (``first``, ``extras``: ``parser.parse_known_args``,
+    done by the caller) to learn ``-e`` and ``--no-extensions``, the extensions' flags are
+    taken out of it, and what remains is read strictly, so an option neither pi-actors nor an
+    extension knows still gets the one-line "did you mean". The look is kept on the result
+    (``extension_look``), with the flags' values (``extension_flags``)."""
     from ._extensions import ExtensionLook, FlagError, look_at_extensions, take_extension_flags
     from ._paths import agent_dir
 
-    parser = build_parser()
-    first, extras = parser.parse_known_args(argv)
     look = ExtensionLook()
     if first.export is None:
         look = look_at_extensions(first.extension, first.no_extensions, os.getcwd(), agent_dir())

@@ -46,7 +46,6 @@ import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from ..coding.resources import PackageResources
@@ -202,6 +201,8 @@ def _local_manifest(path: str, source: str, scope_name: str) -> PackageResources
 
 
 def _distribution_manifest(where: Scope, source: str, names: list[str]) -> PackageResources:
+    from importlib import metadata  # (~0.1 s with the email package it imports: only when a package is installed)
+
     out = PackageResources(source=source, scope=where.name)
     sites = where.site_packages()
     for name in names:
