@@ -98,11 +98,16 @@ class SSEDecoder:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + data if self._buf else data
-        if b"\n\n" not in buf:
+        end = buf.rfind(b"\n\n")
+        if end < 0:
             self._buf = buf
             return []
-        blocks = buf.split(b"\n\n")
-        self._buf = blocks.pop()
+        complete, self._buf = buf[:end], buf[end + 2:]
+        if complete[:6] == b"data: " and complete.count(b"\n") == 2 * complete.count(b"\n\ndata: "):
+            # The common case: nothing but one-line ``data:`` events (every newline is in a
+            # separator), cut apart in one pass without a copy of each block.
+            return [(None, d) for d in complete[6:].split(b"\n\ndata: ")]
+        blocks = complete.split(b"\n\n")
         out: list[SSEEvent] = []
         append = out.append
         for block in blocks:
