@@ -114,7 +114,8 @@ async def test_responses_refusal_streams_as_text(start_llm):
                   "input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}}, named=True)
     server = await start_llm([Reply(raw_sse=raw)])
     result, rec = await run("openai-responses", server)
-    assert [e.delta for e in rec.events if tag(e) == "text_delta"] == ["I can't ", "help with that."]
+    deltas = [e.delta for e in rec.events if tag(e) == "text_delta"]  # one, or two if read apart
+    assert "".join(deltas) == "I can't help with that." and 1 <= len(deltas) <= 2
     assert result.content[0].text == "I can't help with that." and result.stop_reason == "stop"
     assert (result.usage.input, result.usage.output, result.usage.total_tokens) == (5, 3, 8)
 

@@ -69,3 +69,41 @@ def test_any_split_of_a_real_stream_gives_the_same_events(make_frames, cuts):
 def test_malformed_json_says_so():
     with pytest.raises(ProviderError, match=r"^Malformed stream data \(not JSON\)"):
         decode_json(b'{"this is": not json')
+
+
+def reference_events(stream: bytes) -> list[tuple[str | None, bytes]]:
+    """The event-stream format read line by line, as the standard describes it (and what
+    ``SSEDecoder.close`` adds: a last event complete but for its blank line)."""
+    import re
+
+    lines = re.split(rb"\r\n|\r|\n", stream)[:-1]  # the last piece has no line end: cut off
+    events: list[tuple[str | None, bytes]] = []
+    name: str | None = None
+    data: list[bytes] = []
+    for line in [*lines, b""]:
+        if not line:
+            if data:
+                events.append((name, b"\n".join(data)))
+            name, data = None, []
+        elif line[:1] != b":":
+            field, colon, value = line.partition(b":")
+            value = value[1:] if colon and value[:1] == b" " else value
+            if field == b"data":
+                data.append(value)
+            elif field == b"event":
+                name = value.decode("utf-8", "replace")
+    return events
+
+
+_TOKENS = st.sampled_from([b"data: ", b"data:", b"data", b"event: e", b": c", b"id: 1", b"\n", b"\n\n", b"\r",
+                           b"\r\n", b"{}", b'{"a": "\xc3\xa9"}', b"x", b" ", b"\xf0\x9f\x98", b"\x80"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_TOKENS, st.just(b"data: {\"k\": 1}\n\n")), max_size=40),
+       st.lists(st.integers(min_value=0, max_value=400), max_size=12))
+def test_hostile_bytes_split_anywhere_decode_as_the_standard_says(tokens, cuts):
+    stream = b"".join(tokens)
+    points = sorted({min(c, len(stream)) for c in cuts})
+    pieces = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    assert decode_all(pieces) == reference_events(stream)

@@ -240,7 +240,10 @@ async def test_in_its_own_process_the_actor_resolves_models_json_keys(start_llm,
 async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
     from pi_actors.runtime import ConnectionLost
 
-    server = await start_llm([Reply(text="many words " * 50, chunks=50, hang_after_start=True)])
+    # Thinking deltas, each its own event (a run of text deltas read at once would be one): the
+    # fourth send fails however the frames were read.
+    server = await start_llm([Reply(thinking="many thoughts " * 50, text="many words " * 50, chunks=50,
+                                    hang_after_start=True)])
 
     class BrokenCall:
         method = "stream"

@@ -13,23 +13,40 @@ Contract:
 - ``SSEDecoder.close()`` returns a last event that was complete except for its closing blank
   line (some servers end that way); anything else left over is a truncation the provider
   notices by its missing closing events.
-- ``read_sse(run, chunks, handle)`` drives a decoder over a response body, calling
+- ``read_sse(run, chunks, handle, runs=None)`` drives a decoder over a response body, calling
   ``handle(event_name, data)`` per event, checking for an abort after each one; every read
-  is under the call's idle timeout (``StreamRun.read_chunk``).
+  is under the call's idle timeout (``StreamRun.read_chunk``). With ``runs`` (a
+  :class:`TextRuns`), the plain text deltas among one read's events are applied a run at a
+  time (below).
+
+Text runs. A long reply is tens of thousands of events that each add a few characters to one
+text block; handled one by one they cost a JSON tree, a mapper walk and an event each, which
+made the provider the bottleneck of a streamed reply. A provider that passes ``runs`` says,
+per event, whether it is a *plain text delta* (``runs.plain(name, data)`` returns the block's
+key and the text, else None): an event that does nothing but append text to one text block.
+Consecutive plain events of one read with the same key are joined and applied with one
+``runs.apply(key, text)`` (one ``text_delta`` event for the run); any other event ends the
+run (applied first, so the order of everything is kept) and goes to ``handle`` as before. The
+event stream stays valid (each delta event's ``delta`` is the text appended; the final
+message is the same, however the bytes were split into reads); only the number of delta
+events differs. ``plain`` must have no effect but on the message's identity fields
+(response id and model), and must be sure: anything it is not sure of goes to ``handle``,
+which is always right. The abort flag is checked after every run applied, as after every
+event.
 - ``decode_json(data)`` parses one event's data; malformed data raises ``ProviderError`` with
   ``Malformed stream data (not JSON): ...``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from typing import Any, Protocol
 
 import msgspec
 
 from ._common import ProviderError, StreamRun
 
-__all__ = ["SSEDecoder", "read_sse", "decode_json"]
+__all__ = ["SSEDecoder", "TextRuns", "read_sse", "decode_json"]
 
 SSEEvent = tuple["str | None", bytes]
 
@@ -81,11 +98,16 @@ class SSEDecoder:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + data if self._buf else data
-        if b"\n\n" not in buf:
+        end = buf.rfind(b"\n\n")
+        if end < 0:
             self._buf = buf
             return []
-        blocks = buf.split(b"\n\n")
-        self._buf = blocks.pop()
+        complete, self._buf = buf[:end], buf[end + 2:]
+        if complete[:6] == b"data: " and complete.count(b"\n") == 2 * complete.count(b"\n\ndata: "):
+            # The common case: nothing but one-line ``data:`` events (every newline is in a
+            # separator), cut apart in one pass without a copy of each block.
+            return [(None, d) for d in complete[6:].split(b"\n\ndata: ")]
+        blocks = complete.split(b"\n\n")
         out: list[SSEEvent] = []
         append = out.append
         for block in blocks:
@@ -108,13 +130,29 @@ class SSEDecoder:
         return [event] if event is not None else []
 
 
+class TextRuns(Protocol):
+    """A provider's plain text deltas, applied a run at a time (see the module docstring)."""
+
+    def plain(self, name: str | None, data: bytes) -> tuple[Hashable, str] | None:
+        """``(key, text)`` when the event only appends ``text`` to the text block ``key``
+        names; None for anything else (the event then goes to the provider's handler)."""
+        ...
+
+    async def apply(self, key: Hashable, text: str) -> None:
+        """Append ``text``, the joined text of a run of plain events, to the block ``key``
+        names, exactly as applying the run's events one by one would (one delta event)."""
+        ...
+
+
 async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
-                   handle: Callable[[str | None, bytes], Awaitable[None]]) -> None:
+                   handle: Callable[[str | None, bytes], Awaitable[None]],
+                   runs: TextRuns | None = None) -> None:
     """Feed ``chunks`` (a response body) through a decoder into ``handle(event, data)``.
 
     Every read goes through ``run.read_chunk`` (an abort interrupts it; a read that gets
     nothing for the idle timeout ends the call as stalled) and the abort flag is checked
-    after every event, so an abort stops the mapping at once even inside one network read.
+    after every event (or run of plain text events, with ``runs``), so an abort stops the
+    mapping at once even inside one network read.
     """
     decoder = SSEDecoder()
     feed = decoder.feed
@@ -124,9 +162,46 @@ async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
             chunk = await run.read_chunk(next_chunk)
         except StopAsyncIteration:
             break
-        for name, data in feed(chunk):
+        events = feed(chunk)
+        if runs is not None:
+            await _apply_in_runs(run, events, handle, runs)
+            continue
+        for name, data in events:
             await handle(name, data)
             if run.signal is not None and run.signal.aborted:
                 run.check_aborted()
     for name, data in decoder.close():
         await handle(name, data)
+
+
+async def _apply_in_runs(run: StreamRun, events: list[SSEEvent],
+                         handle: Callable[[str | None, bytes], Awaitable[None]], runs: TextRuns) -> None:
+    """One read's events: runs of plain text events joined (``runs.apply``), the rest to
+    ``handle``, in order; the abort flag checked after each."""
+    plain = runs.plain
+    signal = run.signal
+    key: Hashable = None
+    pieces: list[str] = []
+    for name, data in events:
+        found = plain(name, data)
+        if found is not None:
+            if pieces and found[0] != key:
+                await runs.apply(key, "".join(pieces))
+                pieces = []
+                if signal is not None and signal.aborted:
+                    run.check_aborted()
+            key = found[0]
+            pieces.append(found[1])
+            continue
+        if pieces:
+            await runs.apply(key, "".join(pieces))
+            pieces = []
+            if signal is not None and signal.aborted:
+                run.check_aborted()
+        await handle(name, data)
+        if signal is not None and signal.aborted:
+            run.check_aborted()
+    if pieces:
+        await runs.apply(key, "".join(pieces))
+        if signal is not None and signal.aborted:
+            run.check_aborted()

@@ -15,8 +15,9 @@ its events onto blocks, its error texts); what every one of them did the same wa
 - :func:`open_sdk` — the same for an SDK's streaming response;
 - :func:`read_response` — open the response, emit ``start``, read its body, close body stream
   then response in any case (the order ``_common`` requires);
-- :func:`sse_reader` — the common body reader: SSE events into a handler, the abort flag
-  checked, then the provider's end-of-stream checks;
+- :func:`sse_reader` — the common body reader: SSE events into a handler (plain text deltas
+  joined per read, for a provider that tells them apart), the abort flag checked, then the
+  provider's end-of-stream checks;
 - :func:`dispatch_json_event` — one SSE event of JSON data to the handler its ``type`` names;
 - :func:`simple_base_options` / :func:`stream_simple_with_effort` — the start of every
   ``stream_simple`` (and all of it for the OpenAI APIs);
@@ -36,7 +37,7 @@ from ..env_keys import get_env_api_key
 from ..options import StreamOptions, build_base_options, clamp_reasoning, supports_xhigh
 from ..types import Model
 from ._common import ProviderError, StreamRun, close_quietly, prepare_client, warm_up_client
-from ._sse import decode_json, read_sse
+from ._sse import TextRuns, decode_json, read_sse
 
 __all__ = [
     "require_api_key",
@@ -143,13 +144,15 @@ def open_sdk(run: StreamRun, manager: Any) -> Callable[[], Awaitable[Any]]:
 
 
 def sse_reader(run: StreamRun, on_event: Callable[[str | None, bytes], Awaitable[None]],
-               finish: Callable[[], Awaitable[None]] | None = None) -> Callable[[AsyncIterator[bytes]], Awaitable[None]]:
+               finish: Callable[[], Awaitable[None]] | None = None,
+               runs: TextRuns | None = None) -> Callable[[AsyncIterator[bytes]], Awaitable[None]]:
     """The ``read`` for :func:`read_response` of an SSE body: every event into
-    ``on_event(name, data)``, the abort flag checked at the end, then ``finish()`` (the
+    ``on_event(name, data)`` (with ``runs``, plain text deltas a run per read: see
+    ``_sse.read_sse``), the abort flag checked at the end, then ``finish()`` (the
     provider's end-of-stream checks: raise ProviderError for a stream cut short)."""
 
     async def read(chunks: AsyncIterator[bytes]) -> None:
-        await read_sse(run, chunks, on_event)
+        await read_sse(run, chunks, on_event, runs)
         run.check_aborted()
         if finish is not None:
             await finish()

@@ -6,7 +6,9 @@ raise, exactly one terminal event). Specific to this API:
   an HTTP error or a refused connection gives ``start`` then ``error``; a missing key or an
   already-aborted signal gives ``error`` alone;
 - the SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here, without
-  a typed object per event; an in-stream ``error`` event becomes an error with its message;
+  a typed object per event; an in-stream ``error`` event becomes an error with its message; a
+  run of ``text_delta``s of one block within one network read becomes one ``text_delta``
+  (``_sse.TextRuns``);
 - blocks follow the wire's block indexes; ``signature_delta`` updates the thinking block without
   an event; ``redacted_thinking`` becomes a redacted thinking block;
 - usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
+import msgspec
 
 from ..options import (
     StreamOptions,
@@ -257,8 +260,27 @@ def _headers(model: Model, options: StreamOptions, oauth: bool) -> dict[str, str
 # Response
 
 
+class _PlainDelta(msgspec.Struct, gc=False):
+    type: Any = None
+    text: Any = None
+
+
+class _PlainEvent(msgspec.Struct, gc=False):
+    """An event, decoded only as far as telling a text delta from anything else."""
+
+    type: Any = None
+    index: Any = None
+    delta: _PlainDelta | None = None
+
+
+_decode_plain = msgspec.json.Decoder(_PlainEvent).decode
+
+
 class _Mapper:
-    """Maps Anthropic SSE events (decoded JSON) onto the run's blocks by the SDK's block index."""
+    """Maps Anthropic SSE events (decoded JSON) onto the run's blocks by the SDK's block index.
+
+    It is also the stream's ``TextRuns`` (``_sse``): :meth:`plain` picks out the text deltas
+    of an open block, which the reader joins a run per read and hands to :meth:`apply`."""
 
     def __init__(self, run: StreamRun, context: Context, oauth: bool) -> None:
         self.run = run
@@ -304,6 +326,25 @@ class _Mapper:
         events of other types (``ping``, ``message_stop``...) are ignored. Raises
         ProviderError for malformed data, an unknown stop reason and an in-stream error."""
         await dispatch_json_event(self._handlers, name, data)
+
+    def plain(self, _name: str | None, data: bytes) -> tuple[int, str] | None:
+        """``(block, text)`` for a ``content_block_delta`` whose delta is a ``text_delta`` with
+        a string ``text``, of a block that is open; None for anything else (including data
+        that does not decode as such an event: the full path reports it)."""
+        try:
+            ev = _decode_plain(data)
+        except msgspec.DecodeError:
+            return None
+        delta, index = ev.delta, ev.index
+        if ev.type != "content_block_delta" or delta is None or delta.type != "text_delta" \
+                or type(delta.text) is not str or type(index) is not int:
+            return None
+        i = self.blocks.get(index)
+        return None if i is None else (i, delta.text)
+
+    async def apply(self, key: Any, text: str) -> None:
+        """The joined text of a run of :meth:`plain` deltas: one ``text_delta``."""
+        await self.run.text_delta(key, text)
 
     async def check_stopped(self) -> None:
         """At the body's end: raise ProviderError if no stop reason came (a stream cut short)."""
@@ -419,7 +460,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         manager = client.messages.with_streaming_response.create(
             **sdk_request_args(params, "messages", required=("model", "max_tokens")))
         mapper = _Mapper(run, context, oauth)
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_stopped))
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_stopped, mapper))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -155,7 +155,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
         mapper = _Mapper(run, None)
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed))
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed, mapper))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

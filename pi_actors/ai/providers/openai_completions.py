@@ -7,6 +7,10 @@ raise, exactly one terminal event). Specific to this API:
   connection or a missing key gives ``error`` with no ``start``;
 - the SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here, without
   a typed object per chunk;
+- a run of chunks that carry nothing but text (``choices[0].delta.content``, no finish,
+  usage, error, reasoning or tool call) within one network read becomes one ``text_delta``
+  of the joined text (``_sse.TextRuns``); the final message is the same however the stream
+  was split into reads;
 - at most one block is open at a time; a block of another kind closes the open one first; a
   tool-call delta with a new ``id``, or with an ``index`` other than the open call's, starts a
   new tool call; as in pi, every block's ``*_end`` event comes at the end of the stream, in
@@ -316,8 +320,41 @@ def _count(usage: dict[str, Any], section: str | None, name: str) -> int:
     return value
 
 
+class _PlainDelta(msgspec.Struct, gc=False):
+    """The fields of a delta that decide whether it is plain text (the others are ignored)."""
+
+    content: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+    reasoning_text: Any = None
+    tool_calls: Any = None
+    reasoning_details: Any = None
+
+
+class _PlainChoice(msgspec.Struct, gc=False):
+    delta: _PlainDelta | None = None
+    finish_reason: Any = None
+    usage: Any = None
+
+
+class _PlainChunk(msgspec.Struct, gc=False):
+    """A chunk, decoded only as far as telling a plain text delta from anything else."""
+
+    id: Any = None
+    model: Any = None
+    choices: list[_PlainChoice] | None = None
+    usage: Any = None
+    error: Any = None
+
+
+_decode_plain = msgspec.json.Decoder(_PlainChunk).decode
+
+
 class _Mapper:
-    """Maps chat-completion chunks (decoded JSON) onto the run's blocks, one open block at a time."""
+    """Maps chat-completion chunks (decoded JSON) onto the run's blocks, one open block at a time.
+
+    It is also the stream's ``TextRuns``: :meth:`plain` picks out the chunks that only add
+    text, which the reader joins a run per read and hands to :meth:`apply`."""
 
     def __init__(self, run: StreamRun) -> None:
         self.run = run
@@ -381,6 +418,36 @@ class _Mapper:
                 self._usage(chunk["usage"])  # OpenRouter sends the usage so far with the error
             raise ProviderError(_stream_error_text(error))
         await self.chunk(chunk)
+
+    def plain(self, _name: str | None, data: bytes) -> tuple[int, str] | None:
+        """``(0, text)`` for a chunk that does nothing but add ``text`` (maybe empty) to the
+        reply's text: no error, usage, finish reason, reasoning, tool call or reasoning
+        detail, and ``delta.content`` a string. Notes the response id as :meth:`chunk` does.
+        None for anything else, and for data that does not decode as such a chunk (the full
+        path then reports what is wrong with it)."""
+        try:
+            chunk = _decode_plain(data)
+        except msgspec.DecodeError:
+            return None
+        choices = chunk.choices
+        if not choices or chunk.error is not None or chunk.usage:
+            return None
+        choice = choices[0]
+        delta = choice.delta
+        if delta is None or choice.finish_reason or choice.usage or type(delta.content) is not str:
+            return None
+        if (delta.reasoning_content is not None or delta.reasoning is not None or delta.reasoning_text is not None
+                or delta.tool_calls is not None or delta.reasoning_details is not None):
+            return None
+        if self.run.output.response_id is None and isinstance(chunk.id, str) and chunk.id:
+            note_response(self.run, chunk.id, chunk.model)
+        return 0, delta.content
+
+    async def apply(self, _key: object, text: str) -> None:
+        """The joined text of a run of :meth:`plain` chunks (empty pieces add nothing, as in
+        :meth:`_content`)."""
+        if text:
+            await self._text(text)
 
     async def _text(self, text: str) -> None:
         i = self.open
@@ -592,7 +659,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         # to parse, which avoids building a typed chunk object per delta.
         manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
         mapper = _Mapper(run)
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.finish))
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.finish, mapper))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

@@ -4,7 +4,8 @@
 Contract: ``stream`` / ``stream_simple`` follow the skeleton of ``_common.run_stream`` (never
 raise, exactly one terminal event). Specific to this API:
 - the SDK makes the request (auth, headers, retries, HTTP errors); the SSE bytes are parsed
-  here, without a typed object per event;
+  here, without a typed object per event; a run of ``output_text``/``refusal`` deltas of the
+  open message within one network read becomes one ``text_delta`` (``_sse.TextRuns``);
 - ``start`` is emitted once the HTTP request has been accepted, so an HTTP error, a refused
   connection or a missing key gives ``error`` with no ``start``;
 - output items map to blocks: ``reasoning`` → thinking (summary deltas, or raw
@@ -36,6 +37,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 import openai
 
 from ..options import StreamOptions, extra_option, resolve_cache_retention, with_sdk_client_options
@@ -251,8 +253,23 @@ def _error_text(ev: dict[str, Any]) -> str:
     return f"Error Code {code}: {message}" if code else str(message)
 
 
+class _PlainTextEvent(msgspec.Struct, gc=False):
+    """An event, decoded only as far as telling a text delta from anything else."""
+
+    type: Any = None
+    delta: Any = None
+
+
+_decode_plain = msgspec.json.Decoder(_PlainTextEvent).decode
+_TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
+
+
 class _Mapper:
-    """Maps Responses SSE events (decoded JSON) onto the run's blocks; one item open at a time."""
+    """Maps Responses SSE events (decoded JSON) onto the run's blocks; one item open at a time.
+
+    It is also the stream's ``TextRuns`` (``_sse``): :meth:`plain` picks out the text deltas
+    of the open message item, which the reader joins a run per read and hands to
+    :meth:`apply`."""
 
     def __init__(self, run: StreamRun, requested_tier: Any) -> None:
         self.run = run
@@ -291,6 +308,25 @@ class _Mapper:
         if data == b"[DONE]":
             return  # some servers end the stream the chat-completions way; completion is checked apart
         await dispatch_json_event(self._handlers, name, data)
+
+    def plain(self, _name: str | None, data: bytes) -> tuple[int, str] | None:
+        """``(block, text)`` for an ``output_text``/``refusal`` delta whose ``delta`` is a
+        string while a message item is open; None for anything else (including data that
+        does not decode as such an event: the full path reports it)."""
+        i = self.open
+        if i is None or self.open_type != "message":
+            return None
+        try:
+            ev = _decode_plain(data)
+        except msgspec.DecodeError:
+            return None
+        if ev.type not in _TEXT_DELTAS or type(ev.delta) is not str:
+            return None
+        return i, ev.delta
+
+    async def apply(self, key: Any, text: str) -> None:
+        """The joined text of a run of :meth:`plain` deltas: one ``text_delta``."""
+        await self.run.text_delta(key, text)
 
     async def check_completed(self) -> None:
         """At the body's end: raise ProviderError if ``response.completed``/``incomplete`` never
@@ -491,7 +527,7 @@ async def _body(run: StreamRun, context: Context) -> None:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         manager = client.responses.with_streaming_response.create(**sdk_request_args(params, "input"))
         mapper = _Mapper(run, params.get("service_tier"))
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed))
+        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_completed, mapper))
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
