@@ -25,7 +25,7 @@ from pi_actors.actors.coordinator import Coordinator
 from pi_actors.actors.provider import run_provider
 from pi_actors.actors.session_store import SessionStore
 from pi_actors.protocol import coordinator as P
-from pi_actors.protocol.store import APPEND, STORE, AppendArgs, EntryId
+from pi_actors.protocol.store import APPEND, APPEND_MESSAGES, STORE, AppendArgs, AppendMessagesArgs, EntryId, EntryIds
 from pi_actors.runtime import RemoteError, Router, TypedCall, implements, open_method, open_peer
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -33,13 +33,24 @@ from pi_actors.testing.wire_formats import ScriptToolCall
 
 class HeldStore(SessionStore):
     """A session store whose appends of tool results wait for ``release`` (or fail, with
-    ``fail``); it records the roles it saved, in order."""
+    ``fail``); it records the roles it saved, in order, and each call's number of messages."""
 
     def __init__(self, *, fail: bool = False) -> None:
         super().__init__()
         self.release = trio.Event()
         self.fail = fail
         self.saved: list[str] = []
+        self.calls: list[int] = []
+        self.call_ids: list[str] = []
+
+    @implements(APPEND_MESSAGES)
+    async def append_messages(self, args: AppendMessagesArgs, call: TypedCall[AppendMessagesArgs, None]) -> EntryIds:
+        await self.release.wait()
+        entries = await super().append_messages(args, call)
+        self.saved += [m["role"] for m in args.messages]
+        self.calls.append(len(args.messages))
+        self.call_ids += [m.get("toolCallId", "") for m in args.messages]
+        return entries
 
     @implements(APPEND)
     async def append(self, args: AppendArgs, call: TypedCall[AppendArgs, None]) -> EntryId:
@@ -50,6 +61,8 @@ class HeldStore(SessionStore):
             await self.release.wait()
         entry = await super().append(args, call)
         self.saved.append(role)
+        self.calls.append(1)
+        self.call_ids.append(args.message.get("toolCallId", ""))
         return entry
 
 
@@ -176,6 +189,39 @@ async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_sh
     assert ends[-1] == ("agent_end", None)
     assert ("message_end", "toolResult") not in ends
     assert store.saved == ["user", "assistant"]
+
+
+async def test_the_results_of_a_parallel_turn_that_wait_are_saved_together_in_call_order(scripted, tmp_path):
+    calls = [ScriptToolCall(name="bash", arguments={"command": f"echo {i}"}, id=f"call_{i}") for i in range(6)]
+    scripted.script.extend([Reply(tool_calls=calls), Reply(text="all done")])
+    store = HeldStore()
+    with trio.fail_after(60):
+        async with _session(scripted, tmp_path, store) as ui, trio.open_nursery() as nursery:
+            seen: list[dict[str, Any]] = []
+            ended = trio.Event()
+            await nursery.start(_subscribe, ui, seen, ended)
+            nursery.start_soon(_prompt, ui)
+            # Every result has been handed to the store (the next request is out) while the
+            # first append of results is held: the results that came after it wait, and go
+            # together in one call.
+            await scripted.wait_requests(2)
+            store.release.set()
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+    # user, assistant, the six results in at most two calls (the first held), the reply
+    assert store.calls[:2] == [1, 1] and store.calls[-1] == 1
+    assert sum(store.calls[2:-1]) == 6 and len(store.calls[2:-1]) <= 2, store.calls
+    assert store.saved == ["user", "assistant", *["toolResult"] * 6, "assistant"]
+    told = [u["event"]["message"]["toolCallId"] for u in seen
+            if u["event"]["type"] == "message_end" and u["event"]["message"]["role"] == "toolResult"]  # fmt: skip
+    assert told == [i for i in store.call_ids if i] and sorted(told) == [f"call_{i}" for i in range(6)]
+
+
+async def _prompt(ui: Any) -> None:
+    async with ui.open_call("prompt", {"text": "go"}) as call:
+        async for _ in call:
+            pass
+        await call.result()
 
 
 def msgspec_plain(event: Any) -> dict[str, Any]:

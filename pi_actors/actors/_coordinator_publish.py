@@ -24,16 +24,22 @@ Contract:
   synchronous append, ``agent_end``, the end of a run).
 * Cancellation: a cancelled drain task leaves the queue as it was; :meth:`reset` (at the
   start of a run) forgets it.
+
+:class:`BackgroundAppender` makes those appends: in the order handed in, one store call at a
+time (so the file keeps the loop's order), and the messages handed in while a call is in
+flight go together in the next call — a group commit, one fsync for all of them (the 32
+results of a parallel turn are not 32 fsyncs in a row).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
-__all__ = ["Gate", "OrderedPublisher"]
+__all__ = ["BackgroundAppender", "Gate", "OrderedPublisher"]
 
 Publication = Callable[[], Awaitable[None]]
 
@@ -121,3 +127,59 @@ class OrderedPublisher:
         finally:
             self._busy = False
             self._idle.set()
+
+
+class BackgroundAppender:
+    """Appends messages in the background, in order, batching those that wait.
+
+    ``save(messages)`` makes one store call for the messages (in order) and raises if they
+    are not all on disk; its failure fails the batch's gates and every later batch's (a
+    failed save is not retried: the run stops)."""
+
+    def __init__(self, save: Callable[[list[Any]], Awaitable[None]]) -> None:
+        self._save = save
+        self._queue: list[tuple[Any, Gate]] = []
+        self._running = False
+        self._failed = False
+        #: The gate of the last message handed in (None: none since :meth:`reset`).
+        self.last: Gate | None = None
+
+    def reset(self) -> None:
+        """Start afresh (a new run): forget what a cancelled run left."""
+        self._queue = []
+        self._running = False
+        self._failed = False
+        self.last = None
+
+    def append(self, message: Any, nursery: trio.Nursery) -> Gate:
+        """Hand in ``message``; the gate opens once it is saved (or failed)."""
+        gate = Gate()
+        self._queue.append((message, gate))
+        self.last = gate
+        if not self._running:
+            self._running = True
+            nursery.start_soon(self._run)
+        return gate
+
+    async def wait(self) -> None:
+        """Wait until every message handed in so far is saved or failed."""
+        if self.last is not None:
+            await self.last.done.wait()
+
+    async def _run(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                ok = False
+                try:
+                    if not self._failed:
+                        await self._save([message for message, _ in batch])
+                        ok = True
+                except Exception:
+                    pass  # ``save`` has recorded why; the gates say it failed
+                finally:
+                    self._failed = self._failed or not ok
+                    for _, gate in batch:
+                        gate.open(ok)
+        finally:
+            self._running = False

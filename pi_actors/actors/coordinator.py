@@ -72,7 +72,7 @@ from ..runtime import (
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
-from ._coordinator_publish import Gate, OrderedPublisher
+from ._coordinator_publish import BackgroundAppender, Gate, OrderedPublisher
 from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -148,8 +148,8 @@ class Coordinator:
         self._sink_types: frozenset[str] | None = None  # None: every event to the sink
         #: Publishes events in order, some after a background append (_coordinator_publish).
         self._publisher = OrderedPublisher()
-        #: The gate of the last background append (None: none since the run started).
-        self._last_append: Gate | None = None
+        #: Appends tool results in the background, batched (_coordinator_publish).
+        self._appender = BackgroundAppender(self._persist_all)
         #: The queues as the last queue_update told them.
         self._queue_told: tuple[list[str], list[str]] = ([], [])
         self.log = JsonLog(config.log_file, "coordinator")
@@ -477,7 +477,7 @@ class Coordinator:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
                 self._publisher.start(nursery)
-                self._last_append = None
+                self._appender.reset()
                 self._sink_quiet = quiet
                 self._sink_types = types
                 self._published, self._published_stream = self.agent.state.messages, None
@@ -551,7 +551,7 @@ class Coordinator:
         gate: Gate | None = None
         if kind == "message_end":
             if isinstance(event.message, T.ToolResultMessage) and self.extensions is None and self._run_nursery is not None:
-                gate = self._append_in_background(event.message, self._run_nursery)
+                gate = self._appender.append(event.message, self._run_nursery)
             else:
                 await self._appended()
                 await self._persist(event.message)
@@ -608,32 +608,10 @@ class Coordinator:
         if follow is not None:
             await self._publish_session_event(follow)
 
-    def _append_in_background(self, message: Any, nursery: trio.Nursery) -> Gate:
-        """Start appending ``message`` after the appends before it; the gate opens on the
-        store's answer (failed: the run stops at its next event, see :meth:`_persist`)."""
-        gate, before = Gate(), self._last_append
-        self._last_append = gate
-
-        async def append() -> None:
-            ok = False
-            try:
-                if before is not None:
-                    await before.done.wait()
-                await self._persist(message)
-                ok = True
-            except SessionNotSaved:
-                pass
-            finally:
-                gate.open(ok)
-
-        nursery.start_soon(append)
-        return gate
-
     async def _appended(self, *, check: bool = True) -> None:
         """Wait for the background appends and the publications queued behind them; with
         ``check``, raise SessionNotSaved if an append failed."""
-        if self._last_append is not None:
-            await self._last_append.done.wait()
+        await self._appender.wait()
         await self._publisher.settle()
         if check and self._store_error is not None:
             raise SessionNotSaved(self._store_error)
@@ -751,11 +729,22 @@ class Coordinator:
         forwarded (every ``message_end`` a UI sees is on disk), and the agent ends the run
         with an error message and ``agent_end``; the UI's call then fails ``write_failed``.
         """
+        await self._persist_all([message])
+
+    async def _persist_all(self, messages: list[Any]) -> None:
+        """:meth:`_persist` for several messages in one store call (one fsync) when there are
+        several: all saved or the run stops."""
         if self._store_error is not None:
             raise SessionNotSaved(self._store_error)
         try:
-            stored = await self.store.call("append", {"message": T.to_plain(message)})
-            self.log.event("entry_saved", session=self.session_id, entry=(stored or {}).get("id"), role=getattr(message, "role", None))
+            if len(messages) == 1:
+                stored = await self.store.call("append", {"message": T.to_plain(messages[0])})
+                ids = [(stored or {}).get("id")]
+            else:
+                stored = await self.store.call("append_messages", {"messages": [T.to_plain(m) for m in messages]})
+                ids = (stored or {}).get("ids") or []
+            for message, entry in zip(messages, ids, strict=False):
+                self.log.event("entry_saved", session=self.session_id, entry=entry, role=getattr(message, "role", None))
         except RemoteError as exc:
             self.log.event("entry_save_failed", session=self.session_id, error=exc.message)
             self._store_error = f"session not saved: {exc.message}"
