@@ -72,6 +72,7 @@ from ..runtime import (
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
+from ._coordinator_publish import BackgroundAppender, Gate, OrderedPublisher
 from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -145,6 +146,10 @@ class Coordinator:
         self._published_stream: Any = None
         self._sink_quiet = False
         self._sink_types: frozenset[str] | None = None  # None: every event to the sink
+        #: Publishes events in order, some after a background append (_coordinator_publish).
+        self._publisher = OrderedPublisher()
+        #: Appends tool results in the background, batched (_coordinator_publish).
+        self._appender = BackgroundAppender(self._persist_all)
         #: The queues as the last queue_update told them.
         self._queue_told: tuple[list[str], list[str]] = ([], [])
         self.log = JsonLog(config.log_file, "coordinator")
@@ -471,6 +476,8 @@ class Coordinator:
         try:
             async with trio.open_nursery() as nursery:
                 self._sink, self._run_nursery = call, nursery
+                self._publisher.start(nursery)
+                self._appender.reset()
                 self._sink_quiet = quiet
                 self._sink_types = types
                 self._published, self._published_stream = self.agent.state.messages, None
@@ -492,9 +499,11 @@ class Coordinator:
                         await self.upkeep.after_run(self._emit_session_event, self.agent.continue_)
                 except RuntimeError as exc:  # nothing to continue from, no model, ...
                     refused = str(exc)
+                await self._appended(check=False)
                 nursery.cancel_scope.cancel()
         finally:
             self._sink = self._run_nursery = None
+            self._publisher.reset()
         if refused is not None:
             raise RemoteError("invalid_state", refused)
         if self._store_error:
@@ -525,12 +534,27 @@ class Coordinator:
         await self.extensions.emit(event.type, payload)
 
     async def _on_event(self, event: Any) -> None:
-        """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
+        """Every AgentEvent of a run: persist finished messages, then publish it (UI call,
+        subscribers, extension hooks) in the loop's order.
+
+        A tool result's entry is appended in the background (no extensions loaded): the
+        loop goes on to the next request while the fsync is in flight, and the result's
+        ``message_end`` — and every event after it — is published only once the store has
+        acknowledged the entry (``_coordinator_publish``). Every other message is appended
+        before the loop goes on (an assistant message before its tools run), after the
+        earlier background appends, so the file keeps the loop's order."""
         kind = event.type
+        if self._store_error is not None and kind != "agent_end":
+            raise SessionNotSaved(self._store_error)  # a background append failed: stop the run
         if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
             await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
+        gate: Gate | None = None
         if kind == "message_end":
-            await self._persist(event.message)
+            if isinstance(event.message, T.ToolResultMessage) and self.extensions is None and self._run_nursery is not None:
+                gate = self._appender.append(event.message, self._run_nursery)
+            else:
+                await self._appended()
+                await self._persist(event.message)
         elif (
             kind == "message_start"
             and not self._tools_warmed
@@ -542,16 +566,33 @@ class Coordinator:
             # moment for the pool to start its warm workers, before the first tool call.
             self._tools_warmed = True
             self._run_nursery.start_soon(self._warm_tools)
+        elif kind == "agent_end":
+            await self._appended(check=False)  # published even when an append failed
+        # What subscribers are told with this event, taken now: agent.state runs one event
+        # ahead of the publication, and more when a publication waits for an append.
+        messages = self.agent.state.messages if kind in ("agent_start", "message_end") else None
+        follow = self.upkeep.on_event(event)
+
+        async def publish() -> None:
+            await self._publish_event(event, messages, follow)
+
+        await self._publisher.publish(publish, gate)
+        if kind == "agent_end":
+            await self.commands.flush_pending_bash()
+
+    async def _publish_event(self, event: Any, messages: list[Any] | None, follow: dict[str, Any] | None) -> None:
+        """Tell the UI call, subscribers and extensions of ``event`` (with its ``seq``)."""
+        kind = event.type
         to_sink = self._sink is not None and not self._sink_quiet and (self._sink_types is None or kind in self._sink_types)
         # The wire form is built only when someone reads it: with ``-p`` and no subscriber, no
         # delta of a reply is converted (a whole partial message's tree per delta).
         data = strip_agent_event(event) if to_sink or self._subscribers or self.extensions is not None else None
         # What subscribers have been told, updated together with the sequence number so a
-        # snapshot always matches its ``seq`` (agent.state runs one event ahead of this).
-        # The Agent replaces its message list on every change and never mutates it, so
-        # holding the list is a snapshot: no copy of the transcript per event or per run.
-        if kind in ("agent_start", "message_end"):
-            self._published = self.agent.state.messages
+        # snapshot always matches its ``seq``. The Agent replaces its message list on every
+        # change and never mutates it, so holding the list is a snapshot: no copy of the
+        # transcript per event or per run.
+        if messages is not None:
+            self._published = messages
             if kind == "message_end":
                 self._published_stream = None
         elif kind in ("message_start", "message_update"):
@@ -564,11 +605,16 @@ class Coordinator:
                 await self._sink.send_chunk(data)
             if self.extensions is not None:
                 await self._extension_event(event, data)
-        follow = self.upkeep.on_event(event)
         if follow is not None:
-            await self._emit_session_event(follow)
-        if kind == "agent_end":
-            await self.commands.flush_pending_bash()
+            await self._publish_session_event(follow)
+
+    async def _appended(self, *, check: bool = True) -> None:
+        """Wait for the background appends and the publications queued behind them; with
+        ``check``, raise SessionNotSaved if an append failed."""
+        await self._appender.wait()
+        await self._publisher.settle()
+        if check and self._store_error is not None:
+            raise SessionNotSaved(self._store_error)
 
     def _queue_texts(self) -> tuple[list[str], list[str]]:
         """The texts of the queued steering and follow-up messages (pi's ``queue_update``)."""
@@ -581,7 +627,14 @@ class Coordinator:
 
     async def _emit_session_event(self, event: dict[str, Any]) -> None:
         """A session event (auto_retry_*, compaction_*, queue_update, session_info_changed):
-        to subscribers and the run's UI."""
+        to subscribers and the run's UI, after the events handed in before it."""
+
+        async def publish() -> None:
+            await self._publish_session_event(event)
+
+        await self._publisher.publish(publish)
+
+    async def _publish_session_event(self, event: dict[str, Any]) -> None:
         self._seq += 1
         self._fan_out({"seq": self._seq, "event": event})
         if self._sink is not None and not self._sink_quiet and (self._sink_types is None or event.get("type") in self._sink_types):
@@ -676,11 +729,22 @@ class Coordinator:
         forwarded (every ``message_end`` a UI sees is on disk), and the agent ends the run
         with an error message and ``agent_end``; the UI's call then fails ``write_failed``.
         """
+        await self._persist_all([message])
+
+    async def _persist_all(self, messages: list[Any]) -> None:
+        """:meth:`_persist` for several messages in one store call (one fsync) when there are
+        several: all saved or the run stops."""
         if self._store_error is not None:
             raise SessionNotSaved(self._store_error)
         try:
-            stored = await self.store.call("append", {"message": T.to_plain(message)})
-            self.log.event("entry_saved", session=self.session_id, entry=(stored or {}).get("id"), role=getattr(message, "role", None))
+            if len(messages) == 1:
+                stored = await self.store.call("append", {"message": T.to_plain(messages[0])})
+                ids = [(stored or {}).get("id")]
+            else:
+                stored = await self.store.call("append_messages", {"messages": [T.to_plain(m) for m in messages]})
+                ids = (stored or {}).get("ids") or []
+            for message, entry in zip(messages, ids, strict=False):
+                self.log.event("entry_saved", session=self.session_id, entry=entry, role=getattr(message, "role", None))
         except RemoteError as exc:
             self.log.event("entry_save_failed", session=self.session_id, error=exc.message)
             self._store_error = f"session not saved: {exc.message}"

@@ -18,8 +18,9 @@ not say:
     process (pid N); close it or use --fork <id>". The pid recorded for others is the store
     configuration's ``ownerPid``, else the process that started the store (the CLI or the
     server), which is what a user can recognise and close.
-``append`` / ``append_entry``
-    Answer only once the line is written and fsynced. A write error fails the call with code
+``append`` / ``append_entry`` / ``append_messages``
+    Answer only once the line (lines) is written and fsynced; ``append_messages`` writes its
+    lines with one write and one fsync (a group commit). A write error fails the call with code
     ``write_failed`` and a clear message.
 ``fork``
     The new file's header names this one as ``parentSession``; a null ``entryId`` gives an
@@ -36,6 +37,7 @@ import trio
 from ..protocol.store import (
     APPEND,
     APPEND_ENTRY,
+    APPEND_MESSAGES,
     BRANCH,
     CONTEXT,
     ENTRIES,
@@ -45,7 +47,9 @@ from ..protocol.store import (
     STORE,
     AppendArgs,
     AppendEntryArgs,
+    AppendMessagesArgs,
     EntryId,
+    EntryIds,
     EntryRef,
     LabelArgs,
     OpenArgs,
@@ -83,6 +87,20 @@ class SessionStore:
     @implements(APPEND_ENTRY)
     async def append_entry(self, args: AppendEntryArgs, call: TypedCall[AppendEntryArgs, None]) -> EntryId:
         return await self._append("entry", args.entry)
+
+    @implements(APPEND_MESSAGES)
+    async def append_messages(self, args: AppendMessagesArgs, call: TypedCall[AppendMessagesArgs, None]) -> EntryIds:
+        from ..coding.session import SessionWriteError
+
+        writer = self._open_writer()
+        entries = [{"type": "message", "message": message} for message in args.messages]
+        try:
+            stored = await trio.to_thread.run_sync(writer.append_entries, entries)
+        except (OSError, SessionWriteError) as exc:
+            raise RemoteError("write_failed", f"session write failed: {exc}") from None
+        except ValueError as exc:  # not JSON-serialisable, or a duplicate id
+            raise RemoteError("invalid_args", f"session store: bad message: {exc}") from None
+        return EntryIds(ids=[entry["id"] for entry in stored])
 
     @implements(CONTEXT)
     async def context(self, args: Empty, call: TypedCall[Empty, None]) -> SessionInfo:

@@ -29,6 +29,7 @@ __all__ = [
     "OPEN",
     "APPEND",
     "APPEND_ENTRY",
+    "APPEND_MESSAGES",
     "CONTEXT",
     "ENTRIES",
     "BRANCH",
@@ -60,6 +61,18 @@ class AppendArgs(WireStruct):
     """A ``message`` entry's message (pi's JSON shape)."""
 
     message: dict[str, Any]
+
+
+class AppendMessagesArgs(WireStruct):
+    """Several ``message`` entries' messages, in order."""
+
+    messages: list[dict[str, Any]]
+
+
+class EntryIds(WireStruct):
+    """The ids of the entries just written, in order."""
+
+    ids: list[str]
 
 
 class AppendEntryArgs(WireStruct):
@@ -177,8 +190,17 @@ LABEL: Method[LabelArgs, None, EntryId] = Method(
     doc="Label an entry (a null label clears it); returns the label entry's id.",
 )
 
+APPEND_MESSAGES: Method[AppendMessagesArgs, None, EntryIds] = Method(
+    "append_messages",
+    args=AppendMessagesArgs,
+    result=EntryIds,
+    errors={**_OPEN, **_WRITE, "invalid_args": "a message cannot be written (not JSON, duplicate id)"},
+    doc="Append message entries, each a child of the one before, with one fsync (a group commit); "
+    "answered once all are on disk; all or nothing once the file exists.",
+)
+
 STORE = Interface(
     "session-store",
-    [OPEN, APPEND, APPEND_ENTRY, CONTEXT, ENTRIES, BRANCH, FORK, LABEL],
+    [OPEN, APPEND, APPEND_ENTRY, APPEND_MESSAGES, CONTEXT, ENTRIES, BRANCH, FORK, LABEL],
     doc="The session store: one session file, one writer.",
 )

@@ -45,6 +45,7 @@ import errno
 import json
 import os
 import uuid
+from collections.abc import Container
 
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, new_session_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
@@ -299,27 +300,7 @@ class SessionWriter:
     def append_entry(self, entry: dict) -> dict:
         """Append any entry; ``id``, ``parentId`` (the leaf) and ``timestamp`` are filled in
         when absent. Returns the stored entry."""
-        if self._closed:
-            raise SessionWriteError(f"Session writer for {self.path} is closed")
-        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
-            raise ValueError("A session entry must be a dict with a string 'type'")
-        if entry["type"] == "session":
-            raise ValueError("A session header cannot be appended as an entry")
-        entry_id = entry.get("id")
-        if entry_id is None:
-            entry_id = new_entry_id(self._index)
-        elif entry_id in self._index:
-            raise ValueError(f"Duplicate entry id {entry_id!r}")
-        stored = {
-            "type": entry["type"],
-            "id": entry_id,
-            "parentId": entry["parentId"] if "parentId" in entry else self.leaf_id,
-            "timestamp": entry.get("timestamp") or iso_timestamp(),
-        }
-        for key, value in entry.items():
-            if key not in stored:
-                stored[key] = value
-        line = encode_line(stored)  # ValueError before anything changes
+        stored, line = self._stage(entry, self.leaf_id, ())
 
         if self._pending:
             eager = not self._lazy and stored["type"] not in _SETTINGS_ONLY
@@ -333,8 +314,59 @@ class SessionWriter:
         else:
             offset = self._append_line(line)
             self._remember(stored, (offset << 32) | len(line) if len(line) < 2**32 else line)
-        self.leaf_id = entry_id
+        self.leaf_id = stored["id"]
         return stored
+
+    def append_entries(self, entries: list[dict]) -> list[dict]:
+        """Append ``entries`` in order, each a child of the one before (as many
+        :meth:`append_entry` calls), with one write and one ``fsync`` once the file exists:
+        a group commit. All or nothing: a failure raises before any of them is kept (a partly
+        written tail is cut off again). Before the file exists they are appended one by one
+        (the first that creates the file writes the ones before it)."""
+        if self._pending or len(entries) < 2:
+            return [self.append_entry(entry) for entry in entries]
+        staged: list[tuple[dict, bytes]] = []
+        leaf: str | None = self.leaf_id
+        taken: set[str] = set()
+        for entry in entries:
+            stored, line = self._stage(entry, leaf, taken)
+            staged.append((stored, line))
+            leaf = stored["id"]
+            taken.add(leaf)
+        offset = self._append_line(b"".join(line for _, line in staged))
+        for stored, line in staged:
+            self._remember(stored, (offset << 32) | len(line) if len(line) < 2**32 else line)
+            offset += len(line)
+        self.leaf_id = leaf
+        return [stored for stored, _ in staged]
+
+    def _stage(self, entry: dict, leaf: str | None, taken: Container[str]) -> tuple[dict, bytes]:
+        """``entry`` as it will be stored after ``leaf`` and its line; nothing changes yet.
+        ``taken``: ids staged but not kept yet. Raises SessionWriteError (closed) or
+        ValueError (not an entry, a header, a duplicate id, not JSON)."""
+        if self._closed:
+            raise SessionWriteError(f"Session writer for {self.path} is closed")
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise ValueError("A session entry must be a dict with a string 'type'")
+        if entry["type"] == "session":
+            raise ValueError("A session header cannot be appended as an entry")
+        entry_id = entry.get("id")
+        if entry_id is None:
+            entry_id = new_entry_id(self._index)
+            while entry_id in taken:
+                entry_id = new_entry_id(self._index)
+        elif entry_id in self._index or entry_id in taken:
+            raise ValueError(f"Duplicate entry id {entry_id!r}")
+        stored = {
+            "type": entry["type"],
+            "id": entry_id,
+            "parentId": entry["parentId"] if "parentId" in entry else leaf,
+            "timestamp": entry.get("timestamp") or iso_timestamp(),
+        }
+        for key, value in entry.items():
+            if key not in stored:
+                stored[key] = value
+        return stored, encode_line(stored)  # ValueError before anything changes
 
     # -- the tree ---------------------------------------------------------------------------
 

@@ -1,0 +1,230 @@
+"""A tool result is saved while the next request is already on its way, and nobody hears of
+it before it is on disk.
+
+The coordinator appends a tool result's entry in the background: the agent loop builds and
+sends the next LLM request while the store's fsync is in flight. What must not change: the
+result's ``message_end`` (and every event after it) reaches the UI and subscribers only once
+the store has acknowledged the entry, in the loop's order with contiguous ``seq``; the file
+keeps the loop's order; a failed append stops the run with ``write_failed``.
+
+In-process parts over real socketpairs: the real provider actor against the scripted server,
+a session store whose appends of tool results wait for the test, and a stand-in tool pool
+(the tool's own run is not what is tested here).
+"""
+
+from __future__ import annotations
+
+import socket
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from conftest import actor_config
+
+from pi_actors.actors.coordinator import Coordinator
+from pi_actors.actors.provider import run_provider
+from pi_actors.actors.session_store import SessionStore
+from pi_actors.protocol import coordinator as P
+from pi_actors.protocol.store import APPEND, APPEND_MESSAGES, STORE, AppendArgs, AppendMessagesArgs, EntryId, EntryIds
+from pi_actors.runtime import RemoteError, Router, TypedCall, implements, open_method, open_peer
+from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
+
+
+class HeldStore(SessionStore):
+    """A session store whose appends of tool results wait for ``release`` (or fail, with
+    ``fail``); it records the roles it saved, in order, and each call's number of messages."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        super().__init__()
+        self.release = trio.Event()
+        self.fail = fail
+        self.saved: list[str] = []
+        self.calls: list[int] = []
+        self.call_ids: list[str] = []
+
+    @implements(APPEND_MESSAGES)
+    async def append_messages(self, args: AppendMessagesArgs, call: TypedCall[AppendMessagesArgs, None]) -> EntryIds:
+        await self.release.wait()
+        entries = await super().append_messages(args, call)
+        self.saved += [m["role"] for m in args.messages]
+        self.calls.append(len(args.messages))
+        self.call_ids += [m.get("toolCallId", "") for m in args.messages]
+        return entries
+
+    @implements(APPEND)
+    async def append(self, args: AppendArgs, call: TypedCall[AppendArgs, None]) -> EntryId:
+        role = args.message.get("role")
+        if role == "toolResult":
+            if self.fail:
+                raise RemoteError("write_failed", "session write failed: No space left on device (ENOSPC)")
+            await self.release.wait()
+        entry = await super().append(args, call)
+        self.saved.append(role)
+        self.calls.append(1)
+        self.call_ids.append(args.message.get("toolCallId", ""))
+        return entry
+
+
+def _streams() -> tuple[trio.SocketStream, trio.SocketStream]:
+    a, b = socket.socketpair()
+    return trio.SocketStream(trio.socket.from_stdlib_socket(a)), trio.SocketStream(trio.socket.from_stdlib_socket(b))
+
+
+async def _pool(call: Any) -> Any:
+    """A stand-in tool pool: ``warm`` does nothing, every tool answers ``ok``."""
+    if call.method == "run_tool":
+        return {"content": [{"type": "text", "text": "ok"}]}
+    return None
+
+
+async def _serve(stream: trio.SocketStream, role: str, handler: Any) -> None:
+    """The server end of a link, until the other end closes it."""
+    async with open_peer(stream, side="server", role=role, name=role, handler=handler) as peer:
+        await peer.closed_event.wait()
+
+
+@asynccontextmanager
+async def _session(scripted: Any, tmp_path: Any, store: HeldStore) -> Any:
+    """A coordinator wired to the provider actor, the stand-in pool and ``store``; yields the
+    UI's peer."""
+    config = actor_config(scripted, tmp_path, tools=("bash",))
+    async with trio.open_nursery() as nursery:
+        provider_ours, provider_theirs = _streams()
+        nursery.start_soon(run_provider, {"coordinator": provider_theirs}, config.provider)
+        pool_ours, pool_theirs = _streams()
+        nursery.start_soon(_serve, pool_theirs, "tool-pool", _pool)
+        store_ours, store_theirs = _streams()
+        nursery.start_soon(_serve, store_theirs, "session-store", Router.serving(store, STORE))
+        async with (
+            open_peer(provider_ours, side="client", role="coordinator", name="provider") as provider,
+            open_peer(pool_ours, side="client", role="coordinator", name="tools") as tools,
+            open_peer(store_ours, side="client", role="coordinator", name="store") as store_peer,
+        ):
+            coordinator = Coordinator(config.coordinator, provider, tools, store_peer)
+            await coordinator.open_session({"cwd": str(tmp_path), "noSession": True})
+            ui_ours, ui_theirs = _streams()
+            nursery.start_soon(_serve, ui_theirs, "coordinator", coordinator.router())
+            async with open_peer(ui_ours, side="client", role="ui", name="coordinator") as ui:
+                yield ui
+        nursery.cancel_scope.cancel()
+
+
+async def _subscribe(ui: Any, seen: list[dict[str, Any]], ended: trio.Event, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async with ui.open_call("subscribe", {}) as call:
+        async for chunk in call:
+            if "snapshot" in chunk:
+                task_status.started(chunk["snapshot"]["seq"])
+                continue
+            seen.append(chunk)
+            if chunk["event"]["type"] == "agent_end":
+                ended.set()
+
+
+def _script(scripted: Any) -> None:
+    scripted.script.extend([
+        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo 1"})]),
+        Reply(text="all done"),
+    ])  # fmt: skip
+
+
+async def test_the_next_request_leaves_while_the_tool_result_is_saved_and_nobody_hears_of_it_before(scripted, tmp_path):
+    _script(scripted)
+    store = HeldStore()
+    with trio.fail_after(60):
+        async with _session(scripted, tmp_path, store) as ui, trio.open_nursery() as nursery:
+            seen: list[dict[str, Any]] = []
+            ended = trio.Event()
+            first_seq = await nursery.start(_subscribe, ui, seen, ended)
+            told: list[dict[str, Any]] = []
+
+            async def prompt() -> None:
+                async with open_method(ui, P.PROMPT, P.PromptArgs(text="go")) as call:
+                    async for event in call:
+                        told.append(msgspec_plain(event))
+                    await call.result()
+
+            nursery.start_soon(prompt)
+            # The second request goes out while the tool result's entry is not saved yet...
+            await scripted.wait_requests(2)
+            second = scripted.requests[1]["body"]["messages"]
+            assert any(m.get("role") == "tool" for m in second), second
+            assert store.saved == ["user", "assistant"]
+            # ... and nobody has heard of the tool result's end.
+            for events in ([u["event"] for u in seen], told):
+                assert not [e for e in events if e["type"] == "message_end" and e["message"]["role"] == "toolResult"]
+            store.release.set()
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+    # Every event in the loop's order, with contiguous seq after the snapshot's.
+    assert [u["seq"] for u in seen] == list(range(first_seq + 1, first_seq + 1 + len(seen)))
+    ends = [(u["event"]["type"], u["event"].get("message", {}).get("role")) for u in seen
+            if u["event"]["type"] in ("message_end", "turn_end", "turn_start", "agent_end")]  # fmt: skip
+    assert ends == [
+        ("turn_start", None), ("message_end", "user"), ("message_end", "assistant"), ("message_end", "toolResult"),
+        ("turn_end", "assistant"), ("turn_start", None), ("message_end", "assistant"), ("turn_end", "assistant"),
+        ("agent_end", None),
+    ]  # fmt: skip
+    # The file's order is the loop's.
+    assert store.saved == ["user", "assistant", "toolResult", "assistant"]
+
+
+async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_shown(scripted, tmp_path):
+    _script(scripted)
+    store = HeldStore(fail=True)
+    told: list[dict[str, Any]] = []
+    with trio.fail_after(60):
+        async with _session(scripted, tmp_path, store) as ui:
+            try:
+                async with ui.open_call("prompt", {"text": "go"}) as call:
+                    async for event in call:
+                        told.append(event)
+                    await call.result()
+            except RemoteError as exc:
+                assert exc.code == "write_failed" and "No space left on device" in exc.message
+            else:
+                raise AssertionError("the run went on without its tool result saved")
+    ends = [(e["type"], e.get("message", {}).get("role")) for e in told if e["type"] in ("message_end", "agent_end")]
+    assert ends[:2] == [("message_end", "user"), ("message_end", "assistant")]
+    assert ends[-1] == ("agent_end", None)
+    assert ("message_end", "toolResult") not in ends
+    assert store.saved == ["user", "assistant"]
+
+
+async def test_the_results_of_a_parallel_turn_that_wait_are_saved_together_in_call_order(scripted, tmp_path):
+    calls = [ScriptToolCall(name="bash", arguments={"command": f"echo {i}"}, id=f"call_{i}") for i in range(6)]
+    scripted.script.extend([Reply(tool_calls=calls), Reply(text="all done")])
+    store = HeldStore()
+    with trio.fail_after(60):
+        async with _session(scripted, tmp_path, store) as ui, trio.open_nursery() as nursery:
+            seen: list[dict[str, Any]] = []
+            ended = trio.Event()
+            await nursery.start(_subscribe, ui, seen, ended)
+            nursery.start_soon(_prompt, ui)
+            # Every result has been handed to the store (the next request is out) while the
+            # first append of results is held: the results that came after it wait, and go
+            # together in one call.
+            await scripted.wait_requests(2)
+            store.release.set()
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+    # user, assistant, the six results in at most two calls (the first held), the reply
+    assert store.calls[:2] == [1, 1] and store.calls[-1] == 1
+    assert sum(store.calls[2:-1]) == 6 and len(store.calls[2:-1]) <= 2, store.calls
+    assert store.saved == ["user", "assistant", *["toolResult"] * 6, "assistant"]
+    told = [u["event"]["message"]["toolCallId"] for u in seen
+            if u["event"]["type"] == "message_end" and u["event"]["message"]["role"] == "toolResult"]  # fmt: skip
+    assert told == [i for i in store.call_ids if i] and sorted(told) == [f"call_{i}" for i in range(6)]
+
+
+async def _prompt(ui: Any) -> None:
+    async with ui.open_call("prompt", {"text": "go"}) as call:
+        async for _ in call:
+            pass
+        await call.result()
+
+
+def msgspec_plain(event: Any) -> dict[str, Any]:
+    from pi_actors.protocol.events import event_to_plain
+
+    return event_to_plain(event)  # type: ignore[no-any-return]
