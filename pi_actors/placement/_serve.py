@@ -4,8 +4,8 @@ A served session is long-lived and interactive, so a placement does not ``run`` 
 (the batch runner's ``Placement.run``): it *opens* it and hands back where to reach its
 coordinator — a :class:`PlacedSession` whose ``link`` has a ``Peer``'s ``call`` /
 ``open_call`` / ``closed_event`` — until the block ends (or the session dies: then
-``link.closed_event`` is set and the server reopens it from its file, as after a local
-coordinator death).
+``link.closed_event`` is set and the server reopens it from its file at once, on a live
+node, keeping its clients' attachments: see ``NodeSessions.reopens_lost``).
 
 Two shapes:
 
@@ -136,7 +136,12 @@ class NodeSessions:
     nodes dial (an interface of this machine they can reach). ``workspace``: ``(head root,
     node root)`` when the nodes keep the workspace under another absolute root: every path
     of the runtime's configuration inside the head's root (its cwd, its sandbox's paths) is
-    moved under the node's (``_paths.rebase_paths``); the store's stay the head's."""
+    moved under the node's (``_paths.rebase_paths``); the store's stay the head's.
+
+    ``reopens_lost``: a node can die under a session, so the server reopens one whose link
+    closed by itself at once from its file (``server._hosting``), not at the next attach."""
+
+    reopens_lost = True
 
     def __init__(self, launcher: NodeLauncher, *, link_host: str = "127.0.0.1", workspace: tuple[str, str] | None = None) -> None:
         self.launcher = launcher

@@ -48,7 +48,7 @@ from ..protocol.server import (
     RegisterToolHostArgs,
     RemoveArgs,
 )
-from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, remote_error_of
+from ..runtime import ActorDied, ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, remote_error_of
 from ._fanout import _Client
 
 if TYPE_CHECKING:
@@ -175,6 +175,10 @@ class ConnectionCalls:
                     async for item in up:
                         await client.chunk(call, item)
                 value = await up.result()
+        except ActorDied as exc:
+            # Its runtime died under the call and is being reopened (a placed session whose
+            # node was lost): the attachment stays; the outcome of this call is unknown.
+            raise RemoteError("actor_died", exc.message) from None
         except ConnectionLost:
             raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}") from None
         except RemoteError as exc:

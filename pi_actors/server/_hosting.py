@@ -10,8 +10,10 @@ and the proxy that carries a session's tool calls to its remote tool host (a typ
 Where a session's runtime runs is the server's placement (``self.placement``, a
 ``placement.SessionHost``: ``open_session`` yields where to reach the coordinator): on this
 machine (``local``, ``pi_actors.actors.local``), or on a cluster's node with its store
-staying here (``placement._serve.NodeSessions``). A session whose node dies ends like one
-whose coordinator died here, and is reopened from its file on the next ``attach``.
+staying here (``placement._serve.NodeSessions``). A session here whose coordinator dies
+ends, and is reopened from its file on the next ``attach``; one whose node dies (a
+placement that ``reopens_lost``) is reopened from its file at once on a live node, its
+clients staying attached (``_host_session``).
 
 Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
 configuration), ``startup_failed``, ``server_draining``.
@@ -33,7 +35,20 @@ from ..actors.local import CoordinatorLink
 from ..placement import from_root, in_root
 from ..protocol.config import ExportsConfig, RuntimeConfig, SessionConfig, read_part
 from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
-from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
+from ..runtime import (
+    ConnectionLost,
+    Empty,
+    IncomingCall,
+    RemoteError,
+    RestartIntensity,
+    RestartPolicy,
+    Router,
+    TooManyRestarts,
+    TypedCall,
+    implements,
+    open_peer,
+    remote_error_of,
+)
 from ._auth import Identity
 from ._confine import CwdRefused, confine_cwd
 from ._registry import SessionRecord
@@ -44,6 +59,10 @@ if TYPE_CHECKING:
 __all__ = ["SessionHosting", "_Session"]
 
 log = logging.getLogger("pi_actors.server")
+
+#: Reopening a placed session whose node was lost: at most 3 in a minute (a session that
+#: kills every node it lands on must not take the cluster down with it), the first at once.
+_REOPEN_POLICY = RestartPolicy(max_restarts=3, window=60.0, backoff_first=1.0, backoff_max=5.0)
 
 
 class _Session:
@@ -209,31 +228,46 @@ class SessionHosting:
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
 
     async def _host_session(self, session: _Session, config: RuntimeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Run ``session`` until it ends. With a placement that reopens lost sessions
+        (``reopens_lost``: a node that can die under it) and a file on disk, a runtime whose
+        link closes without being asked to is started again from the file at once, on a live
+        node: attached clients keep their attachment; a call in flight fails "outcome unknown"
+        and is never re-sent (``CoordinatorLink``, as under a local supervisor's restart); the
+        next call waits for the new coordinator. At most ``_REOPEN_POLICY``'s restarts in its
+        window, then the session fails. The first start's errors propagate."""
+        reopens = bool(getattr(self.placement, "reopens_lost", False)) and session.record is not None and self.index is not None
+        link = CoordinatorLink(restartable=True, announce=False) if reopens else None
+        intensity = RestartIntensity(_REOPEN_POLICY)
         started = False
         try:
-            async with trio.open_nursery() as nursery:
-                tools_link = None
-                if session.tool_host is not None:
-                    tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    nursery.start_soon(self._tool_proxy, session, ours)
-                async with self.placement.open_session(
-                    config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
-                ) as placed:
-                    peer = placed.link
-                    session.node = placed.node
+            with session.scope:
+                while True:
                     try:
-                        await peer.call("session")
-                    except RemoteError as exc:
-                        raise RemoteError("startup_failed", exc.message) from None
-                    session.peer = peer
-                    self.sessions[session.id] = session
+                        lost = await self._host_generation(session, config, link, None if started else task_status)
+                    except Exception as exc:
+                        if not started or link is None:
+                            raise
+                        lost = f"could not be started again ({_describe(exc)})"  # counted below
                     started = True
-                    task_status.started()
-                    with session.scope:
-                        await peer.closed_event.wait()
+                    if link is None or session.end_reason is not None or self.draining:
                         if session.end_reason is None:
                             session.end_reason = "its coordinator process exited"
-                nursery.cancel_scope.cancel()
+                        break
+                    link._report_down(lost)
+                    try:
+                        delay = intensity.next_delay("the session's runtime")
+                    except TooManyRestarts as exc:
+                        session.end_reason = f"failed: the coordinator process {lost}, and {exc}"
+                        link._end(session.end_reason, failed=True)
+                        break
+                    log.warning("server: session %s: the coordinator process %s; reopening it from its file", session.id, lost)
+                    await trio.sleep(delay)
+                    try:
+                        config = self._session_config(self.make_config(session.cwd), session.record)
+                    except Exception as exc:
+                        session.end_reason = f"failed: cannot configure it again: {exc}"
+                        link._end(session.end_reason, failed=True)
+                        break
         except Exception as exc:
             if not started:
                 raise
@@ -242,7 +276,39 @@ class SessionHosting:
         finally:
             self.sessions.pop(session.id, None)
             session.end_reason = session.end_reason or "closed"
+            if link is not None:
+                link._end(session.end_reason, failed=False)
             session.ended.set()
+
+    async def _host_generation(self, session: _Session, config: RuntimeConfig, link: CoordinatorLink | None, task_status: Any) -> str:
+        """One placed run of ``session``'s runtime, until its coordinator's link closes; how
+        it ended (for "the coordinator process ..."). ``task_status``: the first run's, told
+        once the session is live (None for a reopen). Raises what its start-up raised."""
+        async with trio.open_nursery() as nursery:
+            tools_link = None
+            if session.tool_host is not None:
+                tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                nursery.start_soon(self._tool_proxy, session, ours)
+            async with self.placement.open_session(
+                config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
+            ) as placed:
+                peer = placed.link
+                session.node = placed.node
+                try:
+                    await peer.call("session")
+                except RemoteError as exc:
+                    raise RemoteError("startup_failed", exc.message) from None
+                if link is not None:
+                    link._attach(peer)
+                    if link.generation > 1:
+                        log.info("server: session %s reopened on %s", session.id, placed.node)
+                session.peer = link if link is not None else peer
+                if task_status is not None:
+                    self.sessions[session.id] = session
+                    task_status.started()
+                await peer.closed_event.wait()
+            nursery.cancel_scope.cancel()
+        return f"on {session.node} ended"
 
     async def _end_session(self, session: _Session, reason: str) -> None:
         session.end_reason = session.end_reason or reason
