@@ -1,9 +1,11 @@
 """``pi-actors serve --placement ray``: the real server as the Ray driver, each session's runtime
 a Ray actor on a worker node of a local cluster (``tests/support/ray_cluster.py``: a head and
 two workers, token auth) against the scripted model. The session store stays on the server;
-clients talk to the server only. Killing the session's node (kill -9 its raylet) ends the
-session as a local coordinator death would; attaching again reopens it from the server's file
-on the other worker, and nothing of it is left on the dead node. A tool host runs as a Ray
+clients talk to the server only; the server's agent files reach the node by value (a private
+copy there). Killing the session's node (kill -9 its raylet) under a prompt fails that prompt
+"outcome unknown" and the server reopens the session from its file on the other worker at
+once: the client's attachment goes on without an attach, and nothing of it is left on the
+dead node. A tool host runs as a Ray
 actor on the node its custom resource names. The tests share one cluster and run in file
 order: the node kill comes last."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -37,6 +40,12 @@ ray_cluster = ray_cluster_fixture(workers=2)
 def _session_processes(marker: str) -> list[int]:
     """The session actors of this test (they carry its marker, shipped to the node)."""
     return live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}") and "pi_actors.runtime.child" in cmdline(pid))
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        entries = f.read().decode(errors="replace").split("\0")
+    return dict(entry.split("=", 1) for entry in entries if "=" in entry)
 
 
 def _coordinator(marker: str) -> int:
@@ -97,21 +106,27 @@ async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_n
             assert await wait_all_gone(lambda: live_pids(lambda q: q == pid)) == []
 
 
-async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_other_node_when_its_node_dies(
+async def test_a_served_session_runs_on_a_worker_with_shipped_agent_files_and_is_reopened_at_once_when_its_node_dies(
     tmp_path, nursery, scripted, ray_cluster
 ):
-    scripted.script += [Reply(text="first answer"), Reply(text="second answer")]
+    show = 'echo "dir=$PI_ACTORS_DIR"; env'
+    scripted.script += [
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": show})]),
+        Reply(text="first answer"),
+        Reply(text="an answer the dying node never finishes", hang_after_start=True),
+        Reply(text="second answer"),
+    ]
     env = Env(tmp_path, scripted)
     (env.home / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
     env.env.update(ray_cluster.env)
     serve = await trio.lowlevel.open_process(
-        [CLI, "serve", "--listen", "127.0.0.1:0", "--model", "scripted/scripted-model", "--sandbox", "off", "--tools", "read",
+        [CLI, "serve", "--listen", "127.0.0.1:0", "--model", "scripted-anthropic/scripted-claude", "--tools", "read,bash",
          "--placement", "ray", "--ray-address", ray_cluster.address, "--ray-resources", '{"pi_worker": 1}'],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
     )  # fmt: skip
     try:
         out = Lines(serve.stdout)
-        with trio.fail_after(150):
+        with trio.fail_after(180):
             token_file = (await out.next()).removeprefix("admin token file: ")
             assert await out.next() == "placement: ray"
             url = (await out.next()).removeprefix("listening: ")
@@ -122,11 +137,8 @@ async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_othe
                 node = ray_cluster.node_of(first)
                 assert node in ray_cluster.workers  # placed on a worker, through Ray
                 on_node = [p for p in _session_processes(env.marker) if ray_cluster.node_of(p) is node]
-                assert {cmdline(p).split("pi_actors.runtime.child ")[1].split()[0] for p in on_node} == {
-                    "coordinator",
-                    "provider",
-                    "tool-pool",
-                }
+                actors = [cmdline(p).split("pi_actors.runtime.child ", 1) for p in on_node]
+                assert {"coordinator", "provider", "tool-pool"} <= {a[1].split()[0] for a in actors if len(a) == 2}
                 # The store is the server's own child, here on the head, not on the node.
                 (store,) = [p for p in _session_processes(env.marker) if "child session-store" in cmdline(p)]
                 assert ray_cluster.node_of(store) is None
@@ -136,36 +148,43 @@ async def test_a_served_session_on_a_worker_node_answers_and_reopens_on_the_othe
                 sessions = env.home / "server" / "sessions" / sid
                 (name,) = [f for f in os.listdir(sessions) if f.endswith(".jsonl")]
                 assert '"first answer"' in (sessions / name).read_text()
+                # The agent files reached the node by value: a private copy there, not the
+                # server's directory; the provider got its key, the sandboxed tool neither it
+                # nor Ray's token.
+                (provider,) = [p for p in on_node if "child provider" in cmdline(p)]
+                private = _environ(provider)["PI_ACTORS_DIR"]
+                assert private != str(env.home) and not private.startswith(str(tmp_path))
+                assert open(os.path.join(private, "models.json")).read() == (env.home / "models.json").read_text()
+                anthropic = [r for r in scripted.requests if r["path"].endswith("/v1/messages")]
+                assert anthropic and all(r["headers"].get("authorization") == "Bearer anthropic-test-key" for r in anthropic)
+                tool_output = json.dumps(anthropic[-1]["body"]["messages"])
+                assert re.findall(r"dir=(/[^\s\\\"]*)", tool_output) == [private]
+                assert "PATH=" in tool_output and "anthropic-test-key" not in tool_output
+                assert ray_cluster.env["RAY_AUTH_TOKEN"] not in tool_output
 
-                codes: list[str] = []
-                terminated = trio.Event()
+                # The node dies under a prompt: the server reopens the session on the other
+                # worker at once; the same attachment goes on, the lost prompt is not re-sent.
+                failed: list[RemoteError] = []
+                async with trio.open_nursery() as inner:
 
-                async def watch(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                    try:
-                        async with s.open_call("subscribe") as call:
-                            async for chunk in call:
-                                if "snapshot" in chunk:
-                                    task_status.started()
-                    except RemoteError as exc:
-                        codes.append(exc.code)
-                    terminated.set()
+                    async def in_flight() -> None:
+                        with pytest.raises(RemoteError) as info:
+                            await s.call("prompt", {"text": "lost question"})
+                        failed.append(info.value)
 
-                await nursery.start(watch)
-                ray_cluster.kill_raylet(node)
+                    inner.start_soon(in_flight)
+                    await scripted.wait_requests(len(scripted.requests) + 1)
+                    sent_before = len(scripted.requests)
+                    ray_cluster.kill_raylet(node)
+                assert failed[0].code == "actor_died" and "the outcome of the prompt is unknown" in failed[0].message
                 assert await wait_all_gone(lambda: [p for p in on_node if p in _session_processes(env.marker)]) == []
-                await terminated.wait()  # the subscription ended with the session
-                assert codes in ([], ["session_terminated"])
-                with pytest.raises(RemoteError) as info:
-                    await s.call("get_state")
-                assert info.value.code == "session_terminated"  # as when a local coordinator dies
 
-                again = await RemoteSession.attach(peer, sid)  # reopened from the server's file
+                await s.call("prompt", {"text": "second question"})  # no attach
                 second = _coordinator(env.marker)
                 assert ray_cluster.node_of(second) in ray_cluster.workers and ray_cluster.node_of(second) is not node
-                await again.call("prompt", {"text": "second question"})
-                texts = [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
-                         for m in scripted.requests[-1]["body"]["messages"]]  # fmt: skip
-                assert texts[-3:] == ["first question", "first answer", "second question"]
+                assert len(scripted.requests) == sent_before + 1  # the lost prompt was not sent again
+                sent = json.dumps(scripted.requests[-1]["body"]["messages"])
+                assert sent.index("first question") < sent.index("first answer") < sent.index("second question")
     finally:
         serve.terminate()
         with trio.fail_after(30):
