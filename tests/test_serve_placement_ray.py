@@ -7,7 +7,8 @@ copy there). Killing the session's node (kill -9 its raylet) under a prompt fail
 once: the client's attachment goes on without an attach, and nothing of it is left on the
 dead node. A tool host runs as a Ray
 actor on the node its custom resource names. The tests share one cluster and run in file
-order: the node kill comes last."""
+order: the node kill comes last. ``--ray-tool-hosts`` runs each session's tools in a tool
+host of its own, a Ray actor on the node its custom resource names."""
 
 from __future__ import annotations
 
@@ -15,17 +16,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 import trio
 from _procs import cmdline, environ_has, live_pids, wait_all_gone
-from conftest import CLI, Env, actor_config, served_credentials
+from conftest import CLI, Env
 from support.ray_cluster import ray_cluster_fixture
 from support.wire import Lines
 
 from pi_actors.runtime import RemoteError
-from pi_actors.server import Server
 from pi_actors.server.client import RemoteSession, connect
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -53,57 +52,61 @@ def _coordinator(marker: str) -> int:
     return pid
 
 
-#: A Ray driver of its own (Ray's state is per process): starts tool host "h1" as a Ray actor,
-#: prints its node, and stops it when its stdin closes.
-_TOOL_HOST_DRIVER = """
-import json, sys
-from pi_actors.placement import RayNodes
-a = json.loads(sys.argv[1])
-nodes = RayNodes(a["address"])
-host = nodes.start_tool_host(connect=a["url"], token="h1-tok", name="h1", workspace=a["workspace"],
-                             resources={a["resource"]: 1}, sandbox="off")
-print(host.node, flush=True)
-sys.stdin.read()
-host.stop()
-nodes.shutdown()
-"""
+async def _serve(env: Env, ray_cluster, *flags: str):  # type: ignore[no-untyped-def]
+    return await trio.lowlevel.open_process(
+        [CLI, "serve", "--listen", "127.0.0.1:0", "--model", "scripted-anthropic/scripted-claude", "--placement", "ray",
+         "--ray-address", ray_cluster.address, "--ray-resources", '{"pi_worker": 1}', *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env.env, cwd=env.work,
+    )  # fmt: skip
 
 
-async def test_a_tool_host_runs_as_a_ray_actor_on_the_node_its_custom_resource_names(tmp_path, nursery, scripted, ray_cluster):
-    served, workspace = tmp_path / "served", tmp_path / "host-ws"
-    served.mkdir()
-    workspace.mkdir()
+async def test_serve_runs_each_sessions_tools_in_a_tool_host_on_the_node_with_the_named_resource(tmp_path, scripted, ray_cluster):
     scripted.script += [
-        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd"})]),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; echo tools-ran"})]),
         Reply(text="done"),
     ]
-    server = Server(lambda cwd: actor_config(scripted, cwd), default_cwd=str(served), credentials=served_credentials())
+    env = Env(tmp_path, scripted)
+    env.env.update(ray_cluster.env)
     target = ray_cluster.workers[-1]
-    with trio.fail_after(150):
-        async with server.running():
-            ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
-            url = f"ws://127.0.0.1:{ws.port}/"
-            job = {"address": ray_cluster.address, "url": url, "workspace": str(workspace), "resource": target.resource}
-            driver = await trio.lowlevel.open_process(
-                [sys.executable, "-c", _TOOL_HOST_DRIVER, json.dumps(job)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                env={**os.environ, **ray_cluster.env},
-            )  # fmt: skip
-            try:
-                assert (await Lines(driver.stdout).next()).count("/") == 1  # the node's ip/id
-                while "h1" not in server.tool_hosts:
-                    await server.tool_host_changed.wait()
-                (pid,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and "--name h1" in cmdline(p))
-                assert ray_cluster.node_of(pid) is target  # chosen by its resource
-                async with connect(url, token="tok") as peer:
-                    sid = (await peer.call("create", {"toolHost": "h1"}))["sessionId"]
-                    s = await RemoteSession.attach(peer, sid)
-                    await s.call("prompt", {"text": "where do tools run?"})
-                assert str(workspace) in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
-            finally:
-                await driver.stdin.aclose()
-                await driver.wait()
-            assert driver.returncode == 0
-            assert await wait_all_gone(lambda: live_pids(lambda q: q == pid)) == []
+    # No node has the resource asked for: one line at start-up, nothing served.
+    refused = await _serve(env, ray_cluster, "--ray-tool-hosts", '{"pi_no_such_node": 1}')
+    with trio.fail_after(120):
+        await refused.wait()
+        err = (await refused.stderr.receive_some(65536)).decode()
+    assert refused.returncode == 1
+    assert err.strip().splitlines() == [
+        f"Error: no node of the Ray cluster at {ray_cluster.address} has the resources of --ray-tool-hosts (pi_no_such_node 1)"
+    ]
+
+    serve = await _serve(env, ray_cluster, "--tools", "bash", "--ray-tool-hosts", json.dumps({target.resource: 1}))
+    try:
+        out = Lines(serve.stdout)
+        with trio.fail_after(180):
+            token_file = (await out.next()).removeprefix("admin token file: ")
+            assert await out.next() == "placement: ray"
+            url = (await out.next()).removeprefix("listening: ")
+            async with connect(url, token=open(token_file).read().strip()) as peer:
+                sid = (await peer.call("create", {}))["sessionId"]
+                name = f"ray-{sid}"
+                assert (await peer.call("list"))["sessions"][0]["toolHost"] == name
+                (host,) = live_pids(lambda p: "tool-host --connect" in cmdline(p) and f"--name {name}" in cmdline(p))
+                assert ray_cluster.node_of(host) is target  # chosen by its resource
+                s = await RemoteSession.attach(peer, sid)
+                await s.call("prompt", {"text": "where do tools run?"})
+                # The session's node runs no tool pool: its tools ran in the tool host, in its cwd.
+                assert not [p for p in _session_processes(env.marker) if "child tool-pool" in cmdline(p)]
+                result = json.dumps(scripted.requests[-1]["body"]["messages"][-1])
+                assert f"{env.work}\\ntools-ran" in result
+                credentials = json.loads((env.home / "server" / "credentials.json").read_text())
+                assert name in json.dumps(credentials)
+                await peer.call("remove", {"sessionId": sid})
+            assert await wait_all_gone(lambda: live_pids(lambda q: q == host)) == []  # ended with its session
+            assert name not in (env.home / "server" / "credentials.json").read_text()  # and its credential
+    finally:
+        serve.terminate()
+        with trio.fail_after(30):
+            await serve.wait()
+    assert await wait_all_gone(lambda: _session_processes(env.marker)) == []
 
 
 async def test_a_served_session_runs_on_a_worker_with_shipped_agent_files_and_is_reopened_at_once_when_its_node_dies(

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster of --placement ray (default: auto, the running one)")
     p.add_argument("--ray-resources", metavar="JSON",
                    help='custom Ray resources each session asks for, e.g. \'{"pi_worker": 1}\' (--placement ray)')
+    p.add_argument("--ray-tool-hosts", metavar="JSON", type=_resources_flag,
+                   help='run each session\'s tools in a tool host of its own, a Ray actor on a node with these custom'
+                        ' resources, e.g. \'{"tool_host": 1}\' (--placement ray; needs --listen)')
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
@@ -205,6 +208,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _resources_flag(value: str) -> dict[str, float]:
+    """``--ray-tool-hosts``: a JSON object of custom resource -> amount (> 0); else an
+    argparse error (one line, exit 2)."""
+    try:
+        resources = json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); want an object like '{{\"tool_host\": 1}}'") from None
+    if not isinstance(resources, dict) or not resources:
+        raise argparse.ArgumentTypeError("want a JSON object of resource amounts, like '{\"tool_host\": 1}'")
+    for name, amount in resources.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount > 0:
+            raise argparse.ArgumentTypeError(f"the amount of {name!r} must be a number above 0, not {json.dumps(amount)}")
+    return {name: float(amount) for name, amount in resources.items()}
+
+
 def _placement(args: argparse.Namespace) -> Any:
     """The placement of ``--placement`` (None: the server's default, this machine)."""
     from ..placement import PlacementError, make_session_host
@@ -212,6 +230,10 @@ def _placement(args: argparse.Namespace) -> Any:
 
     if (args.ray_address or args.ray_resources) and args.placement != "ray":
         raise ConfigError("--ray-address and --ray-resources go with --placement ray")
+    if args.ray_tool_hosts and args.placement != "ray":
+        raise ConfigError("--ray-tool-hosts goes with --placement ray")
+    if args.ray_tool_hosts and not args.listen:
+        raise ConfigError("--ray-tool-hosts needs --listen HOST:PORT (the tool hosts dial the server there)")
     if args.placement == "local":
         return None
     resources = None
@@ -223,7 +245,7 @@ def _placement(args: argparse.Namespace) -> Any:
         except ValueError as exc:
             raise ConfigError(f"--ray-resources wants a JSON object of amounts, like '{{\"tool_host\": 1}}': {exc}") from None
     try:
-        return make_session_host("ray", address=args.ray_address, resources=resources)
+        return make_session_host("ray", address=args.ray_address, resources=resources, tool_hosts=args.ray_tool_hosts)
     except PlacementError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -350,6 +372,11 @@ async def serve(args: argparse.Namespace) -> int:
                     ws = await nursery.start(partial(server.serve_websocket, host, int(port), None, ssl_context=tls, web=args.web))
                 except OSError as exc:
                     raise ConfigError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
+                if args.ray_tool_hosts:
+                    # Where the sessions' tool hosts on the cluster dial us: this address, or
+                    # the one the nodes reach when listening on every interface.
+                    near = getattr(server.placement, "link_host", host) if host.strip("[]") in ("0.0.0.0", "::", "") else host
+                    server.tool_host_url = f"{'wss' if tls else 'ws'}://{near}:{ws.port}/"
                 web = f" (web: {'https' if tls else 'http'}://{host}:{ws.port}/)" if args.web else ""
                 print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/{web}", flush=True)
             if args.unix:

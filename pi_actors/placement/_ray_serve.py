@@ -251,6 +251,17 @@ class RayNodes:
         ref = actor.run.remote(argv, {"PI_ACTORS_TOKEN": token})
         return RayToolHost(ray, actor, str(node), ref)
 
+    def check_resources(self, resources: dict[str, float], what: str) -> None:
+        """Raise :class:`PlacementError` (one line naming ``what``) when no live node of the
+        cluster has every amount of ``resources``: an actor asking for them would wait for
+        ever."""
+        for node in self._ray.nodes():
+            have = node.get("Resources", {}) if node.get("Alive") else {}
+            if all(have.get(name, 0.0) >= amount for name, amount in resources.items()):
+                return
+        wanted = ", ".join(f"{name} {amount:g}" for name, amount in resources.items())
+        raise PlacementError(f"no node of the Ray cluster at {self.address} has the resources of {what} ({wanted})")
+
     def shutdown(self) -> None:
         """Disconnect from the cluster (idempotent)."""
         if self._ray.is_initialized():

@@ -25,7 +25,8 @@ import logging
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -49,7 +50,7 @@ from ..runtime import (
     open_peer,
     remote_error_of,
 )
-from ._auth import Identity
+from ._auth import CredentialsError, Identity
 from ._confine import CwdRefused, confine_cwd
 from ._registry import SessionRecord
 
@@ -63,6 +64,8 @@ log = logging.getLogger("pi_actors.server")
 #: Reopening a placed session whose node was lost: at most 3 in a minute (a session that
 #: kills every node it lands on must not take the cluster down with it), the first at once.
 _REOPEN_POLICY = RestartPolicy(max_restarts=3, window=60.0, backoff_first=1.0, backoff_max=5.0)
+#: How long a session's tool host started on the cluster may take to register with us.
+_TOOL_HOST_REGISTER_TIMEOUT = 60.0
 
 
 class _Session:
@@ -110,6 +113,10 @@ class SessionHosting:
     _starting: dict
     _start_limiter: Any
     placement: Any
+    credentials: Any
+    tool_host_changed: Any
+    #: The WebSocket URL a session's tool host on the cluster dials (``serve`` sets it).
+    tool_host_url: str | None
 
     @contextmanager
     def _reserving(self, identity: Identity | None, owner: str) -> Iterator[None]:
@@ -239,8 +246,11 @@ class SessionHosting:
         link = CoordinatorLink(restartable=True, announce=False) if reopens else None
         intensity = RestartIntensity(_REOPEN_POLICY)
         started = False
+        tool_host: Any = None
         try:
             with session.scope:
+                if getattr(self.placement, "tool_hosts", None) and session.tool_host is None:
+                    tool_host = await self._start_placed_tool_host(session)
                 while True:
                     try:
                         lost = await self._host_generation(session, config, link, None if started else task_status)
@@ -278,7 +288,48 @@ class SessionHosting:
             session.end_reason = session.end_reason or "closed"
             if link is not None:
                 link._end(session.end_reason, failed=False)
+            if tool_host is not None:
+                self._stop_placed_tool_host(tool_host, session.tool_host or "")
             session.ended.set()
+
+    async def _start_placed_tool_host(self, session: _Session) -> Any:
+        """Start ``session``'s own tool host through the placement (``serve --ray-tool-hosts``:
+        a Ray actor on a node with the placement's ``tool_hosts`` resources), dialling this
+        server with a tool-host credential of its own (``ray-<session id>``, removed with it),
+        its tools working in the session's cwd; wait until it has registered and make it the
+        session's tool host. Returns its handle (``stop()``). Raises RemoteError
+        ``startup_failed`` when it cannot."""
+        url, credentials = getattr(self, "tool_host_url", None), getattr(self, "credentials", None)
+        if url is None or credentials is None:
+            raise RemoteError("startup_failed", "a tool host on the cluster needs the server's credentials and a WebSocket listener")
+        name = f"ray-{session.id}"
+        with suppress(CredentialsError):
+            credentials.remove(name)  # left by a server that was killed
+        token = credentials.add(name, "tool-host")
+        host = None
+        try:
+            start = partial(self.placement.start_tool_host, connect=url, token=token, name=name, workspace=session.cwd)
+            host = await trio.to_thread.run_sync(start)
+            with trio.fail_after(_TOOL_HOST_REGISTER_TIMEOUT):
+                while name not in self.tool_hosts:
+                    await self.tool_host_changed.wait()
+        except BaseException as exc:
+            self._stop_placed_tool_host(host, name)
+            if isinstance(exc, (OSError, trio.TooSlowError)):
+                what = "did not register in time" if isinstance(exc, trio.TooSlowError) else str(exc)
+                raise RemoteError("startup_failed", f"the session's tool host on the cluster: {what}") from None
+            raise
+        log.info("server: session %s: tool host %s on %s", session.id, name, host.node)
+        session.tool_host = name
+        return host
+
+    def _stop_placed_tool_host(self, host: Any, name: str) -> None:
+        """End a tool host of :meth:`_start_placed_tool_host` (``host`` None: not started)
+        and remove its credential."""
+        if host is not None:
+            host.stop()
+        with suppress(CredentialsError):
+            self.credentials.remove(name)
 
     async def _host_generation(self, session: _Session, config: RuntimeConfig, link: CoordinatorLink | None, task_status: Any) -> str:
         """One placed run of ``session``'s runtime, until its coordinator's link closes; how
