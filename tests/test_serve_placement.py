@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.wire import Lines
 
+from pi_actors.coding.session import SessionWriter
+from pi_actors.coding.session.roots import resolved_header, stored_header
 from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
@@ -172,40 +174,71 @@ async def _serving(make, root, state, placement=None):
                   state_dir=str(state), placement=placement)  # fmt: skip
 
 
-async def test_a_session_written_under_workspace_root_a_resumes_under_root_b(scripted, tmp_path, nursery):
-    """Issue 19 (4): the server keeps a session's cwd relative to its root, so the session
-    reopens in the same project under another absolute root (a moved workspace, another node)."""
-    root_a, root_b, state = tmp_path / "A", tmp_path / "B", tmp_path / "state"
+async def test_a_session_written_under_workspace_root_a_is_forked_and_resumed_under_root_b(scripted, tmp_path, nursery):
+    """Issue 19 (4): the server keeps a session's cwd relative to its root, in its index and
+    in its file's header (``cwd``, and a fork's ``parentSession``), so the session reopens
+    in the same project under another absolute root (a moved workspace, another node)."""
+    root_a, root_b = tmp_path / "A", tmp_path / "B"
     (root_a / "proj").mkdir(parents=True)
     (root_a / "proj" / "notes.txt").write_text("written under A\n")
     scripted.script += [
-        Reply(text="first answer"),
+        Reply(text="a1"),
+        Reply(text="a2"),
         Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat notes.txt"})]),
         Reply(text="done"),
     ]
     make = lambda cwd: actor_config(scripted, cwd)  # noqa: E731
     with trio.fail_after(120):
-        server = await _serving(make, root_a, state)
+        server = await _serving(make, root_a, root_a / ".state")  # the session files inside the root too
         async with server.running():
             ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
             async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
                 sid = (await peer.call("create", {}))["sessionId"]
                 s = await RemoteSession.attach(peer, sid)
-                await s.call("prompt", {"text": "first question"})
+                await s.call("prompt", {"text": "q1"})
+                await s.call("prompt", {"text": "q2"})
+                second = [m for m in (await s.call("fork_messages"))["messages"] if m["text"] == "q2"][0]
+                first_file = (await server.sessions[sid].peer.call("session"))["path"]
+                forked = (await s.call("fork", {"entryId": second["entryId"]}))["path"]
+        headers = {path: json.loads(open(path).readline()) for path in (first_file, forked)}
+        assert headers[first_file]["cwd"] == "proj" and "parentSession" not in headers[first_file]
+        assert (headers[forked]["cwd"], headers[forked]["parentSession"]) == ("proj", os.path.relpath(first_file, root_a))
         shutil.move(str(root_a), str(root_b))  # the workspace now lives under another root
 
-        server = await _serving(make, root_b, state)
+        server = await _serving(make, root_b, root_b / ".state")
         async with server.running():
             ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
             async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
                 (listed,) = (await peer.call("list"))["sessions"]
                 assert (listed["id"], listed["cwd"]) == (sid, str(root_b / "proj"))
-                again = await RemoteSession.attach(peer, sid)
+                again = await RemoteSession.attach(peer, sid)  # resumes the fork, under B
+                opened = await server.sessions[sid].peer.call("session")
+                assert opened["path"] == os.path.join(root_b, os.path.relpath(forked, root_a))
+                assert opened["header"]["cwd"] == str(root_b / "proj")
+                assert opened["header"]["parentSession"] == os.path.join(root_b, os.path.relpath(first_file, root_a))
                 await again.call("prompt", {"text": "where are you?"})
     sent = scripted.requests[-1]["body"]["messages"]
     texts = [m["content"] if isinstance(m["content"], str) else "".join(p.get("text", "") for p in m["content"] or []) for m in sent]
-    assert ["first question", "first answer"] == [t for t in texts if t in ("first question", "first answer")]
+    assert [t for t in texts if t in ("q1", "a1", "q2")] == ["q1", "a1"]  # the fork: before q2
     assert f"{root_b / 'proj'}\nwritten under A" in texts[-1]  # the tool ran in the project under B
+
+
+def test_a_session_header_keeps_absolute_paths_without_a_root_and_reads_old_absolute_headers(tmp_path):
+    """Without a root (the plain CLI) the header is what it always was; with one, an old
+    header's absolute paths (and a path outside the root) are kept; a stored relative path
+    that climbs out of the root is refused."""
+    header = {"type": "session", "version": 3, "id": "x", "timestamp": "t", "cwd": "/w/proj", "parentSession": "/elsewhere/p.jsonl"}
+    assert stored_header(header, None) is header and resolved_header(header, None) is header
+    assert stored_header(header, "/w") == {**header, "cwd": "proj"}  # parentSession outside: absolute
+    assert stored_header({**header, "cwd": "/w"}, "/w")["cwd"] == "."
+    assert resolved_header(header, "/v") is header  # an old, absolute header
+    assert resolved_header({**header, "cwd": "."}, "/v")["cwd"] == "/v"
+    with pytest.raises(ValueError):
+        resolved_header({**header, "cwd": "../x"}, "/v")
+    plain = SessionWriter.create(str(tmp_path), str(tmp_path / "proj"), lazy=False)
+    plain.append_entry({"type": "custom", "customType": "note", "data": {}})
+    plain.close()
+    assert json.loads(open(plain.path).readline())["cwd"] == str(tmp_path / "proj")
 
 
 async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_copy(scripted, tmp_path, nursery):

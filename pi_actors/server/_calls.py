@@ -175,12 +175,8 @@ class ConnectionCalls:
                     async for item in up:
                         await client.chunk(call, item)
                 value = await up.result()
-        except ActorDied as exc:
-            # Its runtime died under the call and is being reopened (a placed session whose
-            # node was lost): the attachment stays; the outcome of this call is unknown.
-            raise RemoteError("actor_died", exc.message) from None
-        except ConnectionLost:
-            raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}") from None
+        except ConnectionLost as exc:
+            raise _lost(session, exc) from None
         except RemoteError as exc:
             if session.end_reason is not None and exc.code in ("connection_lost", "cancelled"):
                 raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason}") from None
@@ -190,3 +186,13 @@ class ConnectionCalls:
             await server.follow_fork(session)
         await client.flushed(call)
         return value
+
+
+def _lost(session: Any, exc: ConnectionLost) -> RemoteError:
+    """The error of a call whose session's coordinator went away under it: ``actor_died``
+    when the runtime died and the session is being reopened (its link is restartable: a
+    placed session whose node was lost) — the attachment stays, the outcome of the call is
+    unknown —, else ``session_terminated``."""
+    if isinstance(exc, ActorDied) and getattr(session.peer, "restartable", False):
+        return RemoteError("actor_died", exc.message)
+    return RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}")

@@ -167,7 +167,11 @@ class SessionHosting:
         if record is not None and self.index is not None:
             session = SessionConfig(resume=self.index.file_path(record), session_dir=directory, agent_dir=coordinator.session.agent_dir)
             coordinator = replace(coordinator, session=session)
-        return replace(config, tools=tools, coordinator=coordinator)
+        store = config.store
+        if record is not None and self.index is not None:
+            # The session file's header keeps its paths relative to our root (``roots``).
+            store = replace(store, root=self.root)
+        return replace(config, tools=tools, coordinator=coordinator, store=store)
 
     async def create_session(self, args: CreateArgs, identity: Identity) -> str:
         """``create``: start a new session owned by ``identity``; its id. Raises RemoteError
