@@ -5,7 +5,8 @@ Usage::
     pi-actors serve --listen 127.0.0.1:8765 [--web] [--unix PATH] [--state-dir DIR] [--root DIR]
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
-                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]]
+                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]
+                                           [--ray-tool-hosts JSON]]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
@@ -32,6 +33,9 @@ free port) and flushes, so a supervisor can read them.
 ``--placement ray`` runs each session's runtime (coordinator, provider, tool pool) on a node
 of the Ray cluster at ``--ray-address`` (default ``auto``); its session store stays here and
 clients still connect here (``placement._serve``). Default ``local``: on this machine.
+``--ray-tool-hosts '{"tool_host": 1}'`` runs each session's tools in a tool host of its own, a
+Ray actor on a node with those custom resources, which dials this server's ``--listen``
+address with a tool-host credential made for the session (removed with it).
 
 Transport limits (``runtime._accept``): a connection must finish TCP accept, TLS and the
 upgrade within ``--handshake-timeout`` seconds and its hello within as many again; at most
