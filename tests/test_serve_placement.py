@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.wire import Lines
 
+from pi_actors.coding.session import SessionWriter
+from pi_actors.coding.session.roots import resolved_header, stored_header
 from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
@@ -90,10 +92,14 @@ async def placed(scripted, tmp_path, nursery):
     assert nodes.nodes == []  # every node stopped with the server
 
 
-async def test_a_session_on_another_node_keeps_acknowledged_entries_on_the_head_and_reopens_elsewhere_when_it_dies(
+async def test_a_session_whose_node_dies_is_reopened_elsewhere_at_once_and_its_attached_client_goes_on(
     placed, scripted, tmp_path
 ):
-    scripted.script += [Reply(text="first answer"), Reply(text="second answer")]
+    scripted.script += [
+        Reply(text="first answer"),
+        Reply(text="an answer the dying node never finishes", hang_after_start=True),
+        Reply(text="third answer"),
+    ]
     with trio.fail_after(120):
         async with connect(placed.url, token="tok") as peer:
             sid = (await peer.call("create", {}))["sessionId"]
@@ -109,25 +115,37 @@ async def test_a_session_on_another_node_keeps_acknowledged_entries_on_the_head_
             assert done is None or isinstance(done, dict)
             (name,) = [f for f in os.listdir(tmp_path / "state" / "sessions" / sid) if f.endswith(".jsonl")]
             head_file = str(tmp_path / "state" / "sessions" / sid / name)
-            acknowledged = _file_texts(head_file)
-            assert acknowledged == ["user: first question", "assistant: first answer"]
+            assert _file_texts(head_file) == ["user: first question", "assistant: first answer"]
 
-            node.kill()  # the node dies with everything on it
-            while sid in placed.sessions:
-                await placed.sessions[sid].ended.wait()
+            failed: list[RemoteError] = []
+            async with trio.open_nursery() as nursery:
+
+                async def in_flight() -> None:
+                    with pytest.raises(RemoteError) as info:
+                        await s.call("prompt", {"text": "second question"})
+                    failed.append(info.value)
+
+                nursery.start_soon(in_flight)
+                await scripted.wait_requests(2)  # the second prompt is streaming on the node
+                acknowledged = _file_texts(head_file)
+                node.kill()  # the node dies with everything on it
+            # The prompt in flight: outcome unknown, not re-sent; the session is not over.
+            assert failed[0].code == "actor_died" and "the outcome of the prompt is unknown" in failed[0].message
             await _gone([node.process.pid, *on_node])  # nothing stray
-            assert _file_texts(head_file) == acknowledged  # what was acknowledged is on the head's disk
-            with pytest.raises(RemoteError) as info:
-                await s.call("get_state")
-            assert info.value.code == "session_terminated"  # as when a local coordinator dies
+            assert _file_texts(head_file)[: len(acknowledged)] == acknowledged  # acknowledged entries on the head's disk
 
-            again = await RemoteSession.attach(peer, sid)  # reopened from its file, on a new node
+            # No attach: the same attachment reaches the session reopened on a new node.
+            await s.call("prompt", {"text": "third question"})
             (new_node,) = placed.nodes.nodes
-            assert new_node is not node and placed.sessions[sid].node.endswith(f"pid {new_node.process.pid}")
-            await again.call("prompt", {"text": "second question"})
+            assert new_node is not node and placed.sessions[sid] is session
+            assert session.node.endswith(f"pid {new_node.process.pid}")
+            assert len(scripted.requests) == 3  # the second prompt was never sent again
             sent = [m.get("content") for m in scripted.requests[-1]["body"]["messages"]]
-            assert [c if isinstance(c, str) else c[0]["text"] for c in sent][-3:] == ["first question", "first answer", "second question"]
-            assert _file_texts(head_file)[-2:] == ["user: second question", "assistant: second answer"]
+            texts = [c if isinstance(c, str) else c[0]["text"] for c in sent]
+            assert [t for t in texts if "question" in t or "answer" in t][:2] == ["first question", "first answer"]
+            assert texts[-1] == "third question"
+            assert _file_texts(head_file)[-2:] == ["user: third question", "assistant: third answer"]
+            assert (await s.call("get_state"))["sessionId"] == sid
 
 
 async def test_serve_placement_flags_say_what_is_wrong_in_one_line(env):
@@ -156,40 +174,71 @@ async def _serving(make, root, state, placement=None):
                   state_dir=str(state), placement=placement)  # fmt: skip
 
 
-async def test_a_session_written_under_workspace_root_a_resumes_under_root_b(scripted, tmp_path, nursery):
-    """Issue 19 (4): the server keeps a session's cwd relative to its root, so the session
-    reopens in the same project under another absolute root (a moved workspace, another node)."""
-    root_a, root_b, state = tmp_path / "A", tmp_path / "B", tmp_path / "state"
+async def test_a_session_written_under_workspace_root_a_is_forked_and_resumed_under_root_b(scripted, tmp_path, nursery):
+    """Issue 19 (4): the server keeps a session's cwd relative to its root, in its index and
+    in its file's header (``cwd``, and a fork's ``parentSession``), so the session reopens
+    in the same project under another absolute root (a moved workspace, another node)."""
+    root_a, root_b = tmp_path / "A", tmp_path / "B"
     (root_a / "proj").mkdir(parents=True)
     (root_a / "proj" / "notes.txt").write_text("written under A\n")
     scripted.script += [
-        Reply(text="first answer"),
+        Reply(text="a1"),
+        Reply(text="a2"),
         Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; cat notes.txt"})]),
         Reply(text="done"),
     ]
     make = lambda cwd: actor_config(scripted, cwd)  # noqa: E731
     with trio.fail_after(120):
-        server = await _serving(make, root_a, state)
+        server = await _serving(make, root_a, root_a / ".state")  # the session files inside the root too
         async with server.running():
             ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
             async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
                 sid = (await peer.call("create", {}))["sessionId"]
                 s = await RemoteSession.attach(peer, sid)
-                await s.call("prompt", {"text": "first question"})
+                await s.call("prompt", {"text": "q1"})
+                await s.call("prompt", {"text": "q2"})
+                second = [m for m in (await s.call("fork_messages"))["messages"] if m["text"] == "q2"][0]
+                first_file = (await server.sessions[sid].peer.call("session"))["path"]
+                forked = (await s.call("fork", {"entryId": second["entryId"]}))["path"]
+        headers = {path: json.loads(open(path).readline()) for path in (first_file, forked)}
+        assert headers[first_file]["cwd"] == "proj" and "parentSession" not in headers[first_file]
+        assert (headers[forked]["cwd"], headers[forked]["parentSession"]) == ("proj", os.path.relpath(first_file, root_a))
         shutil.move(str(root_a), str(root_b))  # the workspace now lives under another root
 
-        server = await _serving(make, root_b, state)
+        server = await _serving(make, root_b, root_b / ".state")
         async with server.running():
             ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
             async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
                 (listed,) = (await peer.call("list"))["sessions"]
                 assert (listed["id"], listed["cwd"]) == (sid, str(root_b / "proj"))
-                again = await RemoteSession.attach(peer, sid)
+                again = await RemoteSession.attach(peer, sid)  # resumes the fork, under B
+                opened = await server.sessions[sid].peer.call("session")
+                assert opened["path"] == os.path.join(root_b, os.path.relpath(forked, root_a))
+                assert opened["header"]["cwd"] == str(root_b / "proj")
+                assert opened["header"]["parentSession"] == os.path.join(root_b, os.path.relpath(first_file, root_a))
                 await again.call("prompt", {"text": "where are you?"})
     sent = scripted.requests[-1]["body"]["messages"]
     texts = [m["content"] if isinstance(m["content"], str) else "".join(p.get("text", "") for p in m["content"] or []) for m in sent]
-    assert ["first question", "first answer"] == [t for t in texts if t in ("first question", "first answer")]
+    assert [t for t in texts if t in ("q1", "a1", "q2")] == ["q1", "a1"]  # the fork: before q2
     assert f"{root_b / 'proj'}\nwritten under A" in texts[-1]  # the tool ran in the project under B
+
+
+def test_a_session_header_keeps_absolute_paths_without_a_root_and_reads_old_absolute_headers(tmp_path):
+    """Without a root (the plain CLI) the header is what it always was; with one, an old
+    header's absolute paths (and a path outside the root) are kept; a stored relative path
+    that climbs out of the root is refused."""
+    header = {"type": "session", "version": 3, "id": "x", "timestamp": "t", "cwd": "/w/proj", "parentSession": "/elsewhere/p.jsonl"}
+    assert stored_header(header, None) is header and resolved_header(header, None) is header
+    assert stored_header(header, "/w") == {**header, "cwd": "proj"}  # parentSession outside: absolute
+    assert stored_header({**header, "cwd": "/w"}, "/w")["cwd"] == "."
+    assert resolved_header(header, "/v") is header  # an old, absolute header
+    assert resolved_header({**header, "cwd": "."}, "/v")["cwd"] == "/v"
+    with pytest.raises(ValueError):
+        resolved_header({**header, "cwd": "../x"}, "/v")
+    plain = SessionWriter.create(str(tmp_path), str(tmp_path / "proj"), lazy=False)
+    plain.append_entry({"type": "custom", "customType": "note", "data": {}})
+    plain.close()
+    assert json.loads(open(plain.path).readline())["cwd"] == str(tmp_path / "proj")
 
 
 async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_copy(scripted, tmp_path, nursery):

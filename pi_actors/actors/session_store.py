@@ -67,8 +67,9 @@ T = TypeVar("T")
 
 
 class SessionStore:
-    def __init__(self, owner_pid: int | None = None) -> None:
+    def __init__(self, owner_pid: int | None = None, root: str | None = None) -> None:
         self._owner_pid = owner_pid  # None: this process
+        self._root = root  # the workspace root of the headers' paths (StoreConfig.root)
         self._writer: Any = None
         self._header: dict[str, Any] | None = None
         self._session_dir: str | None = None
@@ -194,7 +195,7 @@ class SessionStore:
 
         cwd = args.cwd or "."
         old = self._writer
-        owner = self._owner_pid
+        owner, root = self._owner_pid, self._root
         if args.no_session:
             # The tree lives in memory only (branching and compaction still work).
             writer = SessionWriter.create("", cwd, in_memory=True)
@@ -212,15 +213,15 @@ class SessionStore:
                     # Reopening the file we hold: let go of it first, or we would lock ourselves out.
                     old.close()
                     self._writer = self._header = old = None
-                writer = await trio.to_thread.run_sync(lambda: SessionWriter.resume(resume, owner_pid=owner, cwd=cwd))
+                writer = await trio.to_thread.run_sync(lambda: SessionWriter.resume(resume, owner_pid=owner, cwd=cwd, root=root))
             elif fork_from:
                 writer = await trio.to_thread.run_sync(
-                    lambda: SessionWriter.fork_from(fork_from, session_dir, cwd, owner_pid=owner)
+                    lambda: SessionWriter.fork_from(fork_from, session_dir, cwd, owner_pid=owner, root=root)
                 )
             else:
                 # Not pi's lazy creation: every entry must be durable (docs/architecture.md §5) before it is
                 # acknowledged, the user's prompt included, so the file starts with it.
-                writer = SessionWriter.create(session_dir, cwd, lazy=False, owner_pid=owner)
+                writer = SessionWriter.create(session_dir, cwd, lazy=False, owner_pid=owner, root=root)
         if old is not None:
             old.close()
         self._writer = writer
@@ -238,8 +239,9 @@ class SessionStore:
         assert self._session_dir is not None  # set by every open of a saved session
         if entry_id is None:  # fork before the first entry: an empty session naming its parent
             self._writer = SessionWriter.create(
-                self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False, owner_pid=self._owner_pid
-            )
+                self._session_dir, old.header.get("cwd") or "", parent_session=old.path, lazy=False, owner_pid=self._owner_pid,
+                root=self._root,
+            )  # fmt: skip
         else:
             self._writer = await trio.to_thread.run_sync(old.create_branched_session, entry_id, self._session_dir)
         old.close()
@@ -275,8 +277,9 @@ async def run_session_store(links: dict[str, trio.SocketStream], config: Any) ->
 
     from ..protocol.config import StoreConfig, read_part
 
-    owner = read_part(config, StoreConfig).owner_pid
-    store = SessionStore(owner_pid=owner if owner is not None and owner > 0 else os.getppid())
+    part = read_part(config, StoreConfig)
+    owner = part.owner_pid
+    store = SessionStore(owner_pid=owner if owner is not None and owner > 0 else os.getppid(), root=part.root)
     try:
         async with open_peer(
             links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE),

@@ -5,7 +5,8 @@ Usage::
     pi-actors serve --listen 127.0.0.1:8765 [--web] [--unix PATH] [--state-dir DIR] [--root DIR]
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
-                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]]
+                    [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]
+                                           [--ray-tool-hosts JSON]]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
@@ -32,6 +33,9 @@ free port) and flushes, so a supervisor can read them.
 ``--placement ray`` runs each session's runtime (coordinator, provider, tool pool) on a node
 of the Ray cluster at ``--ray-address`` (default ``auto``); its session store stays here and
 clients still connect here (``placement._serve``). Default ``local``: on this machine.
+``--ray-tool-hosts '{"tool_host": 1}'`` runs each session's tools in a tool host of its own, a
+Ray actor on a node with those custom resources, which dials this server's ``--listen``
+address with a tool-host credential made for the session (removed with it).
 
 Transport limits (``runtime._accept``): a connection must finish TCP accept, TLS and the
 upgrade within ``--handshake-timeout`` seconds and its hello within as many again; at most
@@ -79,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster of --placement ray (default: auto, the running one)")
     p.add_argument("--ray-resources", metavar="JSON",
                    help='custom Ray resources each session asks for, e.g. \'{"pi_worker": 1}\' (--placement ray)')
+    p.add_argument("--ray-tool-hosts", metavar="JSON", type=_resources_flag,
+                   help='run each session\'s tools in a tool host of its own, a Ray actor on a node with these custom'
+                        ' resources, e.g. \'{"tool_host": 1}\' (--placement ray; needs --listen)')
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
@@ -205,6 +212,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _resources_flag(value: str) -> dict[str, float]:
+    """``--ray-tool-hosts``: a JSON object of custom resource -> amount (> 0); else an
+    argparse error (one line, exit 2)."""
+    try:
+        resources = json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); want an object like '{{\"tool_host\": 1}}'") from None
+    if not isinstance(resources, dict) or not resources:
+        raise argparse.ArgumentTypeError("want a JSON object of resource amounts, like '{\"tool_host\": 1}'")
+    for name, amount in resources.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount > 0:
+            raise argparse.ArgumentTypeError(f"the amount of {name!r} must be a number above 0, not {json.dumps(amount)}")
+    return {name: float(amount) for name, amount in resources.items()}
+
+
 def _placement(args: argparse.Namespace) -> Any:
     """The placement of ``--placement`` (None: the server's default, this machine)."""
     from ..placement import PlacementError, make_session_host
@@ -212,6 +234,10 @@ def _placement(args: argparse.Namespace) -> Any:
 
     if (args.ray_address or args.ray_resources) and args.placement != "ray":
         raise ConfigError("--ray-address and --ray-resources go with --placement ray")
+    if args.ray_tool_hosts and args.placement != "ray":
+        raise ConfigError("--ray-tool-hosts goes with --placement ray")
+    if args.ray_tool_hosts and not args.listen:
+        raise ConfigError("--ray-tool-hosts needs --listen HOST:PORT (the tool hosts dial the server there)")
     if args.placement == "local":
         return None
     resources = None
@@ -223,7 +249,7 @@ def _placement(args: argparse.Namespace) -> Any:
         except ValueError as exc:
             raise ConfigError(f"--ray-resources wants a JSON object of amounts, like '{{\"tool_host\": 1}}': {exc}") from None
     try:
-        return make_session_host("ray", address=args.ray_address, resources=resources)
+        return make_session_host("ray", address=args.ray_address, resources=resources, tool_hosts=args.ray_tool_hosts)
     except PlacementError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -350,6 +376,11 @@ async def serve(args: argparse.Namespace) -> int:
                     ws = await nursery.start(partial(server.serve_websocket, host, int(port), None, ssl_context=tls, web=args.web))
                 except OSError as exc:
                     raise ConfigError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
+                if args.ray_tool_hosts:
+                    # Where the sessions' tool hosts on the cluster dial us: this address, or
+                    # the one the nodes reach when listening on every interface.
+                    near = getattr(server.placement, "link_host", host) if host.strip("[]") in ("0.0.0.0", "::", "") else host
+                    server.tool_host_url = f"{'wss' if tls else 'ws'}://{near}:{ws.port}/"
                 web = f" (web: {'https' if tls else 'http'}://{host}:{ws.port}/)" if args.web else ""
                 print(f"listening: {'wss' if tls else 'ws'}://{host}:{ws.port}/{web}", flush=True)
             if args.unix:

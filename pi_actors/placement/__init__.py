@@ -76,7 +76,8 @@ PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray
 
 def make_session_host(kind: str, **options: Any) -> SessionHost:
     """The placement of served sessions ``kind`` (``local``; ``ray``: ``address``,
-    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes`) for
+    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes` — and ``tool_hosts``, the
+    custom resources of each session's tool host, checked against the cluster) for
     ``pi-actors serve``; raises :class:`PlacementError` for an unknown kind or a placement
     that cannot be made (Ray not installed or not reachable)."""
     if kind == "local":
@@ -84,8 +85,15 @@ def make_session_host(kind: str, **options: Any) -> SessionHost:
     if kind == "ray":
         from ._ray_serve import RayNodes
 
+        tool_hosts = options.pop("tool_hosts", None)
         nodes = RayNodes(**options)
-        return NodeSessions(nodes, link_host=nodes.link_host)
+        if tool_hosts:
+            try:
+                nodes.check_resources(tool_hosts, "--ray-tool-hosts")
+            except PlacementError:
+                nodes.shutdown()
+                raise
+        return NodeSessions(nodes, link_host=nodes.link_host, tool_hosts=tool_hosts)
     raise PlacementError(f"unknown placement {kind!r} (known: local, ray)")
 
 

@@ -14,7 +14,8 @@ of wherever it runs now:
   that is the old root or a path inside it, moved under the new root; everything else
   (session files on the head, the agent directory) is left as it is.
 
-Pure functions, no I/O: roots are compared as given after ``os.path.normpath`` (a caller
+(``in_root`` and ``from_root`` live with the session files, ``coding.session.roots``, which
+store their header's paths the same way.) Pure functions, no I/O: roots are compared as given after ``os.path.normpath`` (a caller
 that wants symlinks resolved passes ``realpath``'d roots).
 """
 
@@ -23,27 +24,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..coding.session.roots import from_root, in_root
+
 __all__ = ["from_root", "in_root", "rebase_paths"]
-
-
-def in_root(path: str, root: str) -> str | None:
-    """``path`` relative to ``root`` (both absolute), or None when it is outside ``root``."""
-    path, root = os.path.normpath(path), os.path.normpath(root)
-    if path == root:
-        return ""
-    prefix = root.rstrip(os.sep) + os.sep
-    return path[len(prefix) :] if path.startswith(prefix) else None
-
-
-def from_root(relative: str, root: str) -> str:
-    """The absolute path of ``relative`` (as :func:`in_root` gave it) under ``root``.
-    Raises ValueError for an absolute path or one that leaves the root."""
-    if os.path.isabs(relative):
-        raise ValueError(f"a workspace-relative path cannot be absolute: {relative!r}")
-    resolved = os.path.normpath(os.path.join(root, relative))
-    if in_root(resolved, root) is None:
-        raise ValueError(f"a workspace-relative path leaves its root: {relative!r}")
-    return resolved
 
 
 def rebase_paths(doc: Any, old_root: str, new_root: str) -> Any:

@@ -12,14 +12,18 @@ the traffic, not Ray's calls.
 
 The actor process is the session's alone (an actor is never reused), so the environment the
 server ships with the job (``_ray.shipped_environment``: provider keys, the variables
-``models.json`` names, ``PI_ACTORS_*``) is set in it before the runtime starts. The session's
-working directory and agent directory must exist on the node at the same paths (a shared
-file system), or be mapped with a workspace root (``_paths``).
+``models.json`` names, ``PI_ACTORS_*``) is set in it before the runtime starts. The model
+configuration is shipped by value as well: the server's agent directory's files
+(``_ray.agent_files``: ``models.json``, ``settings.json``, ``auth.json``…) are written to a
+private agent directory on the node (``PI_ACTORS_DIR`` of the session's processes, hidden
+from its sandboxed tools, removed when the session ends), so a node without the server's
+home runs the session. Its working directory must exist on the node at the same path (a
+shared file system), or be mapped with a workspace root (``_paths``).
 
 A node lost (its raylet killed, the machine gone) takes the actor and the session's processes
-with it; the server sees the coordinator's link close, the session ends as after a local
-coordinator death, and the next ``attach`` reopens it from its file — Ray places the new
-actor on a node that is still alive. Creating an actor on a node that dies meanwhile is
+with it; the server sees the coordinator's link close and reopens the session from its file
+at once (``NodeSessions.reopens_lost``) — Ray places the new actor on a node that is still
+alive — while its clients stay attached. Creating an actor on a node that dies meanwhile is
 retried (``_LAUNCH_ATTEMPTS``).
 
 Ray is imported only when a :class:`RayNodes` is made (``make_session_host("ray")``).
@@ -59,27 +63,61 @@ class _SessionNode:
         """Where this actor runs: ``<ip>/<node id prefix>``."""
         return _where()
 
-    def run(self, job_data: bytes) -> str:
+    def run(self, job_data: bytes, files: dict[str, bytes]) -> str:
         """Run the session of ``job_data`` (JSON: ``config``, ``links``, ``env``) until its
-        coordinator ends; how it ended."""
+        coordinator ends, with the agent files ``files`` (``_ray.agent_files`` of the server's
+        agent dir) in a private agent directory of its own; how it ended."""
+        import shutil
+        import tempfile
+
         from ._serve import host_node_session
 
         job = json.loads(job_data)
-        os.environ.update(job.pop("env", {}))  # this process is the session's alone
-        box: dict[str, Any] = {}
+        private = tempfile.mkdtemp(prefix="pi-actors-serve-")
+        try:
+            agent = _write_agent_dir(private, files)
+            # This process is the session's alone: its environment is the session's.
+            os.environ.update({**job.pop("env", {}), "PI_ACTORS_DIR": agent})
+            job["config"] = _with_agent_dir(job["config"], agent)
+            box: dict[str, Any] = {}
 
-        def main() -> None:
-            try:
-                box["ended"] = trio.run(host_node_session, job)
-            except BaseException as exc:  # handed to the actor's thread
-                box["error"] = exc
+            def main() -> None:
+                try:
+                    box["ended"] = trio.run(host_node_session, job)
+                except BaseException as exc:  # handed to the actor's thread
+                    box["error"] = exc
 
-        thread = threading.Thread(target=main, name="pi-actors session", daemon=True)
-        thread.start()
-        thread.join()
+            thread = threading.Thread(target=main, name="pi-actors session", daemon=True)
+            thread.start()
+            thread.join()
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
         if "error" in box:
             raise box["error"]
         return str(box["ended"])
+
+
+def _write_agent_dir(private: str, files: dict[str, bytes]) -> str:
+    """``<private>/agent`` (0700) holding ``files`` by name; its path."""
+    agent = os.path.join(private, "agent")
+    os.makedirs(agent, mode=0o700)
+    for name, data in files.items():
+        with open(os.path.join(agent, os.path.basename(name)), "wb") as f:
+            f.write(data)
+    return agent
+
+
+def _with_agent_dir(config: dict[str, Any], agent: str) -> dict[str, Any]:
+    """The runtime configuration document ``config`` with the session's agent directory
+    ``agent`` (the node's private copy) instead of the server's, and that copy hidden from
+    its sandboxed tools (it may hold logins, as the server's own is)."""
+    session = config.get("coordinator", {}).get("session")
+    if isinstance(session, dict) and session.get("agentDir"):
+        session["agentDir"] = agent
+    sandbox = config.get("tools", {}).get("sandbox")
+    if isinstance(sandbox, dict):
+        sandbox["hidden"] = [*sandbox.get("hidden", []), agent]
+    return config
 
 
 class _ToolHostNode:
@@ -171,7 +209,9 @@ class RayNodes:
         self.resources = dict(resources or {})
         environ = dict(os.environ if environ is None else environ)
         agent_dir = os.path.expanduser(agent_dir or environ.get("PI_ACTORS_DIR") or "~/.pi-actors")
-        self.env = shipped_environment(environ, agent_files(agent_dir).get("models.json"))
+        #: The agent directory's files, shipped by value to each session's node.
+        self.files = agent_files(agent_dir)
+        self.env = shipped_environment(environ, self.files.get("models.json"))
         ray = _import_ray()
         self._ray = ray
         try:
@@ -211,6 +251,17 @@ class RayNodes:
         ref = actor.run.remote(argv, {"PI_ACTORS_TOKEN": token})
         return RayToolHost(ray, actor, str(node), ref)
 
+    def check_resources(self, resources: dict[str, float], what: str) -> None:
+        """Raise :class:`PlacementError` (one line naming ``what``) when no live node of the
+        cluster has every amount of ``resources``: an actor asking for them would wait for
+        ever."""
+        for node in self._ray.nodes():
+            have = node.get("Resources", {}) if node.get("Alive") else {}
+            if all(have.get(name, 0.0) >= amount for name, amount in resources.items()):
+                return
+        wanted = ", ".join(f"{name} {amount:g}" for name, amount in resources.items())
+        raise PlacementError(f"no node of the Ray cluster at {self.address} has the resources of {what} ({wanted})")
+
     def shutdown(self) -> None:
         """Disconnect from the cluster (idempotent)."""
         if self._ray.is_initialized():
@@ -239,6 +290,6 @@ class RayNodes:
         else:
             raise OSError(f"no Ray node could start the session: {_ray_error(last) if last else 'unknown'}")
         handle = _RayNode(ray, actor, str(node))
-        ref = actor.run.remote(json.dumps({**job, "env": self.env}).encode())
+        ref = actor.run.remote(json.dumps({**job, "env": self.env}).encode(), self.files)
         nursery.start_soon(handle._wait, ref)
         return handle

@@ -4,8 +4,8 @@ A served session is long-lived and interactive, so a placement does not ``run`` 
 (the batch runner's ``Placement.run``): it *opens* it and hands back where to reach its
 coordinator — a :class:`PlacedSession` whose ``link`` has a ``Peer``'s ``call`` /
 ``open_call`` / ``closed_event`` — until the block ends (or the session dies: then
-``link.closed_event`` is set and the server reopens it from its file, as after a local
-coordinator death).
+``link.closed_event`` is set and the server reopens it from its file at once, on a live
+node, keeping its clients' attachments: see ``NodeSessions.reopens_lost``).
 
 Two shapes:
 
@@ -136,13 +136,36 @@ class NodeSessions:
     nodes dial (an interface of this machine they can reach). ``workspace``: ``(head root,
     node root)`` when the nodes keep the workspace under another absolute root: every path
     of the runtime's configuration inside the head's root (its cwd, its sandbox's paths) is
-    moved under the node's (``_paths.rebase_paths``); the store's stay the head's."""
+    moved under the node's (``_paths.rebase_paths``); the store's stay the head's.
+    ``reopens_lost``: a node can die under a session, so the server reopens one whose link
+    closed by itself at once from its file (``server._hosting``), not at the next attach.
 
-    def __init__(self, launcher: NodeLauncher, *, link_host: str = "127.0.0.1", workspace: tuple[str, str] | None = None) -> None:
+    ``tool_hosts``: custom resources (``{"tool_host": 1}``) that make the server run each
+    session's tools in a tool host of its own started through the launcher
+    (:meth:`start_tool_host`) on a node that has them; None: the session's own tool pool."""
+
+    reopens_lost = True
+
+    def __init__(
+        self, launcher: NodeLauncher, *, link_host: str = "127.0.0.1", workspace: tuple[str, str] | None = None,
+        tool_hosts: dict[str, float] | None = None,
+    ) -> None:  # fmt: skip
         self.launcher = launcher
         self.name = launcher.name
         self.link_host = link_host
         self.workspace = workspace
+        self.tool_hosts = tool_hosts
+
+    def start_tool_host(self, *, connect: str, token: str, name: str, workspace: str) -> Any:
+        """Start a session's tool host (``pi-actors tool-host --connect CONNECT --name NAME``
+        with ``token``, its tools in ``workspace``) on a node with :attr:`tool_hosts`; a
+        handle with ``node`` and ``stop()``. Blocks until it runs (call it in a thread);
+        raises OSError when no node could start it, ValueError without ``tool_hosts`` or a
+        launcher that cannot start tool hosts."""
+        start = getattr(self.launcher, "start_tool_host", None)
+        if not self.tool_hosts or start is None:
+            raise ValueError(f"the {self.name} placement starts no tool hosts")
+        return start(connect=connect, token=token, name=name, workspace=workspace, resources=self.tool_hosts)
 
     @asynccontextmanager
     async def open_session(

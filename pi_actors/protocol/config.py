@@ -254,10 +254,13 @@ class ToolPoolConfig(WireStruct):
 
 class StoreConfig(WireStruct):
     """The session store. ``owner_pid``: the process its session locks name as their owner
-    (default: the process that started the store)."""
+    (default: the process that started the store). ``root``: a workspace root the session
+    files' headers keep ``cwd`` and ``parentSession`` relative to when inside it (a server's
+    ``--root``; None: absolute, as pi writes them)."""
 
     log_file: str | None = None
     owner_pid: int | None = None
+    root: str | None = None
 
 
 class SessionConfig(WireStruct):

@@ -48,7 +48,7 @@ from ..protocol.server import (
     RegisterToolHostArgs,
     RemoveArgs,
 )
-from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, remote_error_of
+from ..runtime import ActorDied, ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, remote_error_of
 from ._fanout import _Client
 
 if TYPE_CHECKING:
@@ -175,8 +175,8 @@ class ConnectionCalls:
                     async for item in up:
                         await client.chunk(call, item)
                 value = await up.result()
-        except ConnectionLost:
-            raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}") from None
+        except ConnectionLost as exc:
+            raise _lost(session, exc) from None
         except RemoteError as exc:
             if session.end_reason is not None and exc.code in ("connection_lost", "cancelled"):
                 raise RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason}") from None
@@ -186,3 +186,13 @@ class ConnectionCalls:
             await server.follow_fork(session)
         await client.flushed(call)
         return value
+
+
+def _lost(session: Any, exc: ConnectionLost) -> RemoteError:
+    """The error of a call whose session's coordinator went away under it: ``actor_died``
+    when the runtime died and the session is being reopened (its link is restartable: a
+    placed session whose node was lost) — the attachment stays, the outcome of the call is
+    unknown —, else ``session_terminated``."""
+    if isinstance(exc, ActorDied) and getattr(session.peer, "restartable", False):
+        return RemoteError("actor_died", exc.message)
+    return RemoteError("session_terminated", f"session {session.id} ended: {session.end_reason or 'its coordinator process exited'}")

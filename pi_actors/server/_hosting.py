@@ -10,8 +10,10 @@ and the proxy that carries a session's tool calls to its remote tool host (a typ
 Where a session's runtime runs is the server's placement (``self.placement``, a
 ``placement.SessionHost``: ``open_session`` yields where to reach the coordinator): on this
 machine (``local``, ``pi_actors.actors.local``), or on a cluster's node with its store
-staying here (``placement._serve.NodeSessions``). A session whose node dies ends like one
-whose coordinator died here, and is reopened from its file on the next ``attach``.
+staying here (``placement._serve.NodeSessions``). A session here whose coordinator dies
+ends, and is reopened from its file on the next ``attach``; one whose node dies (a
+placement that ``reopens_lost``) is reopened from its file at once on a live node, its
+clients staying attached (``_host_session``).
 
 Errors reach the caller as ``RemoteError``: ``quota_exceeded``, ``invalid_request`` (cwd or
 configuration), ``startup_failed``, ``server_draining``.
@@ -23,7 +25,8 @@ import logging
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -33,8 +36,21 @@ from ..actors.local import CoordinatorLink
 from ..placement import from_root, in_root
 from ..protocol.config import ExportsConfig, RuntimeConfig, SessionConfig, read_part
 from ..protocol.server import TOOL_PROXY, WARM, CreateArgs, SessionInfo
-from ..runtime import ConnectionLost, Empty, IncomingCall, RemoteError, Router, TypedCall, implements, open_peer, remote_error_of
-from ._auth import Identity
+from ..runtime import (
+    ConnectionLost,
+    Empty,
+    IncomingCall,
+    RemoteError,
+    RestartIntensity,
+    RestartPolicy,
+    Router,
+    TooManyRestarts,
+    TypedCall,
+    implements,
+    open_peer,
+    remote_error_of,
+)
+from ._auth import CredentialsError, Identity
 from ._confine import CwdRefused, confine_cwd
 from ._registry import SessionRecord
 
@@ -44,6 +60,12 @@ if TYPE_CHECKING:
 __all__ = ["SessionHosting", "_Session"]
 
 log = logging.getLogger("pi_actors.server")
+
+#: Reopening a placed session whose node was lost: at most 3 in a minute (a session that
+#: kills every node it lands on must not take the cluster down with it), the first at once.
+_REOPEN_POLICY = RestartPolicy(max_restarts=3, window=60.0, backoff_first=1.0, backoff_max=5.0)
+#: How long a session's tool host started on the cluster may take to register with us.
+_TOOL_HOST_REGISTER_TIMEOUT = 60.0
 
 
 class _Session:
@@ -91,6 +113,10 @@ class SessionHosting:
     _starting: dict
     _start_limiter: Any
     placement: Any
+    credentials: Any
+    tool_host_changed: Any
+    #: The WebSocket URL a session's tool host on the cluster dials (``serve`` sets it).
+    tool_host_url: str | None
 
     @contextmanager
     def _reserving(self, identity: Identity | None, owner: str) -> Iterator[None]:
@@ -141,7 +167,11 @@ class SessionHosting:
         if record is not None and self.index is not None:
             session = SessionConfig(resume=self.index.file_path(record), session_dir=directory, agent_dir=coordinator.session.agent_dir)
             coordinator = replace(coordinator, session=session)
-        return replace(config, tools=tools, coordinator=coordinator)
+        store = config.store
+        if record is not None and self.index is not None:
+            # The session file's header keeps its paths relative to our root (``roots``).
+            store = replace(store, root=self.root)
+        return replace(config, tools=tools, coordinator=coordinator, store=store)
 
     async def create_session(self, args: CreateArgs, identity: Identity) -> str:
         """``create``: start a new session owned by ``identity``; its id. Raises RemoteError
@@ -209,31 +239,49 @@ class SessionHosting:
             raise RemoteError("startup_failed", f"session could not start: {_describe(exc)}") from None
 
     async def _host_session(self, session: _Session, config: RuntimeConfig, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Run ``session`` until it ends. With a placement that reopens lost sessions
+        (``reopens_lost``: a node that can die under it) and a file on disk, a runtime whose
+        link closes without being asked to is started again from the file at once, on a live
+        node: attached clients keep their attachment; a call in flight fails "outcome unknown"
+        and is never re-sent (``CoordinatorLink``, as under a local supervisor's restart); the
+        next call waits for the new coordinator. At most ``_REOPEN_POLICY``'s restarts in its
+        window, then the session fails. The first start's errors propagate."""
+        reopens = bool(getattr(self.placement, "reopens_lost", False)) and session.record is not None and self.index is not None
+        link = CoordinatorLink(restartable=True, announce=False) if reopens else None
+        intensity = RestartIntensity(_REOPEN_POLICY)
         started = False
+        tool_host: Any = None
         try:
-            async with trio.open_nursery() as nursery:
-                tools_link = None
-                if session.tool_host is not None:
-                    tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    nursery.start_soon(self._tool_proxy, session, ours)
-                async with self.placement.open_session(
-                    config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
-                ) as placed:
-                    peer = placed.link
-                    session.node = placed.node
+            with session.scope:
+                if getattr(self.placement, "tool_hosts", None) and session.tool_host is None:
+                    tool_host = await self._start_placed_tool_host(session)
+                while True:
                     try:
-                        await peer.call("session")
-                    except RemoteError as exc:
-                        raise RemoteError("startup_failed", exc.message) from None
-                    session.peer = peer
-                    self.sessions[session.id] = session
+                        lost = await self._host_generation(session, config, link, None if started else task_status)
+                    except Exception as exc:
+                        if not started or link is None:
+                            raise
+                        lost = f"could not be started again ({_describe(exc)})"  # counted below
                     started = True
-                    task_status.started()
-                    with session.scope:
-                        await peer.closed_event.wait()
+                    if link is None or session.end_reason is not None or self.draining:
                         if session.end_reason is None:
                             session.end_reason = "its coordinator process exited"
-                nursery.cancel_scope.cancel()
+                        break
+                    link._report_down(lost)
+                    try:
+                        delay = intensity.next_delay("the session's runtime")
+                    except TooManyRestarts as exc:
+                        session.end_reason = f"failed: the coordinator process {lost}, and {exc}"
+                        link._end(session.end_reason, failed=True)
+                        break
+                    log.warning("server: session %s: the coordinator process %s; reopening it from its file", session.id, lost)
+                    await trio.sleep(delay)
+                    try:
+                        config = self._session_config(self.make_config(session.cwd), session.record)
+                    except Exception as exc:
+                        session.end_reason = f"failed: cannot configure it again: {exc}"
+                        link._end(session.end_reason, failed=True)
+                        break
         except Exception as exc:
             if not started:
                 raise
@@ -242,7 +290,80 @@ class SessionHosting:
         finally:
             self.sessions.pop(session.id, None)
             session.end_reason = session.end_reason or "closed"
+            if link is not None:
+                link._end(session.end_reason, failed=False)
+            if tool_host is not None:
+                self._stop_placed_tool_host(tool_host, session.tool_host or "")
             session.ended.set()
+
+    async def _start_placed_tool_host(self, session: _Session) -> Any:
+        """Start ``session``'s own tool host through the placement (``serve --ray-tool-hosts``:
+        a Ray actor on a node with the placement's ``tool_hosts`` resources), dialling this
+        server with a tool-host credential of its own (``ray-<session id>``, removed with it),
+        its tools working in the session's cwd; wait until it has registered and make it the
+        session's tool host. Returns its handle (``stop()``). Raises RemoteError
+        ``startup_failed`` when it cannot."""
+        url, credentials = getattr(self, "tool_host_url", None), getattr(self, "credentials", None)
+        if url is None or credentials is None:
+            raise RemoteError("startup_failed", "a tool host on the cluster needs the server's credentials and a WebSocket listener")
+        name = f"ray-{session.id}"
+        with suppress(CredentialsError):
+            credentials.remove(name)  # left by a server that was killed
+        token = credentials.add(name, "tool-host")
+        host = None
+        try:
+            start = partial(self.placement.start_tool_host, connect=url, token=token, name=name, workspace=session.cwd)
+            host = await trio.to_thread.run_sync(start)
+            with trio.fail_after(_TOOL_HOST_REGISTER_TIMEOUT):
+                while name not in self.tool_hosts:
+                    await self.tool_host_changed.wait()
+        except BaseException as exc:
+            self._stop_placed_tool_host(host, name)
+            if isinstance(exc, (OSError, trio.TooSlowError)):
+                what = "did not register in time" if isinstance(exc, trio.TooSlowError) else str(exc)
+                raise RemoteError("startup_failed", f"the session's tool host on the cluster: {what}") from None
+            raise
+        log.info("server: session %s: tool host %s on %s", session.id, name, host.node)
+        session.tool_host = name
+        return host
+
+    def _stop_placed_tool_host(self, host: Any, name: str) -> None:
+        """End a tool host of :meth:`_start_placed_tool_host` (``host`` None: not started)
+        and remove its credential."""
+        if host is not None:
+            host.stop()
+        with suppress(CredentialsError):
+            self.credentials.remove(name)
+
+    async def _host_generation(self, session: _Session, config: RuntimeConfig, link: CoordinatorLink | None, task_status: Any) -> str:
+        """One placed run of ``session``'s runtime, until its coordinator's link closes; how
+        it ended (for "the coordinator process ..."). ``task_status``: the first run's, told
+        once the session is live (None for a reopen). Raises what its start-up raised."""
+        async with trio.open_nursery() as nursery:
+            tools_link = None
+            if session.tool_host is not None:
+                tools_link, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                nursery.start_soon(self._tool_proxy, session, ours)
+            async with self.placement.open_session(
+                config, tools_link=tools_link, processes=session.processes, shutdown_grace=self.shutdown_grace
+            ) as placed:
+                peer = placed.link
+                session.node = placed.node
+                try:
+                    await peer.call("session")
+                except RemoteError as exc:
+                    raise RemoteError("startup_failed", exc.message) from None
+                if link is not None:
+                    link._attach(peer)
+                    if link.generation > 1:
+                        log.info("server: session %s reopened on %s", session.id, placed.node)
+                session.peer = link if link is not None else peer
+                if task_status is not None:
+                    self.sessions[session.id] = session
+                    task_status.started()
+                await peer.closed_event.wait()
+            nursery.cancel_scope.cancel()
+        return f"on {session.node} ended"
 
     async def _end_session(self, session: _Session, reason: str) -> None:
         session.end_reason = session.end_reason or reason

@@ -98,6 +98,8 @@ class SessionIndex:
         os.mkdir(directory, 0o700)
         name = os.path.basename(writer.path)
         fd = os.open(os.path.join(directory, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        if cwd_in_root is not None:
+            header = {**header, "cwd": cwd_in_root or "."}  # as the store keeps it (``StoreConfig.root``)
         try:
             os.write(fd, encode_line(header))
             os.fsync(fd)

@@ -143,6 +143,9 @@ class Server(SessionHosting):
         self.make_config = make_config
         #: Where sessions' runtimes run (``placement.SessionHost``); default: this machine.
         self.placement: SessionHost = placement if placement is not None else LocalPlacement(1)
+        #: Where a session's tool host started by the placement dials this server (a
+        #: WebSocket URL reachable from the cluster's nodes; ``serve`` sets it once listening).
+        self.tool_host_url: str | None = None
         self.name = name
         self.send_queue = send_queue
         self.root = check_root(root or default_cwd or os.getcwd())

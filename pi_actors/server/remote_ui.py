@@ -122,15 +122,18 @@ async def follow_session(
 
 async def _follow_updates(session: RemoteSession, view: Any) -> None:
     """Subscribe and feed ``view``: snapshot, then every update in sequence. Subscribes again
-    (a new snapshot) after a gap or an ``overflow``; returns when a subscription ends
-    normally. Raises the RemoteError of any other failure."""
+    (a new snapshot) after a gap, an ``overflow``, or ``actor_died`` (the session's node was
+    lost and the server is reopening it: the new subscription waits for it); returns when a
+    subscription ends normally. Raises the RemoteError of any other failure."""
     while True:
         try:
             if not await _follow_one_subscription(session, view):
                 return
         except RemoteError as exc:
-            if exc.code != "overflow" or isinstance(exc, ConnectionLost):
+            if exc.code not in ("overflow", "actor_died") or isinstance(exc, ConnectionLost):
                 raise
+            if exc.code == "actor_died":
+                view.status(exc.message)
 
 
 async def _follow_one_subscription(session: RemoteSession, view: Any) -> bool:

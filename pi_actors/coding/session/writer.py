@@ -50,6 +50,7 @@ from collections.abc import Container
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, new_session_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
 from .lock import SessionLock
+from .roots import resolved_header, stored_header
 
 
 class SessionWriteError(Exception):
@@ -115,6 +116,9 @@ class SessionWriter:
         self._lock: SessionLock | None = None  # held while the file is ours to write
         self.owner_pid: int | None = None  # recorded in the lock (None: this process)
         self.load_warnings: list[str] = []  # what loading the file reported (resume)
+        #: The workspace root the header's paths are kept relative to in the file (None: kept
+        #: absolute, as pi does); ``header`` itself always holds them absolute (``roots``).
+        self.root: str | None = None
 
     # -- construction ---------------------------------------------------------------------
 
@@ -129,8 +133,11 @@ class SessionWriter:
         lazy: bool = True,
         in_memory: bool = False,
         owner_pid: int | None = None,
+        root: str | None = None,
     ) -> SessionWriter:
         """A new session whose file will be ``<session_dir>/<timestamp>_<id>.jsonl``.
+        ``root``: a workspace root its header's ``cwd`` and ``parentSession`` are stored
+        relative to when inside it (``roots.stored_header``).
 
         ``lazy`` (pi's rule): nothing touches the disk until the first assistant message is
         appended. With ``lazy=False`` the file is created by the first append of any kind
@@ -155,36 +162,46 @@ class SessionWriter:
         writer._lazy = lazy
         writer.in_memory = in_memory
         writer.owner_pid = owner_pid
+        writer.root = root
         return writer
 
     @classmethod
-    def resume(cls, path: str, *, owner_pid: int | None = None, cwd: str | None = None) -> SessionWriter:
+    def resume(cls, path: str, *, owner_pid: int | None = None, cwd: str | None = None, root: str | None = None) -> SessionWriter:
         """Continue appending to an existing session file (repairing a torn last line).
 
         An empty file (zero bytes) becomes a new session in that file, as in pi: a fresh
         header (working directory ``cwd``, default the current one) is written and synced at
         once, so reopening it finds the same session id. A file that holds anything else
-        than a session is refused and left untouched (pi would overwrite it).
+        than a session is refused and left untouched (pi would overwrite it). ``root``: the
+        workspace root of now: header paths stored relative are resolved under it (and a
+        header written here keeps them relative to it, as :meth:`create`).
 
         Raises :class:`~.lock.SessionLocked` if another writer has it open,
-        :class:`SessionLoadError` if it is not a session file and :class:`SessionWriteError`
-        if it cannot be locked, repaired or opened for appending.
+        :class:`SessionLoadError` if it is not a session file (or its header's relative
+        paths leave ``root``) and :class:`SessionWriteError` if it cannot be locked,
+        repaired or opened for appending.
         """
         lock = _lock(path, owner_pid)
         try:
             if os.path.getsize(path) == 0:
-                writer = cls._start_in_empty_file(path, cwd or os.getcwd())
+                writer = cls._start_in_empty_file(path, cwd or os.getcwd(), root)
             else:
                 writer = cls._resume_locked(path)
+                try:
+                    writer.header = resolved_header(writer.header, root)
+                except ValueError as exc:
+                    writer.close()
+                    raise SessionLoadError(f"{path}: session header: {exc}") from None
         except BaseException:
             lock.release()
             raise
         writer._lock = lock
         writer.owner_pid = owner_pid
+        writer.root = root
         return writer
 
     @classmethod
-    def _start_in_empty_file(cls, path: str, cwd: str) -> SessionWriter:
+    def _start_in_empty_file(cls, path: str, cwd: str, root: str | None) -> SessionWriter:
         header: dict = {"type": "session", "version": CURRENT_VERSION, "id": new_session_id(),
                         "timestamp": iso_timestamp(), "cwd": cwd}
         try:
@@ -194,7 +211,7 @@ class SessionWriter:
         try:
             if os.fstat(fd).st_size != 0:  # filled since we looked: never write over it
                 raise SessionLoadError(f"Not a pi session file (it changed while being opened): {path}")
-            _write_all(fd, encode_line(header))
+            _write_all(fd, encode_line(stored_header(header, root)))
             os.fsync(fd)
         except OSError as exc:
             os.close(fd)
@@ -305,7 +322,7 @@ class SessionWriter:
         if self._pending:
             eager = not self._lazy and stored["type"] not in _SETTINGS_ONLY
             if not self.in_memory and (eager or _is_assistant_message(stored)):
-                header = encode_line(self.header)
+                header = encode_line(stored_header(self.header, self.root))
                 self._create_file([header, *self._read(self._lines), line])
                 self._remember(stored, line)
                 self._spill(len(header))
@@ -426,7 +443,7 @@ class SessionWriter:
             raise KeyError(f"Entry {leaf_id} not found")
         path = [e for e in self.path_to(leaf_id) if e.get("type") != "label"]
         branched = SessionWriter.create(
-            session_dir, self.header.get("cwd") or "", parent_session=self.path, owner_pid=self.owner_pid
+            session_dir, self.header.get("cwd") or "", parent_session=self.path, owner_pid=self.owner_pid, root=self.root
         )
         on_path = {e["id"] for e in path}
         labels = {t: label for t, label in self.labels().items() if t in on_path}
@@ -439,13 +456,15 @@ class SessionWriter:
         branched._keep(records)
         branched.leaf_id = parent
         if any(_is_assistant_message(r) for r in records):
-            header = encode_line(branched.header)
+            header = encode_line(stored_header(branched.header, branched.root))
             branched._create_file([header, *branched._read(branched._lines)])
             branched._spill(len(header))
         return branched
 
     @classmethod
-    def fork_from(cls, source_path: str, session_dir: str, cwd: str, *, owner_pid: int | None = None) -> SessionWriter:
+    def fork_from(
+        cls, source_path: str, session_dir: str, cwd: str, *, owner_pid: int | None = None, root: str | None = None
+    ) -> SessionWriter:
         """A new session in ``session_dir`` copying every entry (all branches) of
         ``source_path``, with ``cwd`` and ``parentSession`` = the source; written at once.
         The source is only read (it may be open in another writer); its damaged lines are
@@ -458,12 +477,12 @@ class SessionWriter:
             loaded = load_session(source_path)
         except SessionLoadError:
             raise SessionLoadError(f"Cannot fork: source session file is empty or invalid: {source_path}") from None
-        forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path), owner_pid=owner_pid)
+        forked = cls.create(session_dir, cwd, parent_session=os.path.abspath(source_path), owner_pid=owner_pid, root=root)
         forked.load_warnings = list(loaded.warnings)
         records = [dict(e) for e in loaded.entries]
         forked._keep(records)
         forked.leaf_id = loaded.leaf_id
-        header = encode_line(forked.header)
+        header = encode_line(stored_header(forked.header, forked.root))
         forked._create_file([header, *forked._read(forked._lines)])
         forked._spill(len(header))
         return forked
