@@ -25,8 +25,8 @@ import msgspec
 import trio
 from conftest import actor_config
 
-from pi_actors.actors._memory import release_free_memory
 from pi_actors.actors.local import run_coordinator_with_store
+from pi_actors.actors.memory import release_free_memory
 from pi_actors.runtime import link_pair, open_peer, start_actor
 
 #: prompts before tracing starts, prompts before the first count, prompts counted

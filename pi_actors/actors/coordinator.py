@@ -73,10 +73,10 @@ from ..runtime import (
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
 from ._extension_hooks import ExtensionHooks
-from ._memory import release_free_memory
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
+from .memory import release_free_memory
 
 __all__ = ["run_coordinator", "Coordinator"]
 
@@ -529,7 +529,7 @@ class Coordinator:
         """Every AgentEvent of a run: persist finished messages, then pass it to the UI."""
         kind = event.type
         if kind == "agent_end":
-            release_free_memory()  # once per run, before the end is told (_memory.py)
+            release_free_memory()  # once per run, before the end is told (memory.py)
         if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
             await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
         if kind == "message_end":
