@@ -27,7 +27,7 @@ from .e2e import Scenario, Server, _run_one
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ab")
-    p.add_argument("scenario", help="e.g. trivial, parallel-32, turns-50, deltas-50000, bulkturns-300")
+    p.add_argument("scenario", help="e.g. trivial, parallel-32, turns-50, deltas-50000, bulkturns-300, prompts-150 (rpc)")
     p.add_argument("--old", required=True, help="the old build's pi-actors executable")
     p.add_argument("--runs", type=int, default=6, help="runs per build (default 6)")
     args = p.parse_args(argv)
@@ -37,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="pi-actors-ab-"))
     server = Server(work)
     name = args.scenario
-    scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns")), timeout=600)
+    rpc = name.startswith("prompts")
+    scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns", "prompts")), timeout=600, rpc=rpc)
     figures: dict[str, list[tuple[float, float, float | None, float]]] = {"old": [], "new": []}
+    memory: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}  # (g): RSS growth, file bytes per prompt
     try:
         clis = {"old": PiActors(work / "home-old", server.port, executable=args.old),
                 "new": PiActors(work / "home-new", server.port)}
@@ -49,10 +51,16 @@ def main(argv: list[str] | None = None) -> int:
             cpu = m.cpu
             turn = m.extra.get("client_per_turn")
             tail = m.extra.get("after_last_request", 0.0)
+            grow, size = m.extra.get("rss_growth_per_prompt"), m.extra.get("session_bytes_per_prompt")
             print(f"{which}: wall {m.wall:.3f} s  cpu {cpu:.3f} s  last request -> exit {tail:.3f} s  client/turn "
-                  f"{'-' if turn is None else f'{turn * 1000:.1f} ms'}  {problem or 'ok'}", flush=True)
+                  f"{'-' if turn is None else f'{turn * 1000:.1f} ms'}"
+                  + ("" if grow is None or size is None else
+                     f"  holder RSS +{grow:,.0f} B/prompt, file +{size:,.0f} B/prompt ({grow / size:.2f}x)")
+                  + f"  {problem or 'ok'}", flush=True)
             if problem is None:
                 figures[which].append((m.wall, cpu, turn, tail))
+                if grow is not None and size is not None:
+                    memory[which].append((grow, size))
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -63,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{which} median of {len(rows)}: wall {statistics.median(r[0] for r in rows):.3f} s, "
               f"cpu {statistics.median(r[1] for r in rows):.3f} s, "
               f"last request -> exit {statistics.median(r[3] for r in rows):.3f} s"
-              + (f", client/turn {statistics.median(turns) * 1000:.1f} ms" if turns else ""))
+              + (f", client/turn {statistics.median(turns) * 1000:.1f} ms" if turns else "")
+              + (f", holder RSS +{statistics.median(g for g, _ in memory[which]):,.0f} B/prompt, file "
+                 f"+{statistics.median(f for _, f in memory[which]):,.0f} B/prompt, growth / file "
+                 f"{statistics.median(g / f for g, f in memory[which]):.2f}x" if memory[which] else ""))
     return 0
 
 

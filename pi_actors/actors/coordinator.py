@@ -77,6 +77,7 @@ from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
+from .memory import release_free_memory
 
 __all__ = ["run_coordinator", "Coordinator"]
 
@@ -546,6 +547,8 @@ class Coordinator:
         kind = event.type
         if self._store_error is not None and kind != "agent_end":
             raise SessionNotSaved(self._store_error)  # a background append failed: stop the run
+        if kind == "agent_end":
+            release_free_memory()  # once per run, before the end is told (memory.py)
         if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
             await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
         gate: Gate | None = None

@@ -13,6 +13,7 @@ are omitted from the encoding when unset (pi leaves them ``undefined``).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, ClassVar, Literal
 
@@ -74,7 +75,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class _Block(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=True, kw_only=True):
+# Memory (``gc=False`` below): the transcript of a long session is kept as these Structs for
+# as long as the session lives. Structs that hold only JSON-shaped data (strings, numbers,
+# lists, dicts decoded from the wire) can never be part of a reference cycle, so they need
+# not be tracked by the garbage collector: 16 bytes less each and fewer objects for it to
+# walk. Not ToolResultMessage: its ``details`` may be any object a tool chose to keep.
+
+
+class _Block(msgspec.Struct, tag_field="type", rename="camel", omit_defaults=True, kw_only=True, gc=False):
     pass
 
 
@@ -110,15 +118,35 @@ AssistantContent = TextContent | ThinkingContent | ToolCall
 ToolResultContent = TextContent | ImageContent
 
 
-class UsageCost(msgspec.Struct, rename="camel", kw_only=True):
+class UsageCost(msgspec.Struct, rename="camel", kw_only=True, gc=False):
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
 
+    def __post_init__(self) -> None:
+        # Every decoded number is a new float object (24 bytes); most costs of a reply are
+        # zero (free and local models, no cache reads or writes), so those share one
+        # object. (-0.0 keeps its own, so that it encodes as it came.)
+        if self.input == 0.0 and _is_plain_zero(self.input):
+            self.input = 0.0
+        if self.output == 0.0 and _is_plain_zero(self.output):
+            self.output = 0.0
+        if self.cache_read == 0.0 and _is_plain_zero(self.cache_read):
+            self.cache_read = 0.0
+        if self.cache_write == 0.0 and _is_plain_zero(self.cache_write):
+            self.cache_write = 0.0
+        if self.total == 0.0 and _is_plain_zero(self.total):
+            self.total = 0.0
 
-class Usage(msgspec.Struct, rename="camel", kw_only=True):
+
+def _is_plain_zero(value: float) -> bool:
+    """True for the float 0.0 (not -0.0, not the int 0, which encode differently)."""
+    return type(value) is float and math.copysign(1.0, value) > 0
+
+
+class Usage(msgspec.Struct, rename="camel", kw_only=True, gc=False):
     input: int = 0
     output: int = 0
     cache_read: int = 0
@@ -148,13 +176,13 @@ class _Message(msgspec.Struct, tag_field="role", rename="camel", omit_defaults=T
     pass
 
 
-class UserMessage(_Message, tag="user"):
+class UserMessage(_Message, tag="user", gc=False):
     role: ClassVar[str] = "user"
     content: str | list[UserContent]
     timestamp: int
 
 
-class AssistantMessage(_Message, tag="assistant"):
+class AssistantMessage(_Message, tag="assistant", gc=False):
     role: ClassVar[str] = "assistant"
     # Fields without defaults are always encoded, as pi always writes them.
     content: list[AssistantContent]

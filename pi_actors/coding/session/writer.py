@@ -23,10 +23,11 @@ Contract:
   process). A process that dies drops its lock with it.
 - The methods block (``fsync``); an async caller runs them in a thread.
 - Memory: an entry the writer has written to the file is kept as its place in the file
-  (offset and length); one not written yet (buffered, ``in_memory``) or loaded on resume
-  as its encoded line (bytes). Next to that a small index (id → position and parent, the
-  current labels), so that a long session costs little memory here, and an append costs
-  the same at entry 10 and at entry 10,000. Reading whole entries back
+  (offset and length, one 64-bit integer in an array); one not written yet (buffered,
+  ``in_memory``) or loaded on resume as its encoded line (bytes). Next to that a small
+  index — id → position in one dict, the parent's position in an array, the current labels
+  — so that a long session costs little memory here (about 130 bytes per entry, the id
+  string included), and an append costs the same at entry 10 and at entry 10,000. Reading whole entries back
   (:attr:`SessionWriter.entries`, :meth:`path_to`, :meth:`get_entry`) reads and decodes
   lines: for the rare whole-tree operations (tree view, fork, compaction), never per
   append. A read failure raises :class:`SessionLoadError` naming the file.
@@ -45,6 +46,7 @@ import errno
 import json
 import os
 import uuid
+from array import array
 from collections.abc import Container
 
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, new_session_id, session_file_name
@@ -100,11 +102,7 @@ class SessionWriter:
         self.path = path
         self.header = header
         self.session_id = header["id"]
-        # Every entry in append order: its line (encode_line) or, once written, where the
-        # line is in the file (_at: offset << 32 | length).
-        self._lines: list[bytes | int] = []
-        self._index: dict[str, int] = {}  # entry id -> position in _lines
-        self._parents: dict[str, str | None] = {}  # entry id -> parentId
+        self._index = _EntryIndex()
         self._labels: dict[str, str] = {}  # current label of each labelled entry
         self._keep(entries)
         self.leaf_id = entries[-1].get("id") if entries else None
@@ -252,42 +250,36 @@ class SessionWriter:
 
     def _keep(self, entries: list[dict]) -> None:
         """Index and keep ``entries`` (already accepted) as their lines; replaces what was kept."""
-        self._lines, self._index, self._parents, self._labels = [], {}, {}, {}
+        self._index, self._labels = _EntryIndex(), {}
         for entry in entries:
             self._remember(entry, encode_line(entry))
 
     def _remember(self, entry: dict, line: bytes | int) -> None:
         entry_id = entry.get("id")
-        if isinstance(entry_id, str):
-            self._index[entry_id] = len(self._lines)
-            parent = entry.get("parentId")
-            self._parents[entry_id] = parent if isinstance(parent, str) else None
+        parent = entry.get("parentId")
+        self._index.add(entry_id if isinstance(entry_id, str) else None, parent if isinstance(parent, str) else None, line)
         if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
             if entry.get("label"):
                 self._labels[entry["targetId"]] = entry["label"]
             else:
                 self._labels.pop(entry["targetId"], None)
-        self._lines.append(line)
 
     def _spill(self, first_offset: int) -> None:
         """The file now holds every kept line, back to back from ``first_offset``: keep
         their places instead of the lines."""
-        offset = first_offset
-        for index, item in enumerate(self._lines):
-            if isinstance(item, bytes):
-                self._lines[index] = (offset << 32) | len(item)
-                offset += len(item)
-            else:
-                offset += item & 0xFFFFFFFF
+        self._index.spill(first_offset)
 
-    def _read(self, items: list[bytes | int]) -> list[bytes]:
-        """The lines of ``items`` (kept ones as they are, written ones read from the file)."""
-        if all(isinstance(item, bytes) for item in items):
-            return items  # type: ignore[return-value]
+    def _read(self, positions: range | list[int]) -> list[bytes]:
+        """The lines of the entries at ``positions`` (kept ones as they are, written ones read
+        from the file)."""
+        index = self._index
+        places = [index.place(p) for p in positions]
+        if all(isinstance(item, bytes) for item in places):
+            return places  # type: ignore[return-value]
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                return [item if isinstance(item, bytes) else os.pread(fd, item & 0xFFFFFFFF, item >> 32) for item in items]
+                return [item if isinstance(item, bytes) else os.pread(fd, item & 0xFFFFFFFF, item >> 32) for item in places]
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -297,11 +289,11 @@ class SessionWriter:
     def entries(self) -> list[dict]:
         """All entries in append order, read and decoded afresh (a new list of new dicts on
         every read: O(entries), for whole-tree operations only)."""
-        return [json.loads(line) for line in self._read(self._lines)]
+        return [json.loads(line) for line in self._read(range(len(self._index)))]
 
     @property
     def entry_count(self) -> int:
-        return len(self._lines)
+        return len(self._index)
 
     @property
     def is_persisted(self) -> bool:
@@ -323,7 +315,7 @@ class SessionWriter:
             eager = not self._lazy and stored["type"] not in _SETTINGS_ONLY
             if not self.in_memory and (eager or _is_assistant_message(stored)):
                 header = encode_line(stored_header(self.header, self.root))
-                self._create_file([header, *self._read(self._lines), line])
+                self._create_file([header, *self._read(range(len(self._index))), line])
                 self._remember(stored, line)
                 self._spill(len(header))
             else:
@@ -389,10 +381,10 @@ class SessionWriter:
 
     def get_entry(self, entry_id: str) -> dict | None:
         """The entry ``entry_id`` (decoded afresh), or None."""
-        index = self._index.get(entry_id)
-        if index is None:
+        position = self._index.position(entry_id)
+        if position is None:
             return None
-        entry: dict = json.loads(self._read([self._lines[index]])[0])
+        entry: dict = json.loads(self._read([position])[0])
         return entry
 
     def branch(self, entry_id: str) -> None:
@@ -409,15 +401,8 @@ class SessionWriter:
     def path_to(self, entry_id: str | None) -> list[dict]:
         """Entries from the root down to ``entry_id`` (inclusive); [] for None. Walks the
         index up from ``entry_id`` and decodes only the entries on the path."""
-        ids: list[str] = []
-        seen: set[str] = set()
-        current = entry_id if entry_id in self._index else None
-        while current is not None and current not in seen:
-            seen.add(current)
-            ids.append(current)
-            parent = self._parents.get(current)
-            current = parent if parent in self._index else None
-        return [json.loads(line) for line in self._read([self._lines[self._index[i]] for i in reversed(ids)])]
+        positions = self._index.path_to(entry_id)
+        return [json.loads(line) for line in self._read(positions)]
 
     def append_label(self, target_id: str, label: str | None) -> dict:
         """Label an entry (None or "" clears its label). Raises KeyError for an unknown target."""
@@ -457,7 +442,7 @@ class SessionWriter:
         branched.leaf_id = parent
         if any(_is_assistant_message(r) for r in records):
             header = encode_line(stored_header(branched.header, branched.root))
-            branched._create_file([header, *branched._read(branched._lines)])
+            branched._create_file([header, *branched._read(range(len(branched._index)))])
             branched._spill(len(header))
         return branched
 
@@ -483,7 +468,7 @@ class SessionWriter:
         forked._keep(records)
         forked.leaf_id = loaded.leaf_id
         header = encode_line(stored_header(forked.header, forked.root))
-        forked._create_file([header, *forked._read(forked._lines)])
+        forked._create_file([header, *forked._read(range(len(forked._index)))])
         forked._spill(len(header))
         return forked
 
@@ -554,6 +539,116 @@ class SessionWriter:
                 pass
             raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
         return size
+
+
+class _EntryIndex:
+    """Where each entry of a session is, and how the entries link up: the writer's memory
+    per entry, kept small because it lives as long as the session (a long session in one
+    process holds thousands of entries).
+
+    Per entry, in append order (its *position*): its place — ``offset << 32 | length`` of its
+    line in the file, or :data:`_IN_MEMORY` when ``_kept`` holds the line itself (buffered,
+    or 4 GiB and more) or a place too large for 63 bits (a file past 2 GiB) — and its
+    parent's position, both in ``array('q')`` (8 bytes each, no int object); and its id, in one list next to the ``id -> position`` dict (the same
+    string objects). A parent named before it is present (possible only in a loaded file or
+    an explicit ``parentId``) is kept by id in ``_late`` and looked up when the tree is
+    walked, as are all parents: by id, so that an id seen twice resolves to its latest entry.
+
+    ``path_to`` follows parents up from an id, so ``in`` / ``position`` / ``path_to`` cost
+    O(1) per step and nothing here grows with the length of the lines.
+    """
+
+    def __init__(self) -> None:
+        self._places = array("q")  # per position: offset << 32 | length, or _IN_MEMORY
+        self._parents = array("q")  # per position: the parent's position, _NO_PARENT or _LATE
+        self._ids: list[str | None] = []  # per position: the entry's id (None: it has none)
+        self._positions: dict[str, int] = {}  # id -> latest position with that id
+        self._kept: dict[int, bytes | int] = {}  # position -> line (or a place past 63 bits)
+        self._late: dict[int, str] = {}  # position -> parent id not present when added
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._positions
+
+    def position(self, entry_id: str) -> int | None:
+        return self._positions.get(entry_id)
+
+    def add(self, entry_id: str | None, parent_id: str | None, line: bytes | int) -> None:
+        """Append an entry: ``line`` is its encoded line (kept) or its place in the file."""
+        position = len(self._places)
+        if isinstance(line, bytes) or line > _MAX_PLACE:
+            self._kept[position] = line
+            self._places.append(_IN_MEMORY)
+        else:
+            self._places.append(line)
+        if entry_id is None:
+            self._parents.append(_NO_PARENT)
+        elif parent_id is None:
+            self._parents.append(_NO_PARENT)
+        else:
+            parent = self._positions.get(parent_id)
+            if parent is None:
+                self._late[position] = parent_id
+                self._parents.append(_LATE)
+            else:
+                self._parents.append(parent)
+        self._ids.append(entry_id)
+        if entry_id is not None:
+            self._positions[entry_id] = position
+
+    def place(self, position: int) -> bytes | int:
+        """The kept line of the entry at ``position``, or its place in the file."""
+        place = self._places[position]
+        return self._kept[position] if place == _IN_MEMORY else place
+
+    def spill(self, first_offset: int) -> None:
+        """Every line is now in the file, back to back from ``first_offset``: keep the lines'
+        places instead of the kept lines."""
+        offset = first_offset
+        for position, place in enumerate(self._places):
+            held = self._kept.get(position) if place == _IN_MEMORY else place
+            if isinstance(held, bytes):
+                new = (offset << 32) | len(held)
+                if len(held) < 2**32 and new <= _MAX_PLACE:
+                    del self._kept[position]
+                    self._places[position] = new
+                offset += len(held)
+            else:
+                assert held is not None
+                offset += held & 0xFFFFFFFF
+
+    def _parent_id(self, position: int) -> str | None:
+        parent = self._parents[position]
+        if parent == _NO_PARENT:
+            return None
+        if parent == _LATE:
+            return self._late[position]
+        return self._ids[parent]
+
+    def path_to(self, entry_id: str | None) -> list[int]:
+        """Positions from the root down to ``entry_id`` (inclusive); [] for None or an
+        unknown id. A parent that is not present ends the path there; so does a cycle."""
+        path: list[int] = []
+        seen: set[str] = set()
+        current = entry_id if entry_id in self._positions else None
+        while current is not None and current not in seen:
+            seen.add(current)
+            position = self._positions[current]
+            path.append(position)
+            parent = self._parent_id(position)
+            current = parent if parent in self._positions else None
+        path.reverse()
+        return path
+
+
+#: ``_EntryIndex`` markers: a line kept in memory (a place is never negative); no parent; a
+#: parent id kept in ``_late``.
+_IN_MEMORY = -1
+_NO_PARENT = -1
+_LATE = -2
+_MAX_PLACE = 2**63 - 1
 
 
 def _lock(path: str, owner_pid: int | None) -> SessionLock:
