@@ -152,6 +152,13 @@ async def test_serve_placement_flags_say_what_is_wrong_in_one_line(env):
     done = await env.run("serve", "--listen", "127.0.0.1:0", "--ray-address", "10.0.0.1:6379")
     assert done.returncode != 0
     assert done.stderr.decode().strip().splitlines() == ["Error: --ray-address and --ray-resources go with --placement ray"]
+    done = await env.run("serve", "--listen", "127.0.0.1:0", "--node-workspace-root", "/srv/work")
+    assert done.returncode != 0
+    assert done.stderr.decode().strip().splitlines() == ["Error: --node-workspace-root goes with --placement ray"]
+    done = await env.run("serve", "--listen", "127.0.0.1:0", "--placement", "ray", "--node-workspace-root", "srv/work")
+    assert done.returncode != 0
+    assert done.stderr.decode().strip().splitlines() == [
+        "Error: --node-workspace-root must be an absolute path (a directory on the nodes), not 'srv/work'"]
     proc = await trio.lowlevel.open_process(
         [CLI, "serve", "--listen", "127.0.0.1:0", "--placement", "local", "--model", "scripted/scripted-model"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,

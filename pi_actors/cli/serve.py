@@ -6,7 +6,7 @@ Usage::
                     [--token-file FILE] [--max-sessions N] [--tls-cert FILE --tls-key FILE]
                     [--model provider/id] [--tools read,bash] [--sandbox MODE] [--cwd DIR]
                     [--placement local|ray [--ray-address ADDR] [--ray-resources JSON]
-                                           [--ray-tool-hosts JSON]]
+                                           [--ray-tool-hosts JSON] [--node-workspace-root DIR]]
     pi-actors serve token add NAME --role client|tool-host|admin [--tool-host NAME] [--out FILE]
     pi-actors serve token list | token remove NAME          [--state-dir DIR]
 
@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-tool-hosts", metavar="JSON", type=_resources_flag,
                    help='run each session\'s tools in a tool host of its own, a Ray actor on a node with these custom'
                         ' resources, e.g. \'{"tool_host": 1}\' (--placement ray; needs --listen)')
+    p.add_argument("--node-workspace-root", metavar="DIR",
+                   help="where the nodes keep --root's directory, when not at the same path: every path of a"
+                        " session's runtime inside --root is moved under DIR on its node (--placement ray)")
     p.add_argument("--provider")
     p.add_argument("--model", help="model of new sessions (provider/id)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
@@ -238,8 +241,15 @@ def _placement(args: argparse.Namespace) -> Any:
         raise ConfigError("--ray-tool-hosts goes with --placement ray")
     if args.ray_tool_hosts and not args.listen:
         raise ConfigError("--ray-tool-hosts needs --listen HOST:PORT (the tool hosts dial the server there)")
+    if args.node_workspace_root and args.placement != "ray":
+        raise ConfigError("--node-workspace-root goes with --placement ray")
+    if args.node_workspace_root and not os.path.isabs(args.node_workspace_root):
+        raise ConfigError(f"--node-workspace-root must be an absolute path (a directory on the nodes), not {args.node_workspace_root!r}")
     if args.placement == "local":
         return None
+    workspace = None
+    if args.node_workspace_root:
+        workspace = (os.path.abspath(args.root or os.getcwd()), os.path.normpath(args.node_workspace_root))
     resources = None
     if args.ray_resources:
         try:
@@ -249,7 +259,8 @@ def _placement(args: argparse.Namespace) -> Any:
         except ValueError as exc:
             raise ConfigError(f"--ray-resources wants a JSON object of amounts, like '{{\"tool_host\": 1}}': {exc}") from None
     try:
-        return make_session_host("ray", address=args.ray_address, resources=resources, tool_hosts=args.ray_tool_hosts)
+        return make_session_host("ray", address=args.ray_address, resources=resources, tool_hosts=args.ray_tool_hosts,
+                                 workspace=workspace)
     except PlacementError as exc:
         raise ConfigError(str(exc)) from None
 

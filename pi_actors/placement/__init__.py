@@ -76,8 +76,9 @@ PLACEMENTS: dict[str, Callable[..., Placement]] = {"local": LocalPlacement, "ray
 
 def make_session_host(kind: str, **options: Any) -> SessionHost:
     """The placement of served sessions ``kind`` (``local``; ``ray``: ``address``,
-    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes` — and ``tool_hosts``, the
-    custom resources of each session's tool host, checked against the cluster) for
+    ``num_cpus``, ``resources`` — :class:`~._ray_serve.RayNodes` — ``tool_hosts``, the
+    custom resources of each session's tool host, checked against the cluster, and
+    ``workspace``, ``(server root, node root)`` when the nodes keep the root elsewhere) for
     ``pi-actors serve``; raises :class:`PlacementError` for an unknown kind or a placement
     that cannot be made (Ray not installed or not reachable)."""
     if kind == "local":
@@ -86,6 +87,7 @@ def make_session_host(kind: str, **options: Any) -> SessionHost:
         from ._ray_serve import RayNodes
 
         tool_hosts = options.pop("tool_hosts", None)
+        workspace = options.pop("workspace", None)
         nodes = RayNodes(**options)
         if tool_hosts:
             try:
@@ -93,7 +95,7 @@ def make_session_host(kind: str, **options: Any) -> SessionHost:
             except PlacementError:
                 nodes.shutdown()
                 raise
-        return NodeSessions(nodes, link_host=nodes.link_host, tool_hosts=tool_hosts)
+        return NodeSessions(nodes, link_host=nodes.link_host, tool_hosts=tool_hosts, workspace=workspace)
     raise PlacementError(f"unknown placement {kind!r} (known: local, ray)")
 
 
