@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 
+import msgspec
 import pytest
 import trio
 from conftest import CLI, actor_config
@@ -21,7 +22,7 @@ from support.wire import Lines
 
 from pi_actors.coding.session import SessionWriter
 from pi_actors.coding.session.roots import resolved_header, stored_header
-from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths
+from pi_actors.placement import NodeSessions, ProcessNodes, from_root, in_root, rebase_paths, rebase_prompt_cwd
 from pi_actors.runtime import RemoteError
 from pi_actors.server import Credentials, Server
 from pi_actors.server.client import RemoteSession, connect
@@ -261,7 +262,7 @@ async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_co
     ]
     placement = NodeSessions(ProcessNodes(), workspace=(str(head_root), str(node_root)))
     with trio.fail_after(120):
-        server = await _serving(lambda cwd: actor_config(scripted, cwd), head_root, state, placement)
+        server = await _serving(lambda cwd: _with_cwd_line(actor_config(scripted, cwd), cwd), head_root, state, placement)
         async with server.running():
             ws = await nursery.start(server.serve_websocket, "127.0.0.1", 0, None)
             async with connect(f"ws://127.0.0.1:{ws.port}/", token="tok") as peer:
@@ -271,6 +272,15 @@ async def test_a_node_with_another_workspace_root_runs_the_session_in_its_own_co
                 await s.call("prompt", {"text": "where are you?"})
     result = scripted.requests[-1]["body"]["messages"][-1]
     assert f"{node_root / 'proj'}\nthe copy under node" in json.dumps(result).replace("\\n", "\n")
+    system = scripted.requests[0]["body"]["messages"][0]
+    assert system["role"] == "system"  # and the model is told where it really works
+    assert system["content"].endswith(f"\nCurrent working directory: {node_root / 'proj'}")
+
+
+def _with_cwd_line(config, cwd):
+    """``config`` whose system prompt ends as a built one does: naming the working directory."""
+    coordinator = msgspec.structs.replace(config.coordinator, system_prompt=f"You are a test.\nCurrent working directory: {cwd}")
+    return msgspec.structs.replace(config, coordinator=coordinator)
 
 
 @settings(max_examples=200, deadline=None)
@@ -292,3 +302,7 @@ def test_rebasing_moves_only_the_paths_inside_the_old_root():
         "cwd": "/b/c/proj", "sandbox": {"workspace": "/b/c/proj", "hidden": ["/b/c/proj/.git", "/state"], "x": "/ab/c"},
         "resume": "/state/s.jsonl", "root": "/b/c", "text": "cd /a/proj", "n": 3,
     }  # fmt: skip
+    built = "Be terse.\nCurrent working directory: /a/proj"
+    assert rebase_prompt_cwd(built, "/a/proj", "/b/c/proj") == "Be terse.\nCurrent working directory: /b/c/proj"
+    for custom in ("Be terse.", "Current working directory: /a/proj\nthen more", "x\nCurrent working directory: /a/other"):
+        assert rebase_prompt_cwd(custom, "/a/proj", "/b/c/proj") == custom  # only the built last line moves

@@ -29,7 +29,7 @@ from typing import Any
 from ._api import ErrorKind, Limits, Placement, PlacementError, SessionJob, SessionOutcome
 from ._events import EventFold, classify_model_error
 from ._local import LocalPlacement, default_command
-from ._paths import from_root, in_root, rebase_paths
+from ._paths import from_root, in_root, rebase_paths, rebase_prompt_cwd
 from ._ray import RayPlacement, shipped_environment
 from ._ray_serve import RayNodes, RayToolHost
 from ._serve import NodeLauncher, NodeSessions, PlacedSession, ProcessNodes, SessionHost, open_local_session
@@ -65,6 +65,7 @@ __all__ = [
     "from_root",
     "in_root",
     "rebase_paths",
+    "rebase_prompt_cwd",
     "make_session_host",
     "shipped_environment",
 ]

@@ -13,6 +13,8 @@ of wherever it runs now:
 - :func:`rebase_paths` — every string of a configuration document (JSON-like: dicts, lists)
   that is the old root or a path inside it, moved under the new root; everything else
   (session files on the head, the agent directory) is left as it is.
+- :func:`rebase_prompt_cwd` — a system prompt whose last line names the working directory
+  (``Current working directory: …``, as ``coding.system_prompt`` ends it) told the moved one.
 
 (``in_root`` and ``from_root`` live with the session files, ``coding.session.roots``, which
 store their header's paths the same way.) Pure functions, no I/O: roots are compared as given after ``os.path.normpath`` (a caller
@@ -26,7 +28,7 @@ from typing import Any
 
 from ..coding.session.roots import from_root, in_root
 
-__all__ = ["from_root", "in_root", "rebase_paths"]
+__all__ = ["from_root", "in_root", "rebase_paths", "rebase_prompt_cwd"]
 
 
 def rebase_paths(doc: Any, old_root: str, new_root: str) -> Any:
@@ -40,3 +42,17 @@ def rebase_paths(doc: Any, old_root: str, new_root: str) -> Any:
     if isinstance(doc, list):
         return [rebase_paths(value, old_root, new_root) for value in doc]
     return doc
+
+
+#: The last line of a built system prompt (``coding.system_prompt``): where the session works.
+_CWD_LINE = "Current working directory: "
+
+
+def rebase_prompt_cwd(prompt: str, old_cwd: str, new_cwd: str) -> str:
+    """``prompt`` with its last line ``Current working directory: OLD`` made to name
+    ``new_cwd``, so the model is told where its tools really run; any other prompt (a custom
+    one that does not end so, or one naming another directory) is returned unchanged."""
+    head, sep, last = prompt.rpartition("\n")
+    if last != _CWD_LINE + old_cwd.replace(os.sep, "/") or old_cwd == new_cwd:
+        return prompt
+    return head + sep + _CWD_LINE + new_cwd.replace(os.sep, "/")

@@ -43,7 +43,7 @@ from ..actors.local import open_local_runtime, secret_env_names
 from ..protocol.config import RuntimeConfig, read_part
 from ..runtime import ChildProcess, Peer, child_environment, open_peer, start_watched_actor, watch_heartbeat
 from ..runtime._connect import LinkOffer, open_link_listener
-from ._paths import rebase_paths
+from ._paths import rebase_paths, rebase_prompt_cwd
 
 __all__ = [
     "NodeHandle",
@@ -136,7 +136,8 @@ class NodeSessions:
     nodes dial (an interface of this machine they can reach). ``workspace``: ``(head root,
     node root)`` when the nodes keep the workspace under another absolute root: every path
     of the runtime's configuration inside the head's root (its cwd, its sandbox's paths) is
-    moved under the node's (``_paths.rebase_paths``); the store's stay the head's.
+    moved under the node's (``_paths.rebase_paths``), and the system prompt's working-directory
+    line with them (``_paths.rebase_prompt_cwd``); the store's stay the head's.
     ``reopens_lost``: a node can die under a session, so the server reopens one whose link
     closed by itself at once from its file (``server._hosting``), not at the next attach.
 
@@ -184,6 +185,10 @@ class NodeSessions:
             document = msgspec.to_builtins(config)
             if self.workspace is not None:
                 document = rebase_paths(document, *self.workspace)
+                coordinator = document["coordinator"]
+                coordinator["systemPrompt"] = rebase_prompt_cwd(
+                    coordinator.get("systemPrompt", ""), config.coordinator.cwd, coordinator.get("cwd", "")
+                )
             handle = await self.launcher.launch(nursery, {"config": document, "links": links})
             try:
                 stream = await _accept_or_fail(ui, handle)
