@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 from conftest import Env
+from support.providers import last_tool_output
 
 from pi_actors.coding.session import session_info
 from pi_actors.testing.scripted_server import Reply, ScriptedLLM
@@ -150,20 +151,13 @@ async def test_a_batch_whose_driver_was_killed_resumes_and_does_every_task_exact
     assert script.asked == {"first": 1, "second": 2, "third": 1}
 
 
-def _tool_output(body) -> str:
-    """The last tool result the model was sent (OpenAI completions: a ``tool`` message)."""
-    tools = [m for m in (body or {}).get("messages", []) if m.get("role") == "tool"]
-    content = tools[-1]["content"] if tools else ""
-    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
-
-
 def _bash_then_tell(command: str):
     """A model that runs ``command`` with bash and answers with its output, on every prompt."""
 
     def answer(n, body) -> Reply:
         if n % 2:
             return Reply(tool_calls=[ScriptToolCall(id=f"c{n}", name="bash", arguments={"command": command})])
-        return Reply(text=_tool_output(body))
+        return Reply(text=last_tool_output(body))
 
     return answer
 

@@ -21,6 +21,7 @@ import pytest
 import trio
 from _procs import cmdline, environ_has, live_pids, wait_all_gone
 from conftest import Env
+from support.providers import last_tool_output
 from support.ray_cluster import RayCluster, ray_cluster_fixture
 
 from pi_actors.cli.batch import parse_size
@@ -148,18 +149,11 @@ async def test_ctrl_c_on_a_ray_batch_cancels_its_task_and_the_session_is_gone(tm
     assert not out.read_text()  # nothing finished; the next run does the task
 
 
-def _tool_output(body) -> str:
-    """The last tool result the model was sent (OpenAI completions: a ``tool`` message)."""
-    tools = [m for m in (body or {}).get("messages", []) if m.get("role") == "tool"]
-    content = tools[-1]["content"] if tools else ""
-    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
-
-
 def _bash_then_tell(command: str):
     def answer(n, body) -> Reply:
         if n == 1:
             return Reply(tool_calls=[ScriptToolCall(id="c1", name="bash", arguments={"command": command})])
-        return Reply(text=_tool_output(body))
+        return Reply(text=last_tool_output(body))
 
     return answer
 

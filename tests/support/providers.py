@@ -202,3 +202,10 @@ def codex_token(account: str | None = "acct") -> str:
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
 
     return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+def last_tool_output(body) -> str:
+    """The last tool result a request body (OpenAI completions) sent the model: its text."""
+    tools = [m for m in (body or {}).get("messages", []) if m.get("role") == "tool"]
+    content = tools[-1]["content"] if tools else ""
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
