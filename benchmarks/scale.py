@@ -1,6 +1,6 @@
 """Scale benchmark (issue 19): batch runs and served sessions on local processes and on Ray.
 
-    .venv/bin/python -m benchmarks.scale [--quick]
+    .venv/bin/python -m benchmarks.scale [--quick] [--rounds N] [--json]
 
 Everything runs against the in-process scripted model (``ScriptedLLM``, OpenAI wire), reached
 by the real CLI (``pi-actors batch`` / ``pi-actors serve`` / ``pi-actors tool-host``) through a
@@ -8,7 +8,10 @@ by the real CLI (``pi-actors batch`` / ``pi-actors serve`` / ``pi-actors tool-ho
 (head + 2 workers, ``tests/support/ray_cluster.py``, token auth, ``--num-cpus 1`` per node),
 started by this module and killed at the end. Reported, each as a ratio against a baseline
 measured in the same run (no assertion on time; on a shared 2-core machine the figures are
-noisy):
+noisy). The idle memory is taken first; then ``--rounds`` rounds (default 1 with ``--quick``,
+else 2) each measure (1)-(3) once, their order turning every round so that a drift of the
+machine's load favours no variant; the medians over the rounds are reported, with the load
+average at start and end:
 
 1. **sessions per minute vs slots**: a batch of trivial tasks (one prompt, no tools, one
    reply each) with ``batch --local 1`` (the baseline), ``--local 2`` and ``--ray ADDRESS``
@@ -247,33 +250,44 @@ async def tool_turns(llm: ScriptedLLM, url: str, token: str, create: dict, turns
             "failure": None if ok else f"{len(records)} requests, {turns + 1} expected"}  # fmt: skip
 
 
-async def serve_local(llm: ScriptedLLM, home: Home, turns: int, settle: float) -> dict:
-    """Idle RSS of a local serve; then (3)'s local pool and WebSocket tool host."""
+async def serve_idle(home: Home, settle: float) -> tuple[int, int]:
+    """(4)'s baseline: summed RSS and process count of an idle local ``serve`` and its children."""
+    proc, _url, _token = await _serve(home)
+    try:
+        await trio.sleep(settle)
+        pids = tree(proc.pid)
+        return rss(pids), len(pids)
+    finally:
+        await _kill(proc)
+
+
+async def serve_local(llm: ScriptedLLM, home: Home, turns: int, name: str, host_first: bool) -> dict:
+    """(3)'s local pool and WebSocket tool host ``name``, on one local ``serve``."""
     out: dict = {}
     proc, url, token = await _serve(home)
     host = None
     try:
-        await trio.sleep(settle)
-        out["serve_rss"] = rss(tree(proc.pid))
-        out["serve_procs"] = len(tree(proc.pid))
-        out["pool"] = await tool_turns(llm, url, token, {}, turns)
-        made = await trio.run_process([CLI, "serve", "token", "add", "h1", "--role", "tool-host"], capture_stdout=True,
+        if not host_first:
+            out["pool"] = await tool_turns(llm, url, token, {}, turns)
+        made = await trio.run_process([CLI, "serve", "token", "add", name, "--role", "tool-host"], capture_stdout=True,
                                       env=home.env, cwd=home.work)  # fmt: skip
         token_file = made.stdout.decode().strip().splitlines()[-1]
-        workspace = home.work / "host"
+        workspace = home.work / f"host-{name}"
         workspace.mkdir()
         host = await trio.lowlevel.open_process(
-            [CLI, "tool-host", "--connect", url, "--token-file", token_file, "--name", "h1", "--workspace", str(workspace), "--sandbox", "off"],
+            [CLI, "tool-host", "--connect", url, "--token-file", token_file, "--name", name, "--workspace", str(workspace), "--sandbox", "off"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=home.env, cwd=home.work,
         )  # fmt: skip
         async with connect(url, token=token) as peer:
             for _ in range(600):  # up to 60 s for the host to register
-                if any(h.get("name") == "h1" for h in (await peer.call("list")).get("toolHosts", [])):
+                if any(h.get("name") == name for h in (await peer.call("list")).get("toolHosts", [])):
                     break
                 await trio.sleep(0.1)
             else:
-                raise RuntimeError("the tool host h1 did not register in 60 s")
-        out["ws_host"] = await tool_turns(llm, url, token, {"toolHost": "h1"}, turns)
+                raise RuntimeError(f"the tool host {name} did not register in 60 s")
+        out["ws_host"] = await tool_turns(llm, url, token, {"toolHost": name}, turns)
+        if host_first:
+            out["pool"] = await tool_turns(llm, url, token, {}, turns)
     finally:
         if host is not None:
             await _kill(host)
@@ -312,17 +326,32 @@ def _line(label: str, value: str, base: str) -> None:
     print(f"  {label:<44} {value:>16}   {base}")
 
 
+def _failed(exc: Exception) -> dict:
+    return {"median": float("nan"), "gaps": [], "failure": f"{type(exc).__name__}: {exc}"}
+
+
+def _median(values: list[float]) -> float:
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def _loadavg() -> str:
+    return open("/proc/loadavg").read().split(" ", 3)[0]
+
+
 async def main(args: argparse.Namespace) -> None:
     n = 8 if args.quick else 12
     turns = 10 if args.quick else 30
     settle = 3.0 if args.quick else 5.0
+    rounds = args.rounds or (1 if args.quick else 2)
     # Short: Ray's unix socket paths (temp dir + session name) must fit 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="pscale-", dir="/tmp"))
-    batches: list[dict] = []
-    tools: dict = {}
+    batches: dict[str, list[dict]] = {"local-1": [], "local-2": [], "ray-2w": []}
+    tools: dict[str, list[dict]] = {"pool": [], "ws_host": [], "ray_pool": [], "ray_host": []}
     cluster = None
-    cluster_rss = cluster_procs = 0
+    cluster_rss = cluster_procs = serve_rss = serve_procs = 0
     t_all = time.perf_counter()
+    load_start = _loadavg()
     try:
         async with trio.open_nursery() as nursery:
             batch_llm = ScriptedLLM(lambda body: Reply(text="ok"))
@@ -331,11 +360,9 @@ async def main(args: argparse.Namespace) -> None:
             await nursery.start(tool_llm.serve)
             bhome, thome = Home(root / "b", batch_llm), Home(root / "t", tool_llm)
 
-            print(f"scale benchmark: {n} tasks per batch, {turns} tool turns per session (noisy: shared 2-core machine)", flush=True)
-            batches.append(await run_batch(bhome, "local-1", n, ["--local", "1"]))
-            batches.append(await run_batch(bhome, "local-2", n, ["--local", "2"]))
-            tools.update(await serve_local(tool_llm, thome, turns, settle))
-
+            print(f"scale benchmark: {rounds} round(s), {n} tasks per batch, {turns} tool turns per session "
+                  f"(shared 2-core machine: noisy; load average {load_start})", flush=True)  # fmt: skip
+            serve_rss, serve_procs = await serve_idle(thome, settle)
             print("starting the Ray cluster (head + 2 workers)…", flush=True)
             cluster = await trio.to_thread.run_sync(_start_cluster, root / "ray")
             bhome.env.update(cluster.env)
@@ -343,13 +370,29 @@ async def main(args: argparse.Namespace) -> None:
             await trio.sleep(settle)
             pids = cluster.processes()
             cluster_rss, cluster_procs = rss(pids), len(pids)
-            batches.append(await run_batch(bhome, "ray-2w", n, ["--ray", cluster.address, "--resources", '{"pi_worker": 1}',
-                                                               "--per-session-cpus", "1"]))  # fmt: skip
-            for key, hosts in (("ray_pool", False), ("ray_host", True)):
-                try:
-                    tools[key] = await serve_ray(tool_llm, thome, cluster, turns, hosts)
-                except Exception as exc:  # noqa: BLE001 - reported, not fatal to the other figures
-                    tools[key] = {"median": float("nan"), "gaps": [], "failure": f"{type(exc).__name__}: {exc}"}
+
+            placements = {"local-1": ["--local", "1"], "local-2": ["--local", "2"],
+                          "ray-2w": ["--ray", cluster.address, "--resources", '{"pi_worker": 1}', "--per-session-cpus", "1"]}  # fmt: skip
+            for r in range(rounds):
+                # The order turns every round, so a drift of the machine's load favours no one.
+                names = list(placements)
+                names = names[r % 3 :] + names[: r % 3]
+                for name in names:
+                    print(f"round {r + 1}: batch {name}", flush=True)
+                    batches[name].append(await run_batch(bhome, f"{name}-r{r}", n, placements[name]))
+                units = ["local", "ray_pool", "ray_host"]
+                units = units[r % 3 :] + units[: r % 3]
+                for unit in units:
+                    print(f"round {r + 1}: tool turns {unit}", flush=True)
+                    try:
+                        if unit == "local":
+                            for key, value in (await serve_local(tool_llm, thome, turns, f"h{r}", host_first=r % 2 == 1)).items():
+                                tools[key].append(value)
+                        else:
+                            tools[unit].append(await serve_ray(tool_llm, thome, cluster, turns, unit == "ray_host"))
+                    except Exception as exc:  # noqa: BLE001 - reported, not fatal to the other figures
+                        for key in ("pool", "ws_host") if unit == "local" else (unit,):
+                            tools[key].append(_failed(exc))
             nursery.cancel_scope.cancel()
     finally:
         if cluster is not None:
@@ -358,40 +401,51 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"WARNING: Ray processes left after stop: {left}")
         shutil.rmtree(root, ignore_errors=True)
 
+    print(f"\nload average at start {load_start}, at end {_loadavg()}; medians over {rounds} round(s)")
     print(f"\n1. sessions per minute vs slots ({n} trivial tasks, whole command; baseline --local 1)")
-    base = batches[0]
-    for b in batches:
-        rate = per_minute(b["tasks"], b["wall"])
-        status = f"FAILED ({b['failure']})" if b["failure"] else f"{len(b['nodes'])} node(s)"
-        _line(f"{b['name']}: {_fmt_s(b['wall'])}, {status}", f"{rate:7.1f} /min", ratio(rate, per_minute(base["tasks"], base["wall"])))
+    walls = {name: _median([b["wall"] for b in runs if not b["failure"]]) for name, runs in batches.items()}
+    base_rate = per_minute(n, walls["local-1"])
+    for name, runs in batches.items():
+        rate = per_minute(n, walls[name])
+        failed = [b["failure"] for b in runs if b["failure"]]
+        nodes = len({node for b in runs for node in b["nodes"]})
+        status = f"{len(failed)} FAILED ({failed[0]})" if failed else f"{nodes} node(s)"
+        _line(f"{name}: {_fmt_s(walls[name])}, {status}", f"{rate:7.1f} /min", ratio(rate, base_rate))
     print("\n2. time to first task (start → first result line; baseline --local 1)")
-    for b in batches:
-        _line(b["name"], _fmt_s(b["first"]), ratio(b["first"], base["first"]))
+    firsts = {name: _median([b["first"] for b in runs if not b["failure"]]) for name, runs in batches.items()}
+    for name in batches:
+        _line(name, _fmt_s(firsts[name]), ratio(firsts[name], firsts["local-1"]))
     print(f"\n3. client time per tool turn (bash `true`, median of {turns} turns, server clock; baseline: local pool)")
-    pool = tools.get("pool", {}).get("median", float("nan"))
+    medians = {key: _median([t["median"] for t in runs if not t["failure"]]) for key, runs in tools.items()}
     labels = {"pool": "serve, local pool", "ws_host": "serve, WebSocket tool host (same machine)",
               "ray_pool": "serve --placement ray, pool on the node", "ray_host": "serve --placement ray, Ray tool host"}  # fmt: skip
     for key, label in labels.items():
-        t = tools.get(key)
-        if t is None:
-            _line(label, "not measured", "")
+        failed = [t["failure"] for t in tools[key] if t["failure"]]
+        if medians[key] != medians[key]:
+            _line(label, "FAILED" if failed else "not measured", (failed or [""])[0][:200])
             continue
-        if t["failure"]:
-            _line(label, "FAILED", t["failure"][:200])
-            continue
-        extra = (t["median"] - pool) * 1000
-        _line(label, f"{t['median'] * 1000:7.2f} ms", f"{ratio(t['median'], pool)}  extra {extra:+.2f} ms/call")
+        extra = (medians[key] - medians["pool"]) * 1000
+        note = f"  ({len(failed)} run(s) failed: {failed[0][:120]})" if failed else ""
+        per_round = ", ".join(f"{t['median'] * 1000:.1f}" for t in tools[key] if not t["failure"])
+        _line(
+            label,
+            f"{medians[key] * 1000:7.2f} ms",
+            f"{ratio(medians[key], medians['pool'])}  extra {extra:+.2f} ms/call  [rounds: {per_round}]{note}",
+        )
     print("\n4. idle memory (summed RSS; baseline: idle `pi-actors serve`, local placement)")
-    _line(f"serve, local ({tools.get('serve_procs', 0)} processes)", mib(tools.get("serve_rss", 0)), "1.00x")
-    _line(f"Ray cluster, head + 2 workers ({cluster_procs} processes)", mib(cluster_rss), ratio(cluster_rss, tools.get("serve_rss", 0)))
+    _line(f"serve, local ({serve_procs} processes)", mib(serve_rss), "1.00x")
+    _line(f"Ray cluster, head + 2 workers ({cluster_procs} processes)", mib(cluster_rss), ratio(cluster_rss, serve_rss))
     print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
     if args.json:
-        print(json.dumps({"batches": batches, "tools": {k: v for k, v in tools.items()}, "cluster_rss": cluster_rss}))
+        print(json.dumps({"batches": batches, "tools": tools, "serve_rss": serve_rss, "cluster_rss": cluster_rss}))
 
 
 def cli(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="8 tasks per batch, 10 tool turns (else 12 and 30)")
+    p.add_argument(
+        "--rounds", type=int, default=0, help="rounds, each with every figure, in a turning order (default: 1 with --quick, else 2)"
+    )
     p.add_argument("--json", action="store_true", help="also one JSON line with the figures")
     trio.run(main, p.parse_args(argv))
 
