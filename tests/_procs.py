@@ -36,13 +36,40 @@ def parent_pid(pid: int) -> int | None:
 def describe(pid: int) -> str:
     """One line for an assertion message: pid, parent, state, where in the kernel it waits
     (``wchan``: e.g. ``synchronize_rcu_expedited`` while a network namespace is made) and
-    the command line."""
-    try:
-        with open(f"/proc/{pid}/wchan") as f:
-            wchan = f.read() or "-"
-    except OSError:
-        wchan = "?"
+    the command line — then one indented line for each descendant, found or not by the
+    test's own look (an exiting process has no environment left to carry a marker), with
+    its kernel stack when it is readable: what a process left behind is waiting for."""
+    lines = [_one_line(pid)]
+    for child, depth in _descendants(pid):
+        stack = _read(f"/proc/{child}/stack").replace("\n", " | ")[:300]
+        lines.append("  " * depth + _one_line(child) + (f" stack=[{stack}]" if stack else ""))
+    return "\n".join(lines)
+
+
+def _one_line(pid: int) -> str:
+    wchan = _read(f"/proc/{pid}/wchan") or "-"
     return f"{pid} ppid={parent_pid(pid)} state={_state(pid)} wchan={wchan} {cmdline(pid)[:200]}"
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _descendants(pid: int, depth: int = 1) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        for word in _read(f"/proc/{pid}/task/{task}/children").split():
+            out.append((int(word), depth))
+            out += _descendants(int(word), depth + 1)
+    return out
 
 
 def cmdline(pid: int) -> str:

@@ -171,7 +171,7 @@ async def test_a_pool_killed_while_its_sandbox_starts_leaves_nothing(tmp_path, m
     # with the whole suite's sandboxes coming and going took more than 20 s in two full runs
     # — slow, not stuck; a process stuck for good would still be here after two minutes.
     left = await wait_all_gone(lambda: marked(marker), timeout=120)
-    assert left == [], [describe(pid) for pid in left]
+    assert left == [], "\n".join(describe(pid) for pid in left)
 
 
 async def test_a_print_mode_run_with_a_tool_call_leaves_no_process_behind(scripted, env):
