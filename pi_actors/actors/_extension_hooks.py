@@ -41,6 +41,7 @@ from ..ai import types as T
 from ..coding.messages import from_session_messages
 from ..protocol import extension_host as X
 from ..runtime import RemoteError, Router, TypedCall, call_method, implements
+from ._coordinator_remote import result_blocks
 
 __all__ = ["ExtensionHooks", "FIRE_AND_FORGET"]
 
@@ -271,11 +272,11 @@ class ExtensionHooks:
                     async with call.cancel_when(signal.wait if signal else None):
                         async for partial in call:
                             if on_update is not None:
-                                await on_update(AgentToolResult(content=_blocks(partial.get("content")), details=partial.get("details")))
+                                await on_update(AgentToolResult(content=result_blocks(partial.get("content")), details=partial.get("details")))
                     result = await call.result()
             except RemoteError as exc:
                 raise ExtensionToolFailure(f"extension host: {exc.message}") from None
-            content = _blocks(result.get("content"))
+            content = result_blocks(result.get("content"))
             if result.get("isError"):
                 raise ExtensionToolFailure("\n".join(b.text for b in content if isinstance(b, T.TextContent)) or "Tool failed")
             return AgentToolResult(content=content, details=result.get("details"))
@@ -365,13 +366,7 @@ class ExtensionHooks:
         await self.emit("session_shutdown", {})
 
 
-def _blocks(content: Any) -> list[Any]:
-    if not content:
-        return []
-    try:
-        return msgspec.convert(content, list[T.ToolResultContent])
-    except msgspec.ValidationError:
-        return [T.TextContent(text=str(content))]
+
 
 
 def _prompt_text(prompt: T.UserMessage) -> str | None:

@@ -1,6 +1,7 @@
 r"""The loop coordinator actor: one session's agent — context, run lifecycle, event fan-out.
 
-It runs the stateless agent loop (``pi_actors.agent``) with three remote capabilities:
+It runs the stateless agent loop (``pi_actors.agent``) with three remote capabilities (the
+first two in ``_coordinator_remote``):
 
 * the stream function is a ``stream`` call to the provider actor (events rebuilt from the
   wire, see ``pi_actors.protocol.events``); an abort cancels that call cooperatively, so the aborted
@@ -35,29 +36,22 @@ control link whenever it changes, so that a restarted coordinator reopens it.
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import AsyncExitStack
 from typing import Any
 
 import msgspec
 import trio
 
-from ..agent import Agent, AgentTool, AgentToolResult
+from ..agent import Agent
 from ..ai import types as T
-from ..ai.abort import AbortSignal
 from ..coding.compaction import CompactionSettings
 from ..coding.messages import convert_to_llm, from_session_messages, interrupted_tool_results
 from ..coding.retry import RetrySettings
-from ..coding.tools import MUTATING_TOOLS
-from ..coding.tools.paths import resolve_to_cwd
 from ..protocol import coordinator as P
 from ..protocol import extension_host as X
 from ..protocol.config import CoordinatorConfig, read_part, set_fields
-from ..protocol.events import StreamRebuilder, strip_agent_event
-from ..protocol.pool import shell_settings
+from ..protocol.events import strip_agent_event
 from ..runtime import (
-    ActorDied,
-    ConnectionLost,
     Empty,
     FdChannel,
     IncomingCall,
@@ -71,8 +65,9 @@ from ..runtime import (
     open_peer,
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
-from ._context_cache import STALE_CONTEXT, ContextSender, IncrementalConversion
+from ._context_cache import IncrementalConversion
 from ._coordinator_publish import BackgroundAppender, Gate, OrderedPublisher
+from ._coordinator_remote import ProviderStream, make_pool_tool
 from ._extension_hooks import ExtensionHooks
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
@@ -92,17 +87,6 @@ class SessionNotSaved(Exception):
     """A finished message could not be written to the session: the run must stop."""
 
 
-class ToolFailure(Exception):
-    """A remote tool call ended with isError: the message is what the model sees."""
-
-
-def _error_message(model: T.Model, text: str) -> T.AssistantMessage:
-    msg = T.new_assistant_message(model)
-    msg.stop_reason = "error"
-    msg.error_message = text
-    return msg
-
-
 class Coordinator:
     def __init__(self, config: CoordinatorConfig, provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer) -> None:
         from ..coding.tools import TOOL_SPECS
@@ -117,7 +101,9 @@ class Coordinator:
         self.on_session_path: Any = None
         self._session: dict[str, Any] | None = None
         self._resources: tuple[list[Any], list[Any]] | None = None
-        tools_list = [self.make_tool(TOOL_SPECS[n]) for n in config.tools if n in TOOL_SPECS]
+        tools_list = [make_pool_tool(self, TOOL_SPECS[n]) for n in config.tools if n in TOOL_SPECS]
+        #: The agent loop's stream function: a ``stream`` call to the provider actor.
+        self.stream_fn = ProviderStream(self).stream_fn
         self._incremental_conversion = IncrementalConversion(convert_to_llm)
         self.agent = Agent(
             initial_state={
@@ -154,9 +140,6 @@ class Coordinator:
         #: The queues as the last queue_update told them.
         self._queue_told: tuple[list[str], list[str]] = ([], [])
         self.log = JsonLog(config.log_file, "coordinator")
-        self._requests = 0
-        #: What the provider was last sent of the context (requests carry only what is new).
-        self._context_sender = ContextSender()
         self.commands = SessionCommands(self)
         #: The extension host's hooks (None: the session has no extensions).
         self.extensions: ExtensionHooks | None = None
@@ -213,140 +196,6 @@ class Coordinator:
     @property
     def session_id(self) -> str | None:
         return ((self.session or {}).get("header") or {}).get("id")
-
-    # -- remote capabilities -----------------------------------------------------------------
-
-    async def stream_fn(self, model: T.Model, context: T.Context, options: Any, emit: Any) -> T.AssistantMessage:
-        """The agent loop's stream function, served by the provider actor. Never raises.
-
-        The provider keeps the session's context: a request carries only the messages
-        appended since the last one (``_context_cache``), or the whole context when they do
-        not extend it or the provider refuses the base (``stale_context``: resent whole once)."""
-        rebuild = StreamRebuilder()
-        signal: AbortSignal | None = getattr(options, "signal", None)
-        self._requests += 1
-        request_id = f"{(self.session_id or 'nosession')[:8]}-{self._requests}"
-        fixed = {
-            "model": T.to_plain(model),
-            "options": _wire_options(options),
-            "requestId": request_id,
-        }
-        ids = {"session": self.session_id, "request": request_id, "provider": model.provider, "model": model.id}
-        self.log.event("llm_request", **ids, messages=len(context.messages))
-        final = await self._stream_remote(fixed, context, model, signal, emit, rebuild)
-        self.log.event(
-            "llm_response", **ids, stopReason=final.stop_reason, error=final.error_message,
-            inputTokens=final.usage.input, outputTokens=final.usage.output,
-        )  # fmt: skip
-        return final
-
-    def _stream_args(self, fixed: dict[str, Any], context: T.Context) -> dict[str, Any]:
-        """The ``stream`` arguments: ``fixed`` plus the context, as a delta when it can be."""
-        messages, label = self._context_sender.plan(self.session_id, context.messages)
-        wire = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
-        return {**fixed, "context": T.to_plain(wire), "cached": T.to_plain(label)}
-
-    async def _stream_remote(
-        self, fixed: dict[str, Any], context: T.Context, model: T.Model, signal: AbortSignal | None, emit: Any,
-        rebuild: StreamRebuilder,
-    ) -> T.AssistantMessage:
-        resent = False
-        while True:
-            try:
-                terminal: T.AssistantMessage | None = None
-                async with self.provider.open_call("stream", self._stream_args(fixed, context)) as call:
-                    async with call.cancel_when(signal.wait if signal else None):
-                        async for data in call:
-                            event = rebuild.apply(data)
-                            if isinstance(event, (T.DoneEvent, T.ErrorEvent)):
-                                # The final message, which the session keeps: its repeated
-                                # names shared, not one copy per message of a long session.
-                                terminal = _shared_names(event.message if isinstance(event, T.DoneEvent) else event.error)
-                            await emit(event)
-                    result = await call.result()
-                # The result repeats the terminal event's message (the one the loop keeps):
-                # converted again only when no terminal event came.
-                return terminal if terminal is not None else msgspec.convert(result, T.AssistantMessage)
-            except (RemoteError, msgspec.ValidationError, ValueError) as exc:
-                self._context_sender.forget()
-                if isinstance(exc, RemoteError) and exc.code == STALE_CONTEXT and not resent:
-                    # Refused before anything streamed: the provider lacks our base. Once, whole.
-                    self.log.event("context_resent", session=self.session_id, request=fixed["requestId"])
-                    resent = True
-                    continue
-                # A dead provider is said plainly (and is not a transient error to retry: the
-                # request may have reached the model; nothing is replayed behind the user's back).
-                final = _error_message(model, exc.message if isinstance(exc, ActorDied) else f"provider actor: {exc}")
-                if signal is not None and signal.aborted:
-                    final.stop_reason = "aborted"
-                await emit(T.ErrorEvent(reason=final.stop_reason, error=final))  # type: ignore[arg-type]
-                return final
-
-    def make_tool(self, spec: Any) -> AgentTool:
-        async def execute(
-            tool_call_id: str, params: dict[str, Any], signal: AbortSignal | None = None, on_update: Any = None
-        ) -> AgentToolResult:
-            ids = {"session": self.session_id, "toolCallId": tool_call_id, "tool": spec.name}
-            self.log.event("tool_start", **ids)
-            try:
-                result = await run(tool_call_id, params, signal, on_update)
-            except ToolFailure as exc:
-                self.log.event("tool_end", **ids, isError=True, error=str(exc)[:200])
-                raise
-            self.log.event("tool_end", **ids, isError=False)
-            return result
-
-        async def run(tool_call_id: str, params: dict[str, Any], signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
-            args = {
-                "toolCallId": tool_call_id,
-                "name": spec.name,
-                "args": params,
-                "cwd": self.cwd,
-                "sessionId": self.session_id,
-            }
-            if not self.config.settings.images.auto_resize:
-                args["autoResizeImages"] = False
-            args.update(shell_settings(self.config.settings))
-            if spec.name == "bash" and on_update is not None:
-                # pi's bash tool reports an empty partial result as it starts (the first
-                # tool_execution_update of every bash call).
-                # As the plain tree pi sends: the Struct would leave out the empty content.
-                await on_update({"content": []})
-            try:
-                async with self.tools_peer.open_call("run_tool", args) as call:
-                    async with call.cancel_when(signal.wait if signal else None):
-                        async for partial in call:
-                            if on_update is not None:
-                                await on_update(AgentToolResult(content=_blocks(partial.get("content")), details=partial.get("details")))
-                    result = await call.result()
-            except ActorDied as exc:
-                raise ToolFailure(exc.message) from None
-            except ConnectionLost as exc:
-                raise ToolFailure(f"tool pool unavailable: {exc.message}") from None
-            except RemoteError as exc:
-                raise ToolFailure(exc.message) from None
-            content = _blocks(result.get("content"))
-            if result.get("isError"):
-                text = "\n".join(b.text for b in content if isinstance(b, T.TextContent)) or "Tool failed"
-                raise ToolFailure(text)
-            return AgentToolResult(content=content, details=result.get("details"))
-
-        return AgentTool(
-            name=spec.name,
-            label=spec.label,
-            description=spec.description,
-            parameters=spec.parameters,
-            prepare_arguments=spec.prepare_arguments,
-            execute=execute,
-            exclusive_key=self._changed_path if spec.name in MUTATING_TOOLS else None,
-        )
-
-    def _changed_path(self, params: Any) -> str | None:
-        """The file a write/edit changes, so that the agent runs one reply's calls on the
-        same file one after another, in call order. This is the only same-file ordering: the
-        pool runs whatever reaches it at once."""
-        path = params.get("path") if isinstance(params, dict) else None
-        return os.path.realpath(resolve_to_cwd(path, self.cwd)) if isinstance(path, str) else None
 
     # -- serving the UI ----------------------------------------------------------------------
 
@@ -768,48 +617,6 @@ def _text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.text for b in content if isinstance(b, T.TextContent))
-
-
-def _shared_names(message: T.AssistantMessage) -> T.AssistantMessage:
-    """``message`` with the names that repeat from reply to reply interned (in place): api,
-    provider, model, stop reason, tool names (the tool results reuse them) and the keys of
-    tool arguments. Each arrives as a new string with every reply; a long session keeps
-    one object of each instead of one per reply (~0.6 kB less per prompt of one tool call)."""
-    message.api = sys.intern(message.api)
-    message.provider = sys.intern(message.provider)
-    message.model = sys.intern(message.model)
-    message.stop_reason = sys.intern(message.stop_reason)  # type: ignore[assignment]
-    for block in message.content:
-        if isinstance(block, T.ToolCall):
-            block.name = sys.intern(block.name)
-            if isinstance(block.arguments, dict):
-                block.arguments = {sys.intern(k) if isinstance(k, str) else k: v for k, v in block.arguments.items()}
-    return message
-
-
-def _wire_options(options: Any) -> dict[str, Any]:
-    """The stream options the provider actor takes (camelCase); the key and signal stay here."""
-    out: dict[str, Any] = {}
-    for attr, key in (
-        ("reasoning", "reasoning"),
-        ("session_id", "sessionId"),
-        ("max_tokens", "maxTokens"),
-        ("temperature", "temperature"),
-        ("thinking_budgets", "thinkingBudgets"),
-    ):
-        value = getattr(options, attr, None)
-        if value is not None:
-            out[key] = value
-    return out
-
-
-def _blocks(content: Any) -> list[Any]:
-    if not content:
-        return []
-    try:
-        return msgspec.convert(content, list[T.ToolResultContent])
-    except msgspec.ValidationError:
-        return [T.TextContent(text=str(content))]
 
 
 async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> None:
