@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 
 import pytest
 import trio
-from _procs import cmdline, environ_has, live_pids, wait_all_gone
+from _procs import cmdline, environ_has, live_pids, wait_all_gone, wait_for_pids
 from conftest import CLI, Env
 from support.ray_cluster import ray_cluster_fixture
 from support.wire import Lines
@@ -64,6 +65,8 @@ async def test_serve_runs_each_sessions_tools_in_a_tool_host_on_the_node_with_th
     scripted.script += [
         Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; echo tools-ran"})]),
         Reply(text="done"),
+        Reply(text="", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo ran-again"})]),
+        Reply(text="done again"),
     ]
     env = Env(tmp_path, scripted)
     env.env.update(ray_cluster.env)
@@ -99,6 +102,17 @@ async def test_serve_runs_each_sessions_tools_in_a_tool_host_on_the_node_with_th
                 assert f"{env.work}\\ntools-ran" in result
                 credentials = json.loads((env.home / "server" / "credentials.json").read_text())
                 assert name in json.dumps(credentials)
+                # Its tool host dies (killed, as with its node): the server starts another on a
+                # node with the resource, and the next tool call runs there.
+                os.kill(host, signal.SIGKILL)
+                (again,) = await wait_for_pids(
+                    lambda: live_pids(lambda p: p != host and "tool-host --connect" in cmdline(p) and f"--name {name}" in cmdline(p)),
+                    timeout=120,
+                )
+                assert ray_cluster.node_of(again) is target
+                await s.call("prompt", {"text": "and again?"})
+                assert "ran-again" in json.dumps(scripted.requests[-1]["body"]["messages"][-1])
+                host = again
                 await peer.call("remove", {"sessionId": sid})
             assert await wait_all_gone(lambda: live_pids(lambda q: q == host)) == []  # ended with its session
             assert name not in (env.home / "server" / "credentials.json").read_text()  # and its credential

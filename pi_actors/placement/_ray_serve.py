@@ -166,6 +166,17 @@ class RayToolHost:
         except Exception:  # already gone
             pass
 
+    async def wait_ended(self) -> None:
+        """Return once the tool host has ended: exited, killed, or lost with its node."""
+        await _wait_for_ref(self._ray, self.ref)
+
+
+async def _wait_for_ref(ray: Any, ref: Any) -> None:
+    """Wait in a thread until ``ref`` is ready (its task returned or its actor died). The
+    thread has a limiter of its own: one waiter per placed session or tool host must not
+    use up the shared default limiter that every other ``to_thread`` call queues on."""
+    await trio.to_thread.run_sync(lambda: ray.wait([ref], timeout=None), abandon_on_cancel=True, limiter=trio.CapacityLimiter(1))
+
 
 class _RayNode:
     """A session actor started by :class:`RayNodes` (a ``NodeHandle``)."""
@@ -184,7 +195,7 @@ class _RayNode:
 
     async def _wait(self, ref: Any) -> None:
         try:
-            await trio.to_thread.run_sync(lambda: self._ray.wait([ref], timeout=None), abandon_on_cancel=True)
+            await _wait_for_ref(self._ray, ref)
         finally:
             self.done.set()
 

@@ -160,7 +160,8 @@ class NodeSessions:
     def start_tool_host(self, *, connect: str, token: str, name: str, workspace: str) -> Any:
         """Start a session's tool host (``pi-actors tool-host --connect CONNECT --name NAME``
         with ``token``, its tools in ``workspace``) on a node with :attr:`tool_hosts`; a
-        handle with ``node`` and ``stop()``. Blocks until it runs (call it in a thread);
+        handle with ``node``, ``stop()`` and ``await wait_ended()`` (returns once it has
+        ended by any cause: the server starts another then). Blocks until it runs (call it in a thread);
         raises OSError when no node could start it, ValueError without ``tool_hosts`` or a
         launcher that cannot start tool hosts."""
         start = getattr(self.launcher, "start_tool_host", None)

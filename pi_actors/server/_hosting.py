@@ -82,6 +82,9 @@ class _Session:
         self.scope = trio.CancelScope()
         self.ended = trio.Event()
         self.end_reason: str | None = None
+        #: Its tool host was placed by the server (``serve --ray-tool-hosts``), which starts
+        #: it again when it dies: a tool call waits for it meanwhile.
+        self.tool_host_kept = False
 
     def info(self) -> SessionInfo:
         return SessionInfo(id=self.id, cwd=self.cwd, tool_host=self.tool_host, attachments=len(self.attachments), live=True, owner=self.owner)
@@ -250,11 +253,14 @@ class SessionHosting:
         link = CoordinatorLink(restartable=True, announce=False) if reopens else None
         intensity = RestartIntensity(_REOPEN_POLICY)
         started = False
-        tool_host: Any = None
+        tool_host: list[Any] = [None]  # the placed tool host's handle; a restart replaces it
+        keeper = trio.CancelScope()
         try:
             with session.scope:
                 if getattr(self.placement, "tool_hosts", None) and session.tool_host is None:
-                    tool_host = await self._start_placed_tool_host(session)
+                    tool_host[0] = await self._start_placed_tool_host(session)
+                    session.tool_host_kept = True
+                    self._nursery.start_soon(self._keep_placed_tool_host, session, tool_host, keeper)
                 while True:
                     try:
                         lost = await self._host_generation(session, config, link, None if started else task_status)
@@ -292,8 +298,9 @@ class SessionHosting:
             session.end_reason = session.end_reason or "closed"
             if link is not None:
                 link._end(session.end_reason, failed=False)
-            if tool_host is not None:
-                self._stop_placed_tool_host(tool_host, session.tool_host or "")
+            keeper.cancel()
+            if tool_host[0] is not None:
+                self._stop_placed_tool_host(tool_host[0], session.tool_host or "")
             session.ended.set()
 
     async def _start_placed_tool_host(self, session: _Session) -> Any:
@@ -311,11 +318,12 @@ class SessionHosting:
             credentials.remove(name)  # left by a server that was killed
         token = credentials.add(name, "tool-host")
         host = None
+        stale = self.tool_hosts.get(name)  # a dead predecessor's connection, not yet dropped
         try:
             start = partial(self.placement.start_tool_host, connect=url, token=token, name=name, workspace=session.cwd)
             host = await trio.to_thread.run_sync(start)
             with trio.fail_after(_TOOL_HOST_REGISTER_TIMEOUT):
-                while name not in self.tool_hosts:
+                while self.tool_hosts.get(name) in (None, stale):
                     await self.tool_host_changed.wait()
         except BaseException as exc:
             self._stop_placed_tool_host(host, name)
@@ -326,6 +334,35 @@ class SessionHosting:
         log.info("server: session %s: tool host %s on %s", session.id, name, host.node)
         session.tool_host = name
         return host
+
+    async def _keep_placed_tool_host(self, session: _Session, handle: list[Any], scope: trio.CancelScope) -> None:
+        """Start ``session``'s placed tool host (``handle[0]``) again each time it ends by
+        itself — its process killed, its node lost — the way a lost session runtime is
+        reopened: a tool call in flight then failed (and is never re-sent); the next one
+        waits for the new host, which registers under the same name with a new credential.
+        At most ``_REOPEN_POLICY``'s restarts in its window; past that, or when no node can
+        start one, it gives up (logged) and the session's tool calls fail "not connected".
+        Ends when ``scope`` is cancelled (the session ended). Never raises: it runs in the
+        server's nursery."""
+        intensity = RestartIntensity(_REOPEN_POLICY)
+        name = session.tool_host or ""
+        with scope:
+            while True:
+                await handle[0].wait_ended()
+                try:
+                    delay = intensity.next_delay("the session's tool host")
+                except TooManyRestarts as exc:
+                    log.error("server: session %s: tool host %s: %s; not starting it again", session.id, name, exc)
+                    return
+                log.warning("server: session %s: tool host %s on %s ended; starting another", session.id, name, handle[0].node)
+                await trio.sleep(delay)
+                self._stop_placed_tool_host(handle[0], name)
+                handle[0] = None
+                try:
+                    handle[0] = await self._start_placed_tool_host(session)
+                except RemoteError as exc:
+                    log.error("server: session %s: %s", session.id, exc.message)
+                    return
 
     def _stop_placed_tool_host(self, host: Any, name: str) -> None:
         """End a tool host of :meth:`_start_placed_tool_host` (``host`` None: not started)
@@ -378,9 +415,7 @@ class SessionHosting:
         async def run_tool(call: IncomingCall) -> Any:
             if call.method != "run_tool":
                 raise RemoteError("not_found", f"tool proxy: unknown method {call.method!r}")
-            host = self.tool_hosts.get(name or "")
-            if host is None:
-                raise RemoteError("tool_host_unavailable", f"tool host {name!r} is not connected")
+            host = await self._live_tool_host(session, name or "")
             call.cooperative = True
             try:
                 async with host.open_call("run_tool", call.args) as up:
@@ -401,6 +436,20 @@ class SessionHosting:
                 await peer.closed_event.wait()
         except ConnectionLost:
             pass
+
+    async def _live_tool_host(self, session: _Session, name: str) -> Any:
+        """The connection of ``session``'s tool host ``name``. One the server keeps
+        (:meth:`_keep_placed_tool_host`) may be starting again: wait for it, as long as a
+        start may take. Raises RemoteError ``tool_host_unavailable`` when none is there."""
+        host = self.tool_hosts.get(name)
+        if session.tool_host_kept:
+            with trio.move_on_after(_TOOL_HOST_REGISTER_TIMEOUT):
+                while host is None or host.closed_event.is_set():
+                    await self.tool_host_changed.wait()
+                    host = self.tool_hosts.get(name)
+        if host is None or host.closed_event.is_set():
+            raise RemoteError("tool_host_unavailable", f"tool host {name!r} is not connected")
+        return host
 
     async def follow_fork(self, session: _Session) -> None:
         """A fork moved the session to a new file in its directory: reopen that one next time
