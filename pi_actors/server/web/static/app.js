@@ -306,7 +306,12 @@ function subscribe() {
     (err) => {
       if (state.sub !== sub) return;
       if (err.code === "overflow") subscribe();
-      else if (err.code === "session_terminated" && state.conn === conn) conn.close(); // reconnect re-attaches
+      else if (err.code === "actor_died") {
+        // The session's runtime was lost (its node died) and the server is reopening it
+        // from its file: a new subscription waits for it and starts from a new snapshot.
+        setStatus(`session reopening: ${errorText(err)}`);
+        subscribe();
+      } else if (err.code === "session_terminated" && state.conn === conn) conn.close(); // reconnect re-attaches
       else if (err.code !== "connection_lost" && err.code !== "cancelled") setStatus(`subscription ended: ${errorText(err)}`, true);
     },
   );
