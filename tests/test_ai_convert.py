@@ -233,3 +233,37 @@ def test_openai_strict_is_omitted_when_compat_disables_it():
     params = oai.build_params(model, ai.Context(messages=[user()], tools=tools),
                               ai.StreamOptions(extra={"toolChoice": "required"}), get_compat(model))
     assert "strict" not in params["tools"][0]["function"] and params["tool_choice"] == "required"
+
+
+# --- openai-completions: a session's request built turn after turn ----------------------------
+
+
+def _session(turns: int) -> list:
+    messages: list = [user("go")]
+    for i in range(turns):
+        messages.append(assistant(call(f"c{i}", "bash", command=f"echo {i}"), provider="openai",
+                                  api="openai-completions", model="gpt-x"))
+        messages.append(result(f"c{i}", text=f"{i}\n"))
+    return messages
+
+
+def test_a_growing_session_sends_the_same_request_bytes_as_a_fresh_conversion():
+    compat = get_compat(GPT)
+    messages = _session(3)
+    for turn in range(3, 8):  # the same objects, one more exchange each turn (the provider's cache)
+        context = ai.Context(system_prompt="sys", messages=list(messages))
+        built = msgspec.json.encode(oai.build_params(GPT, context, ai.StreamOptions(), compat))
+        fresh = msgspec.convert(msgspec.to_builtins(context), ai.Context)  # new objects: nothing remembered
+        assert built == msgspec.json.encode(oai.build_params(GPT, fresh, ai.StreamOptions(), compat))
+        messages += _session(turn + 1)[-2:]
+
+
+def test_an_edited_copy_of_a_tool_call_or_result_is_sent_as_edited():
+    compat = get_compat(GPT)
+    first = _session(1)
+    oai.convert_messages(GPT, ai.Context(messages=first), compat)
+    edited = [first[0], assistant(call("c0", "bash", command="echo changed"), provider="openai",
+                                  api="openai-completions", model="gpt-x"), result("c0", text="changed\n")]
+    out = oai.convert_messages(GPT, ai.Context(messages=edited), compat)
+    assert out[1]["tool_calls"][0]["function"]["arguments"] == '{"command": "echo changed"}'
+    assert out[2]["content"] == "changed\n"

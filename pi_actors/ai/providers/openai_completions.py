@@ -106,6 +106,46 @@ def _normalize_tool_call_id(call_id: str, model: Model, _source: AssistantMessag
     return call_id
 
 
+class _IdentityMemo:
+    """Strings derived from one object of a context (a tool call's arguments, a tool result's
+    text), kept by the object's identity across requests.
+
+    Why: the provider keeps a session's context as the same objects turn after turn (its
+    context cache), and re-deriving these for the whole transcript on every request made the
+    request's build grow with the session (json.dumps of every earlier call's arguments: at
+    300 turns most of ``build_params``' time). Objects of a context are never edited in place
+    once sent (the agent replaces messages), which is what makes the identity a valid key. The
+    object is held with its value, so its id cannot be reused while the entry lives; at most
+    ``size`` entries, the oldest dropped first."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._items: dict[int, tuple[Any, str]] = {}
+        self._size = size
+
+    def get(self, obj: Any, make: Any) -> str:
+        hit = self._items.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        value: str = make(obj)
+        if len(self._items) >= self._size:
+            del self._items[next(iter(self._items))]
+        self._items[id(obj)] = (obj, value)
+        return value
+
+
+def _arguments_json(call: ToolCall) -> str:
+    return json.dumps(call.arguments, ensure_ascii=False)
+
+
+def _tool_result_text(msg: ToolResultMessage) -> str:
+    text = "\n".join(b.text for b in msg.content if isinstance(b, TextContent))
+    return sanitize_surrogates(text) if text else "(see attached image)"
+
+
+_ARGUMENTS = _IdentityMemo()
+_RESULT_TEXT = _IdentityMemo()
+
+
 def _image_part(block: ImageContent) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
 
@@ -130,7 +170,7 @@ def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat,
     if calls:
         out["tool_calls"] = [
             {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+             "function": {"name": c.name, "arguments": _ARGUMENTS.get(c, _arguments_json)}}
             for c in calls
         ]
         details = []
@@ -186,9 +226,7 @@ def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCo
             if converted is not None:
                 out.append(converted)
         else:
-            text = "\n".join(b.text for b in msg.content if isinstance(b, TextContent))
-            tool_msg = {"role": "tool", "content": sanitize_surrogates(text) if text else "(see attached image)",
-                        "tool_call_id": msg.tool_call_id}
+            tool_msg = {"role": "tool", "content": _RESULT_TEXT.get(msg, _tool_result_text), "tool_call_id": msg.tool_call_id}
             if compat.requires_tool_result_name:
                 tool_msg["name"] = msg.tool_name
             out.append(tool_msg)
