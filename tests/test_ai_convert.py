@@ -267,3 +267,12 @@ def test_an_edited_copy_of_a_tool_call_or_result_is_sent_as_edited():
     out = oai.convert_messages(GPT, ai.Context(messages=edited), compat)
     assert out[1]["tool_calls"][0]["function"]["arguments"] == '{"command": "echo changed"}'
     assert out[2]["content"] == "changed\n"
+
+
+def test_the_remembered_conversions_stay_within_their_bound_and_stay_right():
+    memo = oai._IdentityMemo(max_chars=100)
+    calls = [call(f"c{i}", "write", content="x" * 30) for i in range(10)]
+    for c in calls:
+        assert memo.get(c, oai._arguments_json) == oai._arguments_json(c)
+    assert memo._chars <= 100 and len(memo._items) <= 2  # the oldest were dropped
+    assert memo.get(calls[0], oai._arguments_json) == oai._arguments_json(calls[0])  # recomputed

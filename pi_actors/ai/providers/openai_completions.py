@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -115,21 +116,24 @@ class _IdentityMemo:
     request's build grow with the session (json.dumps of every earlier call's arguments: at
     300 turns most of ``build_params``' time). Objects of a context are never edited in place
     once sent (the agent replaces messages), which is what makes the identity a valid key. The
-    object is held with its value, so its id cannot be reused while the entry lives; at most
-    ``size`` entries, the oldest dropped first."""
+    object is held with its value, so its id cannot be reused while the entry lives. Bounded by
+    the characters of the values kept (``max_chars``; the objects held are about as large, and
+    mostly alive anyway in the provider's context cache): the oldest entries go first."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, max_chars: int = 8_000_000) -> None:
         self._items: dict[int, tuple[Any, str]] = {}
-        self._size = size
+        self._chars = 0
+        self._max_chars = max_chars
 
-    def get(self, obj: Any, make: Any) -> str:
+    def get(self, obj: Any, make: Callable[[Any], str]) -> str:
         hit = self._items.get(id(obj))
-        if hit is not None and hit[0] is obj:
+        if hit is not None:  # the object is held by its entry: no other object has its id
             return hit[1]
-        value: str = make(obj)
-        if len(self._items) >= self._size:
-            del self._items[next(iter(self._items))]
+        value = make(obj)
         self._items[id(obj)] = (obj, value)
+        self._chars += len(value)
+        while self._chars > self._max_chars:
+            self._chars -= len(self._items.pop(next(iter(self._items)))[1])
         return value
 
 
