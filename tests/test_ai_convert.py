@@ -276,3 +276,61 @@ def test_the_remembered_conversions_stay_within_their_bound_and_stay_right():
         assert memo.get(c, oai._arguments_json) == oai._arguments_json(c)
     assert memo._chars <= 100 and len(memo._items) <= 2  # the oldest were dropped
     assert memo.get(calls[0], oai._arguments_json) == oai._arguments_json(calls[0])  # recomputed
+
+
+def _random_message(rng, i: int, open_calls: list[str]):
+    kind = rng.choice(["user", "user_parts", "assistant", "assistant", "result", "result", "foreign"])
+    if kind == "user":
+        return user(f"u{i}")
+    if kind == "user_parts":
+        return ai.UserMessage(content=[ai.TextContent(text=f"p{i}"), ai.ImageContent(data="aGk=", mime_type="image/png")],
+                              timestamp=1)
+    if kind in ("assistant", "foreign"):
+        blocks: list = []
+        if rng.random() < 0.5:
+            blocks.append(ai.TextContent(text=rng.choice(["", "  ", f"t{i}"])))
+        if rng.random() < 0.3:
+            blocks.append(ai.ThinkingContent(thinking=f"th{i}", thinking_signature=rng.choice([None, "reasoning_content"])))
+        for k in range(rng.randint(0, 2)):
+            call_id = f"c{i}_{k}" + ("|item" if kind == "foreign" else "")
+            blocks.append(call(call_id, "bash", command=f"echo {i}"))
+            open_calls.append(call_id)
+        foreign = {"provider": "other", "api": "openai-responses", "model": "o"} if kind == "foreign" else \
+            {"provider": "openai", "api": "openai-completions", "model": "gpt-x"}
+        return assistant(*blocks, stop=rng.choice(["toolUse", "stop", "stop", "error", "aborted"]), **foreign)
+    call_id = open_calls.pop(rng.randrange(len(open_calls))) if open_calls and rng.random() < 0.8 else f"gone{i}"
+    return result(call_id, text=rng.choice(["", f"r{i}"]), images=["aGk="] if rng.random() < 0.3 else ())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    rng = random.Random(seed)
+    model = msgspec.structs.replace(GPT, input=rng.choice([["text", "image"], ["text"]]), compat=rng.choice([
+        None, {"requiresAssistantAfterToolResult": True, "requiresToolResultName": True}]))
+    compat = get_compat(model)
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        context = ai.Context(system_prompt="sys", messages=history)
+        built = oai.convert_messages(model, context, compat)
+        whole = oai._Conversion(model, "sys", compat)
+        whole.feed(list(history))
+        assert msgspec.json.encode(built) == msgspec.json.encode(whole.result()), step
+
+
+def test_openrouter_cache_markers_never_leak_into_the_next_request():
+    model = msgspec.structs.replace(GPT, id="anthropic/claude-x", base_url="https://openrouter.ai/api/v1", provider="openrouter")
+    compat = get_compat(model)
+    assert compat.cache_control_format == "anthropic"
+    history = [user("first")]
+    oai.build_params(model, ai.Context(messages=history), ai.StreamOptions(), compat)
+    history = history + [assistant(ai.TextContent(text="reply"), provider="openrouter", api="openai-completions",
+                                   model="anthropic/claude-x", stop="stop"), user("second")]
+    params = oai.build_params(model, ai.Context(messages=history), ai.StreamOptions(), compat)
+    assert params["messages"][0] == {"role": "user", "content": "first"}  # marked last time, plain now
+    assert params["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}

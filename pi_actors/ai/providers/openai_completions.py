@@ -34,6 +34,7 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -44,7 +45,7 @@ import openai
 
 from ..options import StreamOptions, extra_option, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
+from ..transform import MessageTransform
 from ..types import (
     AssistantMessage,
     Context,
@@ -194,51 +195,96 @@ def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat,
 
 
 def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCompat) -> list[dict[str, Any]]:
-    vision = "image" in model.input
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
-        out.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+    """The request's ``messages`` for ``context`` (a new list; its dicts are not to be
+    edited: they may be the ones the last request was built from, see :class:`_Conversion`)."""
+    global _last
+    conversion = _last
+    messages = context.messages
+    if (conversion is None or not conversion.continues(model, context, compat)):
+        conversion = _Conversion(model, context.system_prompt, compat)
+    conversion.feed(messages[len(conversion.source):])
+    _last = conversion
+    return conversion.result()
 
-    messages: list[Message] = transform_messages(context.messages, model, _normalize_tool_call_id)
-    pending_images: list[dict[str, Any]] = []
-    after_tool_results = False
 
-    def flush_images() -> None:
+class _Conversion:
+    """The conversion of one history, continued with the messages appended to it since.
+
+    Why: a session's request is built every turn from a history that only grew; converting
+    only the new messages keeps the build from growing with the session. ``continues`` is
+    exact: the same model, compat and system prompt, and a history that starts with the very
+    messages converted so far (list equality: identity first, then value) — anything else (a
+    branch switch, compaction, another session) starts afresh. The state carried over is what
+    a message's conversion depends on before it: the transform's (``MessageTransform``), the
+    images of tool results waiting for the next message, and whether the last was a tool
+    result. Output dicts are shared between requests: :func:`build_params` copies the ones it
+    edits (OpenRouter's cache markers)."""
+
+    def __init__(self, model: Model, system_prompt: str | None, compat: OpenAICompletionsCompat) -> None:
+        self.model, self.system_prompt, self.compat = model, system_prompt, compat
+        self.source: list[Message] = []
+        self.transform = MessageTransform(model, _normalize_tool_call_id)
+        self.out: list[dict[str, Any]] = []
+        if system_prompt:
+            role = "developer" if model.reasoning and compat.supports_developer_role else "system"
+            self.out.append({"role": role, "content": sanitize_surrogates(system_prompt)})
+        self.pending_images: list[dict[str, Any]] = []
+        self.after_tool_results = False
+
+    def continues(self, model: Model, context: Context, compat: OpenAICompletionsCompat) -> bool:
+        n = len(self.source)
+        return (model == self.model and compat == self.compat and context.system_prompt == self.system_prompt
+                and len(context.messages) >= n and context.messages[:n] == self.source)
+
+    def _flush_images(self, out: list[dict[str, Any]], pending_images: list[dict[str, Any]]) -> None:
         if pending_images:
-            if compat.requires_assistant_after_tool_result:
+            if self.compat.requires_assistant_after_tool_result:
                 out.append({"role": "assistant", "content": "I have processed the tool results."})
             out.append({"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"},
                                                     *pending_images]})
             pending_images.clear()
 
-    for msg in messages:
-        if not isinstance(msg, ToolResultMessage):
-            flush_images()
-        if isinstance(msg, UserMessage):
-            if after_tool_results and compat.requires_assistant_after_tool_result and out[-1]["role"] != "assistant":
-                out.append({"role": "assistant", "content": "I have processed the tool results."})
-            if isinstance(msg.content, str):
-                out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+    def feed(self, new: list[Message]) -> None:
+        model, compat, out = self.model, self.compat, self.out
+        vision = "image" in model.input
+        pending_images = self.pending_images
+        after_tool_results = self.after_tool_results
+        for msg in self.transform.feed(new):
+            if not isinstance(msg, ToolResultMessage):
+                self._flush_images(out, pending_images)
+            if isinstance(msg, UserMessage):
+                if after_tool_results and compat.requires_assistant_after_tool_result and out[-1]["role"] != "assistant":
+                    out.append({"role": "assistant", "content": "I have processed the tool results."})
+                if isinstance(msg.content, str):
+                    out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+                else:
+                    parts = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
+                             else _image_part(b) for b in msg.content if isinstance(b, TextContent) or vision]
+                    if parts:
+                        out.append({"role": "user", "content": parts})
+            elif isinstance(msg, AssistantMessage):
+                converted = _assistant_message(msg, compat, model.reasoning)
+                if converted is not None:
+                    out.append(converted)
             else:
-                parts = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
-                         else _image_part(b) for b in msg.content if isinstance(b, TextContent) or vision]
-                if parts:
-                    out.append({"role": "user", "content": parts})
-        elif isinstance(msg, AssistantMessage):
-            converted = _assistant_message(msg, compat, model.reasoning)
-            if converted is not None:
-                out.append(converted)
-        else:
-            tool_msg = {"role": "tool", "content": _RESULT_TEXT.get(msg, _tool_result_text), "tool_call_id": msg.tool_call_id}
-            if compat.requires_tool_result_name:
-                tool_msg["name"] = msg.tool_name
-            out.append(tool_msg)
-            if vision:
-                pending_images.extend(_image_part(b) for b in msg.content if isinstance(b, ImageContent))
-        after_tool_results = isinstance(msg, ToolResultMessage)
-    flush_images()
-    return out
+                tool_msg = {"role": "tool", "content": _RESULT_TEXT.get(msg, _tool_result_text), "tool_call_id": msg.tool_call_id}
+                if compat.requires_tool_result_name:
+                    tool_msg["name"] = msg.tool_name
+                out.append(tool_msg)
+                if vision:
+                    pending_images.extend(_image_part(b) for b in msg.content if isinstance(b, ImageContent))
+            after_tool_results = isinstance(msg, ToolResultMessage)
+        self.after_tool_results = after_tool_results
+        self.source.extend(new)
+
+    def result(self) -> list[dict[str, Any]]:
+        """The messages so far, with the waiting images flushed (in the copy only)."""
+        out = list(self.out)
+        self._flush_images(out, list(self.pending_images))
+        return out
+
+
+_last: _Conversion | None = None
 
 
 def _has_tool_history(messages: list[Message]) -> bool:
@@ -247,17 +293,22 @@ def _has_tool_history(messages: list[Message]) -> bool:
 
 
 def _add_openrouter_cache_control(messages: list[dict[str, Any]]) -> None:
-    for msg in reversed(messages):
+    """Marks the last text of the last user or assistant message; the message it edits is
+    replaced by a copy (the dicts of ``messages`` may be shared with the next request's)."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
         if msg["role"] not in ("user", "assistant"):
             continue
         content = msg.get("content")
         if isinstance(content, str) and content:
-            msg["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+            messages[i] = {**msg, "content": [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]}
             return
         if isinstance(content, list):
-            for part in reversed(content):
-                if part.get("type") == "text":
-                    part["cache_control"] = {"type": "ephemeral"}
+            for j in range(len(content) - 1, -1, -1):
+                if content[j].get("type") == "text":
+                    parts = list(content)
+                    parts[j] = {**content[j], "cache_control": {"type": "ephemeral"}}
+                    messages[i] = {**msg, "content": parts}
                     return
 
 
@@ -694,6 +745,8 @@ async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = require_api_key(model, options)
     params = build_params(model, context, options, get_compat(model))
+    if extra_option(options, "on_payload") is not None:  # a hook may edit the messages in place
+        params["messages"] = copy.deepcopy(params["messages"])
     params = await apply_on_payload(params, model, options)
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
