@@ -8,6 +8,7 @@ import pytest
 from pi_actors import ai
 from pi_actors.ai.providers import anthropic_messages as anth
 from pi_actors.ai.providers import openai_completions as oai
+from pi_actors.ai.providers import openai_messages as oam
 from pi_actors.ai.providers.openai_compat import detect_compat, get_compat
 
 
@@ -270,12 +271,12 @@ def test_an_edited_copy_of_a_tool_call_or_result_is_sent_as_edited():
 
 
 def test_the_remembered_conversions_stay_within_their_bound_and_stay_right():
-    memo = oai._IdentityMemo(max_chars=100)
+    memo = oam._IdentityMemo(max_chars=100)
     calls = [call(f"c{i}", "write", content="x" * 30) for i in range(10)]
     for c in calls:
-        assert memo.get(c, oai._arguments_json) == oai._arguments_json(c)
+        assert memo.get(c, oam._arguments_json) == oam._arguments_json(c)
     assert memo._chars <= 100 and len(memo._items) <= 2  # the oldest were dropped
-    assert memo.get(calls[0], oai._arguments_json) == oai._arguments_json(calls[0])  # recomputed
+    assert memo.get(calls[0], oam._arguments_json) == oam._arguments_json(calls[0])  # recomputed
 
 
 def _random_message(rng, i: int, open_calls: list[str]):
@@ -318,7 +319,7 @@ def test_a_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(se
         history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
         context = ai.Context(system_prompt="sys", messages=history)
         built = oai.convert_messages(model, context, compat)
-        whole = oai._Conversion(model, "sys", compat)
+        whole = oam._Conversion(model, "sys", compat)
         whole.feed(list(history))
         assert msgspec.json.encode(built) == msgspec.json.encode(whole.result()), step
 
