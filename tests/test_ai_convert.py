@@ -8,6 +8,7 @@ import pytest
 from pi_actors import ai
 from pi_actors.ai.providers import anthropic_messages as anth
 from pi_actors.ai.providers import openai_completions as oai
+from pi_actors.ai.providers import openai_messages as oam
 from pi_actors.ai.providers.openai_compat import detect_compat, get_compat
 
 
@@ -233,3 +234,104 @@ def test_openai_strict_is_omitted_when_compat_disables_it():
     params = oai.build_params(model, ai.Context(messages=[user()], tools=tools),
                               ai.StreamOptions(extra={"toolChoice": "required"}), get_compat(model))
     assert "strict" not in params["tools"][0]["function"] and params["tool_choice"] == "required"
+
+
+# --- openai-completions: a session's request built turn after turn ----------------------------
+
+
+def _session(turns: int) -> list:
+    messages: list = [user("go")]
+    for i in range(turns):
+        messages.append(assistant(call(f"c{i}", "bash", command=f"echo {i}"), provider="openai",
+                                  api="openai-completions", model="gpt-x"))
+        messages.append(result(f"c{i}", text=f"{i}\n"))
+    return messages
+
+
+def test_a_growing_session_sends_the_same_request_bytes_as_a_fresh_conversion():
+    compat = get_compat(GPT)
+    messages = _session(3)
+    for turn in range(3, 8):  # the same objects, one more exchange each turn (the provider's cache)
+        context = ai.Context(system_prompt="sys", messages=list(messages))
+        built = msgspec.json.encode(oai.build_params(GPT, context, ai.StreamOptions(), compat))
+        fresh = msgspec.convert(msgspec.to_builtins(context), ai.Context)  # new objects: nothing remembered
+        assert built == msgspec.json.encode(oai.build_params(GPT, fresh, ai.StreamOptions(), compat))
+        messages += _session(turn + 1)[-2:]
+
+
+def test_an_edited_copy_of_a_tool_call_or_result_is_sent_as_edited():
+    compat = get_compat(GPT)
+    first = _session(1)
+    oai.convert_messages(GPT, ai.Context(messages=first), compat)
+    edited = [first[0], assistant(call("c0", "bash", command="echo changed"), provider="openai",
+                                  api="openai-completions", model="gpt-x"), result("c0", text="changed\n")]
+    out = oai.convert_messages(GPT, ai.Context(messages=edited), compat)
+    assert out[1]["tool_calls"][0]["function"]["arguments"] == '{"command": "echo changed"}'
+    assert out[2]["content"] == "changed\n"
+
+
+def test_the_remembered_conversions_stay_within_their_bound_and_stay_right():
+    memo = oam._IdentityMemo(max_chars=100)
+    calls = [call(f"c{i}", "write", content="x" * 30) for i in range(10)]
+    for c in calls:
+        assert memo.get(c, oam._arguments_json) == oam._arguments_json(c)
+    assert memo._chars <= 100 and len(memo._items) <= 2  # the oldest were dropped
+    assert memo.get(calls[0], oam._arguments_json) == oam._arguments_json(calls[0])  # recomputed
+
+
+def _random_message(rng, i: int, open_calls: list[str]):
+    kind = rng.choice(["user", "user_parts", "assistant", "assistant", "result", "result", "foreign"])
+    if kind == "user":
+        return user(f"u{i}")
+    if kind == "user_parts":
+        return ai.UserMessage(content=[ai.TextContent(text=f"p{i}"), ai.ImageContent(data="aGk=", mime_type="image/png")],
+                              timestamp=1)
+    if kind in ("assistant", "foreign"):
+        blocks: list = []
+        if rng.random() < 0.5:
+            blocks.append(ai.TextContent(text=rng.choice(["", "  ", f"t{i}"])))
+        if rng.random() < 0.3:
+            blocks.append(ai.ThinkingContent(thinking=f"th{i}", thinking_signature=rng.choice([None, "reasoning_content"])))
+        for k in range(rng.randint(0, 2)):
+            call_id = f"c{i}_{k}" + ("|item" if kind == "foreign" else "")
+            blocks.append(call(call_id, "bash", command=f"echo {i}"))
+            open_calls.append(call_id)
+        foreign = {"provider": "other", "api": "openai-responses", "model": "o"} if kind == "foreign" else \
+            {"provider": "openai", "api": "openai-completions", "model": "gpt-x"}
+        return assistant(*blocks, stop=rng.choice(["toolUse", "stop", "stop", "error", "aborted"]), **foreign)
+    call_id = open_calls.pop(rng.randrange(len(open_calls))) if open_calls and rng.random() < 0.8 else f"gone{i}"
+    return result(call_id, text=rng.choice(["", f"r{i}"]), images=["aGk="] if rng.random() < 0.3 else ())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    rng = random.Random(seed)
+    model = msgspec.structs.replace(GPT, input=rng.choice([["text", "image"], ["text"]]), compat=rng.choice([
+        None, {"requiresAssistantAfterToolResult": True, "requiresToolResultName": True}]))
+    compat = get_compat(model)
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        context = ai.Context(system_prompt="sys", messages=history)
+        built = oai.convert_messages(model, context, compat)
+        whole = oam._Conversion(model, "sys", compat)
+        whole.feed(list(history))
+        assert msgspec.json.encode(built) == msgspec.json.encode(whole.result()), step
+
+
+def test_openrouter_cache_markers_never_leak_into_the_next_request():
+    model = msgspec.structs.replace(GPT, id="anthropic/claude-x", base_url="https://openrouter.ai/api/v1", provider="openrouter")
+    compat = get_compat(model)
+    assert compat.cache_control_format == "anthropic"
+    history = [user("first")]
+    oai.build_params(model, ai.Context(messages=history), ai.StreamOptions(), compat)
+    history = history + [assistant(ai.TextContent(text="reply"), provider="openrouter", api="openai-completions",
+                                   model="anthropic/claude-x", stop="stop"), user("second")]
+    params = oai.build_params(model, ai.Context(messages=history), ai.StreamOptions(), compat)
+    assert params["messages"][0] == {"role": "user", "content": "first"}  # marked last time, plain now
+    assert params["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}

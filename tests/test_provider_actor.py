@@ -83,6 +83,28 @@ async def test_deltas_piling_up_behind_a_slow_link_merge_per_block_and_never_acr
     assert sender.deltas_in == 14 and sender.chunks_sent == 7
 
 
+async def test_events_ready_together_go_to_the_link_in_one_batch_in_order(nursery):
+    batches: list[list[dict]] = []
+
+    async def send_many(items: list[dict]) -> None:
+        batches.append(items)
+        await trio.lowlevel.checkpoint()
+
+    link = Link()
+    sender = CoalescingSender(link.send, send_many=send_many)
+    nursery.start_soon(sender.run)
+    live = message(T.TextContent(text=""))
+    # one network read's events: pushed without the producer waiting in between
+    for e in [T.StartEvent(partial=live), T.TextStartEvent(content_index=0, partial=live), text_delta(0, "a"), text_delta(0, "b")]:
+        await sender.push(e)
+    await trio.testing.wait_all_tasks_blocked()
+    await sender.push(text_delta(0, "c"))  # the next read
+    await sender.drain()
+    assert [[(d["type"], d.get("delta")) for d in b] for b in batches] == [
+        [("start", None), ("text_start", None), ("text_delta", "a"), ("text_delta", "b")], [("text_delta", "c")]]
+    assert link.sent == [] and sender.chunks_sent == 5
+
+
 async def test_merged_or_not_the_receiver_rebuilds_the_same_message(nursery):
     rng = random.Random(7)
     live = message()
@@ -257,6 +279,10 @@ async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
             self.sent += 1
             if self.sent > 3:
                 raise ConnectionLost("coordinator went away")
+
+        async def send_chunks(self, items: list[dict]) -> None:
+            for data in items:
+                await self.send_chunk(data)
 
     actor = ProviderActor({"runtime_api_keys": {"scripted": "k"}})
     actor.warmed.set()

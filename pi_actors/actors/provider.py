@@ -146,8 +146,9 @@ class ProviderActor:
         if self._limits:
             options.extra = {**self._limits, **options.extra}
         # The events go out in their wire form straight from the sender (already the declared
-        # chunk shape), merged while the link is busy: no Struct round trip per delta.
-        sender = CoalescingSender(call.incoming.send_chunk)
+        # chunk shape), merged while the link is busy: no Struct round trip per delta; those
+        # ready together (one network read's) go in one write.
+        sender = CoalescingSender(call.incoming.send_chunk, send_many=call.incoming.send_chunks)
 
         async with trio.open_nursery() as nursery:
 

@@ -40,7 +40,7 @@ from .types import (
     now_ms,
 )
 
-__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "transform_messages"]
+__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "MessageTransform", "transform_messages"]
 
 NON_VISION_USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
 NON_VISION_TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
@@ -116,40 +116,53 @@ def _downgrade_images(messages: list[Message], model: Model) -> list[Message]:
 
 def transform_messages(messages: list[Message], model: Model,
                        normalize_id: NormalizeId | None = None) -> list[Message]:
-    id_map: dict[str, str] = {}
-    first: list[Message] = []
-    for msg in _downgrade_images(messages, model):
-        if isinstance(msg, AssistantMessage):
-            first.append(_convert_assistant(msg, model, normalize_id, id_map))
-        elif isinstance(msg, ToolResultMessage) and msg.tool_call_id in id_map:
-            first.append(msgspec.structs.replace(msg, tool_call_id=id_map[msg.tool_call_id]))
-        else:
-            first.append(msg)
+    return MessageTransform(model, normalize_id).feed(messages)
 
-    out: list[Message] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
 
-    def flush() -> None:
-        for call in pending:
-            if call.id not in answered:
-                out.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                             content=[TextContent(text="No result provided")],
-                                             is_error=True, timestamp=now_ms()))
-        pending.clear()
-        answered.clear()
+class MessageTransform:
+    """``transform_messages`` that can be continued: :meth:`feed` the history, then the
+    messages appended to it since, and the outputs put end to end are what
+    ``transform_messages`` of the whole history gives. Every pass depends only on the messages
+    before, and a synthetic result goes right before the message that follows its call — which
+    is always in the same feed — so the state carried over is the id rewrites, the calls still
+    waiting for a result and the results seen. Why: a provider builds a session's request every
+    turn from a history that only grew (openai-completions keeps the conversion)."""
 
-    for msg in first:
-        if isinstance(msg, AssistantMessage):
-            flush()
-            if msg.stop_reason in ("error", "aborted"):
-                continue
-            pending.extend(b for b in msg.content if isinstance(b, ToolCall))
-            out.append(msg)
-        elif isinstance(msg, ToolResultMessage):
-            answered.add(msg.tool_call_id)
-            out.append(msg)
-        else:
-            flush()
-            out.append(msg)
-    return out
+    def __init__(self, model: Model, normalize_id: NormalizeId | None = None) -> None:
+        self.model = model
+        self.normalize_id = normalize_id
+        self._id_map: dict[str, str] = {}
+        self._pending: list[ToolCall] = []
+        self._answered: set[str] = set()
+
+    def feed(self, messages: list[Message]) -> list[Message]:
+        """The transformed messages of ``messages``, the continuation of earlier feeds."""
+        id_map, pending, answered = self._id_map, self._pending, self._answered
+        out: list[Message] = []
+
+        def flush() -> None:
+            for call in pending:
+                if call.id not in answered:
+                    out.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                                 content=[TextContent(text="No result provided")],
+                                                 is_error=True, timestamp=now_ms()))
+            pending.clear()
+            answered.clear()
+
+        for msg in _downgrade_images(messages, self.model):
+            if isinstance(msg, AssistantMessage):
+                msg = _convert_assistant(msg, self.model, self.normalize_id, id_map)
+                flush()
+                if msg.stop_reason in ("error", "aborted"):
+                    continue
+                pending.extend(b for b in msg.content if isinstance(b, ToolCall))
+                out.append(msg)
+            elif isinstance(msg, ToolResultMessage):
+                if msg.tool_call_id in id_map:
+                    msg = msgspec.structs.replace(msg, tool_call_id=id_map[msg.tool_call_id])
+                answered.add(msg.tool_call_id)
+                out.append(msg)
+            else:
+                flush()
+                out.append(msg)
+        return out

@@ -34,28 +34,22 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
+import copy
 import json
-import re
 from typing import Any
 
 import msgspec
 import openai
 
 from ..options import StreamOptions, extra_option, with_sdk_client_options
-from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
 from ..types import (
     AssistantMessage,
     Context,
-    ImageContent,
     Message,
     Model,
     StopReason,
-    TextContent,
-    ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    UserMessage,
 )
 from ._common import (
     ProviderError,
@@ -81,6 +75,7 @@ from ._stream import (
     warm_up_functions,
 )
 from .openai_compat import OpenAICompletionsCompat, get_compat
+from .openai_messages import convert_messages
 
 _decode = msgspec.json.Decoder().decode
 
@@ -91,112 +86,10 @@ API = "openai-completions"
 _STOP_REASONS: dict[str, StopReason] = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse",
                  "function_call": "toolUse", "content_filter": "error"}
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 # ---------------------------------------------------------------------------------------------
 # Request
-
-
-def _normalize_tool_call_id(call_id: str, model: Model, _source: AssistantMessage) -> str:
-    if "|" in call_id:
-        return _ID_UNSAFE.sub("_", call_id.split("|", 1)[0])[:40]
-    if model.provider == "openai" and len(call_id) > 40:
-        return call_id[:40]
-    return call_id
-
-
-def _image_part(block: ImageContent) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
-
-
-def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat,
-                       reasoning_model: bool = False) -> dict[str, Any] | None:
-    out: dict[str, Any] = {"role": "assistant", "content": "" if compat.requires_assistant_after_tool_result else None}
-    texts = [b.text for b in msg.content if isinstance(b, TextContent) and b.text.strip()]
-    thinking = [b for b in msg.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
-    text = sanitize_surrogates("".join(texts))
-    if thinking and compat.requires_thinking_as_text:
-        parts = [{"type": "text", "text": sanitize_surrogates("\n\n".join(b.thinking for b in thinking))}]
-        if text:
-            parts.append({"type": "text", "text": text})
-        out["content"] = parts
-    else:
-        if text:
-            out["content"] = text
-        if thinking and thinking[0].thinking_signature:
-            out[thinking[0].thinking_signature] = sanitize_surrogates("\n".join(b.thinking for b in thinking))
-    calls = [b for b in msg.content if isinstance(b, ToolCall)]
-    if calls:
-        out["tool_calls"] = [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-            for c in calls
-        ]
-        details = []
-        for c in calls:
-            if c.thought_signature:
-                try:
-                    details.append(json.loads(c.thought_signature))
-                except ValueError:
-                    pass
-        if details:
-            out["reasoning_details"] = details
-    if compat.requires_reasoning_content_on_assistant_messages and reasoning_model:
-        out.setdefault("reasoning_content", "")  # DeepSeek refuses an assistant turn without it
-    if not out["content"] and not calls:
-        return None
-    return out
-
-
-def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCompat) -> list[dict[str, Any]]:
-    vision = "image" in model.input
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
-        out.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
-
-    messages: list[Message] = transform_messages(context.messages, model, _normalize_tool_call_id)
-    pending_images: list[dict[str, Any]] = []
-    after_tool_results = False
-
-    def flush_images() -> None:
-        if pending_images:
-            if compat.requires_assistant_after_tool_result:
-                out.append({"role": "assistant", "content": "I have processed the tool results."})
-            out.append({"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"},
-                                                    *pending_images]})
-            pending_images.clear()
-
-    for msg in messages:
-        if not isinstance(msg, ToolResultMessage):
-            flush_images()
-        if isinstance(msg, UserMessage):
-            if after_tool_results and compat.requires_assistant_after_tool_result and out[-1]["role"] != "assistant":
-                out.append({"role": "assistant", "content": "I have processed the tool results."})
-            if isinstance(msg.content, str):
-                out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
-            else:
-                parts = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
-                         else _image_part(b) for b in msg.content if isinstance(b, TextContent) or vision]
-                if parts:
-                    out.append({"role": "user", "content": parts})
-        elif isinstance(msg, AssistantMessage):
-            converted = _assistant_message(msg, compat, model.reasoning)
-            if converted is not None:
-                out.append(converted)
-        else:
-            text = "\n".join(b.text for b in msg.content if isinstance(b, TextContent))
-            tool_msg = {"role": "tool", "content": sanitize_surrogates(text) if text else "(see attached image)",
-                        "tool_call_id": msg.tool_call_id}
-            if compat.requires_tool_result_name:
-                tool_msg["name"] = msg.tool_name
-            out.append(tool_msg)
-            if vision:
-                pending_images.extend(_image_part(b) for b in msg.content if isinstance(b, ImageContent))
-        after_tool_results = isinstance(msg, ToolResultMessage)
-    flush_images()
-    return out
 
 
 def _has_tool_history(messages: list[Message]) -> bool:
@@ -205,17 +98,22 @@ def _has_tool_history(messages: list[Message]) -> bool:
 
 
 def _add_openrouter_cache_control(messages: list[dict[str, Any]]) -> None:
-    for msg in reversed(messages):
+    """Marks the last text of the last user or assistant message; the message it edits is
+    replaced by a copy (the dicts of ``messages`` may be shared with the next request's)."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
         if msg["role"] not in ("user", "assistant"):
             continue
         content = msg.get("content")
         if isinstance(content, str) and content:
-            msg["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+            messages[i] = {**msg, "content": [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]}
             return
         if isinstance(content, list):
-            for part in reversed(content):
-                if part.get("type") == "text":
-                    part["cache_control"] = {"type": "ephemeral"}
+            for j in range(len(content) - 1, -1, -1):
+                if content[j].get("type") == "text":
+                    parts = list(content)
+                    parts[j] = {**content[j], "cache_control": {"type": "ephemeral"}}
+                    messages[i] = {**msg, "content": parts}
                     return
 
 
@@ -652,6 +550,8 @@ async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = require_api_key(model, options)
     params = build_params(model, context, options, get_compat(model))
+    if extra_option(options, "on_payload") is not None:  # a hook may edit the messages in place
+        params["messages"] = copy.deepcopy(params["messages"])
     params = await apply_on_payload(params, model, options)
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}

@@ -1,0 +1,110 @@
+"""``IncomingCall.send_chunks``: stream items that are ready together go out in one write.
+
+A provider parses several events from one network read; sent one frame per write, each one
+wakes the coordinator on its own. These tests hold the batch to ``send_chunk``'s contract:
+order, contiguous numbering, flow control, and an item the wire cannot carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from pi_actors.runtime import IncomingCall, Peer, RemoteError, open_peer
+from pi_actors.runtime import protocol as P
+
+WINDOW = P.CHUNK_WINDOW
+
+
+class CountedStreams:
+    """A memory stream pair whose server side counts its writes."""
+
+    def __init__(self) -> None:
+        self.client, self.server = trio.testing.memory_stream_pair()
+        self.server_writes = 0
+        pump = self.server.send_stream.send_all_hook
+
+        async def counted() -> None:
+            self.server_writes += 1
+            if pump is not None:
+                await pump()
+
+        self.server.send_stream.send_all_hook = counted
+
+
+@asynccontextmanager
+async def connected(streams: CountedStreams, handler: Callable[[IncomingCall], Awaitable[Any]]) -> AsyncIterator[Peer]:
+    async with trio.open_nursery() as nursery:
+
+        async def serve() -> None:
+            async with open_peer(streams.server, side="server", role="producer", name="p", handler=handler) as peer:
+                await peer.closed_event.wait()
+
+        nursery.start_soon(serve)
+        async with open_peer(streams.client, side="client", role="consumer", name="c") as peer:
+            yield peer
+        nursery.cancel_scope.cancel()
+
+
+async def test_items_ready_together_reach_the_caller_in_order_from_one_write():
+    streams = CountedStreams()
+    writes: list[int] = []
+
+    async def handler(call: IncomingCall) -> object:
+        before = streams.server_writes
+        await call.send_chunks([{"type": "start"}, {"type": "toolcall_start"}, "delta", 4, None])
+        writes.append(streams.server_writes - before)
+        await call.send_chunk("alone")
+        return "done"
+
+    async with connected(streams, handler) as peer:
+        with trio.fail_after(10):
+            async with peer.open_call("m") as call:
+                items = [item async for item in call]
+                assert await call.result() == "done"
+    assert items == [{"type": "start"}, {"type": "toolcall_start"}, "delta", 4, None, "alone"]
+    assert writes == [1]
+
+
+async def test_a_batch_longer_than_the_window_waits_for_credit_and_arrives_whole():
+    streams = CountedStreams()
+    sent = trio.Event()
+
+    async def handler(call: IncomingCall) -> object:
+        await call.send_chunks(list(range(3 * WINDOW + 5)))
+        sent.set()
+        return "done"
+
+    async with connected(streams, handler) as peer:
+        with trio.fail_after(10):
+            async with peer.open_call("m") as call:
+                first = await anext(call)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not sent.is_set()  # a slow consumer holds the producer to its window
+                items = [first] + [item async for item in call]
+                assert await call.result() == "done"
+    assert items == list(range(3 * WINDOW + 5))
+
+
+async def test_an_item_the_wire_cannot_carry_sends_those_before_it_and_the_stream_goes_on():
+    streams = CountedStreams()
+
+    async def handler(call: IncomingCall) -> object:
+        with pytest.raises(RemoteError) as info:
+            await call.send_chunks([1, 2, object(), 4])
+        assert info.value.code == "internal"
+        await call.send_chunks(["after"])  # the numbering has no gap: the caller accepts it
+        return "done"
+
+    async with connected(streams, handler) as peer:
+        with trio.fail_after(10):
+            async with peer.open_call("m") as call:
+                items = [item async for item in call]
+                assert await call.result() == "done"
+            await peer.ping()  # the connection is still usable
+    assert items == [1, 2, "after"]
