@@ -4,8 +4,8 @@ The agent loop runs a reply's tool calls only once the reply has ended; each cal
 a worker, and a worker forked for it costs the zygote's fork and the worker's own set-up. The
 tool calls are known earlier, as the model streams them (``toolcall_start``): a
 :class:`ToolCallCounter`, fed every event of one streamed reply, sends the pool
-``expect_calls {calls: N, cwd}`` (:data:`pi_actors.protocol.pool.EXPECT_CALLS`) with the number seen so far,
-and the pool forks workers for them while the model is still answering.
+``expect_calls {calls: N, cwd}`` (:data:`pi_actors.protocol.pool.EXPECT_CALLS`) with the
+number seen so far, and the pool forks workers for them while the model is still answering.
 
 At most one request is in flight per reply; calls seen meanwhile are sent with the next one
 (the latest count), so a reply of 32 calls costs a few requests, not 32. The requests run in

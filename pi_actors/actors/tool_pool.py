@@ -15,7 +15,8 @@ workers:
 Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without
 ``warm_on_request``); for a reply being streamed, as many as it holds calls so far
 (``expect_calls``: they are forked while the model still answers, not after the calls
-arrive); more on demand up to ``max_workers``; beyond that a call waits for a free worker. A worker serves one call at a time. Workers are forked by a *zygote* (see
+arrive); more on demand up to ``max_workers``; beyond that a call waits for a free worker.
+A worker serves one call at a time. Workers are forked by a *zygote* (see
 :mod:`._zygote`): one per sandbox key — under a sandbox policy the key is the workspace (the
 call's ``cwd``). The zygote of the pool's own workspace starts with the pool (its imports at
 idle priority until a call needs it, :meth:`ToolPool.prepare`), others on first need. A
@@ -196,8 +197,8 @@ class ToolPool:
         or starting for its sandbox, within ``max_workers``, so that they are forked while
         the model still answers. Returns how many were started; none when the sandbox has
         no workspace (the calls will report it)."""
-        if self.policy.sandboxed and cwd and not os.path.isdir(cwd):
-            return 0  # the calls will be refused (serve_run_tool)
+        if self._closing or (self.policy.sandboxed and cwd and not os.path.isdir(cwd)):
+            return 0  # ending; or the calls will be refused (serve_run_tool)
         try:
             key = self._key(cwd or self.policy.workspace or None)
         except SandboxUnavailable:
