@@ -203,3 +203,24 @@ def test_a_bwrap_that_cannot_create_namespaces_makes_the_sandbox_unavailable_wit
         "bubblewrap failed to create a sandbox: bwrap: No permissions to create new namespace, likely because the "
         "kernel does not allow non-privileged user namespaces. Run with --sandbox off to run tools without a sandbox."
     )
+
+
+def test_the_bubblewrap_probe_runs_out_of_reach_of_ctrl_c_and_a_terminal_hang_up(tmp_path, monkeypatch):
+    """The start-up probe is a ``bwrap`` too: in the terminal's process group, a Ctrl-C or a
+    hang-up that killed it mid-set-up would strand its namespace child. A ``bwrap`` on PATH
+    that records its session and process group, then runs the real one, shows where it ran."""
+    import shutil
+    import stat
+
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("bubblewrap is not installed")
+    seen = tmp_path / "seen"
+    wrapper = tmp_path / "bin" / "bwrap"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nps -o sid= -o pgid= -p $$ > {seen}\nexec {real} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    assert check_bwrap(SandboxPolicy(mode="workspace-write", workspace=str(tmp_path))) == str(wrapper)
+    sid, pgid = (int(word) for word in seen.read_text().split())
+    assert sid == pgid and sid != os.getsid(0) and pgid != os.getpgid(0)

@@ -10,11 +10,17 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+from functools import partial
 
 import pytest
 import trio
 from _procs import live_pids, wait_exited
-from support.sandbox import open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
+from support.sandbox import PoolClient, open_pool, parent_of, pids_running, sandbox_config, text_of, worker_pids
+
+from pi_actors.actors.tool_pool import ToolPool
+from pi_actors.coding.sandbox import SandboxPolicy
+from pi_actors.protocol.pool import POOL
+from pi_actors.runtime import Router, link_pair, open_peer
 
 MODES = ["workspace-write", "off"]
 
@@ -322,3 +328,42 @@ async def test_a_killed_pools_private_tmp_is_removed_by_the_next_pool(tmp_path):
         assert not os.path.exists(stale) and os.path.exists(alive)
     finally:
         os.rmdir(alive)
+
+
+async def test_workers_for_a_streaming_replys_calls_are_forked_before_the_calls_arrive_and_serve_them(tmp_path):
+    """``expect_calls {calls: N}`` (the coordinator's count of a reply's tool calls as they stream)
+    forks workers until N are idle or starting, within the pool's limit; the calls then run on
+    those workers, none is started for them, and every one of them ends with the pool."""
+    await no_workers_left()
+    workspace = str(tmp_path)
+    policy = SandboxPolicy.from_config(sandbox_config(workspace)["sandbox"])
+    ours, theirs = link_pair()
+    async with trio.open_nursery() as nursery:
+        pool = ToolPool(nursery, max_workers=4, warm=0, policy=policy)
+        served = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+        nursery.start_soon(partial(serve_peer, served, Router.serving(pool, POOL)))
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+        async with open_peer(stream, side="client", role="coordinator", name="tool-pool") as peer:
+            client = PoolClient(peer, workspace)
+            await peer.call("expect_calls", {"calls": 1, "cwd": workspace})
+            await peer.call("expect_calls", {"calls": 3, "cwd": workspace})  # the first is still starting
+            with trio.fail_after(60):
+                await pool.wait_idle(3)
+            assert pool.started == 3 and len(worker_pids()) == 3
+            await peer.call("expect_calls", {"calls": 3, "cwd": workspace})  # already there: nothing more
+            await peer.call("expect_calls", {"calls": 9})  # up to the pool's limit (4); cwd: its workspace
+            with trio.fail_after(60):
+                await pool.wait_idle(4)
+            workers = worker_pids()
+            assert pool.started == 4 and len(workers) == 4
+            async with trio.open_nursery() as calls:
+                for _ in range(4):
+                    calls.start_soon(client.assert_healthy)
+            assert pool.started == 4 and worker_pids() == workers  # served by the forked ones
+        nursery.cancel_scope.cancel()
+    await wait_exited(workers, timeout=30)
+
+
+async def serve_peer(stream: trio.SocketStream, handler) -> None:
+    async with open_peer(stream, side="server", role="tool-pool", name="coordinator", handler=handler) as peer:
+        await peer.closed_event.wait()

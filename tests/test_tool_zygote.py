@@ -301,3 +301,19 @@ async def test_a_pool_closed_before_its_sandbox_is_ready_leaves_no_process_to_be
     )
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout.decode().strip().splitlines()[-1]) == []
+
+
+async def test_the_sandbox_launcher_is_out_of_reach_of_ctrl_c_and_a_terminal_hang_up(tmp_path):
+    """Ctrl-C and a closing terminal signal the terminal's foreground process group. A
+    ``bwrap`` that got such a signal mid-set-up died before releasing its namespace child,
+    which then waited for ever (re-parented to init). The launcher is in a session and
+    process group of its own, so those signals never reach it."""
+    async with open_pool(str(tmp_path), **{**sandbox_config(str(tmp_path)), "warm": 1}) as pool:
+        await pool.peer.call("warm")
+        await pool.assert_healthy()
+        me = os.getpid()
+        launchers = [pid for pid in live_pids(is_bwrap) if parent_pid(pid) == me]
+        assert len(launchers) == 1, [describe(pid) for pid in live_pids(is_bwrap)]
+        (launcher,) = launchers
+        assert os.getsid(launcher) == launcher and os.getpgid(launcher) == launcher
+        assert os.getpgid(launcher) != os.getpgid(0) and os.getsid(launcher) != os.getsid(0)

@@ -29,6 +29,7 @@ from ..protocol.events import StreamRebuilder
 from ..protocol.pool import shell_settings
 from ..runtime import ActorDied, ConnectionLost, RemoteError
 from ._context_cache import STALE_CONTEXT, ContextSender
+from ._tool_warm import ToolCallCounter
 
 __all__ = ["ProviderStream", "ToolFailure", "make_pool_tool", "result_blocks"]
 
@@ -90,6 +91,8 @@ class ProviderStream:
         rebuild: StreamRebuilder,
     ) -> T.AssistantMessage:
         resent = False
+        # The reply's tool calls, told to the pool as they stream (it forks their workers).
+        calls = ToolCallCounter(self.c.tools_peer, self.c.cwd, getattr(self.c, "_run_nursery", None))
         while True:
             try:
                 terminal: T.AssistantMessage | None = None
@@ -97,6 +100,7 @@ class ProviderStream:
                     async with call.cancel_when(signal.wait if signal else None):
                         async for data in call:
                             event = rebuild.apply(data)
+                            calls.saw(event)
                             if isinstance(event, (T.DoneEvent, T.ErrorEvent)):
                                 # The final message, which the session keeps: its repeated
                                 # names shared, not one copy per message of a long session.

@@ -21,6 +21,14 @@ re-parented to init). Without a parent-death signal a dying pool never kills ``b
 mid-set-up: the sandbox finishes starting, the zygote finds its control socket closed, exits,
 and the whole sandbox with it.
 
+Terminal signals: for the same reason the sandboxed launcher runs in a session (and process
+group) of its own. Ctrl-C (SIGINT) and a terminal's hang-up (SIGHUP, when a terminal window
+or tmux pane closes) go to the terminal's whole foreground process group — the CLI and its
+actors, which ignore or handle them — and used to reach ``bwrap`` too: one that got such a
+signal mid-set-up died before releasing its namespace child, which was left blocked on its
+eventfd for ever (found so: a ``bwrap`` with NSpid 1 in ``eventfd_read``, re-parented to
+init, its stdout on a deleted pseudo-terminal, after a TUI test's pane had closed).
+
 For the same reason a forced stop never kills ``bwrap`` alone (:func:`_kill_bwrap_tree`): it
 stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment), SIGKILLs
 every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
@@ -113,6 +121,8 @@ async def launch_zygote(
             stdin=subprocess.PIPE,
             close_fds=True,
             cwd=NEUTRAL_CWD,
+            # A sandbox's launcher in a session of its own: see "Terminal signals" above.
+            start_new_session=policy.sandboxed,
             preexec_fn=partial(_launcher_setup, os.getpid(), cgroup.join if cgroup else None, launcher_death),
         )
     except BaseException:

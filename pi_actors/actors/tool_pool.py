@@ -10,10 +10,13 @@ workers:
   ``cancel`` ends the call with ``Command aborted`` (bash: after the output so far) /
   ``Operation aborted``.
 - ``warm {}`` starts the warm workers if they are not started yet.
+- ``expect_calls {calls: N, cwd}``: the reply the model is streaming holds N tool calls so far.
 
 Workers: ``warm`` are started ahead (when ``warm`` is called, or at once without
-``warm_on_request``), more on demand up to ``max_workers``; beyond that a call waits for a
-free worker. A worker serves one call at a time. Workers are forked by a *zygote* (see
+``warm_on_request``); for a reply being streamed, as many as it holds calls so far
+(``expect_calls``: they are forked while the model still answers, not after the calls
+arrive); more on demand up to ``max_workers``; beyond that a call waits for a free worker.
+A worker serves one call at a time. Workers are forked by a *zygote* (see
 :mod:`._zygote`): one per sandbox key — under a sandbox policy the key is the workspace (the
 call's ``cwd``). The zygote of the pool's own workspace starts with the pool (its imports at
 idle priority until a call needs it, :meth:`ToolPool.prepare`), others on first need. A
@@ -61,10 +64,12 @@ from ..ai.types import TextContent
 from ..coding.sandbox import SandboxPolicy, SandboxUnavailable
 from ..protocol.config import ToolPoolConfig, read_part
 from ..protocol.pool import (
+    EXPECT_CALLS,
     POOL,
     RUN_TOOL,
     WARM,
     WORKER_RUN,
+    ExpectCallsArgs,
     RunToolArgs,
     ToolResult,
     ToolUpdate,
@@ -183,13 +188,42 @@ class ToolPool:
 
     async def start_warm(self) -> None:
         key = self._key(self.policy.workspace or None)
-        async with trio.open_nursery() as n:
-            for _ in range(self.warm):
-                n.start_soon(self._spawn_idle, key)
+        for _ in range(self.warm):
+            self._start_idle(key)
 
-    async def _spawn_idle(self, key: str | None) -> None:
+    def expect_calls(self, calls: int, cwd: str | None) -> int:
+        """``calls`` tool calls for ``cwd`` (None: the pool's workspace) are on their way (a
+        reply being streamed holds that many so far): start workers until that many are idle
+        or starting for its sandbox, within ``max_workers``, so that they are forked while
+        the model still answers. Returns how many were started; none when the sandbox has
+        no workspace (the calls will report it)."""
+        if self._closing or (self.policy.sandboxed and cwd and not os.path.isdir(cwd)):
+            return 0  # ending; or the calls will be refused (serve_run_tool)
+        try:
+            key = self._key(cwd or self.policy.workspace or None)
+        except SandboxUnavailable:
+            return 0
+        ready = sum(1 for worker in self._idle if worker.key == key) + self._warming
+        started = max(0, min(calls - ready, self.max_workers - self._count))
+        for _ in range(started):
+            self._start_idle(key)
+        return started
+
+    async def wait_idle(self, count: int, cwd: str | None = None) -> None:
+        """Return once ``count`` workers for ``cwd`` (None: the pool's workspace) are idle."""
+        key = self._key(cwd or self.policy.workspace or None)
+        while sum(1 for worker in self._idle if worker.key == key) < count:
+            await self._changed.wait()
+
+    def _start_idle(self, key: str | None) -> None:
+        """Start one idle worker for ``key`` in the background (counted at once, so that a
+        call or a second request arriving meanwhile sees it as starting)."""
         self._count += 1  # _run_worker gives it back when the worker ends (or fails to start)
         self._warming += 1
+        self._nursery.start_soon(self._spawn_idle, key)
+
+    async def _spawn_idle(self, key: str | None) -> None:
+        """The body of :meth:`_start_idle`."""
         try:
             worker = await self._nursery.start(self._run_worker, key)
         except (SandboxUnavailable, OSError):
@@ -341,7 +375,7 @@ class ToolPool:
             self._count -= 1
             self._notify()
             if crashed and self._warm_requested and self._count + self._warming < self.warm:
-                self._nursery.start_soon(self._spawn_idle, key)  # replace it
+                self._start_idle(key)  # replace it
 
     async def acquire(self, key: str | None) -> _Worker:
         """A live idle worker for ``key``: an idle one, one that is warming up (when there are
@@ -404,6 +438,11 @@ class ToolPool:
     async def serve_warm(self, args: Empty, call: TypedCall[Empty, None]) -> None:
         """``warm``: start the warm workers (once)."""
         self.request_warm()
+
+    @implements(EXPECT_CALLS)
+    async def serve_expect_calls(self, args: ExpectCallsArgs, call: TypedCall[ExpectCallsArgs, None]) -> None:
+        """``expect_calls``: workers for the calls of the reply being streamed (:meth:`expect_calls`)."""
+        self.expect_calls(args.calls, args.cwd or None)
 
     @implements(RUN_TOOL)
     async def serve_run_tool(self, args: RunToolArgs, call: TypedCall[RunToolArgs, ToolUpdate]) -> ToolResult:

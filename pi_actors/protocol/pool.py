@@ -23,7 +23,9 @@ those.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from ..ai.types import ToolResultContent
 from ..runtime import Empty, Interface, Method, WireStruct
@@ -37,6 +39,8 @@ __all__ = [
     "WorkerResult",
     "RUN_TOOL",
     "WARM",
+    "EXPECT_CALLS",
+    "ExpectCallsArgs",
     "WORKER_RUN",
     "POOL",
     "WORKER",
@@ -118,12 +122,32 @@ RUN_TOOL: Method[RunToolArgs, ToolUpdate, ToolResult] = Method(
     "`Operation aborted`.",
 )
 
+
 WARM: Method[Empty, None, Empty] = Method(
     "warm",
     args=Empty,
     result=Empty,
     doc="Start the pool's warm workers if they are not started yet (no effect otherwise).",
 )
+
+
+class ExpectCallsArgs(WireStruct, kw_only=True):
+    """``expect_calls``: the reply the model is streaming holds ``calls`` tool calls so far,
+    to run in ``cwd`` (absent: the pool's workspace)."""
+
+    calls: Annotated[int, msgspec.Meta(ge=0)] = 0
+    cwd: str = ""
+
+
+EXPECT_CALLS: Method[ExpectCallsArgs, None, Empty] = Method(
+    "expect_calls",
+    args=ExpectCallsArgs,
+    result=Empty,
+    doc="The reply being streamed holds `calls` tool calls so far: start workers until that many "
+    "are idle or starting for `cwd`'s sandbox (absent: the pool's workspace), within the pool's "
+    "limit, so that they are forked while the model still answers. Answered at once.",
+)
+
 
 WORKER_RUN: Method[WorkerRunArgs, ToolUpdate, WorkerResult] = Method(
     "run",
@@ -134,6 +158,6 @@ WORKER_RUN: Method[WorkerRunArgs, ToolUpdate, WorkerResult] = Method(
     "answers `cancelled`; for bash it is an abort instead, answered with the output so far.",
 )
 
-POOL = Interface("tool-pool", [RUN_TOOL, WARM], doc="The tool executor pool, as the coordinator calls it.")
+POOL = Interface("tool-pool", [RUN_TOOL, WARM, EXPECT_CALLS], doc="The tool executor pool, as the coordinator calls it.")
 WORKER = Interface("tool-worker", [WORKER_RUN], doc="One tool worker process, as its pool calls it.")
 TOOL_HOST = Interface("tool-host", [RUN_TOOL], doc="A remote `pi-actors tool-host`, as the server calls it.")

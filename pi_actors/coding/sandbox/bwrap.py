@@ -103,7 +103,11 @@ def _probe(bwrap: str, options: tuple[str, ...]) -> str | None:
     """None if ``bwrap`` works with ``options``, else bwrap's complaint."""
     argv = [bwrap, *options, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"]
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+        # In a session of its own, as the zygote's launcher (pi_actors.actors._sandboxed): a
+        # Ctrl-C or terminal hang-up that killed it mid-set-up would strand its namespace child.
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False, start_new_session=True
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{bwrap} could not be run: {exc}"
     if done.returncode != 0:
