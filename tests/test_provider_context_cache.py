@@ -339,27 +339,3 @@ def test_a_transcript_changed_in_place_between_conversions_converts_as_a_whole(s
         converted = convert(messages)
         assert converted == convert_to_llm(messages)
         assert converted is not messages
-
-
-def test_a_long_transcript_is_held_once_between_the_conversion_and_the_sender():
-    # Turn after turn, the coordinator converts the transcript and plans the request (the
-    # agent loop passes the converted list on as it is): what the two keep between turns is
-    # one list of the transcript, not a copy each (8 bytes per message per copy).
-    import tracemalloc
-
-    convert, sender = IncrementalConversion(convert_to_llm), ContextSender()
-    transcript = [T.UserMessage(content=f"m{i}", timestamp=i) for i in range(4_000)]
-    working: list[Any] = []
-    tracemalloc.start()
-    try:
-        for start in range(0, len(transcript), 4):
-            working.extend(transcript[start : start + 4])  # the loop's list, changed in place
-            sent, label = sender.plan("s", convert(working))
-            assert sent == transcript[start : start + 4] and label.base_count == start
-        del sent, label
-        holding = tracemalloc.get_traced_memory()[0]
-        del convert, sender
-        kept = holding - tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert kept / len(transcript) < 12, f"{kept / len(transcript):.1f} B per message"

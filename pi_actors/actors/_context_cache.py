@@ -18,8 +18,7 @@ the provider's own serialization of the request body.
 * :class:`IncrementalConversion` (coordinator side) turns the transcript into the provider's
   messages (``convert_to_llm``) converting only what was appended since the last turn, and
   hands back the same output objects for the rest — which keeps the sender's prefix compare
-  on its identity fast path too. Its output list is what the sender keeps as sent (the agent
-  loop passes it on without a copy): one list of the transcript between them.
+  on its identity fast path too.
 
 The contract both sides rely on: a message, once sent, is never edited in place (the agent
 replaces messages, never mutates them) — otherwise the identity short-cut would miss the edit.
@@ -45,11 +44,7 @@ class ContextSender:
     """The coordinator's half: which messages to send for a request, and how to label them.
 
     One instance per Coordinator; its key is ``<session>:<nonce>`` with a nonce random per
-    instance. ``plan`` is O(len(previous)) pointer compares in C, plus the appended messages.
-
-    The list given to :meth:`plan` is kept as it is, not copied (a long session's transcript
-    is held once, not once more here): the caller must not change it afterwards — the agent
-    loop makes a new list for every request."""
+    instance. ``plan`` is O(len(previous)) pointer compares in C, plus the appended messages."""
 
     def __init__(self) -> None:
         self._nonce = secrets.token_hex(8)
@@ -64,17 +59,12 @@ class ContextSender:
         key = f"{session_id or 'nosession'}:{self._nonce}"
         self._version += 1
         previous, count = self._sent, len(self._sent) if self._sent is not None else 0
-        sent = self._sent = messages if type(messages) is list else list(messages)
-        if (
-            previous is not None
-            and key == self._key
-            and len(sent) >= count
-            and (sent is previous or sent[:count] == previous)
-        ):
+        self._sent = list(messages)
+        if previous is not None and key == self._key and len(messages) >= count and messages[:count] == previous:
             label = CachedContext(key=key, version=self._version, base_version=self._version - 1, base_count=count)
-            return sent[count:], label
+            return self._sent[count:], label
         self._key = key
-        return sent, CachedContext(key=key, version=self._version)
+        return self._sent, CachedContext(key=key, version=self._version)
 
     def forget(self) -> None:
         """Send the next request whole (the provider may not hold what we last sent)."""
@@ -125,39 +115,20 @@ class IncrementalConversion:
     ``messages`` does not start with the previous input (compaction, a branch switch, a
     retry that dropped a reply: C-level list equality, identity first), the whole list is
     converted again. Why: the transcript is converted before every LLM request; converting
-    it whole costs time in proportion to the session's length, per turn.
-
-    Memory: while every message converts to itself (user, assistant and tool-result messages
-    do), the output list is also the record of the input, so a long transcript is held in one
-    list here (and the same list goes on to :class:`ContextSender`), not in a copy per holder."""
+    it whole costs time in proportion to the session's length, per turn."""
 
     def __init__(self, fn: Callable[[list[Any]], list[Any]]) -> None:
         self._fn = fn
-        #: The previous input: ``_out`` itself while every message converted to itself, else a
-        #: copy (None before the first call).
         self._seen: list[Any] | None = None
         self._out: list[Any] = []
 
     def __call__(self, messages: list[Any]) -> list[Any]:
-        """The converted list. It is kept for the next call: the caller must not change it
-        (``messages`` may change after the call; it is not kept)."""
-        seen = self._seen
-        count = len(seen) if seen is not None else 0
-        if seen is not None and len(messages) >= count and messages[:count] == seen:
-            tail = messages[count:]
-            converted = list(self._fn(tail))
-            out = self._out + converted if converted else self._out
-            itself = seen is self._out and _converts_to_itself(tail, converted)
+        """The converted list (a new list each call: the caller may change it)."""
+        seen, count = self._seen, len(self._seen) if self._seen is not None else 0
+        current = list(messages)
+        if seen is not None and len(current) >= count and current[:count] == seen:
+            out = self._out + list(self._fn(current[count:]))
         else:
-            tail = list(messages)
-            out = list(self._fn(tail))
-            itself = _converts_to_itself(tail, out)
-        self._out = out
-        self._seen = out if itself else list(messages)
-        return out
-
-
-def _converts_to_itself(inputs: list[Any], outputs: list[Any]) -> bool:
-    """Whether ``fn`` gave back every input message itself, in order (nothing dropped,
-    nothing made anew)."""
-    return len(inputs) == len(outputs) and all(a is b for a, b in zip(inputs, outputs, strict=True))
+            out = list(self._fn(current))
+        self._seen, self._out = current, out
+        return list(out)

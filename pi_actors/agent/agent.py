@@ -312,9 +312,7 @@ class Agent:
             session_id=self.session_id,
             thinking_budgets=self.thinking_budgets,
         )
-        # The transcript itself, not a copy: the loop works on a list of its own, and the
-        # state's list is never changed in place (it is replaced).
-        context = AgentContext(system_prompt=state.system_prompt, messages=state.messages, tools=state.tools)
+        context = AgentContext(system_prompt=state.system_prompt, messages=list(state.messages), tools=state.tools)
         try:
             if messages is not None:
                 await run_agent_loop(messages, context, config, self._process_event, signal, self.stream_fn)

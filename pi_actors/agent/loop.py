@@ -401,14 +401,10 @@ class _Run:
         if config.transform_context is not None:
             messages = await call_maybe_async(config.transform_context, messages, signal)
         llm_messages = await call_maybe_async(config.convert_to_llm, messages)
-        if type(llm_messages) is not list or llm_messages is messages or llm_messages is self.context.messages:
-            # A list the loop goes on changing (or not a list): the request gets its own.
-            # Otherwise the converter's list is the request's, not copied (AgentLoopConfig).
-            llm_messages = list(llm_messages)
         tools = [Tool(name=t.name, description=t.description, parameters=t.parameters) for t in self.context.tools or ()]
         llm_context = Context(
             system_prompt=self.context.system_prompt,
-            messages=llm_messages,
+            messages=list(llm_messages),
             tools=tools or None,
         )
         api_key = None

@@ -360,10 +360,7 @@ class AgentLoopConfig:
     """Everything a run needs besides its context. Callbacks may be sync or async.
 
     * ``convert_to_llm(messages) -> list[Message]``: once per LLM call, after
-      ``transform_context``; the default keeps the three LLM roles. A list it returns is
-      the request's message list as it is (not copied, unless it is the loop's own working
-      list): the converter must not change it afterwards (a caller may keep it, as the
-      coordinator's context cache keeps the last request's messages).
+      ``transform_context``; the default keeps the three LLM roles.
     * ``transform_context(messages, signal) -> messages``: per LLM call; the result feeds only
       that call, the working context is not replaced.
     * ``get_api_key(provider) -> str | None``: per LLM call; a falsy result falls back to
