@@ -64,8 +64,10 @@ class EntryIndex:
     def __contains__(self, entry_id: object) -> bool:
         return isinstance(entry_id, str) and self._table[self._slot(entry_id)] != 0
 
-    def position(self, entry_id: str) -> int | None:
-        """The latest position of ``entry_id``, or None."""
+    def position(self, entry_id: str | None) -> int | None:
+        """The latest position of ``entry_id``, or None (also for None or a non-string)."""
+        if not isinstance(entry_id, str):
+            return None
         held = self._table[self._slot(entry_id)]
         return held - 1 if held else None
 
@@ -128,7 +130,7 @@ class EntryIndex:
         unknown id. A parent that is not present ends the path there; so does a cycle."""
         path: list[int] = []
         seen: set[int] = set()
-        current = self.position(entry_id) if entry_id is not None else None
+        current = self.position(entry_id)
         while current is not None and current not in seen:
             seen.add(current)
             path.append(current)
