@@ -32,8 +32,9 @@ from pi_actors.runtime import link_pair, open_peer, start_actor
 #: prompts before tracing starts, prompts before the first count, prompts counted
 WARM_UP, SETTLE, COUNTED = 3, 3, 24
 #: feabec4 kept ~3.0 kB per prompt of this shape (4 entries: the user's prompt, a bash call,
-#: its result, the final text) by this count, for ~1.5 kB of session file; now ~2.4 kB
-BOUND_PER_PROMPT = 2_700
+#: its result, the final text) by this count, for ~1.5 kB of session file; fb8aee7 ~2.38 kB
+#: (the session writer's index ~110 B per entry); now ~2.06 kB (~30 B per entry)
+BOUND_PER_PROMPT = 2_250
 
 
 def _scripted_model(tmp_path) -> tuple[subprocess.Popen, int]:

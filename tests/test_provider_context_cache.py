@@ -302,3 +302,40 @@ def test_the_transcript_converted_turn_by_turn_is_what_converting_it_whole_gives
         else:
             messages = [dict(m) if isinstance(m, dict) else T.UserMessage(content=m.content, timestamp=m.timestamp) for m in messages]
         assert convert(messages) == convert_to_llm(messages)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(0, 3)),  # the loop's appends
+            st.tuples(st.just("last"), st.integers(0, 0)),  # the streamed reply replaced by its final form
+            st.tuples(st.just("set"), st.integers(0, 50)),  # a message replaced anywhere (a context hook)
+            st.tuples(st.just("first"), st.integers(0, 0)),  # one put in front (a compaction summary)
+            st.tuples(st.just("drop"), st.integers(1, 3)),
+        ),
+        max_size=25,
+    )
+)
+def test_a_transcript_changed_in_place_between_conversions_converts_as_a_whole(steps):
+    # The agent loop hands over its working list and then changes that very list (appends,
+    # the last message replaced, and a context hook may replace any message): the
+    # conversion must notice every change since the previous call, not only new lengths.
+    convert = IncrementalConversion(convert_to_llm)
+    messages: list[Any] = []
+    counter = 0
+    for op, n in steps:
+        counter += 1
+        if op == "append":
+            messages.extend(_entry(counter * 10 + i) for i in range(n))
+        elif op == "last" and messages:
+            messages[-1] = _entry(counter * 10)
+        elif op == "set" and messages:
+            messages[n % len(messages)] = _entry(counter * 10)
+        elif op == "first":
+            messages.insert(0, _entry(counter * 10))
+        elif op == "drop":
+            del messages[-n:]
+        converted = convert(messages)
+        assert converted == convert_to_llm(messages)
+        assert converted is not messages

@@ -98,3 +98,60 @@ def test_a_session_written_to_its_file_answers_like_its_entries_and_its_branches
         # Reopened from its file, the same answers.
         with SessionWriter.resume(writer.path) as reopened:
             _check(reopened, stored)
+
+
+#: ids as a loaded file may hold them: pi's short form (8 lowercase hex digits), near misses
+#: of it (upper case, 7 or 9 digits), other strings — few enough that they repeat
+_ids = st.sampled_from(["0000000a", "0000000b", "ffffffff", "00000000", "0000000A", "000000a", "000000000", "root", "é-x", "x" * 40])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(st.tuples(_ids, st.one_of(st.none(), _ids)), max_size=24), leaf=_ids)
+def test_a_loaded_file_with_repeated_and_unusual_ids_answers_like_its_entries(records, leaf, tmp_path_factory):
+    # A file written by hand (or by another program): any string ids, repeated ones, parents
+    # named before or without their entry. The latest entry of an id is the one found, and
+    # the one its children follow.
+    directory = tmp_path_factory.mktemp("sessions")
+    with SessionWriter.create(str(directory), "/work") as writer:
+        path, header = writer.path, writer.header
+    entries = [
+        {"type": "custom", "customType": "note", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+        for entry_id, parent in records
+    ]
+    with open(path, "w") as f:
+        f.writelines(json.dumps(e) + "\n" for e in [header, *entries])
+    with SessionWriter.resume(path) as reopened:
+        assert reopened.load_warnings == []
+        assert reopened.entry_count == len(entries)
+        assert reopened.entries == entries
+        for entry_id in {e["id"] for e in entries} | {leaf}:
+            latest = [e for e in entries if e["id"] == entry_id]
+            assert reopened.get_entry(entry_id) == (latest[-1] if latest else None)
+            assert reopened.path_to(entry_id) == _model_path(entries, entry_id)
+        # Appending goes on from there with fresh ids (never one already present).
+        added = [reopened.append_entry({"type": "custom", "customType": "note"}) for _ in range(30)]
+        assert len({e["id"] for e in added} | {e["id"] for e in entries}) == len({e["id"] for e in entries}) + 30
+        assert reopened.path_to(added[-1]["id"])[-30:] == json.loads(json.dumps(added))
+
+
+def test_a_long_session_costs_its_writer_a_few_bytes_per_entry(tmp_path):
+    # What a long session costs the writer per entry written (its index): places, ids and
+    # parent links in arrays, not an id string, an int and a dict slot per entry (~110
+    # bytes per entry before).
+    import tracemalloc
+
+    note = {"type": "custom", "customType": "note"}
+    with SessionWriter.create(str(tmp_path), "/work", lazy=False) as writer:
+        writer.append_entries([note] * 200)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(50):
+                writer.append_entries([note] * 100)  # one write and fsync per 100 entries
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert writer.entry_count == 5_200
+        path = writer.path_to(writer.leaf_id)
+        assert len(path) == 5_200 and path[0]["parentId"] is None
+    assert kept / 5_000 < 48, f"{kept / 5_000:.0f} B per entry"

@@ -25,9 +25,9 @@ Contract:
 - Memory: an entry the writer has written to the file is kept as its place in the file
   (offset and length, one 64-bit integer in an array); one not written yet (buffered,
   ``in_memory``) or loaded on resume as its encoded line (bytes). Next to that a small
-  index — id → position in one dict, the parent's position in an array, the current labels
-  — so that a long session costs little memory here (about 130 bytes per entry, the id
-  string included), and an append costs the same at entry 10 and at entry 10,000. Reading whole entries back
+  index (``_index``: the id and the parent's position in arrays, an id → position hash
+  table of ints) and the current labels, so that a long session costs little memory here
+  (about 30 bytes per entry), and an append costs the same at entry 10 and at entry 10,000. Reading whole entries back
   (:attr:`SessionWriter.entries`, :meth:`path_to`, :meth:`get_entry`) reads and decodes
   lines: for the rare whole-tree operations (tree view, fork, compaction), never per
   append. A read failure raises :class:`SessionLoadError` naming the file.
@@ -46,9 +46,9 @@ import errno
 import json
 import os
 import uuid
-from array import array
 from collections.abc import Container
 
+from ._index import EntryIndex
 from .format import CURRENT_VERSION, encode_line, iso_timestamp, make_private_dirs, new_entry_id, new_session_id, session_file_name
 from .loader import LoadedSession, SessionLoadError, load_session
 from .lock import SessionLock
@@ -102,7 +102,7 @@ class SessionWriter:
         self.path = path
         self.header = header
         self.session_id = header["id"]
-        self._index = _EntryIndex()
+        self._index = EntryIndex()
         self._labels: dict[str, str] = {}  # current label of each labelled entry
         self._keep(entries)
         self.leaf_id = entries[-1].get("id") if entries else None
@@ -250,7 +250,7 @@ class SessionWriter:
 
     def _keep(self, entries: list[dict]) -> None:
         """Index and keep ``entries`` (already accepted) as their lines; replaces what was kept."""
-        self._index, self._labels = _EntryIndex(), {}
+        self._index, self._labels = EntryIndex(), {}
         for entry in entries:
             self._remember(entry, encode_line(entry))
 
@@ -539,116 +539,6 @@ class SessionWriter:
                 pass
             raise SessionWriteError(f"Cannot append to session file {self.path}: {_describe(exc)}") from None
         return size
-
-
-class _EntryIndex:
-    """Where each entry of a session is, and how the entries link up: the writer's memory
-    per entry, kept small because it lives as long as the session (a long session in one
-    process holds thousands of entries).
-
-    Per entry, in append order (its *position*): its place — ``offset << 32 | length`` of its
-    line in the file, or :data:`_IN_MEMORY` when ``_kept`` holds the line itself (buffered,
-    or 4 GiB and more) or a place too large for 63 bits (a file past 2 GiB) — and its
-    parent's position, both in ``array('q')`` (8 bytes each, no int object); and its id, in one list next to the ``id -> position`` dict (the same
-    string objects). A parent named before it is present (possible only in a loaded file or
-    an explicit ``parentId``) is kept by id in ``_late`` and looked up when the tree is
-    walked, as are all parents: by id, so that an id seen twice resolves to its latest entry.
-
-    ``path_to`` follows parents up from an id, so ``in`` / ``position`` / ``path_to`` cost
-    O(1) per step and nothing here grows with the length of the lines.
-    """
-
-    def __init__(self) -> None:
-        self._places = array("q")  # per position: offset << 32 | length, or _IN_MEMORY
-        self._parents = array("q")  # per position: the parent's position, _NO_PARENT or _LATE
-        self._ids: list[str | None] = []  # per position: the entry's id (None: it has none)
-        self._positions: dict[str, int] = {}  # id -> latest position with that id
-        self._kept: dict[int, bytes | int] = {}  # position -> line (or a place past 63 bits)
-        self._late: dict[int, str] = {}  # position -> parent id not present when added
-
-    def __len__(self) -> int:
-        return len(self._places)
-
-    def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self._positions
-
-    def position(self, entry_id: str) -> int | None:
-        return self._positions.get(entry_id)
-
-    def add(self, entry_id: str | None, parent_id: str | None, line: bytes | int) -> None:
-        """Append an entry: ``line`` is its encoded line (kept) or its place in the file."""
-        position = len(self._places)
-        if isinstance(line, bytes) or line > _MAX_PLACE:
-            self._kept[position] = line
-            self._places.append(_IN_MEMORY)
-        else:
-            self._places.append(line)
-        if entry_id is None:
-            self._parents.append(_NO_PARENT)
-        elif parent_id is None:
-            self._parents.append(_NO_PARENT)
-        else:
-            parent = self._positions.get(parent_id)
-            if parent is None:
-                self._late[position] = parent_id
-                self._parents.append(_LATE)
-            else:
-                self._parents.append(parent)
-        self._ids.append(entry_id)
-        if entry_id is not None:
-            self._positions[entry_id] = position
-
-    def place(self, position: int) -> bytes | int:
-        """The kept line of the entry at ``position``, or its place in the file."""
-        place = self._places[position]
-        return self._kept[position] if place == _IN_MEMORY else place
-
-    def spill(self, first_offset: int) -> None:
-        """Every line is now in the file, back to back from ``first_offset``: keep the lines'
-        places instead of the kept lines."""
-        offset = first_offset
-        for position, place in enumerate(self._places):
-            held = self._kept.get(position) if place == _IN_MEMORY else place
-            if isinstance(held, bytes):
-                new = (offset << 32) | len(held)
-                if len(held) < 2**32 and new <= _MAX_PLACE:
-                    del self._kept[position]
-                    self._places[position] = new
-                offset += len(held)
-            else:
-                assert held is not None
-                offset += held & 0xFFFFFFFF
-
-    def _parent_id(self, position: int) -> str | None:
-        parent = self._parents[position]
-        if parent == _NO_PARENT:
-            return None
-        if parent == _LATE:
-            return self._late[position]
-        return self._ids[parent]
-
-    def path_to(self, entry_id: str | None) -> list[int]:
-        """Positions from the root down to ``entry_id`` (inclusive); [] for None or an
-        unknown id. A parent that is not present ends the path there; so does a cycle."""
-        path: list[int] = []
-        seen: set[str] = set()
-        current = entry_id if entry_id in self._positions else None
-        while current is not None and current not in seen:
-            seen.add(current)
-            position = self._positions[current]
-            path.append(position)
-            parent = self._parent_id(position)
-            current = parent if parent in self._positions else None
-        path.reverse()
-        return path
-
-
-#: ``_EntryIndex`` markers: a line kept in memory (a place is never negative); no parent; a
-#: parent id kept in ``_late``.
-_IN_MEMORY = -1
-_NO_PARENT = -1
-_LATE = -2
-_MAX_PLACE = 2**63 - 1
 
 
 def _lock(path: str, owner_pid: int | None) -> SessionLock:
