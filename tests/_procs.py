@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 import trio
 
-__all__ = ["live_pids", "cmdline", "describe", "environ_has", "parent_pid", "wait_all_gone", "wait_exited", "wait_for_pids"]
+__all__ = ["live_pids", "cmdline", "describe", "process_state", "environ_has", "parent_pid", "wait_all_gone", "wait_exited", "wait_for_pids"]
 
 
 def _state(pid: int) -> str:
@@ -22,6 +22,11 @@ def _state(pid: int) -> str:
         return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
     except (OSError, ValueError):
         return "X"
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of ``pid`` (``R``, ``S``, ``D``, ``T``, ``Z``, ...; ``X``: gone)."""
+    return _state(pid)
 
 
 def parent_pid(pid: int) -> int | None:

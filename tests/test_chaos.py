@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 import trio
-from _procs import cmdline, environ_has, live_pids, wait_exited, wait_for_pids
+from _procs import cmdline, environ_has, live_pids, process_state, wait_exited, wait_for_pids
 from conftest import CLI
 
 from pi_actors.testing.scripted_server import Reply
@@ -124,20 +124,11 @@ async def _actor_pid(marker: str, name: str) -> int:
     def candidates() -> list[int]:
         pids = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={marker}")
                          and cmdline(pid).endswith(f"pi_actors.runtime.child {name}")
-                         and _state(pid) not in ("T", "t"))  # fmt: skip
+                         and process_state(pid) not in ("T", "t"))  # fmt: skip
         return pids if 1 <= len(pids) <= (1 if name == "coordinator" else 2) else []
 
     pids = await wait_for_pids(candidates, timeout=60)
     return min(pids, key=_started)
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
-    except (OSError, ValueError):
-        return "X"
 
 
 def _marked(marker: str) -> list[int]:
