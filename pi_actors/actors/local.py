@@ -472,25 +472,13 @@ class _Supervisor:
             self.link._note(f"{name} restarted", tell=False)
 
 
-#: How long a session store's clean exit waits for its coordinator's end to be seen.
-_CAUSE_GRACE = 5.0
-
-
 async def _first_down(actors: list[WatchedActor]) -> str:
-    """Wait until one of ``actors`` is down; returns its reason.
-
-    A session store exits by itself, with status 0, once its coordinator's link ends: seen
-    first (the two exits are reaped in either order), it waits a moment for the
-    coordinator's own end, which is the cause to report (e.g. "killed by SIGKILL")."""
+    """Wait until one of ``actors`` is down; returns its reason."""
     result: list[str] = []
-    coordinator = next((a for a in actors if a.name == "coordinator"), None)
     async with trio.open_nursery() as nursery:
 
         async def wait_one(actor: WatchedActor) -> None:
             await actor.down.wait()
-            if actor is not coordinator and coordinator is not None and actor.process.returncode == 0:
-                with trio.move_on_after(_CAUSE_GRACE):
-                    await coordinator.down.wait()
             if not result:
                 result.append(actor.reason or "stopped" if actor.name == "coordinator" else f"lost its session store ({actor.reason})")
             nursery.cancel_scope.cancel()
