@@ -98,7 +98,26 @@ class IncomingCall:
         carry (nothing is sent, the stream's numbering is unchanged, the connection goes on),
         ``MessageTooLarge`` for one past the frame limit, ``ConnectionLost`` when the
         connection is gone. Cancellation while waiting sends nothing."""
-        await self.send_chunks((data,))
+        peer = self._peer
+        conn = peer._conn
+
+        def frame() -> bytes:
+            if conn.chunk_allowance(self.id) <= 0:
+                raise _NoCredit
+            return peer._frame_of(P.Chunk(id=self.id, seq=conn.next_chunk_seq(self.id), data=data))
+
+        while True:
+            try:
+                await peer._write(frame)
+                return
+            except _NoCredit:
+                pass
+            except P.LocalProtocolError as exc:
+                raise RemoteError("internal", f"a chunk could not be encoded: {exc.message}") from None
+            if self._credit.is_set():  # (senders of one call share the unset event)
+                self._credit = trio.Event()
+            if peer._closed or conn.chunk_allowance(self.id) <= 0:
+                await self._credit.wait()
 
     async def send_chunks(self, items: Sequence[Any]) -> None:
         """Send ``items`` in order as the next items of this call's stream, as many frames
