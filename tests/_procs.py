@@ -129,13 +129,17 @@ async def wait_all_gone(find: Callable[[], list[int]], timeout: float = 20.0) ->
     still fork its namespace child after the snapshot was taken, so every round waits for the
     processes seen and then looks again. Gives up (returning what is left) after ``timeout``.
     """
+    left = find()
     with trio.move_on_after(timeout):
-        while left := find():
+        while left:
             try:
                 await wait_exited(left, timeout=timeout)
             except trio.TooSlowError:
                 break
-    return find()
+            left = find()
+    # Not looked at again: a look that found nothing is the answer (a new look could find
+    # the namespace child an orphaned ``bwrap`` forks just then, on its way out).
+    return left if not left else find()
 
 
 async def wait_for_pids(find: Callable[[], list[int]], timeout: float = 30.0) -> list[int]:

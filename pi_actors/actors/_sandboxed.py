@@ -30,11 +30,12 @@ eventfd for ever (found so: a ``bwrap`` with NSpid 1 in ``eventfd_read``, re-par
 init, its stdout on a deleted pseudo-terminal, after a TUI test's pane had closed).
 
 For the same reason a forced stop never kills ``bwrap`` alone (:func:`_kill_bwrap_tree`): it
-stops ``bwrap`` (SIGSTOP, so no namespace child is being created at that moment), SIGKILLs
-every child it has (through pidfds: they cannot be reaped, hence their pids not reused, while
-``bwrap`` lives), then lets ``bwrap`` continue, so that it reaps its dead child and exits
-(SIGKILLed itself only if it does not, or had no child yet), and reaps it. (Killing ``bwrap``
-right away left its dead child to be re-parented to init, or to a subreaper above us.)
+SIGKILLs every child ``bwrap`` has (through pidfds: they cannot be reaped, hence their pids not
+reused, while ``bwrap`` lives), again at each look until ``bwrap`` — whose child's death ends
+it — has reaped it and exited; ``bwrap`` itself is SIGKILLed only if, past a grace, it has no
+child and is not inside a kernel wait such as ``clone()``. (Killing ``bwrap`` right away left
+its dead child to be re-parented to init, or to a subreaper above us; stopping it with
+SIGSTOP first left it stopped for ever when the pool died before letting it go on.)
 
 The launcher joins the sandbox's cgroup (:mod:`pi_actors.coding.sandbox.limits`: memory where a writable hierarchy
 has that controller, pids when running as root) between fork and exec; the returned process's
@@ -190,42 +191,37 @@ def _children(pid: int) -> list[int]:
 
 
 async def _kill_bwrap_tree(process: ChildProcess) -> None:
-    """SIGKILL ``bwrap`` and every child of it, never ``bwrap`` alone (module docstring)."""
-    process.send_signal(signal.SIGSTOP)
-    # A stopped bwrap is not inside clone(): the children listed below are all it has. (The
-    # kernel announces no "stopped" event to wait for: poll /proc.) Only a wait in the kernel
-    # (state D: e.g. clone() making its namespaces, which on a busy machine waits for the
-    # ones being torn down) holds a SIGSTOP off; that wait is not bounded by the grace, since
-    # bwrap killed inside clone() strands the child clone() is making, blocked for ever on
-    # bwrap's eventfd. (Seen in a CI run at load ~10: two such strays.)
+    """SIGKILL every child of ``bwrap`` until ``bwrap`` exits by itself, never ``bwrap``
+    alone while it may have one (module docstring).
+
+    ``bwrap`` exits once its child (the zygote, PID 1 of the sandbox: its death ends every
+    process of the namespace) is dead, and reaps it. A child that ``clone()`` is still making
+    shows up at a later look and is killed then. No SIGSTOP: a pool killed between stopping
+    ``bwrap`` and letting it go on left it stopped for ever with its child (seen after a
+    full suite run). ``bwrap`` is killed itself only when, past the grace, it has no child
+    and is not waiting in the kernel (state D: e.g. inside ``clone()``, which on a busy
+    machine waits for the namespaces being torn down; killed there it would strand the
+    child being made, blocked for ever on its eventfd)."""
     give_up = trio.current_time() + STOP_GRACE
     while process.returncode is None:
-        state = _state(process.pid)
-        if state in ("T", "t", "Z", "X") or (state != "D" and trio.current_time() > give_up):
+        children = _children(process.pid)
+        for child in children:
+            try:
+                pidfd = os.pidfd_open(child)
+            except OSError:
+                continue
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+        if not children and trio.current_time() > give_up and _state(process.pid) not in ("D", "Z", "X"):
+            process.kill()
             break
-        await trio.sleep(0.001)
-    killed = 0
-    for child in _children(process.pid):
-        try:
-            pidfd = os.pidfd_open(child)
-        except OSError:
-            continue
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            killed += 1
-        except OSError:
-            pass
-        finally:
-            os.close(pidfd)
-    if killed:
-        # bwrap is past its clone() (it has a child): let it go on, to reap what was just
-        # killed and exit by itself. Killed now, it would leave its dead child to be
-        # re-parented to init (or to whoever is the subreaper above us) instead.
-        process.send_signal(signal.SIGCONT)
-        with trio.move_on_after(STOP_GRACE):
+        # (The kernel announces no "new child" event: look again shortly, until bwrap exits.)
+        with trio.move_on_after(0.01):
             await process.wait()
-            return
-    process.kill()
     await process.wait()
 
 
