@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 import trio
@@ -140,6 +141,62 @@ async def test_a_killed_coordinator_is_restarted_with_the_session_reloaded_from_
     lines = [json.loads(line) for line in open(path)]
     texts = [m["message"]["content"] for m in lines if m.get("type") == "message" and m["message"]["role"] == "user"]
     assert [t if isinstance(t, str) else t[0]["text"] for t in texts] == ["one", "two", "three"]
+
+
+class _Exits:
+    """What the supervisor's report reads of a watched actor process: its name, ``down``
+    event, reason and exit status (set here in the order a busy machine may reap them)."""
+
+    def __init__(self, name: str, status: int, reason: str) -> None:
+        self.name = name
+        self.down = trio.Event()
+        self.reason = reason
+        self.process = SimpleNamespace(returncode=status)
+
+
+async def _report(actors, downs, gap: float = 0.0) -> str:
+    from pi_actors.actors.local import _first_down
+
+    results: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def report() -> None:
+            results.append(await _first_down(actors))
+
+        nursery.start_soon(report)
+        await trio.testing.wait_all_tasks_blocked()
+        for actor in downs:
+            actor.down.set()
+            if gap:
+                await trio.sleep(gap)
+    return results[0]
+
+
+async def test_a_killed_coordinator_is_reported_as_killed_even_when_its_stores_exit_is_reaped_in_the_same_moment():
+    # The store exits by itself (status 0) once the killed coordinator's link ends. A CI run
+    # reaped both in one moment and told the user "lost its session store (exited with
+    # status 0)" about a coordinator killed by SIGKILL (trio wakes the two watchers in either
+    # order, so twenty tries catch the wrong one).
+    for _ in range(20):
+        coordinator = _Exits("coordinator", -9, "was killed by SIGKILL")
+        store = _Exits("session-store", 0, "exited with status 0")
+        assert await _report([coordinator, store], [store, coordinator]) == "was killed by SIGKILL"
+
+
+async def test_a_stores_clean_exit_seen_before_its_killed_coordinator_reports_the_coordinator(autojump_clock):
+    coordinator = _Exits("coordinator", -9, "was killed by SIGKILL")
+    store = _Exits("session-store", 0, "exited with status 0")
+    assert await _report([coordinator, store], [store, coordinator], gap=0.5) == "was killed by SIGKILL"
+
+
+async def test_a_store_that_dies_on_its_own_is_reported_as_the_sessions_loss(autojump_clock):
+    coordinator = _Exits("coordinator", 0, "exited with status 0")
+    store = _Exits("session-store", -9, "was killed by SIGKILL")
+    assert await _report([coordinator, store], [store]) == "lost its session store (was killed by SIGKILL)"
+    # A clean exit while the coordinator stays up is the store's loss too, once the grace is over.
+    coordinator = _Exits("coordinator", 0, "exited with status 0")
+    store = _Exits("session-store", 0, "exited with status 0")
+    assert await _report([coordinator, store], [store]) == "lost its session store (exited with status 0)"
 
 
 async def test_too_many_restarts_fail_the_session_with_one_clear_error(scripted, tmp_path):

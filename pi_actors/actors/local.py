@@ -472,20 +472,41 @@ class _Supervisor:
             self.link._note(f"{name} restarted", tell=False)
 
 
+#: How long a session store's clean exit, seen while its coordinator is not yet down, waits
+#: for the coordinator's end (see ``_first_down``).
+_CAUSE_GRACE = 3.0
+
+
 async def _first_down(actors: list[WatchedActor]) -> str:
-    """Wait until one of ``actors`` is down; returns its reason."""
-    result: list[str] = []
+    """Wait until one of ``actors`` (the coordinator and, when it is a process of its own,
+    the session store) is down; returns the reason to report for the generation's end.
+
+    The coordinator's end is the cause whenever it is down: a session store exits by itself,
+    with status 0, once its coordinator's link ends, so a killed coordinator makes both exits,
+    and the two are seen in either order (in the same moment on a busy machine). A store's
+    clean exit seen first therefore waits up to ``_CAUSE_GRACE`` seconds for the coordinator's
+    own end; a store that died otherwise, or a coordinator still up after that, is reported
+    as the store's loss."""
+    coordinator = next((actor for actor in actors if actor.name == "coordinator"), None)
+    store = next((actor for actor in actors if actor.name != "coordinator"), None)
+    any_down = trio.Event()
     async with trio.open_nursery() as nursery:
 
-        async def wait_one(actor: WatchedActor) -> None:
+        async def watch(actor: WatchedActor) -> None:
             await actor.down.wait()
-            if not result:
-                result.append(actor.reason or "stopped" if actor.name == "coordinator" else f"lost its session store ({actor.reason})")
-            nursery.cancel_scope.cancel()
+            any_down.set()
 
         for actor in actors:
-            nursery.start_soon(wait_one, actor)
-    return result[0]
+            nursery.start_soon(watch, actor)
+        await any_down.wait()
+        nursery.cancel_scope.cancel()
+    if coordinator is not None and not coordinator.down.is_set() and store is not None and store.process.returncode == 0:
+        with trio.move_on_after(_CAUSE_GRACE):
+            await coordinator.down.wait()
+    if coordinator is not None and coordinator.down.is_set():
+        return coordinator.reason or "stopped"
+    assert store is not None
+    return f"lost its session store ({store.reason})"
 
 
 @asynccontextmanager
