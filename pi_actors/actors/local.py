@@ -3,7 +3,8 @@ for a hosted session) holds the UI and supervises the actors of one session.
 
 ``open_local_runtime(config)`` spawns the children — provider streamer, tool pool (which
 spawns its own workers), coordinator, and session store (a separate process, or with
-``store_with_coordinator`` a task of the coordinator's process) — links them with socketpairs
+``store_with_coordinator`` an object in the coordinator's process that it calls directly,
+``_local_store.LocalStore``) — links them with socketpairs
 (the coordinator to each of the others, the UI to the coordinator) and yields a
 :class:`CoordinatorLink`: the UI's connection to the coordinator, with ``call`` /
 ``open_call`` / ``closed_event`` like a ``Peer``.
