@@ -36,13 +36,13 @@ class _Quiet:
         pass
 
 
-def _config(server: Any, tmp_path: Path, log: Path, *, session: bool = False) -> Any:
+def _config(server: Any, tmp_path: Path, log: Path, *, session: bool = False, tools: tuple[str, ...] = ()) -> Any:
     model = T.Model(id="scripted-model", api="openai-completions", provider="scripted", base_url=server.base_url_openai)
     return runtime_config(
         settings={"retry": {"enabled": False}},
         model=model,
         thinking="off",
-        tools=[],
+        tools=list(tools),
         cwd=str(tmp_path),
         system_prompt="cache test",
         agent_dir=str(tmp_path),
@@ -114,6 +114,56 @@ async def test_a_restarted_provider_refuses_the_old_base_and_gets_the_whole_cont
     assert _texts(scripted.requests[2]) == ["one", "A", "two", "B", "three"]
 
 
+def _frame(request: dict) -> tuple[Any, Any]:
+    """The system prompt and the tools a request to the model carried."""
+    body = request["body"]
+    return body["messages"][0], body.get("tools")
+
+
+async def test_later_turns_leave_out_the_system_prompt_and_tools_while_the_model_gets_them_every_time(scripted, env):
+    turns = 4
+    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)]
+    scripted.script.append(Reply(text="all done"))
+    log = env.work / "run.log"
+    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
+    assert done.returncode == 0, done.stderr.decode()
+    sent = [line["bytes"] for line in _log(log, "stream_start", "provider")]
+    first = _frame(scripted.requests[0])
+    assert first[0]["role"] == "system" and len(first[1]) == 4  # the default tools: read, bash, edit, write
+    tools_bytes = len(json.dumps(first[1]))
+    assert tools_bytes > 2000
+    # The first request carries the system prompt and the tools' schemas; the later ones do not ...
+    assert all(later < sent[0] - tools_bytes for later in sent[1:]), sent
+    # ... and the model was sent both with every request.
+    assert all(_frame(r) == first for r in scripted.requests), [_frame(r) for r in scripted.requests]
+    assert len(scripted.requests) == turns + 1
+
+
+async def test_a_restarted_provider_gets_the_system_prompt_and_tools_again(scripted, tmp_path):
+    scripted.script += [Reply(text="A"), Reply(text="B"), Reply(text="C")]
+    log = tmp_path / "run.log"
+    processes: dict = {}
+    policy = RestartPolicy(heartbeat_interval=0.1, heartbeat_timeout=1.5, max_restarts=20)
+    with trio.fail_after(60):
+        config = _config(scripted, tmp_path, log, tools=("read", "bash"))
+        async with open_local_runtime(config, processes=processes, policy=policy) as coordinator:
+            await send_prompt(coordinator, "one", _Quiet())
+            await send_prompt(coordinator, "two", _Quiet())
+            processes["provider"].kill()
+            await coordinator.wait_note("provider restarted", 1)
+            await send_prompt(coordinator, "three", _Quiet())
+    assert len(scripted.requests) == 3
+    first = _frame(scripted.requests[0])
+    assert first[0] == {"role": "system", "content": "cache test"} and [t["function"]["name"] for t in first[1]] == ["read", "bash"]
+    assert all(_frame(r) == first for r in scripted.requests)
+    # The delta before the restart left the frame out; the restarted provider refused the
+    # next delta, which was resent whole, frame included.
+    starts = _log(log, "stream_start", "provider")
+    assert [(s["received"], s["reused"]) for s in starts] == [(1, 0), (2, 1), (5, 0)]
+    assert starts[1]["bytes"] < starts[0]["bytes"] < starts[2]["bytes"]
+    assert [r["code"] for r in _log(log, "stream_refused", "provider")] == [STALE_CONTEXT]
+
+
 async def test_compaction_sends_the_compacted_context_whole_once_then_deltas_again(scripted, tmp_path):
     scripted.script += [Reply(text="one"), Reply(text="two"), Reply(text=SUMMARY), Reply(text="3"), Reply(text="4")]
     log = tmp_path / "run.log"
@@ -142,7 +192,9 @@ async def test_navigating_the_tree_sends_the_new_branch_whole_never_a_wrong_delt
             await send_prompt(coordinator, "first", _Quiet())
             await send_prompt(coordinator, "second", _Quiet())
             tree = await coordinator.call("tree")
-            second = next(e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == [{"type": "text", "text": "second"}])
+            second = next(
+                e for e in tree["entries"] if e["type"] == "message" and e["message"]["content"] == [{"type": "text", "text": "second"}]
+            )
             await coordinator.call("navigate", {"targetId": second["id"]})
             await send_prompt(coordinator, "second, differently", _Quiet())
             await send_prompt(coordinator, "third", _Quiet())
@@ -180,6 +232,9 @@ async def test_a_caller_naming_a_base_the_provider_lacks_is_refused_and_nothing_
             with pytest.raises(RemoteError) as info:
                 await call_stream(peer, args(["appended"], **bad))
             assert info.value.code == STALE_CONTEXT, bad
+        with pytest.raises(RemoteError) as info:  # the frame of a base it does not name
+            await call_stream(peer, args(["appended"], key="s:1", version=2, keepFrame=True))
+        assert info.value.code == STALE_CONTEXT
         assert len(server.requests) == 1
         # A refusal keeps nothing: the right base still works, and the model gets it all.
         await call_stream(peer, args(["more"], key="s:1", version=2, baseVersion=1, baseCount=1))
@@ -196,6 +251,7 @@ def _histories(draw: Any) -> list[tuple[str, Any]]:
         st.tuples(st.just("rebuild"), st.integers(0, 0)),  # equal but new objects (convert_to_llm)
         st.tuples(st.just("restart"), st.integers(0, 0)),  # a fresh provider
         st.tuples(st.just("session"), st.integers(0, 0)),  # another session id
+        st.tuples(st.just("reframe"), st.integers(0, 2)),  # another system prompt or tools
     )
     return draw(st.lists(ops, max_size=30))
 
@@ -206,6 +262,12 @@ def test_whatever_happens_between_requests_the_provider_rebuilds_exactly_the_sen
     sender, cache = ContextSender(), ContextCache(capacity=2)
     messages: list[Any] = []
     session, counter = "s", 0
+    frame: tuple[Any, Any] = ("prompt", [T.Tool(name="t", description="d", parameters={"type": "object"})])
+
+    def resolve(sent: list[Any], label: Any) -> T.Context:
+        if label.keep_frame:  # what the coordinator leaves out
+            return cache.resolve_context(label, T.Context(messages=sent))
+        return cache.resolve_context(label, T.Context(system_prompt=frame[0], messages=sent, tools=frame[1]))
 
     def new(n: int) -> list[Any]:
         nonlocal counter
@@ -223,18 +285,22 @@ def test_whatever_happens_between_requests_the_provider_rebuilds_exactly_the_sen
             messages = [T.UserMessage(content=m.content, timestamp=m.timestamp) for m in messages]
         elif op == "restart":
             cache = ContextCache(capacity=2)
+        elif op == "reframe":  # equal but new objects (n=0), or another prompt / tool
+            tools = [T.Tool(name=t.name, description=t.description, parameters=dict(t.parameters)) for t in frame[1]]
+            frame = (frame[0] + "!" * (n == 1), tools + [T.Tool(name=f"t{len(tools)}", description="", parameters={})] * (n == 2))
         else:
             session += "x"
-        sent, label = sender.plan(session, messages)
+        sent, label = sender.plan(session, messages, frame)
         try:
-            full = cache.resolve(label, sent)
+            full = resolve(sent, label)
         except RemoteError as exc:
             assert exc.code == STALE_CONTEXT and label.base_version is not None
             sender.forget()
-            sent, label = sender.plan(session, messages)
-            assert label.base_version is None  # the resend is whole: no second refusal
-            full = cache.resolve(label, sent)
-        assert full == messages
+            sent, label = sender.plan(session, messages, frame)
+            assert label.base_version is None and not label.keep_frame  # the resend is whole: no second refusal
+            full = resolve(sent, label)
+        assert full.messages == messages
+        assert (full.system_prompt, full.tools) == frame
 
 
 async def test_the_bytes_a_turn_sends_to_the_provider_stay_flat_while_the_context_grows(scripted, env):

@@ -12,7 +12,11 @@ the provider's own serialization of the request body.
   dropped the last message — goes whole, never as a wrong delta.
 * :class:`ContextCache` (provider side) keeps the last context of a few keys (LRU) and rebuilds
   a delta onto it, or refuses a base it does not hold exactly (``stale_context``): the
-  coordinator then resends the whole context once. A restarted provider holds nothing; a
+  coordinator then resends the whole context once.
+* The system prompt and the tools' schemas (the "frame", ~5 kB with the default tools) are
+  sent with the first request of a key and whenever they change; a delta whose frame is the
+  base's says ``keepFrame`` and carries none (``plan`` compares them with what was sent: a
+  string compare and a C-level compare of the tool Structs). A restarted provider holds nothing; a
   restarted coordinator picks a new key (a random nonce), so it never matches a stale entry.
 
 * :class:`IncrementalConversion` (coordinator side) turns the transcript into the provider's
@@ -31,6 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..ai.types import Context
 from ..protocol.provider import CachedContext
 from ..runtime import RemoteError
 
@@ -52,16 +57,25 @@ class ContextSender:
         self._version = 0
         #: The full message list of the last request, as sent (None: send the next one whole).
         self._sent: list[Any] | None = None
+        #: The frame (system prompt, tools) of the last request.
+        self._frame: Any = None
 
-    def plan(self, session_id: str | None, messages: Sequence[Any]) -> tuple[list[Any], CachedContext]:
+    def plan(self, session_id: str | None, messages: Sequence[Any], frame: Any = None) -> tuple[list[Any], CachedContext]:
         """The messages to put in the request and its ``cached`` label; remembers ``messages``
-        as sent (a refusal or a failed call must be followed by :meth:`forget`)."""
+        (and ``frame``: the request's system prompt and tools, any value compared with ``==``)
+        as sent (a refusal or a failed call must be followed by :meth:`forget`). The label says
+        ``keep_frame`` when the request may leave the frame out (a delta whose frame is the
+        base's)."""
         key = f"{session_id or 'nosession'}:{self._nonce}"
         self._version += 1
         previous, count = self._sent, len(self._sent) if self._sent is not None else 0
         self._sent = list(messages)
+        previous_frame, self._frame = self._frame, frame
         if previous is not None and key == self._key and len(messages) >= count and messages[:count] == previous:
-            label = CachedContext(key=key, version=self._version, base_version=self._version - 1, base_count=count)
+            label = CachedContext(
+                key=key, version=self._version, base_version=self._version - 1, base_count=count,
+                keep_frame=frame is not None and frame == previous_frame,
+            )  # fmt: skip
             return self._sent[count:], label
         self._key = key
         return self._sent, CachedContext(key=key, version=self._version)
@@ -77,21 +91,33 @@ class ContextCache:
 
     def __init__(self, capacity: int = 4) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[str, tuple[int, list[Any]]] = OrderedDict()
+        #: key -> (version, messages, frame: the context's system prompt and tools)
+        self._entries: OrderedDict[str, tuple[int, list[Any], tuple[Any, Any]]] = OrderedDict()
 
     def resolve(self, label: CachedContext, messages: list[Any]) -> list[Any]:
-        """The full message list of a request labelled ``label`` carrying ``messages``; the
+        """The full message list of a request labelled ``label`` carrying ``messages`` (see
+        :meth:`resolve_context`; the frame kept is none)."""
+        return self.resolve_context(label, Context(messages=messages)).messages
+
+    def resolve_context(self, label: CachedContext, context: Context) -> Context:
+        """The full context of a request labelled ``label`` carrying ``context``: its messages
+        after the base's, and with ``keep_frame`` the base's system prompt and tools; the
         result is kept as version ``label.version`` of ``label.key``.
 
         Raises ``RemoteError(stale_context)`` when the label names a base (``baseVersion``,
-        ``baseCount``) this cache does not hold exactly; nothing is kept then."""
+        ``baseCount``) this cache does not hold exactly, or keeps the frame without naming a
+        base; nothing is kept then."""
+        messages = context.messages
+        frame = (context.system_prompt, context.tools)
         if label.base_version is None:
+            if label.keep_frame:
+                raise RemoteError(STALE_CONTEXT, "keepFrame without a base version; send the context whole")
             full = messages
         else:
             entry = self._entries.get(label.key)
             if entry is None:
                 raise RemoteError(STALE_CONTEXT, f"no context is kept for key {label.key!r}; send it whole")
-            version, held = entry
+            version, held, held_frame = entry
             if version != label.base_version or len(held) != label.base_count:
                 raise RemoteError(
                     STALE_CONTEXT,
@@ -99,11 +125,13 @@ class ContextCache:
                     f"not version {label.base_version} with {label.base_count}; send it whole",
                 )
             full = held + messages  # a new list: the held one may still be read by a running stream
-        self._entries[label.key] = (label.version, full)
+            if label.keep_frame:
+                frame = held_frame
+        self._entries[label.key] = (label.version, full, frame)
         self._entries.move_to_end(label.key)
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
-        return full
+        return Context(system_prompt=frame[0], messages=full, tools=frame[1])
 
 
 class IncrementalConversion:

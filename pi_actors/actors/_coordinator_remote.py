@@ -82,8 +82,11 @@ class ProviderStream:
 
     def _stream_args(self, fixed: dict[str, Any], context: T.Context) -> dict[str, Any]:
         """The ``stream`` arguments: ``fixed`` plus the context, as a delta when it can be."""
-        messages, label = self._context_sender.plan(self.c.session_id, context.messages)
-        wire = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
+        messages, label = self._context_sender.plan(self.c.session_id, context.messages, (context.system_prompt, context.tools))
+        if label.keep_frame:  # the provider keeps the system prompt and tools of the base
+            wire = T.Context(messages=messages)
+        else:
+            wire = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
         return {**fixed, "context": T.to_plain(wire), "cached": T.to_plain(label)}
 
     async def _stream_remote(

@@ -69,6 +69,7 @@ from ._context_cache import IncrementalConversion
 from ._coordinator_publish import BackgroundAppender, Gate, OrderedPublisher
 from ._coordinator_remote import ProviderStream, make_pool_tool
 from ._extension_hooks import ExtensionHooks
+from ._local_store import LocalStore
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
@@ -88,7 +89,7 @@ class SessionNotSaved(Exception):
 
 
 class Coordinator:
-    def __init__(self, config: CoordinatorConfig, provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer) -> None:
+    def __init__(self, config: CoordinatorConfig, provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer | LocalStore) -> None:
         from ..coding.tools import TOOL_SPECS
 
         self.config = config
@@ -619,9 +620,11 @@ def _text_of(message: Any) -> str:
     return "".join(b.text for b in content if isinstance(b, T.TextContent))
 
 
-async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> None:
+async def run_coordinator(links: dict[str, trio.SocketStream], config: Any, *, store: LocalStore | None = None) -> None:
     """Actor entry: answer the UI's hello at once, connect to provider, tool pool and store,
     then serve the UI until it disconnects. A start-up failure is reported to every UI call.
+    ``store``: the session store in this process (a ``_local_store.LocalStore``), called
+    directly instead of over ``links["store"]``.
 
     ``links["control"]`` (optional): the supervisor's control channel (module docstring);
     ``config``: a ``protocol.config.CoordinatorConfig`` (or its dict form); its ``relink``
@@ -652,7 +655,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
                 nursery.start_soon(serve_control, FdChannel.from_stream(control), slots, nursery, outbox, log.event)
             try:
                 # The three children start in parallel; each answers its hello once running.
-                store = await stack.enter_async_context(
+                store_link: Peer | LocalStore = store if store is not None else await stack.enter_async_context(
                     open_peer(links["store"], side="client", role="coordinator", name="store", handshake_timeout=SIBLING_HANDSHAKE_TIMEOUT)
                 )
                 for name in ("provider", "tools"):
@@ -661,7 +664,7 @@ async def run_coordinator(links: dict[str, trio.SocketStream], config: Any) -> N
                     if control is not None:  # the supervisor starts the host now (local.py)
                         outbox_send.send_nowait({"start": "extensions"})
                     await slots["extensions"].hold(nursery, links["extensions"])
-                coord = Coordinator(part, slots["provider"], slots["tools"], store)
+                coord = Coordinator(part, slots["provider"], slots["tools"], store_link)
                 if control is not None:
 
                     def report(path: str | None) -> None:

@@ -3,7 +3,8 @@ for a hosted session) holds the UI and supervises the actors of one session.
 
 ``open_local_runtime(config)`` spawns the children — provider streamer, tool pool (which
 spawns its own workers), coordinator, and session store (a separate process, or with
-``store_with_coordinator`` a task of the coordinator's process) — links them with socketpairs
+``store_with_coordinator`` an object in the coordinator's process that it calls directly,
+``_local_store.LocalStore``) — links them with socketpairs
 (the coordinator to each of the others, the UI to the coordinator) and yields a
 :class:`CoordinatorLink`: the UI's connection to the coordinator, with ``call`` /
 ``open_call`` / ``closed_event`` like a ``Peer``.
@@ -581,20 +582,16 @@ async def open_local_runtime(
 
 async def run_coordinator_with_store(links: dict[str, trio.SocketStream], config: dict[str, Any]) -> None:
     """Actor entry for the placement ``store_with_coordinator``: the coordinator and the session
-    store as two tasks of one process, linked by an in-process socketpair (the same protocol,
-    hello included, as across processes). ``config``: ``{"coordinator": ..., "store": ...}``.
-    The coordinator's return closes its end of the store link, which ends the store. A store
-    write error is still the failed call it always is; a crash of either task (a bug) ends the
-    process, so the UI sees the coordinator's link break, as for a crashed coordinator."""
+    store in one process, the store called directly (``_local_store.LocalStore``: no wire, the
+    same arguments' checks, answers and refusals as a store process gives). ``config``:
+    ``{"coordinator": ..., "store": ...}``. The coordinator's return closes the store (and lets
+    go of its file). A store write error is still the failed call it always is."""
+    from ._local_store import LocalStore
     from .coordinator import run_coordinator
-    from .session_store import run_session_store
+    from .session_store import SessionStore
 
-    ours, theirs = link_pair()
-    coordinator_end = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
-    store_end = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(run_session_store, {"coordinator": store_end}, config["store"])
-        try:
-            await run_coordinator({**links, "store": coordinator_end}, config["coordinator"])
-        finally:
-            await coordinator_end.aclose()
+    store = LocalStore(SessionStore.from_config(config["store"]))
+    try:
+        await run_coordinator(links, config["coordinator"], store=store)
+    finally:
+        store.close()

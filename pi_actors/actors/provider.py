@@ -117,12 +117,11 @@ class ProviderActor:
         received, reused = len(context.messages), 0
         if args.cached is not None:
             try:
-                messages = self.contexts.resolve(args.cached, context.messages)
+                context = self.contexts.resolve_context(args.cached, context)
             except RemoteError as exc:
                 self.log.event("stream_refused", request=args.request_id, code=exc.code, error=exc.message)
                 raise
-            reused = len(messages) - received
-            context = T.Context(system_prompt=context.system_prompt, messages=messages, tools=context.tools)
+            reused = len(context.messages) - received
         await self.warmed.wait()
         wire = args.options
         options = StreamOptions(

@@ -75,6 +75,19 @@ class SessionStore:
         self._session_dir: str | None = None
         self._warnings: list[str] = []
 
+    @classmethod
+    def from_config(cls, config: Any) -> SessionStore:
+        """The store for ``config``: a ``protocol.config.StoreConfig`` (or its dict form); its
+        ``owner_pid`` is the pid a refused second writer is told about (default: the process
+        that started this one)."""
+        import os
+
+        from ..protocol.config import StoreConfig, read_part
+
+        part = read_part(config, StoreConfig)
+        owner = part.owner_pid
+        return cls(owner_pid=owner if owner is not None and owner > 0 else os.getppid(), root=part.root)
+
     # -- methods (see pi_actors.protocol.store) ------------------------------------------------
 
     @implements(OPEN)
@@ -270,16 +283,9 @@ class SessionStore:
 
 
 async def run_session_store(links: dict[str, trio.SocketStream], config: Any) -> None:
-    """Actor entry: serve the coordinator link until it closes. ``config``: a
-    ``protocol.config.StoreConfig`` (or its dict form); its ``owner_pid`` is the pid a refused
-    second writer is told about (default: the process that started this one)."""
-    import os
-
-    from ..protocol.config import StoreConfig, read_part
-
-    part = read_part(config, StoreConfig)
-    owner = part.owner_pid
-    store = SessionStore(owner_pid=owner if owner is not None and owner > 0 else os.getppid(), root=part.root)
+    """Actor entry: serve the coordinator link until it closes. ``config``: see
+    :meth:`SessionStore.from_config`."""
+    store = SessionStore.from_config(config)
     try:
         async with open_peer(
             links["coordinator"], side="server", role="session-store", name="session-store", handler=Router.serving(store, STORE),

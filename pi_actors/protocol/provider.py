@@ -50,12 +50,16 @@ class CachedContext(WireStruct):
     ``context.messages`` holds only the messages appended to the kept version
     ``baseVersion``, which must hold exactly ``baseCount`` messages — otherwise the call is
     refused with ``stale_context`` before anything streams, and the caller resends the whole
-    context. The system prompt and tools always travel whole."""
+    context. The system prompt and tools travel whole, unless ``keepFrame`` (only with
+    ``baseVersion``): then the request's context carries neither, and they are those of the
+    kept base version (unchanged since; a caller whose system prompt or tools changed sends
+    them). A request without ``cached`` always carries them."""
 
     key: str
     version: int
     base_version: int | None = None
     base_count: int = 0
+    keep_frame: bool = False
 
 
 class StreamArgs(WireStruct):
