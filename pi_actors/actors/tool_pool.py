@@ -473,7 +473,7 @@ class ToolPool:
         run = WorkerRunArgs(
             tool_call_id=args.tool_call_id, name=args.name, cwd=args.cwd, args=args.args,
             session_id=args.session_id, watch_tmp=watch_tmp, auto_resize_images=args.auto_resize_images,
-            shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix,
+            shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix, updates=args.updates,
         )  # fmt: skip
         try:
             async with open_method(worker.peer, WORKER_RUN, run) as out:
