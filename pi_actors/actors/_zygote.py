@@ -234,7 +234,10 @@ class _Server:
         if op == "kill":
             pid = next((p for p, i in self.children.items() if i == ident), None)
             if pid is not None:
-                os.kill(pid, signal.SIGKILL)  # not reaped yet (by us): the pid is still its own
+                try:
+                    os.kill(pid, signal.SIGKILL)  # not reaped yet (by us): the pid is still its own
+                except ProcessLookupError:
+                    pass  # gone already (seen once in a benchmark run): never end the loop for it
             return
         if op != "spawn" or len(fds) != 1:
             for fd in fds:
