@@ -453,7 +453,10 @@ class ToolPool:
         if self.policy.sandboxed and not os.path.isdir(cwd):
             return _error_result(f"Tool {name} was not run: the working directory {cwd} does not exist")
         try:
-            worker = await _unless_cancelled(call.cancel_requested, self.acquire(self._key(cwd)))
+            key = self._key(cwd)
+            # An idle worker is taken at once (what acquire does first), without the task
+            # that watches for a cancel while a call waits for its worker.
+            worker = self._take_idle(key) or await _unless_cancelled(call.cancel_requested, self.acquire(key))
         except SandboxUnavailable as exc:
             return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
         except OSError as exc:
