@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable
+from operator import itemgetter
 
 __all__ = ["TEXT", "Shape", "learn"]
 
@@ -71,7 +72,7 @@ class Shape:
     event's own closing quote); the last piece holds the last event's text up to its closing
     quote, then ``tail`` and the blank line (or the end)."""
 
-    __slots__ = ("key", "head", "tail", "joint", "needle", "rest")
+    __slots__ = ("key", "head", "tail", "joint", "needle", "rest", "text_of", "at_end")
 
     def __init__(self, key: Hashable, head: bytes, tail: bytes) -> None:
         self.key = key
@@ -79,6 +80,8 @@ class Shape:
         self.joint = tail + b"\n\n" + head
         cut = len(self.joint) - min(_NEEDLE, len(head))
         self.rest, self.needle = self.joint[:cut], self.joint[cut:]
+        self.text_of = itemgetter(slice(None, -len(self.rest)))  # a piece's text: all but ``rest``
+        self.at_end = head.find(self.needle) == len(head) - len(self.needle)
 
     def texts(self, complete: bytes) -> tuple[bytes, int]:
         """The joined text bytes of the run of such events at the start of ``complete``
@@ -88,13 +91,15 @@ class Shape:
         head, joint, rest = self.head, self.joint, self.rest
         if not complete.startswith(head):
             return b"", 0
-        body = complete[len(head):]
-        pieces = body.split(self.needle)
+        pieces = complete.split(self.needle) if self.at_end else []
+        if pieces and len(pieces[0]) == len(head) - len(self.needle):
+            del pieces[0]  # the first needle was the one that ends ``head``: no copy of the read
+        else:  # (or it was found earlier, across the end of ``head``)
+            pieces = complete[len(head):].split(self.needle)
         pieces.pop()  # the last event's text, its tail and whatever follows (looked at below)
-        cut = len(rest)
-        texts = [p[:-cut] for p in pieces]
+        texts = list(map(self.text_of, pieces))
         whole = len(texts)
-        if not body.startswith(joint.join(texts) + joint if texts else b""):
+        if not complete.startswith(joint.join(texts) + joint if texts else b"", len(head)):
             whole = 0  # some piece is not ``text + rest``: the run ends before the first one
             while whole < len(pieces) and pieces[whole].endswith(rest):
                 whole += 1
