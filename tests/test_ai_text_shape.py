@@ -21,7 +21,7 @@ from typing import Any
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_ai_text_runs import APIS, check_same
+from support.text_runs import APIS, check_same
 
 from pi_actors import ai
 from pi_actors.ai import types as T

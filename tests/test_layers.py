@@ -209,6 +209,7 @@ OWN_PACKAGE = {
     "test_runtime_config.py": "cli",  # the configuration the CLI builds for the actors
     "test_layers.py": "",
     "test_extensions_host.py": "actors",  # the extension-host actor and the coordinator's hooks
+    "text_runs.py": "ai",  # support: the providers' text-run parser driven in-process
 }
 
 #: Private modules a test still imports from another package, each waiting on a branch of

@@ -20,7 +20,7 @@ import pytest
 import trio
 from conftest import actor_config
 
-from pi_actors.actors._local_store import LocalStore
+from pi_actors.actors import LocalStore
 from pi_actors.actors.session_store import SessionStore
 from pi_actors.protocol.store import STORE
 from pi_actors.runtime import RemoteError, Router, open_peer

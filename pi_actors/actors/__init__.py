@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..runtime import RestartPolicy
+    from ._local_store import LocalStore
     from .local import CoordinatorLink, open_local_runtime, run_coordinator_with_store, secret_env_names
 
-__all__ = ["CoordinatorLink", "RestartPolicy", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
+__all__ = ["CoordinatorLink", "LocalStore", "RestartPolicy", "open_local_runtime", "run_coordinator_with_store", "secret_env_names"]
 
 
 def __getattr__(name: str) -> Any:
@@ -45,6 +46,10 @@ def __getattr__(name: str) -> Any:
         from ..runtime import RestartPolicy
 
         return RestartPolicy
+    if name == "LocalStore":
+        from ._local_store import LocalStore
+
+        return LocalStore
     if name in __all__:
         from . import local
 
