@@ -6,6 +6,9 @@ Real SDK clients against the scripted server on 127.0.0.1.
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import pytest
 import trio
 from support.providers import hello_context
@@ -88,3 +91,34 @@ async def test_a_response_whose_call_fails_at_its_start_is_closed_while_clients_
         assert result.stop_reason == "error" and "the consumer went away" in (result.error_message or "")
         with trio.fail_after(10):
             await server.wait_hung_up(1)  # closed by the call, not by the kept client's end
+
+
+def _data_segments_sent(sock) -> int:
+    """``tcpi_data_segs_out`` of a connected TCP socket (Linux ``struct tcp_info``)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return struct.unpack_from("I", info, 156)[0]
+
+
+async def test_each_request_leaves_in_one_tcp_segment(start_llm):
+    """Head and body in one write, so one data segment per request (as Node's client sends
+    it), not one for the head and one for the body; the connection is kept for the next."""
+    server = await start_llm([Reply(text="one"), Reply(text="two"), Reply(text="three")])
+    model, options = _model(server), ai.StreamOptions(api_key="k")
+    body = oc._wire_body(oc.build_params(model, _tool_context(), options, get_compat(model)))
+    client = oc.make_client(model, options, "k")
+    try:
+        sockets, sent = [], []
+        for _ in range(3):
+            response = await oc._post(client, body)
+            try:
+                sock = response.extensions["network_stream"].get_extra_info("socket")
+                sockets.append(sock)
+                sent.append(_data_segments_sent(sock))
+                await response.aread()
+            finally:
+                await response.aclose()
+    finally:
+        await client.close()
+    assert len(server.requests) == 3 and server.requests[2]["body"] == server.requests[0]["body"]
+    assert sockets[0] is sockets[1] is sockets[2]  # one kept-alive connection
+    assert [sent[1] - sent[0], sent[2] - sent[1]] == [1, 1]

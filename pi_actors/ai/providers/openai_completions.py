@@ -62,6 +62,7 @@ from ._common import (
     sdk_client,
     shared_ssl_context,
 )
+from ._one_write import send_requests_whole
 from ._sse import decode_json
 from ._stream import (
     headers_key,
@@ -532,7 +533,7 @@ def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.As
     headers = request_headers(model, options)
     return _Client(api_key=api_key, base_url=model.base_url or None, max_retries=0,
                    default_headers=headers or None,
-                   http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+                   http_client=send_requests_whole(openai.DefaultAsyncHttpxClient(verify=shared_ssl_context())))
 
 
 def _warm_client() -> openai.AsyncOpenAI:
