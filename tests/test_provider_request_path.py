@@ -122,3 +122,22 @@ async def test_each_request_leaves_in_one_tcp_segment(start_llm):
     assert len(server.requests) == 3 and server.requests[2]["body"] == server.requests[0]["body"]
     assert sockets[0] is sockets[1] is sockets[2]  # one kept-alive connection
     assert [sent[1] - sent[0], sent[2] - sent[1]] == [1, 1]
+
+
+async def test_a_client_whose_base_url_changes_sends_its_next_request_to_the_new_one(start_llm):
+    """The prepared URL kept between requests is for one base URL only."""
+    first = await start_llm([Reply(text="one"), Reply(text="two")])
+    second = await start_llm([Reply(text="three")])
+    model, options = _model(first), ai.StreamOptions(api_key="k")
+    body = oc._wire_body(oc.build_params(model, hello_context(), options, get_compat(model)))
+    client = oc.make_client(model, options, "k")
+    try:
+        for where in (first, first, second):
+            client.base_url = where.base_url_openai
+            response = await oc._post(client, body)
+            await response.aread()
+            await response.aclose()
+    finally:
+        await client.close()
+    assert [r["path"] for r in first.requests] == ["/v1/chat/completions"] * 2
+    assert [r["path"] for r in second.requests] == ["/v1/chat/completions"]

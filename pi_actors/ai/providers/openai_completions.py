@@ -528,6 +528,18 @@ class _Client(openai.AsyncOpenAI):
                 options = options.model_copy(update={"json_data": encoded, "extra_json": None})
         return super()._build_request(options, retries_taken=retries_taken)
 
+    def _prepare_url(self, url: str) -> Any:
+        """The SDK's URL for ``url`` (a path under the base URL), kept for the next request to
+        the same path and base URL: the SDK parses the path and rebuilds the URL on every
+        request (httpx URLs are immutable, so one object serves them all)."""
+        base = self.base_url
+        kept = self.__dict__.get("_pi_prepared_url")
+        if kept is not None and kept[0] == url and kept[1] is base:
+            return kept[2]
+        prepared = super()._prepare_url(url)
+        self.__dict__["_pi_prepared_url"] = (url, base, prepared)
+        return prepared
+
 
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
     headers = request_headers(model, options)
