@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 
+import httpx2
 import pytest
 import trio
 from support.providers import hello_context
@@ -99,17 +100,26 @@ def _data_segments_sent(sock) -> int:
     return struct.unpack_from("I", info, 156)[0]
 
 
-async def test_each_request_leaves_in_one_tcp_segment(start_llm):
+@pytest.mark.parametrize("api", [oc.API, "anthropic-messages"])
+async def test_each_request_leaves_in_one_tcp_segment(start_llm, api):
     """Head and body in one write, so one data segment per request (as Node's client sends
     it), not one for the head and one for the body; the connection is kept for the next."""
     server = await start_llm([Reply(text="one"), Reply(text="two"), Reply(text="three")])
-    model, options = _model(server), ai.StreamOptions(api_key="k")
-    body = oc._wire_body(oc.build_params(model, _tool_context(), options, get_compat(model)))
-    client = oc.make_client(model, options, "k")
+    options = ai.StreamOptions(api_key="k")
+    if api == oc.API:
+        model = _model(server)
+        body = oc._wire_body(oc.build_params(model, _tool_context(), options, get_compat(model)))
+        client, path = oc.make_client(model, options, "k"), "/chat/completions"
+    else:
+        from pi_actors.ai.providers import anthropic_messages as am
+
+        model = ai.Model(id="claude-test", api=api, provider="anthropic", base_url=server.base_url_anthropic)
+        body = {"model": model.id, "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        client, path = am._make_client(model, options, "k", False), "/v1/messages"
     try:
         sockets, sent = [], []
         for _ in range(3):
-            response = await oc._post(client, body)
+            response = await client.post(path, cast_to=httpx2.Response, body=body, stream=True)
             try:
                 sock = response.extensions["network_stream"].get_extra_info("socket")
                 sockets.append(sock)
