@@ -275,3 +275,19 @@ async def test_a_long_reply_sent_at_once_arrives_as_a_few_deltas_with_all_its_te
         deltas = [e.delta for e in rec.events if tag(e) == "text_delta"]
         assert result.content[0].text == text == "".join(deltas)
         assert 1 <= len(deltas) < 1000, (api, len(deltas))  # delta by delta: 2000
+
+
+async def test_a_text_delta_that_is_not_a_string_ends_the_reply_in_an_error():
+    """A number where the text goes is an error event, live or lazy (lazy, it used to raise
+    out of the stream when the lagging pieces were joined)."""
+    odd = {"openai-responses": _sse({"type": "response.output_text.delta", "delta": 5}),
+           "anthropic-messages": _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}})}
+    for api, event in odd.items():
+        frames = APIS[api][1](Reply(text="ab", chunks=2), "m")
+        content = list(frames.content)
+        first = next(i for i, f in enumerate(content) if b'"a"' in f)
+        body = b"".join([*content[:first + 1], event, *content[first + 1:], *frames.closing])
+        for live in (False, True):
+            _, final = await feed(api, [body], runs=True, live=live)
+            assert final.stop_reason == "error", (api, live)
+            assert "expected a string" in (final.error_message or ""), (api, live, final.error_message)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from support.sandbox import open_pool, sandbox_config, text_of, zygote_pids
+from _procs import wait_exited
+from support.sandbox import open_pool, sandbox_config, text_of, worker_pids, zygote_pids
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
@@ -240,6 +241,34 @@ async def test_allocating_past_the_memory_limit_gets_a_process_killed_with_a_cle
         left = await pool.bash("ls /proc | grep -c '^[0-9]'")
         assert int(text_of(left).split()[0]) <= 4  # the worker, this shell, ls, grep
         await pool.assert_healthy()
+
+
+async def test_the_oom_killer_picks_a_calls_commands_before_its_worker_call_after_call(ws):
+    """Commands start with the highest OOM score and the worker is back at 0 once they have
+    started (it raises its own score for the fork only), for every call a worker serves."""
+    await wait_exited(worker_pids(), timeout=30)  # earlier tests' workers, still exiting
+    async with open_pool(str(ws), **{**sandbox_config(str(ws)), "max_workers": 1}) as pool:
+        for _ in range(3):
+            result = await pool.bash("cat /proc/self/oom_score_adj")
+            assert text_of(result) == "1000\n", text_of(result)
+            [worker] = worker_pids()
+            with open(f"/proc/{worker}/oom_score_adj") as handle:
+                assert handle.read().strip() == "0"
+
+
+@pytest.mark.skipif(not _memory_cgroup_available(), reason="no writable cgroup hierarchy with the memory controller")
+async def test_every_call_that_runs_into_the_memory_limit_says_so_and_no_other_call_does(ws):
+    """The pool keeps the sandbox's OOM counter open between calls: each call still compares
+    fresh counts, so a second kill is reported again and the calls between say nothing."""
+    hog = f"{sys.executable} -I -c 'import time; b = bytearray(48 * 1024 * 1024); time.sleep(60)'"
+    note = "killed: memory limit 128 MiB reached"
+    config = sandbox_config(str(ws), limits={"memory": 128 * MiB, "tmpSize": 8 * MiB})
+    async with open_pool(str(ws), **config) as pool:
+        for _ in range(2):
+            result = await pool.bash(f"for i in 1 2 3 4 5; do {hog} & done; wait -n; echo one-gone", timeout=60)
+            assert note in text_of(result), text_of(result)
+            calm = await pool.bash("echo calm")
+            assert text_of(calm) == "calm\n", text_of(calm)
 
 
 # -- 4. secrets by allow-list ------------------------------------------------------------------

@@ -266,6 +266,20 @@ async def test_bash_calls_run_concurrently(tmp_path):
     assert text_of(results["reader"]) == "through\n" and text_of(results["writer"]) == "sent\n"
 
 
+async def test_a_caller_that_reads_no_partial_results_gets_none_and_the_whole_result(tmp_path):
+    """``-p`` reads no partial result: the pool streams none (``updates: false``), and the
+    result is the same; a caller that reads them (a UI) still gets them."""
+    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+        for updates in (True, False):
+            partials: list[str] = []
+            result = await pool.bash("echo one; echo two >&2", on_update=partials.append, updates=updates)
+            assert result["isError"] is False and text_of(result) == "one\ntwo\n", result
+            if updates:
+                assert partials and partials[-1] == "one\ntwo\n"
+            else:
+                assert partials == []
+
+
 # -- no silent fallback --------------------------------------------------------------------
 
 

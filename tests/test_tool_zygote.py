@@ -317,3 +317,15 @@ async def test_the_sandbox_launcher_is_out_of_reach_of_ctrl_c_and_a_terminal_han
         (launcher,) = launchers
         assert os.getsid(launcher) == launcher and os.getpgid(launcher) == launcher
         assert os.getpgid(launcher) != os.getpgid(0) and os.getsid(launcher) != os.getsid(0)
+
+
+async def test_the_zygotes_warm_up_call_leaves_no_descriptor_or_process_for_its_workers_to_inherit():
+    """The zygote runs one real ``bash`` call through a worker's code path before it forks
+    anything (so that the workers' first calls run warmed code); nothing of it may remain."""
+    from pi_actors.actors._zygote import _exercise_a_call
+    from pi_actors.coding.tools import process
+
+    before = set(os.listdir("/proc/self/fd"))
+    await trio.to_thread.run_sync(trio.run, _exercise_a_call)
+    assert set(os.listdir("/proc/self/fd")) == before
+    assert process.live_process_groups() == frozenset()  # its command was reaped

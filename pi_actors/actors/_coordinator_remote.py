@@ -158,6 +158,8 @@ def make_pool_tool(c: Any, spec: Any) -> AgentTool:
         if not c.config.settings.images.auto_resize:
             args["autoResizeImages"] = False
         args.update(shell_settings(c.config.settings))
+        if not c.wants_tool_updates():
+            args["updates"] = False  # nobody reads them: the pool streams none
         if spec.name == "bash" and on_update is not None:
             # pi's bash tool reports an empty partial result as it starts (the first
             # tool_execution_update of every bash call).

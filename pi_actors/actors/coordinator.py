@@ -433,6 +433,13 @@ class Coordinator:
         if kind == "agent_end":
             await self.commands.flush_pending_bash()
 
+    def wants_tool_updates(self) -> bool:
+        """Whether anyone reads a tool's partial results now (the run's UI call, a subscriber):
+        with ``-p`` nobody does, and the pool is asked for none (``run_tool``'s ``updates``)."""
+        kinds = self._sink_types
+        sink = self._sink is not None and not self._sink_quiet and (kinds is None or "tool_execution_update" in kinds)
+        return sink or bool(self._subscribers)
+
     async def _publish_event(self, event: Any, messages: list[Any] | None, follow: dict[str, Any] | None) -> None:
         """Tell the UI call, subscribers and extensions of ``event`` (with its ``seq``)."""
         kind = event.type

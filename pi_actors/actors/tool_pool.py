@@ -453,7 +453,10 @@ class ToolPool:
         if self.policy.sandboxed and not os.path.isdir(cwd):
             return _error_result(f"Tool {name} was not run: the working directory {cwd} does not exist")
         try:
-            worker = await _unless_cancelled(call.cancel_requested, self.acquire(self._key(cwd)))
+            key = self._key(cwd)
+            # An idle worker is taken at once (what acquire does first), without the task
+            # that watches for a cancel while a call waits for its worker.
+            worker = self._take_idle(key) or await _unless_cancelled(call.cancel_requested, self.acquire(key))
         except SandboxUnavailable as exc:
             return _error_result(f"Tool {name} was not run: the sandbox could not be set up: {exc}")
         except OSError as exc:
@@ -473,7 +476,7 @@ class ToolPool:
         run = WorkerRunArgs(
             tool_call_id=args.tool_call_id, name=args.name, cwd=args.cwd, args=args.args,
             session_id=args.session_id, watch_tmp=watch_tmp, auto_resize_images=args.auto_resize_images,
-            shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix,
+            shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix, updates=args.updates,
         )  # fmt: skip
         try:
             async with open_method(worker.peer, WORKER_RUN, run) as out:

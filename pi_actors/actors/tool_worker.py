@@ -1,7 +1,7 @@
 """A tool worker process: runs one tool call at a time for the pool.
 
 It serves :data:`pi_actors.protocol.pool.WORKER` (``run``) to its pool: chunks are the
-tool's partial results (bash output so far), the result is ``{content, details, isError}``. A tool
+tool's partial results (bash output so far; none for a call with ``updates: false``), the result is ``{content, details, isError}``. A tool
 failure is a normal result with ``isError: true`` (the text the model sees). A ``cancel``
 cancels the tool, which kills its whole process group before the call answers ``cancelled``;
 for ``bash`` the cancel is an abort instead: the command's group is killed the same way and
@@ -94,7 +94,7 @@ class _Worker:
             before = tmp_snapshot()
         try:
             result = await run_tool(
-                name, tool_args, cwd=cwd, on_update=on_update, abort=abort, auto_resize_images=args.auto_resize_images,
+                name, tool_args, cwd=cwd, on_update=on_update if args.updates else None, abort=abort, auto_resize_images=args.auto_resize_images,
                 shell_path=args.shell_path, shell_command_prefix=args.shell_command_prefix,
             )  # fmt: skip
             out = {"content": result.get("content", []), "details": result.get("details"), "isError": False}

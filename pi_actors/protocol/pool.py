@@ -55,7 +55,9 @@ class RunToolArgs(WireStruct, kw_only=True):
     pi's size limits before returning it. ``shellPath`` / ``shellCommandPrefix`` (settings
     ``shellPath``, ``shellCommandPrefix``): ``bash`` runs ``<shellPath> -c`` (a path that does
     not exist where the tool runs — inside the sandbox — is the tool error ``Custom shell path
-    not found: …``) and puts the prefix on its own line before the command."""
+    not found: …``) and puts the prefix on its own line before the command. ``updates``: False
+    when the caller reads no partial result (``-p`` without a listener): the call then streams
+    no chunk, and the tool builds none."""
 
     tool_call_id: str
     name: str
@@ -65,6 +67,7 @@ class RunToolArgs(WireStruct, kw_only=True):
     auto_resize_images: bool = True
     shell_path: str | None = None
     shell_command_prefix: str | None = None
+    updates: bool = True
 
 
 def shell_settings(settings: Any) -> dict[str, str]:

@@ -85,6 +85,7 @@ __all__ = [
     "run_stream",
     "describe_error",
     "close_quietly",
+    "delta_text",
     "note_response",
     "error_message_for",
     "apply_on_payload",
@@ -466,6 +467,16 @@ def note_response(run: StreamRun, response_id: str, model: Any) -> None:
     run.output.response_id = response_id
     if isinstance(model, str) and model and model != run.output.model:
         run.output.response_model = model
+
+
+def delta_text(value: Any, field: str) -> str:
+    """An event's delta ``field``: a string, absent or null (no text), else malformed data
+    (ProviderError: a number added to a text would fail later, and not as a stream error)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    raise ProviderError(f"Malformed stream data: {field} is {json.dumps(value)[:100]} (expected a string)")
 
 
 async def close_quietly(resource: Any) -> None:

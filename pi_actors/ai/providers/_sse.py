@@ -32,7 +32,10 @@ message is the same, however the bytes were split into reads); only the number o
 events differs. ``plain`` must have no effect but on the message's identity fields
 (response id and model), and must be sure: anything it is not sure of goes to ``handle``,
 which is always right. The abort flag is checked after every run applied, as after every
-event.
+event. Once a plain event has been decoded, its *shape* (its bytes but the text) finds the
+run of events like it at the start of each later read without decoding them one by one
+(``_text_shape``, which says why that is the same); the shape is dropped as soon as an event
+goes to ``handle`` (the provider's state, on which ``plain`` may depend, may have changed).
 - ``decode_json(data)`` parses one event's data; malformed data raises ``ProviderError`` with
   ``Malformed stream data (not JSON): ...``.
 """
@@ -45,6 +48,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ._common import ProviderError, StreamRun
+from ._text_shape import Shape, learn
 
 __all__ = ["SSEDecoder", "TextRuns", "read_sse", "decode_json"]
 
@@ -90,8 +94,14 @@ class SSEDecoder:
         self._cr = False  # the previous feed ended in "\r" (its "\n" may follow)
 
     def feed(self, data: bytes) -> list[SSEEvent]:
+        return self.events(self.complete(data))
+
+    def complete(self, data: bytes) -> bytes:
+        """Take ``data``; the complete events it finishes, as bytes (events separated by
+        blank lines, line ends made ``\\n``, the last event's blank line cut off), for
+        :meth:`events`; empty when none is complete yet."""
         if not data:
-            return []
+            return b""
         if self._cr and data[:1] == b"\n":
             data = data[1:]
         self._cr = data[-1:] == b"\r"
@@ -101,8 +111,16 @@ class SSEDecoder:
         end = buf.rfind(b"\n\n")
         if end < 0:
             self._buf = buf
-            return []
+            return b""
         complete, self._buf = buf[:end], buf[end + 2:]
+        return complete
+
+    @staticmethod
+    def events(complete: bytes) -> list[SSEEvent]:
+        """The events of :meth:`complete`'s bytes (or of any part of them that starts where
+        an event starts)."""
+        if not complete:
+            return []
         if complete[:6] == b"data: " and complete.count(b"\n") == 2 * complete.count(b"\n\ndata: "):
             # The common case: nothing but one-line ``data:`` events (every newline is in a
             # separator), cut apart in one pass without a copy of each block.
@@ -157,16 +175,16 @@ async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
     decoder = SSEDecoder()
     feed = decoder.feed
     next_chunk = chunks.__anext__
+    texts = _Texts(runs) if runs is not None else None
     while True:
         try:
             chunk = await run.read_chunk(next_chunk)
         except StopAsyncIteration:
             break
-        events = feed(chunk)
-        if runs is not None:
-            await _apply_in_runs(run, events, handle, runs)
+        if texts is not None:
+            await texts.read(run, decoder.complete(chunk), handle)
             continue
-        for name, data in events:
+        for name, data in feed(chunk):
             await handle(name, data)
             if run.signal is not None and run.signal.aborted:
                 run.check_aborted()
@@ -174,14 +192,57 @@ async def read_sse(run: StreamRun, chunks: AsyncIterator[bytes],
         await handle(name, data)
 
 
+#: Shapes learned in a row that then found no event: past this many, a stream's plain events
+#: differ in more than their text (a per-event nonce, say) and no more are learned.
+_MISSES = 3
+
+
+class _Texts:
+    """One stream's reads with ``runs``: each read's complete events, plain text events
+    joined a run at a time (see the module docstring), the run at the start of a read found
+    by the learned shape of the last plain event when there is one (``_text_shape``)."""
+
+    __slots__ = ("runs", "shape", "misses")
+
+    def __init__(self, runs: TextRuns) -> None:
+        self.runs = runs
+        self.shape: Shape | None = None
+        self.misses = 0
+
+    async def read(self, run: StreamRun, complete: bytes,
+                   handle: Callable[[str | None, bytes], Awaitable[None]]) -> None:
+        shape = self.shape
+        key: Hashable = None
+        pieces: list[str] = []
+        if shape is not None and complete:
+            found, end = shape.texts(complete)
+            if end:
+                self.misses = 0
+                key, pieces = shape.key, [found.decode()]
+                complete = complete[end:]
+            else:
+                self.misses += 1
+                self.shape = None
+        last, handled = await _apply_in_runs(run, SSEDecoder.events(complete), handle, self.runs, key, pieces)
+        if handled:
+            self.shape = None  # the provider's state changed: ``plain`` may answer otherwise
+        if last is not None and self.shape is None and self.misses < _MISSES:
+            self.shape = learn(self.runs.plain, *last)
+
+
 async def _apply_in_runs(run: StreamRun, events: list[SSEEvent],
-                         handle: Callable[[str | None, bytes], Awaitable[None]], runs: TextRuns) -> None:
+                         handle: Callable[[str | None, bytes], Awaitable[None]], runs: TextRuns,
+                         key: Hashable = None, pieces: list[str] | None = None,
+                         ) -> tuple[tuple[str | None, bytes, Hashable, str] | None, bool]:
     """One read's events: runs of plain text events joined (``runs.apply``), the rest to
-    ``handle``, in order; the abort flag checked after each."""
+    ``handle``, in order; the abort flag checked after each. ``pieces`` of block ``key``
+    start the first run. Answers the last plain event after the last handled one, as
+    ``(name, data, key, text)`` (or None), and whether any event went to ``handle``."""
     plain = runs.plain
     signal = run.signal
-    key: Hashable = None
-    pieces: list[str] = []
+    pieces = pieces if pieces is not None else []
+    last: tuple[str | None, bytes, Hashable, str] | None = None
+    handled = False
     for name, data in events:
         found = plain(name, data)
         if found is not None:
@@ -192,6 +253,7 @@ async def _apply_in_runs(run: StreamRun, events: list[SSEEvent],
                     run.check_aborted()
             key = found[0]
             pieces.append(found[1])
+            last = (name, data, key, found[1])
             continue
         if pieces:
             await runs.apply(key, "".join(pieces))
@@ -199,9 +261,11 @@ async def _apply_in_runs(run: StreamRun, events: list[SSEEvent],
             if signal is not None and signal.aborted:
                 run.check_aborted()
         await handle(name, data)
+        last, handled = None, True
         if signal is not None and signal.aborted:
             run.check_aborted()
     if pieces:
         await runs.apply(key, "".join(pieces))
         if signal is not None and signal.aborted:
             run.check_aborted()
+    return last, handled

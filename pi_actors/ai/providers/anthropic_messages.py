@@ -57,6 +57,7 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
+    delta_text,
     note_response,
     run_stream,
     sdk_client,
@@ -391,13 +392,13 @@ class _Mapper:
             await apply(i, delta)
 
     async def _text_delta(self, i: int, delta: dict[str, Any]) -> None:
-        await self.run.text_delta(i, delta.get("text") or "")
+        await self.run.text_delta(i, delta_text(delta.get("text"), "delta.text"))
 
     async def _thinking_delta(self, i: int, delta: dict[str, Any]) -> None:
-        await self.run.thinking_delta(i, delta.get("thinking") or "")
+        await self.run.thinking_delta(i, delta_text(delta.get("thinking"), "delta.thinking"))
 
     async def _json_delta(self, i: int, delta: dict[str, Any]) -> None:
-        await self.run.toolcall_delta(i, delta.get("partial_json") or "")
+        await self.run.toolcall_delta(i, delta_text(delta.get("partial_json"), "delta.partial_json"))
 
     async def _signature_delta(self, i: int, delta: dict[str, Any]) -> None:
         block = self.run.output.content[i]

@@ -58,6 +58,7 @@ from ._common import (
     ProviderError,
     StreamRun,
     apply_on_payload,
+    delta_text,
     describe_error,
     note_response,
     run_stream,
@@ -341,12 +342,12 @@ class _Mapper:
     async def _text_delta(self, ev: dict[str, Any]) -> None:
         i = self._open_as("message")
         if i is not None:
-            await self.run.text_delta(i, ev.get("delta") or "")
+            await self.run.text_delta(i, delta_text(ev.get("delta"), "delta"))
 
     async def _arguments_delta(self, ev: dict[str, Any]) -> None:
         i = self._open_as("function_call")
         if i is not None:
-            await self.run.toolcall_delta(i, ev.get("delta") or "")
+            await self.run.toolcall_delta(i, delta_text(ev.get("delta"), "delta"))
 
     async def _arguments_done(self, ev: dict[str, Any]) -> None:
         i = self._open_as("function_call")

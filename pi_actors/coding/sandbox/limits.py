@@ -103,6 +103,7 @@ class SandboxCgroup:
         self.leaves = leaves
         self.memory_events = memory_events
         self.memory_limit = memory_limit
+        self._events_fd = -1  # memory_events, kept open by oom_kills (closed by remove)
 
     @classmethod
     def create(cls, limits: Limits, *, need_pids: bool) -> SandboxCgroup | None:
@@ -172,20 +173,32 @@ class SandboxCgroup:
                 os.close(fd)
 
     def oom_kills(self) -> int:
-        """How many of the sandbox's processes the kernel has killed for the memory limit."""
+        """How many of the sandbox's processes the kernel has killed for the memory limit.
+
+        Read twice per sandboxed call (before and after), so the file is opened once and
+        each read is one ``pread`` at offset 0 (a cgroup file is generated afresh at each
+        read from the start): a few µs instead of an open, five syscalls and a close."""
         if self.memory_events is None:
             return 0
         try:
-            with open(self.memory_events) as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            pass
+            if self._events_fd < 0:
+                self._events_fd = os.open(self.memory_events, os.O_RDONLY | os.O_CLOEXEC)
+            data = os.pread(self._events_fd, 4096, 0)
+        except OSError:
+            return 0
+        for line in data.split(b"\n"):
+            key, _, value = line.partition(b" ")
+            if key == b"oom_kill":
+                try:
+                    return int(value)
+                except ValueError:
+                    break
         return 0
 
     def remove(self) -> None:
+        if self._events_fd >= 0:
+            os.close(self._events_fd)
+            self._events_fd = -1
         for leaf in self.leaves:
             try:
                 os.rmdir(leaf)

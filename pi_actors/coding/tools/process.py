@@ -64,12 +64,17 @@ _RESET_SIGNALS = tuple(
 
 
 _COMMAND_OOM_SCORE_ADJ = 1000
+# The worker's own /proc/self/oom_score_adj, opened once (spawn_as_namespace_init): written
+# twice per command, one write(2) each (the file takes a number at any offset).
+_oom_score_adj_fd = -1
 
 
 def _set_oom_score_adj(value: int) -> None:
+    global _oom_score_adj_fd
     try:
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write(str(value))
+        if _oom_score_adj_fd < 0:
+            _oom_score_adj_fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        os.write(_oom_score_adj_fd, str(value).encode())
     except OSError:
         pass  # no /proc (or not allowed): the kernel's own choice stands
 
@@ -95,9 +100,10 @@ def spawn_as_namespace_init() -> None:
     Also sets SIGINT back to its default (actors ignore it: Ctrl-C is the root's), so that
     commands inherit the default. As init, the worker itself still cannot be sent SIGINT
     from inside its namespace, and it has no terminal to get one from."""
-    global _namespace_init
+    global _namespace_init, _oom_score_adj_fd
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     _namespace_init = True
+    _oom_score_adj_fd = -1  # this process's own file, opened at its first command
 
 
 def live_process_groups() -> frozenset[int]:
