@@ -486,7 +486,9 @@ async def close_quietly(resource: Any) -> None:
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + _CLOSE_TIMEOUT
         try:
-            close = getattr(resource, "close", None) or resource.aclose
+            # ``aclose`` first: an httpx response has both, and its sync ``close`` refuses an
+            # async stream (the SDKs' streams and clients have an async ``close`` only).
+            close = getattr(resource, "aclose", None) or resource.close
             result = close()
             if hasattr(result, "__await__"):
                 await result

@@ -64,6 +64,7 @@ from ._common import (
     sdk_request_args,
     shared_ssl_context,
 )
+from ._one_write import send_requests_whole
 from ._stream import (
     dispatch_json_event,
     open_sdk,
@@ -434,7 +435,7 @@ def _make_client(model: Model, options: StreamOptions, api_key: str, oauth: bool
     return anthropic.AsyncAnthropic(api_key=None if oauth else api_key, auth_token=api_key if oauth else None,
                                     base_url=model.base_url or None, max_retries=0,
                                     default_headers=_headers(model, options, oauth),
-                                    http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+                                    http_client=send_requests_whole(anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context())))
 
 
 def _warm_client() -> anthropic.AsyncAnthropic:

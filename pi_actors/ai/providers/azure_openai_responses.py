@@ -40,6 +40,7 @@ from ._common import (
     sdk_request_args,
     shared_ssl_context,
 )
+from ._one_write import send_requests_whole
 from ._stream import (
     headers_key,
     open_sdk,
@@ -129,7 +130,7 @@ def _make_client(model: Model, options: StreamOptions, api_key: str, base_url: s
     headers = request_headers(model, options)
     return openai.AsyncAzureOpenAI(api_key=api_key, api_version=version, base_url=base_url, max_retries=0,
                                    default_headers=headers or None,
-                                   http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+                                   http_client=send_requests_whole(openai.DefaultAsyncHttpxClient(verify=shared_ssl_context())))
 
 
 def _warm_client() -> Any:

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, cast
 
+import httpx2
 import msgspec
 import openai
 
@@ -59,13 +60,12 @@ from ._common import (
     note_response,
     run_stream,
     sdk_client,
-    sdk_request_args,
     shared_ssl_context,
 )
+from ._one_write import send_requests_whole
 from ._sse import decode_json
 from ._stream import (
     headers_key,
-    open_sdk,
     read_response,
     request_headers,
     require_api_key,
@@ -528,12 +528,24 @@ class _Client(openai.AsyncOpenAI):
                 options = options.model_copy(update={"json_data": encoded, "extra_json": None})
         return super()._build_request(options, retries_taken=retries_taken)
 
+    def _prepare_url(self, url: str) -> Any:
+        """The SDK's URL for ``url`` (a path under the base URL), kept for the next request to
+        the same path and base URL: the SDK parses the path and rebuilds the URL on every
+        request (httpx URLs are immutable, so one object serves them all)."""
+        base = self.base_url
+        kept = self.__dict__.get("_pi_prepared_url")
+        if kept is not None and kept[0] == url and kept[1] is base:
+            return kept[2]
+        prepared = super()._prepare_url(url)
+        self.__dict__["_pi_prepared_url"] = (url, base, prepared)
+        return prepared
+
 
 def make_client(model: Model, options: StreamOptions, api_key: str) -> openai.AsyncOpenAI:
     headers = request_headers(model, options)
     return _Client(api_key=api_key, base_url=model.base_url or None, max_retries=0,
                    default_headers=headers or None,
-                   http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+                   http_client=send_requests_whole(openai.DefaultAsyncHttpxClient(verify=shared_ssl_context())))
 
 
 def _warm_client() -> openai.AsyncOpenAI:
@@ -555,11 +567,32 @@ async def _body(run: StreamRun, context: Context) -> None:
     params = await apply_on_payload(params, model, options)
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
-        # The SDK makes the request (auth, headers, HTTP errors); the body's bytes are ours
-        # to parse, which avoids building a typed chunk object per delta.
-        manager = client.chat.completions.with_streaming_response.create(**sdk_request_args(params, "messages"))
+        body = _wire_body(params)
         mapper = _Mapper(run)
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.finish, mapper))
+        await read_response(run, lambda: run.open_response(lambda: _post(client, body)),
+                            sse_reader(run, mapper.sse, mapper.finish, mapper), sdk=False)
+
+
+#: The request options ``chat.completions.create`` gives the SDK (the API key as a bearer token).
+_POST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+
+
+def _wire_body(params: dict[str, Any]) -> dict[str, Any]:
+    """The request body in the order ``chat.completions.create`` puts it on the wire: ``model``,
+    ``stream``, then the rest as built (``sdk_request_args``'s merge gave the same bytes)."""
+    rest = {k: v for k, v in params.items() if k != "model" and k != "stream"}
+    return {"model": params["model"], "stream": True, **rest}
+
+
+async def _post(client: openai.AsyncOpenAI, body: dict[str, Any]) -> httpx2.Response:
+    """POST the body through the SDK's own request path (its auth, headers, retries and HTTP
+    errors: an error status raises the same ``APIStatusError`` as ``create``), returning the
+    streamed HTTP response once its headers are in; its SSE bytes are parsed here, which avoids
+    a typed chunk object per delta. ``client.post`` rather than ``create``: ``create`` runs
+    its TypedDict transform over the arguments and wraps the response in two more objects on
+    every request (~0.4 ms of the provider's CPU per turn), for a body ours already is."""
+    return await client.post("/chat/completions", cast_to=httpx2.Response, body=body,
+                             options=cast(Any, _POST_OPTIONS), stream=True)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:

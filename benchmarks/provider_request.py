@@ -1,0 +1,112 @@
+"""CPU of the provider's request path per turn, in one process: ``python -m benchmarks.provider_request``.
+
+    .venv/bin/python -m benchmarks.provider_request [--turns 50] [--rounds 3] [--profile FILE]
+
+Starts the benchmark's scripted server, then calls ``openai_completions.stream`` (the real
+SDK, inside ``reuse_clients`` as the provider actor calls it) once per turn of a
+``turns-N`` conversation: the context grows by one assistant tool call (``echo k``) and its
+result per turn, with a ~1.4 kB system prompt and four tools, as in the CLI's run. The
+server answers each request with the next tool call. Reported: CPU (``time.process_time``,
+every thread of this process) and wall per call, medians over the turns, per round. Only
+the provider's own work is in it: no actor link, no coordinator. ``--profile FILE``: a
+cProfile of one more round, written to FILE (``python -m pstats FILE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from pi_actors.ai import types as T
+from pi_actors.ai.options import StreamOptions
+from pi_actors.ai.providers import openai_completions as oc
+from pi_actors.ai.providers._common import reuse_clients
+
+from . import scenarios as S
+from .e2e import Server
+
+SYSTEM = "You are an expert coding assistant. " * 40
+
+TOOLS = [
+    T.Tool(name=name, description=f"{name}: " + "Does what the tool does, with care. " * 8,
+           parameters={"type": "object", "properties": {"path": {"type": "string", "description": "A path."},
+                                                         "command": {"type": "string"},
+                                                         "timeout": {"type": "number"}},
+                       "required": ["path"], "additionalProperties": False})
+    for name in ("read", "bash", "edit", "write")
+]
+
+
+def _assistant(k: int) -> T.AssistantMessage:
+    return T.AssistantMessage(
+        content=[T.ToolCall(id=f"call_{k}", name="bash", arguments={"command": f"echo {k}"})],
+        api=oc.API, provider="scripted", model="scripted-model", usage=T.Usage(input=100, output=10),
+        stop_reason="toolUse", timestamp=1_700_000_000_000 + k,
+    )  # fmt: skip
+
+
+def _result(k: int) -> T.ToolResultMessage:
+    return T.ToolResultMessage(tool_call_id=f"call_{k}", tool_name="bash", content=[T.TextContent(text=f"{k}\n")],
+                               is_error=False, timestamp=1_700_000_000_000 + k)
+
+
+async def _round(model: T.Model, turns: int) -> tuple[list[float], list[float]]:
+    run_id = "pr" + uuid.uuid4().hex[:8]
+    messages: list[T.Message] = [T.UserMessage(content=S.prompt_for(f"turns-{turns}", run_id), timestamp=1)]
+    cpu: list[float] = []
+    wall: list[float] = []
+
+    async def emit(_event: Any) -> None:
+        pass
+
+    async with reuse_clients():
+        for k in range(turns):
+            context = T.Context(system_prompt=SYSTEM, messages=list(messages), tools=TOOLS)
+            c0, w0 = time.process_time(), time.perf_counter()
+            final = await oc.stream(model, context, StreamOptions(api_key="bench-key"), emit)
+            cpu.append(time.process_time() - c0)
+            wall.append(time.perf_counter() - w0)
+            if final.stop_reason != "toolUse":
+                raise RuntimeError(f"turn {k}: {final.stop_reason} {final.error_message}")
+            messages += [_assistant(k), _result(k)]
+    return cpu[1:], wall[1:]  # the first call opens the connection
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.provider_request")
+    p.add_argument("--turns", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--profile", help="write a cProfile of one more round here")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="pi-actors-provreq-"))
+    server = Server(work)
+    try:
+        model = T.Model(id="scripted-model", api=oc.API, provider="scripted", base_url=f"http://127.0.0.1:{server.port}/v1")
+        trio.run(oc.warm_up)
+        for r in range(args.rounds):
+            cpu, wall = trio.run(_round, model, args.turns)
+            print(f"round {r + 1}: CPU/call median {statistics.median(cpu) * 1e3:.3f} ms "
+                  f"(min {min(cpu) * 1e3:.3f}), wall median {statistics.median(wall) * 1e3:.3f} ms")
+        if args.profile:
+            prof = cProfile.Profile(time.thread_time)
+            prof.enable()
+            trio.run(_round, model, args.turns)
+            prof.disable()
+            prof.dump_stats(args.profile)
+            print(f"profile written to {args.profile}")
+    finally:
+        server.proc.kill()
+        server.proc.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
