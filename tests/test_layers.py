@@ -210,6 +210,7 @@ OWN_PACKAGE = {
     "test_layers.py": "",
     "test_extensions_host.py": "actors",  # the extension-host actor and the coordinator's hooks
     "text_runs.py": "ai",  # support: the providers' text-run parser driven in-process
+    "test_provider_request_path.py": "ai",  # the SDK request path of the provider functions
 }
 
 #: Private modules a test still imports from another package, each waiting on a branch of
