@@ -14,19 +14,15 @@ a session store whose appends of tool results wait for the test, and a stand-in 
 
 from __future__ import annotations
 
-import socket
-from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from conftest import actor_config
+from support.coordinator import open_wired_coordinator
 
-from pi_actors.actors.coordinator import Coordinator
-from pi_actors.actors.provider import run_provider
 from pi_actors.actors.session_store import SessionStore
 from pi_actors.protocol import coordinator as P
-from pi_actors.protocol.store import APPEND, APPEND_MESSAGES, STORE, AppendArgs, AppendMessagesArgs, EntryId, EntryIds
-from pi_actors.runtime import RemoteError, Router, TypedCall, implements, open_method, open_peer
+from pi_actors.protocol.store import APPEND, APPEND_MESSAGES, AppendArgs, AppendMessagesArgs, EntryId, EntryIds
+from pi_actors.runtime import RemoteError, TypedCall, implements, open_method
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
@@ -66,48 +62,11 @@ class HeldStore(SessionStore):
         return entry
 
 
-def _streams() -> tuple[trio.SocketStream, trio.SocketStream]:
-    a, b = socket.socketpair()
-    return trio.SocketStream(trio.socket.from_stdlib_socket(a)), trio.SocketStream(trio.socket.from_stdlib_socket(b))
-
-
 async def _pool(call: Any) -> Any:
     """A stand-in tool pool: ``warm`` does nothing, every tool answers ``ok``."""
     if call.method == "run_tool":
         return {"content": [{"type": "text", "text": "ok"}]}
     return None
-
-
-async def _serve(stream: trio.SocketStream, role: str, handler: Any) -> None:
-    """The server end of a link, until the other end closes it."""
-    async with open_peer(stream, side="server", role=role, name=role, handler=handler) as peer:
-        await peer.closed_event.wait()
-
-
-@asynccontextmanager
-async def _session(scripted: Any, tmp_path: Any, store: HeldStore) -> Any:
-    """A coordinator wired to the provider actor, the stand-in pool and ``store``; yields the
-    UI's peer."""
-    config = actor_config(scripted, tmp_path, tools=("bash",))
-    async with trio.open_nursery() as nursery:
-        provider_ours, provider_theirs = _streams()
-        nursery.start_soon(run_provider, {"coordinator": provider_theirs}, config.provider)
-        pool_ours, pool_theirs = _streams()
-        nursery.start_soon(_serve, pool_theirs, "tool-pool", _pool)
-        store_ours, store_theirs = _streams()
-        nursery.start_soon(_serve, store_theirs, "session-store", Router.serving(store, STORE))
-        async with (
-            open_peer(provider_ours, side="client", role="coordinator", name="provider") as provider,
-            open_peer(pool_ours, side="client", role="coordinator", name="tools") as tools,
-            open_peer(store_ours, side="client", role="coordinator", name="store") as store_peer,
-        ):
-            coordinator = Coordinator(config.coordinator, provider, tools, store_peer)
-            await coordinator.open_session({"cwd": str(tmp_path), "noSession": True})
-            ui_ours, ui_theirs = _streams()
-            nursery.start_soon(_serve, ui_theirs, "coordinator", coordinator.router())
-            async with open_peer(ui_ours, side="client", role="ui", name="coordinator") as ui:
-                yield ui
-        nursery.cancel_scope.cancel()
 
 
 async def _subscribe(ui: Any, seen: list[dict[str, Any]], ended: trio.Event, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -132,7 +91,7 @@ async def test_the_next_request_leaves_while_the_tool_result_is_saved_and_nobody
     _script(scripted)
     store = HeldStore()
     with trio.fail_after(60):
-        async with _session(scripted, tmp_path, store) as ui, trio.open_nursery() as nursery:
+        async with open_wired_coordinator(scripted, tmp_path, _pool, store) as ui, trio.open_nursery() as nursery:
             seen: list[dict[str, Any]] = []
             ended = trio.Event()
             first_seq = await nursery.start(_subscribe, ui, seen, ended)
@@ -174,7 +133,7 @@ async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_sh
     store = HeldStore(fail=True)
     told: list[dict[str, Any]] = []
     with trio.fail_after(60):
-        async with _session(scripted, tmp_path, store) as ui:
+        async with open_wired_coordinator(scripted, tmp_path, _pool, store) as ui:
             try:
                 async with ui.open_call("prompt", {"text": "go"}) as call:
                     async for event in call:
@@ -196,7 +155,7 @@ async def test_the_results_of_a_parallel_turn_that_wait_are_saved_together_in_ca
     scripted.script.extend([Reply(tool_calls=calls), Reply(text="all done")])
     store = HeldStore()
     with trio.fail_after(60):
-        async with _session(scripted, tmp_path, store) as ui, trio.open_nursery() as nursery:
+        async with open_wired_coordinator(scripted, tmp_path, _pool, store) as ui, trio.open_nursery() as nursery:
             seen: list[dict[str, Any]] = []
             ended = trio.Event()
             await nursery.start(_subscribe, ui, seen, ended)

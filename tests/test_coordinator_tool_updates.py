@@ -12,25 +12,14 @@ one partial result unless told not to.
 
 from __future__ import annotations
 
-import socket
-from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from conftest import actor_config
+from support.coordinator import open_wired_coordinator
 
-from pi_actors.actors.coordinator import Coordinator
-from pi_actors.actors.provider import run_provider
 from pi_actors.actors.session_store import SessionStore
-from pi_actors.protocol.store import STORE
-from pi_actors.runtime import Router, open_peer
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-
-def _streams() -> tuple[trio.SocketStream, trio.SocketStream]:
-    a, b = socket.socketpair()
-    return trio.SocketStream(trio.socket.from_stdlib_socket(a)), trio.SocketStream(trio.socket.from_stdlib_socket(b))
 
 
 class _Pool:
@@ -47,35 +36,6 @@ class _Pool:
         if call.args.get("updates", True):
             await call.send_chunk({"content": [{"type": "text", "text": "partial"}]})
         return {"content": [{"type": "text", "text": "done"}], "details": None, "isError": False}
-
-
-async def _serve(stream: trio.SocketStream, role: str, handler: Any) -> None:
-    async with open_peer(stream, side="server", role=role, name=role, handler=handler) as peer:
-        await peer.closed_event.wait()
-
-
-@asynccontextmanager
-async def _session(scripted: Any, tmp_path: Any, pool: _Pool) -> Any:
-    config = actor_config(scripted, tmp_path, tools=("bash",))
-    async with trio.open_nursery() as nursery:
-        provider_ours, provider_theirs = _streams()
-        nursery.start_soon(run_provider, {"coordinator": provider_theirs}, config.provider)
-        pool_ours, pool_theirs = _streams()
-        nursery.start_soon(_serve, pool_theirs, "tool-pool", pool)
-        store_ours, store_theirs = _streams()
-        nursery.start_soon(_serve, store_theirs, "session-store", Router.serving(SessionStore(), STORE))
-        async with (
-            open_peer(provider_ours, side="client", role="coordinator", name="provider") as provider,
-            open_peer(pool_ours, side="client", role="coordinator", name="tools") as tools,
-            open_peer(store_ours, side="client", role="coordinator", name="store") as store_peer,
-        ):
-            coordinator = Coordinator(config.coordinator, provider, tools, store_peer)
-            await coordinator.open_session({"cwd": str(tmp_path), "noSession": True})
-            ui_ours, ui_theirs = _streams()
-            nursery.start_soon(_serve, ui_theirs, "coordinator", coordinator.router())
-            async with open_peer(ui_ours, side="client", role="ui", name="coordinator") as ui:
-                yield ui
-        nursery.cancel_scope.cancel()
 
 
 def _script(scripted: Any, runs: int) -> None:
@@ -103,7 +63,7 @@ async def test_print_mode_asks_the_pool_for_no_partial_results_and_a_ui_that_rea
     _script(scripted, 2)
     pool = _Pool()
     with trio.fail_after(60):
-        async with _session(scripted, tmp_path, pool) as ui:
+        async with open_wired_coordinator(scripted, tmp_path, pool, SessionStore()) as ui:
             # -p: only the message ends are streamed to it.
             quiet = await _prompt(ui, types=["message_end"])
             assert pool.asked[-1].get("updates") is False
@@ -118,7 +78,7 @@ async def test_a_subscriber_gets_the_partial_results_of_a_print_mode_run(scripte
     _script(scripted, 1)
     pool = _Pool()
     with trio.fail_after(60):
-        async with _session(scripted, tmp_path, pool) as ui, trio.open_nursery() as nursery:
+        async with open_wired_coordinator(scripted, tmp_path, pool, SessionStore()) as ui, trio.open_nursery() as nursery:
             seen: list[dict[str, Any]] = []
             subscribed = trio.Event()
 

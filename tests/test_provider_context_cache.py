@@ -75,13 +75,20 @@ def _texts(request: dict) -> list[str]:
     return out
 
 
-async def test_later_turns_send_only_new_messages_while_the_model_sees_the_whole_conversation(scripted, env):
-    turns = 4
+async def _run_bash_turns(scripted: Any, env: Any, turns: int) -> tuple[Any, Any]:
+    """A `-p` run of ``turns`` bash calls, then a final text, logged; returns the finished
+    process and the log's path (the run must have succeeded)."""
     scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)]
     scripted.script.append(Reply(text="all done"))
     log = env.work / "run.log"
     done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
     assert done.returncode == 0, done.stderr.decode()
+    return done, log
+
+
+async def test_later_turns_send_only_new_messages_while_the_model_sees_the_whole_conversation(scripted, env):
+    turns = 4
+    done, log = await _run_bash_turns(scripted, env, turns)
     assert "all done" in done.stdout.decode()
     # The first request carries the prompt; each later one only the tool call and its result.
     assert _starts(log) == [(1, 0)] + [(2, 2 * k - 1) for k in range(1, turns + 1)]
@@ -122,11 +129,7 @@ def _frame(request: dict) -> tuple[Any, Any]:
 
 async def test_later_turns_leave_out_the_system_prompt_and_tools_while_the_model_gets_them_every_time(scripted, env):
     turns = 4
-    scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": f"echo out-{n}"})]) for n in range(turns)]
-    scripted.script.append(Reply(text="all done"))
-    log = env.work / "run.log"
-    done = await env.run("--model", "scripted/scripted-model", "--session-dir", str(env.sessions), "--log-file", str(log), "-p", "go")
-    assert done.returncode == 0, done.stderr.decode()
+    done, log = await _run_bash_turns(scripted, env, turns)
     sent = [line["bytes"] for line in _log(log, "stream_start", "provider")]
     first = _frame(scripted.requests[0])
     assert first[0]["role"] == "system" and len(first[1]) == 4  # the default tools: read, bash, edit, write
