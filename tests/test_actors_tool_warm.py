@@ -11,9 +11,12 @@ import trio
 import trio.testing
 
 from pi_actors.actors._tool_warm import ToolCallCounter
+from pi_actors.actors.local import _Supervisor
 from pi_actors.ai import types as T
+from pi_actors.ai.types import Model
+from pi_actors.protocol.config import CoordinatorConfig, RuntimeConfig, SandboxConfig, ToolPoolConfig
 from pi_actors.protocol.pool import EXPECT_CALLS, ExpectCallsArgs
-from pi_actors.runtime import Interface, RemoteError, Router, TypedCall, implements, link_pair, open_peer
+from pi_actors.runtime import Interface, RemoteError, RestartPolicy, Router, TypedCall, implements, link_pair, open_peer
 
 EXPECT_ONLY = Interface("tool-pool", [EXPECT_CALLS])
 
@@ -41,7 +44,7 @@ class Recorder:
                 await self.changed.wait()
 
 
-async def _with_pool(recorder: Recorder, body) -> None:
+async def _with_pool(recorder: Recorder, body, *, ready: int = 0) -> None:
     ours, theirs = link_pair()
     async with trio.open_nursery() as nursery:
 
@@ -55,7 +58,7 @@ async def _with_pool(recorder: Recorder, body) -> None:
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
         async with open_peer(stream, side="client", role="coordinator", name="tool-pool") as peer:
             async with trio.open_nursery() as requests:
-                await body(ToolCallCounter(peer, "/work", requests))
+                await body(ToolCallCounter(peer, "/work", requests, ready=ready))
         nursery.cancel_scope.cancel()
 
 
@@ -96,3 +99,58 @@ async def test_a_pool_that_refuses_the_count_is_not_asked_again_during_the_reply
 
     await _with_pool(recorder, body)  # nothing raised
     assert [args.calls for args in recorder.received] == [1]
+
+
+async def test_a_reply_with_no_more_calls_than_the_pools_warm_workers_sends_the_pool_nothing():
+    recorder = Recorder()
+    recorder.release.set()
+
+    async def body(counter: ToolCallCounter) -> None:
+        counter.saw(toolcall_start(0))
+        counter.saw(toolcall_start(1))
+        await trio.testing.wait_all_tasks_blocked()
+
+    await _with_pool(recorder, body, ready=2)
+    assert recorder.received == []
+
+
+async def test_a_call_beyond_the_warm_workers_tells_the_pool_every_call_of_the_reply():
+    recorder = Recorder()
+    recorder.release.set()
+
+    async def body(counter: ToolCallCounter) -> None:
+        for index in range(3):
+            counter.saw(toolcall_start(index))
+        await recorder.wait_for(1)
+
+    await _with_pool(recorder, body, ready=2)
+    assert [args.calls for args in recorder.received] == [3]  # the total: the pool counts its idle workers
+
+
+def _supervisor(config: RuntimeConfig, tools_link=None) -> _Supervisor:
+    return _Supervisor(
+        config, None, policy=RestartPolicy(), tools_link=tools_link, processes=None,  # type: ignore[arg-type]
+        handshake_timeout=None, store_with_coordinator=True, spares=False,
+    )  # fmt: skip
+
+
+def _config(cwd: str, sandbox: SandboxConfig | None) -> RuntimeConfig:
+    model = Model(id="m", name="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:9")
+    return RuntimeConfig(
+        coordinator=CoordinatorConfig(model=model, cwd=cwd), tools=ToolPoolConfig(warm=3, sandbox=sandbox)
+    )
+
+
+def test_the_local_placement_tells_the_coordinator_how_many_warm_workers_its_own_pool_keeps_in_its_cwd(tmp_path):
+    here, elsewhere = str(tmp_path), str(tmp_path / "other")
+
+    def warm_tools(config: RuntimeConfig, tools_link=None) -> int:
+        return _supervisor(config, tools_link)._coordinator_config().get("warm_tools", 0)  # a default is not sent
+
+    assert warm_tools(_config(here, SandboxConfig(mode="workspace-write", workspace=here))) == 3
+    assert warm_tools(_config(here, SandboxConfig(mode="off"))) == 3
+    # Workers of another workspace, the platform's default policy (no workspace: no warm
+    # workers) or a pool that is not its own (a tool host): every call is announced.
+    assert warm_tools(_config(here, SandboxConfig(mode="workspace-write", workspace=elsewhere))) == 0
+    assert warm_tools(_config(here, None)) == 0
+    assert warm_tools(_config(here, SandboxConfig(mode="off")), tools_link=object()) == 0

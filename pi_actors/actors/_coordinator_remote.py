@@ -95,7 +95,9 @@ class ProviderStream:
     ) -> T.AssistantMessage:
         resent = False
         # The reply's tool calls, told to the pool as they stream (it forks their workers).
-        calls = ToolCallCounter(self.c.tools_peer, self.c.cwd, getattr(self.c, "_run_nursery", None))
+        calls = ToolCallCounter(
+            self.c.tools_peer, self.c.cwd, getattr(self.c, "_run_nursery", None), ready=self.c.config.warm_tools
+        )
         while True:
             try:
                 terminal: T.AssistantMessage | None = None

@@ -187,7 +187,21 @@ class _Supervisor:
         if self.session_path is not None:
             session = msgspec.structs.replace(session, resume=self.session_path, fork_from=None, no_session=False)
         relink = ["provider"] + (["tools"] if self.tools_link is None else []) + (["extensions"] if self.has_extensions else [])
-        return _wire(msgspec.structs.replace(part, session=session, relink=relink, extensions=self.config.extensions))
+        # Its own pool keeps ``warm`` workers in the session's cwd: a reply needs to announce
+        # only the calls beyond those (see ``_tool_warm``).
+        warm = self.config.tools.warm if self.tools_link is None and self._pool_in_cwd() else 0
+        return _wire(msgspec.structs.replace(part, session=session, relink=relink, extensions=self.config.extensions, warm_tools=warm))
+
+    def _pool_in_cwd(self) -> bool:
+        """Whether the pool's warm workers run the coordinator's calls: unsandboxed (one kind of
+        worker for every cwd) or sandboxed with the session's cwd as the workspace."""
+        sandbox = self.config.tools.sandbox
+        if sandbox is None:
+            return False  # the platform's default policy, without a workspace: no warm workers
+        if sandbox.mode == "off":
+            return True
+        cwd = self.config.coordinator.cwd
+        return bool(cwd and sandbox.workspace) and os.path.realpath(cwd) == os.path.realpath(sandbox.workspace)
 
     async def _generation(self, task_status: Any) -> str:
         """One start of the whole set; returns how its coordinator (or store) ended. The

@@ -346,6 +346,10 @@ class CoordinatorConfig(WireStruct):
     #: The scoped models (``--models``, else settings ``enabledModels``) the front ends cycle
     #: among; empty: every model with credentials. Read by the TUI and the RPC mode.
     scoped_models: list[ScopedModel] = msgspec.field(default_factory=list)
+    #: How many tool calls of one reply the tool pool serves from its warm workers, which it
+    #: keeps ready in the session's cwd (set by the placement from the pool's ``warm`` when the
+    #: pool is its own; 0: the pool is told of every call as it streams, ``expect_calls``).
+    warm_tools: NonNegative = msgspec.field(default=0, name="warm_tools")
 
 
 class RuntimeConfig(WireStruct):
