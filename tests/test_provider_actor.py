@@ -260,7 +260,7 @@ async def test_in_its_own_process_the_actor_resolves_models_json_keys(start_llm,
 
 
 async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
-    from pi_actors.runtime import ConnectionLost
+    from pi_actors.runtime import ConnectionLost, Trigger
 
     # Thinking deltas, each its own event (a run of text deltas read at once would be one): the
     # fourth send fails however the frames were read.
@@ -271,7 +271,7 @@ async def test_a_link_that_breaks_mid_stream_ends_the_call(start_llm):
         method = "stream"
         args = {"model": plain_model(server), "context": T.to_plain(hello_context())}
         cooperative = False
-        cancel_requested = trio.Event()
+        cancel_requested = Trigger()  # an IncomingCall's
         sent = 0
         size = 0  # the payload size the provider logs
 

@@ -9,7 +9,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, open_peer
+from pi_actors.runtime import ConnectionLost, IncomingCall, RemoteError, Trigger, open_peer
 from pi_actors.runtime import _peer as _peer_module
 from pi_actors.runtime import protocol as P
 
@@ -168,6 +168,69 @@ async def test_cooperative_handler_answers_a_cancel_with_its_own_result(stream_p
                 await call.cancel()
                 assert await call.result() == "stopped politely"
 
+
+
+async def test_an_abort_relayed_by_a_trigger_cancels_the_remote_call_and_gets_its_answer(stream_pair):
+    """``cancel_when`` with a Trigger (as the pool relays the coordinator's cancel to a worker,
+    or the coordinator an abort to the provider) sends the cancel from the trigger's callback."""
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            abort = Trigger()
+            async with peer.open_call("cooperative") as call, call.cancel_when(abort):
+                await server.wait_for_handler()
+                abort.set()
+                with trio.fail_after(10):
+                    assert await call.result() == "stopped politely"
+            # A trigger set after its block is over cancels nothing.
+            late = Trigger()
+            async with peer.open_call("echo", "x") as call, call.cancel_when(late):
+                assert await call.result() == "x"
+            late.set()
+            assert await peer.call("echo", 8) == 8
+
+
+async def test_a_trigger_already_set_cancels_the_call_at_once(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            abort = Trigger()
+            abort.set()
+            async with peer.open_call("block") as call, call.cancel_when(abort):
+                with trio.fail_after(10), pytest.raises(RemoteError) as info:
+                    await call.result()
+            assert info.value.code == "cancelled"
+
+
+async def test_a_trigger_calls_back_once_when_set_and_not_after_it_was_taken_back():
+    trigger, calls = Trigger(), []
+    trigger.on_set(lambda: calls.append("a"))
+    take_back = trigger.on_set(lambda: calls.append("b"))
+    take_back()
+    assert not trigger.is_set() and calls == []
+    trigger.set()
+    trigger.set()
+    assert calls == ["a"]
+    trigger.on_set(lambda: calls.append("c"))  # already set: at once
+    assert calls == ["a", "c"]
+    await trigger.wait()  # returns: it is set
+
+
+async def test_an_abort_signal_calls_back_once_when_aborted():
+    from pi_actors.ai import AbortSignal
+
+    signal, calls = AbortSignal(), []
+    signal.on_set(lambda: calls.append(signal.reason))
+    signal.on_set(lambda: calls.append("taken back"))()
+    signal.abort("stop")
+    signal.abort("again")
+    assert calls == ["stop"]
+    signal.on_set(lambda: calls.append("late"))
+    assert calls == ["stop", "late"]
 
 async def _raw_client_with_a_frame_half_written(nursery, size: int):
     """A raw client whose server is blocked writing a ``size``-byte chunk the client has not

@@ -102,7 +102,7 @@ class ProviderStream:
             try:
                 terminal: T.AssistantMessage | None = None
                 async with self.c.provider.open_call("stream", self._stream_args(fixed, context)) as call:
-                    async with call.cancel_when(signal.wait if signal else None):
+                    async with call.cancel_when(signal):
                         async for data in call:
                             event = rebuild.apply(data)
                             calls.saw(event)
@@ -169,7 +169,7 @@ def make_pool_tool(c: Any, spec: Any) -> AgentTool:
             await on_update({"content": []})
         try:
             async with c.tools_peer.open_call("run_tool", args) as call:
-                async with call.cancel_when(signal.wait if signal else None):
+                async with call.cancel_when(signal):
                     async for partial in call:
                         if on_update is not None:
                             await on_update(AgentToolResult(content=result_blocks(partial.get("content")), details=partial.get("details")))

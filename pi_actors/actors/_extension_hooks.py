@@ -269,7 +269,7 @@ class ExtensionHooks:
                     "hasUi": self.has_ui}  # fmt: skip
             try:
                 async with self.slot.open_call(X.RUN_TOOL.name, args) as call:
-                    async with call.cancel_when(signal.wait if signal else None):
+                    async with call.cancel_when(signal):
                         async for partial in call:
                             if on_update is not None:
                                 await on_update(AgentToolResult(content=result_blocks(partial.get("content")), details=partial.get("details")))

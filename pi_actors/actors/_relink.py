@@ -26,7 +26,7 @@ changes, so that a restarted coordinator reopens the same session.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -199,9 +199,9 @@ class CheckedCall:
     async def cancel(self) -> None:
         await self.raw.cancel()
 
-    def cancel_when(self, wait: Callable[[], Awaitable[object]] | None) -> AbstractAsyncContextManager[None]:
+    def cancel_when(self, when: Any) -> AbstractAsyncContextManager[None]:
         """See ``OutgoingCall.cancel_when``."""
-        return self.raw.cancel_when(wait)
+        return self.raw.cancel_when(when)
 
 
 async def serve_control(

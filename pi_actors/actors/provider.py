@@ -149,13 +149,9 @@ class ProviderActor:
         # ready together (one network read's) go in one write.
         sender = CoalescingSender(call.incoming.send_chunk, send_many=call.incoming.send_chunks)
 
+        # A cancel from the caller aborts the stream (cooperatively: the partial reply is kept).
+        take_back = call.cancel_requested.on_set(lambda: signal.abort("cancelled by the caller"))
         async with trio.open_nursery() as nursery:
-
-            async def watch_cancel() -> None:
-                await call.cancel_requested.wait()
-                signal.abort("cancelled by the caller")
-
-            nursery.start_soon(watch_cancel)
             nursery.start_soon(sender.run)
             lost: RemoteError | None = None
             ids = {"session": options.session_id, "request": args.request_id, "provider": provider,
@@ -175,6 +171,7 @@ class ProviderActor:
                 lost = exc
             finally:
                 nursery.cancel_scope.cancel()
+                take_back()
         if lost is not None:
             raise lost
         return final

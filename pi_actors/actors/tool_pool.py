@@ -83,6 +83,7 @@ from ..runtime import (
     Peer,
     RemoteError,
     Router,
+    Trigger,
     TypedCall,
     implements,
     link_pair,
@@ -480,7 +481,7 @@ class ToolPool:
         )  # fmt: skip
         try:
             async with open_method(worker.peer, WORKER_RUN, run) as out:
-                async with out.raw.cancel_when(call.cancel_requested.wait):
+                async with out.raw.cancel_when(call.cancel_requested):
                     async for partial_result in out:
                         await call.send(partial_result)
                 result = await out.result()
@@ -533,7 +534,7 @@ async def _ungrouped(*kinds: type[BaseException]) -> AsyncIterator[None]:
         raise
 
 
-async def _unless_cancelled(cancel_requested: trio.Event, work: Awaitable[T]) -> T | None:
+async def _unless_cancelled(cancel_requested: Trigger, work: Awaitable[T]) -> T | None:
     """``await work``, or None as soon as ``cancel_requested`` is set (the caller asked to
     cancel)."""
     result = None

@@ -8,10 +8,15 @@ use trio cancellation for aborts because a cancelled task cannot report what it 
 Contract: ``abort()`` is idempotent and never blocks; ``aborted`` flips once and stays true;
 ``wait()`` returns at once if already aborted.  ``watch(scope)`` is a helper task body that
 cancels ``scope`` when the signal fires (run it in a nursery next to the work).
+``on_set(callback)`` calls ``callback()`` inside ``abort()`` (at once if already aborted), so
+that relaying an abort — cancelling a scope, a call to another actor — needs no task that
+waits for it on every request (a task's start and cancellation cost more than the request's
+own bookkeeping); it returns the function that takes the callback back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,13 +30,14 @@ class AbortedError(Exception):
 
 
 class AbortSignal:
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_event", "reason", "_callbacks")
 
     def __init__(self) -> None:
         import trio  # here, not at module level: importing pi_actors.ai must not cost trio's import
 
         self._event = trio.Event()
         self.reason: str | None = None
+        self._callbacks: list[Callable[[], object]] = []
 
     @property
     def aborted(self) -> bool:
@@ -41,6 +47,26 @@ class AbortSignal:
         if not self._event.is_set():
             self.reason = reason
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                callback()
+
+    def on_set(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback()`` when the signal is aborted (now, if it is); returns a function
+        that takes the callback back (a no-op once it has run). Must be called, like
+        ``abort``, from the event loop's thread."""
+        if self._event.is_set():
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                pass
+
+        return remove
 
     async def wait(self) -> None:
         await self._event.wait()
@@ -49,3 +75,7 @@ class AbortSignal:
         """Cancel ``scope`` once this signal is aborted (a task body for a nursery)."""
         await self._event.wait()
         scope.cancel()
+
+
+def _nothing() -> None:
+    pass

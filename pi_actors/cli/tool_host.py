@@ -69,7 +69,7 @@ class ToolHost:
         forward = msgspec.structs.replace(args, cwd=self.workspace)
         try:
             async with open_method(self.pool, RUN_TOOL, forward) as up:
-                async with up.raw.cancel_when(call.cancel_requested.wait):
+                async with up.raw.cancel_when(call.cancel_requested):
                     async for item in up:
                         await call.send(item)
                 return await up.result()

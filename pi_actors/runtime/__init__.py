@@ -5,6 +5,8 @@ Public surface:
 - ``protocol`` — the sans-I/O core (frames, strict CBOR, hello, call/chunk/result/cancel).
 - ``open_peer`` / ``Peer`` / ``IncomingCall`` / ``OutgoingCall`` — one connection driven
   by trio over any ``trio.abc.Stream``.
+- ``Trigger`` — a call's ``cancel_requested``: an event whose setting also runs callbacks
+  (``OutgoingCall.cancel_when`` relays a cancel with one, not with a task per call).
 - ``RemoteError`` / ``ConnectionLost`` — how a call fails; ``remote_error_of`` finds the
   refusal inside an exception group (the one place groups of refusals are flattened).
 - ``Interface`` / ``Method`` / ``WireStruct`` / ``Empty`` — an actor's typed contract;
@@ -32,6 +34,7 @@ from ._peer import (
     OutgoingCall,
     Peer,
     RemoteError,
+    Trigger,
     leaf_exceptions,
     open_peer,
     remote_error_of,
@@ -100,6 +103,7 @@ __all__ = [
     "OutgoingCall",
     "Peer",
     "RemoteError",
+    "Trigger",
     "open_peer",
     "ChildProcess",
     "JsonLog",

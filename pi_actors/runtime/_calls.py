@@ -2,7 +2,10 @@
 or a caller holds (see ``_peer`` for the theory of operation).
 
 - :class:`IncomingCall` — a call the remote side made to us: its method and arguments, a
-  ``send_chunk`` that waits for credit, the ``cancel_requested`` event.
+  ``send_chunk`` that waits for credit, the ``cancel_requested`` :class:`Trigger`.
+- :class:`Trigger` — a one-way flag like ``trio.Event`` whose setting also runs callbacks at
+  once: a cancel or an abort is relayed (``OutgoingCall.cancel_when``) by a callback, not by
+  a task per call that waits for a cancel that almost never comes.
 - :class:`OutgoingCall` — a call we made: iterate it for the chunks, then read its result;
   it grants credit as its consumer takes chunks off its buffer.
 - :class:`RemoteError` and its kinds (:class:`ConnectionLost`, :class:`ActorDied`,
@@ -25,7 +28,14 @@ import trio
 from . import protocol as P
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ._peer import Peer
+
+    class CancelSource(Protocol):
+        """What ``cancel_when`` relays without a task: a :class:`Trigger`, an ``AbortSignal``."""
+
+        def on_set(self, callback: Callable[[], object]) -> Callable[[], None]: ...
 
 __all__ = [
     "ActorDied",
@@ -35,6 +45,7 @@ __all__ = [
     "MessageTooLarge",
     "OutgoingCall",
     "RemoteError",
+    "Trigger",
     "leaf_exceptions",
     "remote_error_of",
 ]
@@ -71,6 +82,52 @@ class MessageTooLarge(RemoteError):
         super().__init__("too_large", message)
 
 
+class Trigger:
+    """A flag set once (``trio.Event``'s ``set``/``is_set``/``wait``) that also calls the
+    functions registered with :meth:`on_set` when it is set. Used from the event loop's thread
+    only."""
+
+    __slots__ = ("_event", "_callbacks")
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self._callbacks: list[Callable[[], object]] = []
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def set(self) -> None:
+        if self._event.is_set():
+            return
+        self._event.set()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    def on_set(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback()`` when set (now, if it is); returns a function that takes the
+        callback back (a no-op once it has run)."""
+        if self._event.is_set():
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                pass
+
+        return remove
+
+
+def _nothing() -> None:
+    pass
+
+
 class IncomingCall:
     """A call the peer made to us. The handler reads ``method``/``args`` and may stream chunks."""
 
@@ -82,7 +139,7 @@ class IncomingCall:
         self.target = msg.target
         #: The size in bytes of the call's frame payload as received (what it cost on the wire).
         self.size = peer._conn.last_payload_size
-        self.cancel_requested = trio.Event()
+        self.cancel_requested = Trigger()
         #: Set to True by a handler that watches ``cancel_requested`` itself and finishes
         #: with a proper result instead of being cancelled.
         self.cooperative = False
@@ -268,16 +325,30 @@ class OutgoingCall:
             await self._peer._send_cancel(self.id)
 
     @asynccontextmanager
-    async def cancel_when(self, wait: Callable[[], Awaitable[object]] | None) -> AsyncIterator[None]:
-        """Within the block, ask the peer to cancel as soon as ``await wait()`` returns.
+    async def cancel_when(self, when: CancelSource | Callable[[], Awaitable[object]] | None) -> AsyncIterator[None]:
+        """Within the block, ask the peer to cancel as soon as ``when`` fires.
 
-        Typical use relays an abort: ``async with call.cancel_when(signal.wait): ...``. The
-        call then ends with whatever the peer answers (its own result for a cooperative
-        handler). ``wait=None`` does nothing.
+        ``when``: something with ``on_set(callback)`` (a :class:`Trigger` such as an incoming
+        call's ``cancel_requested``, or an ``AbortSignal``): the cancel is sent from the
+        callback, by a task started only then; or a function to await (``await when()``
+        returns: cancel), watched by a task for the block's length; None does nothing.
+        Typical use relays an abort: ``async with call.cancel_when(signal): ...``. The call
+        then ends with whatever the peer answers (its own result for a cooperative handler).
         """
-        if wait is None:
+        if when is None:
             yield
             return
+        on_set = getattr(when, "on_set", None)
+        if on_set is not None:
+            call_id = self.id
+            take_back = on_set(lambda: self._peer._send_cancel_soon(call_id))
+            try:
+                yield
+            finally:
+                take_back()
+            return
+        wait = when
+        assert callable(wait)
         async with trio.open_nursery() as nursery:
 
             async def relay() -> None:

@@ -58,6 +58,7 @@ from ._calls import (
     MessageTooLarge,
     OutgoingCall,
     RemoteError,
+    Trigger,
     _CallOver,
     leaf_exceptions,
     remote_error_of,
@@ -76,6 +77,7 @@ __all__ = [
     "PING_METHOD",
     "remote_error_of",
     "leaf_exceptions",
+    "Trigger",
 ]
 
 #: The reserved method of a liveness check, answered by the runtime on every connection.
@@ -211,6 +213,14 @@ class Peer:
             await self._write(frame)
         except (_CallOver, ConnectionLost):
             pass
+
+    def _send_cancel_soon(self, call_id: int) -> None:
+        """Ask the peer to cancel our call ``call_id`` from a task of its own (the caller is a
+        callback, which cannot wait for the socket)."""
+        nursery = self._handler_nursery
+        if self._closed or nursery is None or nursery.cancel_scope.cancel_called:
+            return  # the connection is ending: the call fails with it anyway
+        nursery.start_soon(self._send_cancel, call_id)
 
     def _send_credit_soon(self, call_id: int, n: int) -> None:
         """Grant ``n`` chunks of credit for our call ``call_id`` from a task of its own: the

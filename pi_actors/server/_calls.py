@@ -171,7 +171,7 @@ class ConnectionCalls:
         call.cooperative = True
         try:
             async with session.peer.open_call(call.method, forward) as up:
-                async with up.cancel_when(call.cancel_requested.wait):
+                async with up.cancel_when(call.cancel_requested):
                     async for item in up:
                         await client.chunk(call, item)
                 value = await up.result()

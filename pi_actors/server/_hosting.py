@@ -419,7 +419,7 @@ class SessionHosting:
             call.cooperative = True
             try:
                 async with host.open_call("run_tool", call.args) as up:
-                    async with up.cancel_when(call.cancel_requested.wait):
+                    async with up.cancel_when(call.cancel_requested):
                         async for item in up:
                             await call.send_chunk(item)
                     return await up.result()

@@ -195,8 +195,8 @@ class StreamRun:
             f"Provider stalled: no data for {_seconds_text(limit)} mid-stream (provider.idleTimeoutMs)"
         )
 
-    async def _watch_abort(self, signal: AbortSignal) -> None:
-        await signal.wait()
+    def _abort_io(self) -> None:
+        """The signal's callback: interrupt the SDK call in progress (``io``), if any."""
         if self._io_scope is not None:
             self._io_scope.cancel()
 
@@ -505,48 +505,26 @@ async def run_stream(
 ) -> AssistantMessage:
     run = StreamRun(model, options, emit)
     failure: BaseException | None = None
-    escaping: BaseException | None = None
     if run.aborted:
         return await run._fail(_Aborted(), describe)
+    # An abort interrupts the SDK call in progress at once, from the signal's own callback (no
+    # watcher task per request). Cancelled from an outer scope and KeyboardInterrupt pass.
+    take_back = run.signal.on_set(run._abort_io) if run.signal is not None else None
     try:
-        async with trio.open_nursery() as nursery:
-            if run.signal is not None:
-                nursery.start_soon(run._watch_abort, run.signal)
-            try:
-                run.limits()  # a bad timeout option fails the call before any request is built
-                await body(run)
-                if run.aborted:
-                    raise _Aborted()
-                if run.output.stop_reason in ("error", "aborted"):
-                    raise ProviderError("An unknown error occurred")
-            except Exception as exc:
-                failure = exc
-            except BaseException as exc:  # Cancelled from an outer scope, KeyboardInterrupt
-                escaping = exc
-            nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # Only cancellations can get here (the body's exceptions are caught above; the watcher
-        # raises nothing else). The caller gets one plain trio.Cancelled, which the cancelled
-        # outer scope catches as usual, rather than an exception group.
-        escaping = _plain_cancelled(group) or escaping
-        if escaping is None:
-            raise
-    if escaping is not None:
-        raise escaping
+        run.limits()  # a bad timeout option fails the call before any request is built
+        await body(run)
+        if run.aborted:
+            raise _Aborted()
+        if run.output.stop_reason in ("error", "aborted"):
+            raise ProviderError("An unknown error occurred")
+    except Exception as exc:
+        failure = exc
+    finally:
+        if take_back is not None:
+            take_back()
     if failure is not None:
         return await run._fail(failure, describe)
     return await run._finish()
-
-
-def _plain_cancelled(group: BaseExceptionGroup) -> BaseException | None:
-    """The first trio.Cancelled of a group made only of cancellations, else None."""
-    cancelled, rest = group.split(trio.Cancelled)
-    if rest is not None or cancelled is None:
-        return None
-    leaf: BaseException = cancelled
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
 
 
 #: The SDK clients kept by the innermost ``reuse_clients`` block, or None outside one.

@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import trio
-
 from .base import ToolError, ToolSpec
-from .bash import BASH_SPEC, run_bash
+from .bash import BASH_SPEC, AbortFlag, run_bash
 from .edit import EDIT_SPEC, run_edit
 from .find import FIND_SPEC, run_find
 from .grep import GREP_SPEC, run_grep
@@ -66,7 +64,7 @@ async def run_tool(
     *,
     cwd: str,
     on_update: OnUpdate | None = None,
-    abort: trio.Event | None = None,
+    abort: AbortFlag | None = None,
     auto_resize_images: bool = True,
     shell_path: str | None = None,
     shell_command_prefix: str | None = None,

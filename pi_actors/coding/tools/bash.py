@@ -24,7 +24,7 @@ Outcome:
 - exit N ≠ 0 → ``ToolError(text + "\\n\\nCommand exited with code N")``;
 - ``timeout`` seconds elapsed → the group is terminated (SIGTERM, 2 s grace, SIGKILL) and
   ``ToolError(text + "\\n\\nCommand timed out after T seconds")``;
-- ``abort`` (a ``trio.Event``) set → the group is terminated the same way and
+- ``abort`` (a ``trio.Event``, or any :class:`AbortFlag`) set → the group is terminated the same way and
   ``ToolError(text + "\\n\\nCommand aborted")``: the output produced before the abort is kept,
   as in pi (just ``Command aborted`` if there was none);
 - cancellation of the caller's trio scope → the group is terminated the same way, the leader
@@ -60,7 +60,7 @@ import subprocess
 import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import trio
 
@@ -100,6 +100,16 @@ _TERM_GRACE = 2.0
 _DRAIN_LIMIT = 1.0
 
 _shell_path: str | None = None
+
+
+class AbortFlag(Protocol):
+    """What ``abort`` may be: a ``trio.Event``; a flag that also has ``on_set(callback) ->
+    take_back`` (the runtime's ``Trigger``: a tool worker's ``cancel_requested``) is told
+    through a callback instead of a watcher task per command."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
 
 
 def _shell() -> str:
@@ -328,7 +338,7 @@ async def run_bash(
     *,
     cwd: str,
     on_update: Callable[[dict], Awaitable[None]] | None = None,
-    abort: trio.Event | None = None,
+    abort: AbortFlag | None = None,
     shell_path: str | None = None,
     command_prefix: str | None = None,
 ) -> dict:
@@ -383,7 +393,7 @@ async def _supervise(
     output: _Output,
     timeout: float | None,
     on_update: Callable[[dict], Awaitable[None]] | None,
-    abort: trio.Event | None = None,
+    abort: AbortFlag | None = None,
 ) -> str:
     """Collect output until the shell exits, times out or ``abort`` is set; always leaves the
     group dead and the shell reaped, also when cancelled. Returns ``"exit"``, ``"timeout"``
@@ -396,18 +406,26 @@ async def _supervise(
         deadline = trio.current_time() + timeout
     timer = trio.CancelScope(deadline=deadline)
     aborted = False
+    take_back: Callable[[], None] | None = None
 
-    async def watch_abort(event: trio.Event) -> None:
+    def on_abort() -> None:
         nonlocal aborted
-        await event.wait()
         aborted = True
         timer.cancel()
+
+    async def watch_abort(event: AbortFlag) -> None:
+        await event.wait()
+        on_abort()
 
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump.run, proc, nursery.cancel_scope)
             if abort is not None:
-                nursery.start_soon(watch_abort, abort)
+                on_set = getattr(abort, "on_set", None)
+                if on_set is not None:  # told when it is set: no watcher task per command
+                    take_back = on_set(on_abort)
+                else:
+                    nursery.start_soon(watch_abort, abort)
             with timer:
                 await proc.wait_exited()
             if timer.cancelled_caught:
@@ -425,6 +443,8 @@ async def _supervise(
             raise _first_leaf(cancelled) from None
         raise
     finally:
+        if take_back is not None:
+            take_back()
         with trio.CancelScope(shield=True):
             await proc.shutdown(_TERM_GRACE)
     if pump.failure is not None:
