@@ -196,9 +196,12 @@ class ToolPhase:
             await self._execute(call, before)
             await conclude(call)
 
-        async with trio.open_nursery() as nursery:
-            for call in calls:
-                if call.runnable:
+        runnable = [call for call in calls if call.runnable]
+        if len(runnable) == 1:
+            await run_one(runnable[0], None)  # alone: no task of its own (most turns)
+        else:
+            async with trio.open_nursery() as nursery:
+                for call in runnable:
                     before = holders.get(call.key) if call.key is not None else None
                     if call.key is not None:
                         holders[call.key] = call
