@@ -20,7 +20,9 @@ chunks, result and error codes. A :class:`~pi_actors.runtime.Router` built by
 (``prompt``/``continue`` stream every AgentEvent in the wire shape of
 :mod:`pi_actors.protocol.events`), reading methods and ``subscribe`` are served here, the
 session tree and settings by :class:`~._session_commands.SessionCommands`, retries and
-compaction by :class:`~._upkeep.Upkeep`.
+compaction by :class:`~._upkeep.Upkeep`. The run lifecycle (``_coordinator_run``) and the
+publication of events to the UI call, subscribers and extensions (``_coordinator_events``)
+are mixins of :class:`Coordinator`.
 
 The session's state lives in an ``Agent`` (``pi_actors.agent``): the transcript, the
 steering and follow-up queues, one run at a time.
@@ -50,7 +52,6 @@ from ..coding.retry import RetrySettings
 from ..protocol import coordinator as P
 from ..protocol import extension_host as X
 from ..protocol.config import CoordinatorConfig, read_part, set_fields
-from ..protocol.events import strip_agent_event
 from ..runtime import (
     Empty,
     FdChannel,
@@ -66,14 +67,15 @@ from ..runtime import (
 )
 from ..runtime.protocol import SIBLING_HANDSHAKE_TIMEOUT
 from ._context_cache import IncrementalConversion
-from ._coordinator_publish import BackgroundAppender, Gate, OrderedPublisher
+from ._coordinator_events import EventFanOut
+from ._coordinator_publish import BackgroundAppender, OrderedPublisher
 from ._coordinator_remote import ProviderStream, make_pool_tool
+from ._coordinator_run import RunLifecycle, _text_of
 from ._extension_hooks import ExtensionHooks
 from ._local_store import LocalStore
 from ._relink import PeerSlot, serve_control
 from ._session_commands import SessionCommands
 from ._upkeep import Upkeep
-from .memory import release_free_memory
 
 __all__ = ["run_coordinator", "Coordinator"]
 
@@ -84,11 +86,7 @@ _RUN_METHODS = Interface(
 )
 
 
-class SessionNotSaved(Exception):
-    """A finished message could not be written to the session: the run must stop."""
-
-
-class Coordinator:
+class Coordinator(RunLifecycle, EventFanOut):
     def __init__(self, config: CoordinatorConfig, provider: Peer | PeerSlot, tools: Peer | PeerSlot, store: Peer | LocalStore) -> None:
         from ..coding.tools import TOOL_SPECS
 
@@ -305,231 +303,7 @@ class Coordinator:
     async def serve_get_messages(self, args: Empty, call: TypedCall[Empty, None]) -> P.Messages:
         return P.Messages(messages=[T.to_plain(m) for m in self.agent.state.messages])
 
-    async def _run(self, call: IncomingCall, prompt: T.UserMessage | None, *, quiet: bool,
-                   types: frozenset[str] | None = None) -> None:
-        """Run ``prompt`` (None: ``continue``) to its end, streaming its events to ``call``
-        (none with ``quiet``: a UI that reads a subscription instead; with ``types``, only the
-        events of those types: a frame to the UI per event is most of a turn's relay cost).
-
-        The events are already the wire's plain trees (:func:`strip_agent_event`), so they
-        go to ``call.send_chunk`` as they are. The call is cooperative (declared on the
-        method): a cancel aborts the run, which then ends with its aborted reply."""
-        if self.agent.state.is_streaming:
-            raise RemoteError("busy", "Agent is already processing a prompt. Use steer or follow_up, or wait.")
-        if prompt is None:
-            messages = self.agent.state.messages
-            if messages and isinstance(messages[-1], T.AssistantMessage) and messages[-1].stop_reason in ("error", "aborted"):
-                # Continuing after a failed reply retries it, as pi's retry does: the failed
-                # message stays in the session file but leaves the working transcript.
-                self.agent.replace_messages(messages[:-1])
-        self._store_error = None
-        refused: str | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                self._sink, self._run_nursery = call, nursery
-                self._publisher.start(nursery)
-                self._appender.reset()
-                self._sink_quiet = quiet
-                self._sink_types = types
-                self._published, self._published_stream = self.agent.state.messages, None
-
-                async def pass_cancel() -> None:
-                    await call.cancel_requested.wait()
-                    self.agent.abort()
-
-                nursery.start_soon(pass_cancel)
-                try:
-                    if prompt is not None and self.extensions is not None:
-                        await self._run_with_extensions(prompt)
-                    elif prompt is not None:
-                        await self.upkeep.before_prompt(self._emit_session_event)
-                        await self.agent.prompt(prompt)
-                    else:
-                        await self.agent.continue_()
-                    if self._store_error is None:
-                        await self.upkeep.after_run(self._emit_session_event, self.agent.continue_)
-                except RuntimeError as exc:  # nothing to continue from, no model, ...
-                    refused = str(exc)
-                await self._appended(check=False)
-                nursery.cancel_scope.cancel()
-        finally:
-            self._sink = self._run_nursery = None
-            self._publisher.reset()
-        if refused is not None:
-            raise RemoteError("invalid_state", refused)
-        if self._store_error:
-            raise RemoteError("write_failed", self._store_error)
-
-    # -- extensions (the hooks themselves: _extension_hooks.ExtensionHooks) ----------------------
-
-    async def _run_with_extensions(self, prompt: T.UserMessage) -> None:
-        """A prompt's run with extensions: a ``/command`` of theirs, ``input`` and
-        ``before_agent_start`` first (which may handle the prompt: no run); a system prompt
-        set by ``before_agent_start`` holds for this run only."""
-        assert self.extensions is not None
-        system_prompt = self.agent.state.system_prompt
-        try:
-            ready = await self.extensions.before_prompt(prompt)
-            if ready is not None:
-                await self.upkeep.before_prompt(self._emit_session_event)
-                await self.agent.prompt(ready)
-        finally:
-            self.agent.set_system_prompt(system_prompt)
-
-    async def _extension_event(self, event: Any, data: dict[str, Any]) -> None:
-        """``turn_end`` / ``agent_end`` to the extensions that handle them."""
-        if self.extensions is None or event.type not in ("turn_end", "agent_end"):
-            return
-        payload = {"messages": data.get("messages")} if event.type == "agent_end" else {
-            "message": data.get("message"), "toolResults": data.get("toolResults")}  # fmt: skip
-        await self.extensions.emit(event.type, payload)
-
-    async def _on_event(self, event: Any) -> None:
-        """Every AgentEvent of a run: persist finished messages, then publish it (UI call,
-        subscribers, extension hooks) in the loop's order.
-
-        A tool result's entry is appended in the background (no extensions loaded): the
-        loop goes on to the next request while the fsync is in flight, and the result's
-        ``message_end`` — and every event after it — is published only once the store has
-        acknowledged the entry (``_coordinator_publish``). Every other message is appended
-        before the loop goes on (an assistant message before its tools run), after the
-        earlier background appends, so the file keeps the loop's order."""
-        kind = event.type
-        if self._store_error is not None and kind != "agent_end":
-            raise SessionNotSaved(self._store_error)  # a background append failed: stop the run
-        if kind == "agent_end":
-            release_free_memory()  # once per run, before the end is told (memory.py)
-        if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
-            await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
-        gate: Gate | None = None
-        if kind == "message_end":
-            if isinstance(event.message, T.ToolResultMessage) and self.extensions is None and self._run_nursery is not None:
-                gate = self._appender.append(event.message, self._run_nursery)
-            else:
-                await self._appended()
-                await self._persist(event.message)
-        elif (
-            kind == "message_start"
-            and not self._tools_warmed
-            and self.agent.state.tools
-            and isinstance(event.message, T.AssistantMessage)
-            and self._run_nursery is not None
-        ):
-            # The model has started answering, so the provider's start-up is over: a good
-            # moment for the pool to start its warm workers, before the first tool call.
-            self._tools_warmed = True
-            self._run_nursery.start_soon(self._warm_tools)
-        elif kind == "agent_end":
-            await self._appended(check=False)  # published even when an append failed
-        # What subscribers are told with this event, taken now: agent.state runs one event
-        # ahead of the publication, and more when a publication waits for an append.
-        messages = self.agent.state.messages if kind in ("agent_start", "message_end") else None
-        follow = self.upkeep.on_event(event)
-
-        async def publish() -> None:
-            await self._publish_event(event, messages, follow)
-
-        await self._publisher.publish(publish, gate)
-        if kind == "agent_end":
-            await self.commands.flush_pending_bash()
-
-    def wants_tool_updates(self) -> bool:
-        """Whether anyone reads a tool's partial results now (the run's UI call, a subscriber):
-        with ``-p`` nobody does, and the pool is asked for none (``run_tool``'s ``updates``)."""
-        kinds = self._sink_types
-        sink = self._sink is not None and not self._sink_quiet and (kinds is None or "tool_execution_update" in kinds)
-        return sink or bool(self._subscribers)
-
-    async def _publish_event(self, event: Any, messages: list[Any] | None, follow: dict[str, Any] | None) -> None:
-        """Tell the UI call, subscribers and extensions of ``event`` (with its ``seq``)."""
-        kind = event.type
-        to_sink = self._sink is not None and not self._sink_quiet and (self._sink_types is None or kind in self._sink_types)
-        # The wire form is built only when someone reads it: with ``-p`` and no subscriber, no
-        # delta of a reply is converted (a whole partial message's tree per delta).
-        data = strip_agent_event(event) if to_sink or self._subscribers or self.extensions is not None else None
-        # What subscribers have been told, updated together with the sequence number so a
-        # snapshot always matches its ``seq``. The Agent replaces its message list on every
-        # change and never mutates it, so holding the list is a snapshot: no copy of the
-        # transcript per event or per run.
-        if messages is not None:
-            self._published = messages
-            if kind == "message_end":
-                self._published_stream = None
-        elif kind in ("message_start", "message_update"):
-            self._published_stream = event.message
-        self._seq += 1
-        if data is not None:
-            self._fan_out({"seq": self._seq, "event": data})
-            if to_sink:
-                assert self._sink is not None
-                await self._sink.send_chunk(data)
-            if self.extensions is not None:
-                await self._extension_event(event, data)
-        if follow is not None:
-            await self._publish_session_event(follow)
-
-    async def _appended(self, *, check: bool = True) -> None:
-        """Wait for the background appends and the publications queued behind them; with
-        ``check``, raise SessionNotSaved if an append failed."""
-        await self._appender.wait()
-        await self._publisher.settle()
-        if check and self._store_error is not None:
-            raise SessionNotSaved(self._store_error)
-
-    def _queue_texts(self) -> tuple[list[str], list[str]]:
-        """The texts of the queued steering and follow-up messages (pi's ``queue_update``)."""
-        return [_text_of(m) for m in self.agent._steering], [_text_of(m) for m in self.agent._follow_ups]
-
-    async def _emit_queue_update(self) -> None:
-        """pi's ``queue_update`` after the queues changed: every queued message's text."""
-        steering, follow_up = self._queue_told = self._queue_texts()
-        await self._emit_session_event({"type": "queue_update", "steering": steering, "followUp": follow_up})
-
-    async def _emit_session_event(self, event: dict[str, Any]) -> None:
-        """A session event (auto_retry_*, compaction_*, queue_update, session_info_changed):
-        to subscribers and the run's UI, after the events handed in before it."""
-
-        async def publish() -> None:
-            await self._publish_session_event(event)
-
-        await self._publisher.publish(publish)
-
-    async def _publish_session_event(self, event: dict[str, Any]) -> None:
-        self._seq += 1
-        self._fan_out({"seq": self._seq, "event": event})
-        if self._sink is not None and not self._sink_quiet and (self._sink_types is None or event.get("type") in self._sink_types):
-            await self._sink.send_chunk(event)
-
     # -- subscriptions ---------------------------------------------------------------------
-
-    def _fan_out(self, update: dict[str, Any]) -> None:
-        """Queue an update for every subscriber; one that cannot keep up is dropped."""
-        for channel in list(self._subscribers):
-            try:
-                channel.send_nowait(update)
-            except trio.WouldBlock:
-                self._subscribers.remove(channel)
-                channel.close()  # its subscribe call ends with "overflow"
-            except trio.ClosedResourceError:
-                self._subscribers.remove(channel)
-
-    def snapshot(self) -> dict[str, Any]:
-        """The session as of ``seq``: what a subscriber starts from."""
-        state = self.agent.state
-        running = self._sink is not None
-        messages = self._published if running else state.messages
-        stream = self._published_stream if running else None
-        return {
-            "seq": self._seq,
-            "messages": [T.to_plain(m) for m in messages],
-            "streamMessage": T.to_plain(stream) if stream is not None else None,
-            "isStreaming": running,
-            "pendingToolCalls": sorted(state.pending_tool_calls),
-            "model": T.to_plain(state.model),
-            "thinkingLevel": state.thinking_level,
-            "session": self.session,
-            "extensionStatus": dict(self.extensions.statuses) if self.extensions is not None else {},
-        }
 
     @implements(P.SUBSCRIBE)
     async def serve_subscribe(self, args: P.SubscribeArgs, call: TypedCall[P.SubscribeArgs, P.SubscriptionUpdate]) -> None:
@@ -575,56 +349,12 @@ class Coordinator:
         context = described.get("context") or {}
         self.agent.replace_messages(from_session_messages(context.get("messages") or []))
 
-    async def _warm_tools(self) -> None:
-        """Ask the pool to start its warm workers (idempotent; errors show on first use)."""
-        try:
-            await self.tools_peer.call("warm")
-        except RemoteError:
-            pass
-
-    async def _persist(self, message: Any) -> None:
-        """Append a finished message to the session before anyone hears of its end.
-
-        A failure stops the run loudly: it raises, so the message's ``message_end`` is never
-        forwarded (every ``message_end`` a UI sees is on disk), and the agent ends the run
-        with an error message and ``agent_end``; the UI's call then fails ``write_failed``.
-        """
-        await self._persist_all([message])
-
-    async def _persist_all(self, messages: list[Any]) -> None:
-        """:meth:`_persist` for several messages in one store call (one fsync) when there are
-        several: all saved or the run stops."""
-        if self._store_error is not None:
-            raise SessionNotSaved(self._store_error)
-        try:
-            if len(messages) == 1:
-                stored = await self.store.call("append", {"message": T.to_plain(messages[0])})
-                ids = [(stored or {}).get("id")]
-            else:
-                stored = await self.store.call("append_messages", {"messages": [T.to_plain(m) for m in messages]})
-                ids = (stored or {}).get("ids") or []
-            for message, entry in zip(messages, ids, strict=False):
-                self.log.event("entry_saved", session=self.session_id, entry=entry, role=getattr(message, "role", None))
-        except RemoteError as exc:
-            self.log.event("entry_save_failed", session=self.session_id, error=exc.message)
-            self._store_error = f"session not saved: {exc.message}"
-            self.agent.abort()
-            raise SessionNotSaved(self._store_error) from None
-
 
 def _user_message(text: str, images: list[T.ImageContent] | None = None) -> T.UserMessage:
     """A user's prompt as pi writes it: content is an array of parts (the text, then the
     images attached to it)."""
     content: list[T.UserContent] = [T.TextContent(text=text), *(images or ())]
     return T.UserMessage(content=content, timestamp=T.now_ms())
-
-
-def _text_of(message: Any) -> str:
-    """The text of a queued user message (its text parts, joined)."""
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content
-    return "".join(b.text for b in content if isinstance(b, T.TextContent))
 
 
 async def run_coordinator(links: dict[str, trio.SocketStream], config: Any, *, store: LocalStore | None = None) -> None:
