@@ -56,10 +56,12 @@ class Env:
             SCRIPTED_ANTHROPIC_KEY_VAR="anthropic-test-key",
         )
 
-    async def run(self, *args: str, stdin: bytes = b"") -> trio.CompletedProcess:
+    async def run(self, *args: str, stdin: bytes = b"", cwd: Path | None = None) -> trio.CompletedProcess:
+        """The CLI with ``args``, started in ``cwd`` (default: the work directory)."""
         with trio.fail_after(60):
             return await trio.run_process(
-                [CLI, *args], stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=self.env, cwd=self.work
+                [CLI, *args], stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=self.env,
+                cwd=cwd or self.work,
             )
 
 

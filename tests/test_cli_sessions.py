@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from pi_actors.testing.scripted_server import Reply
+from pi_actors.testing.wire_formats import ScriptToolCall
 
 MODEL = ("--model", "scripted/scripted-model")
 
@@ -53,6 +54,44 @@ async def test_session_flag_opens_a_session_by_id_prefix(scripted, env):
     assert done.returncode == 0, done.stderr.decode()
     assert _sent(scripted, 2)[1:] == [("user", "first session"), ("assistant", "A."), ("user", "back to the first")]
     assert len(_lines(older)) == 1 + 2 + 4  # header, the initial model and thinking level, 4 messages
+
+
+async def test_a_session_opened_by_its_file_from_another_directory_runs_where_it_was_saved(scripted, env):
+    # pi 0.73: ``--session FILE`` (and ``-r``) run the session in its header's cwd, not in the
+    # directory the command was started from: its tools, its system prompt, its sandbox.
+    project = env.work / "project"
+    project.mkdir()
+    scripted.script += [
+        Reply(text="Started."),
+        Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "pwd; touch made-here"})]),
+        Reply(text="Done."),
+    ]
+    assert (await env.run(*MODEL, "-p", "start", cwd=project)).returncode == 0
+    (path,) = _session_files(env)
+    assert _lines(path)[0]["cwd"] == str(project)
+    done = await env.run("--session", str(path), "-p", "where are you?")  # started in env.work
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "Done.\n"
+    tool_result = scripted.requests[2]["body"]["messages"][-1]
+    assert tool_result["role"] == "tool" and tool_result["content"].strip() == str(project)
+    assert (project / "made-here").exists() and not (env.work / "made-here").exists()
+    assert f"Current working directory: {project}" in scripted.requests[1]["body"]["messages"][0]["content"]
+
+
+async def test_a_session_whose_saved_directory_is_gone_is_a_clear_error_outside_the_terminal(scripted, env):
+    project = env.work / "project"
+    project.mkdir()
+    scripted.script += [Reply(text="Started.")]
+    assert (await env.run(*MODEL, "-p", "start", cwd=project)).returncode == 0
+    (path,) = _session_files(env)
+    project.rmdir()
+    done = await env.run("--session", str(path), "-p", "still there?")
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        f"Error: Stored session working directory does not exist: {project}\nSession file: {path}\n"
+        f"Current working directory: {env.work}\n"
+    )
+    assert len(scripted.requests) == 1  # the model was not asked
 
 
 async def test_fork_copies_a_session_into_a_new_file_that_names_its_parent(scripted, env):

@@ -42,10 +42,12 @@ BROKEN_4 = b'{"type":"message","id":"cccc0004","parentId":"aaaa0003","message":{
 BROKEN_7 = b'{"type":"message","id":"cccc0007","parentId":"aaaa0006","timestamp":"2026-01-01T00:00:01.000Z","message":"oops"}\n'
 
 
-def _damaged_session() -> bytes:
+def _damaged_session(cwd: str = "/p") -> bytes:
+    """A session with two damaged lines, saved in ``cwd`` (where the CLI runs it, as pi does:
+    the tests that open it with the real CLI give their work directory)."""
     return b"".join(
         [
-            _line(HEADER),
+            _line({**HEADER, "cwd": cwd}),
             _line(_user("aaaa0002", None, "one")),
             _line(_assistant("aaaa0003", "aaaa0002", "First.")),
             BROKEN_4,
@@ -72,7 +74,7 @@ def _sent(scripted, index: int) -> list[tuple[str, str]]:
 
 async def test_damaged_lines_in_a_session_are_named_on_stderr_and_the_rest_reaches_the_model(scripted, env):
     path = env.work / "damaged.jsonl"
-    original = _damaged_session()
+    original = _damaged_session(str(env.work))
     path.write_bytes(original)
     scripted.script.append(Reply(text="Fourth."))
 
@@ -100,7 +102,7 @@ async def test_damaged_lines_in_a_session_are_named_on_stderr_and_the_rest_reach
 
 async def test_a_torn_last_line_is_reported_once_and_repaired(scripted, env):
     path = env.work / "torn.jsonl"
-    good = _line(HEADER) + _line(_user("aaaa0002", None, "one")) + _line(_assistant("aaaa0003", "aaaa0002", "First."))
+    good = _line({**HEADER, "cwd": str(env.work)}) + _line(_user("aaaa0002", None, "one")) + _line(_assistant("aaaa0003", "aaaa0002", "First."))
     path.write_bytes(good + b'{"type":"message","id":"aaaa00')
     scripted.script += [Reply(text="Second."), Reply(text="Third.")]
 
@@ -146,7 +148,7 @@ async def test_switching_to_a_damaged_session_over_rpc_answers_with_its_warnings
 
 async def test_the_terminal_ui_shows_the_damaged_lines_above_the_session(scripted, env, pane):
     path = env.work / "damaged.jsonl"
-    path.write_bytes(_damaged_session())
+    path.write_bytes(_damaged_session(str(env.work)))
     await pane.start("--session", str(path), session=True)
     # (the warning is printed before the TUI starts, so it stays above the transcript)
     screen = await pane.wait_until(lambda s: "Third." in s and "2 damaged lines left out" in s.replace("\n", ""))

@@ -59,6 +59,17 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         return None
     except OSError as exc:  # the session folder could not be made
         raise ConfigError(_unwritable(exc.filename or args.session_dir or default_dir, exc)) from None
+    run_dir = _run_directory(session.cwd, cwd, session.config.resume, args)
+    if run_dir is None:
+        return None
+    if run_dir != cwd:
+        # A session opened by name runs where it was saved (pi 0.73): that directory's
+        # project settings, resources and tools; the sandbox's workspace is that directory.
+        cwd = run_dir
+        settings, more = load_settings(adir, cwd)
+        for warning in more:
+            if warning not in warnings:
+                print(warning, file=sys.stderr)
     if not args.no_session:
         _check_session_writable(session.config.resume, args.session_dir or default_session_dir(adir, cwd))
     typed = parse_settings(settings)
@@ -106,6 +117,28 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         scoped_models=scoped,
     )
     return _with_extensions(config, args, cwd, adir)
+
+
+def _run_directory(saved: str | None, here: str, session_file: str | None, args: argparse.Namespace) -> str | None:
+    """Where the chosen session runs: ``saved`` (the directory a session opened by name was
+    saved in) when there is one and it exists, else ``here``. A saved directory that is gone is
+    pi's error outside the interactive mode (ConfigError: stored directory, session file,
+    current directory); in it, the question whether to go on here (None: the user said no)."""
+    from ._config import ConfigError
+
+    if saved is None or os.path.realpath(saved) == os.path.realpath(here):
+        return here
+    if os.path.isdir(saved):
+        return saved
+    interactive = not args.print_mode and args.mode == "text"
+    if interactive and sys.stdin.isatty():
+        print(f"The session's working directory does not exist: {saved}", file=sys.stderr)
+        answer = input(f"Continue in the current directory {here}? [y/N] ").strip().lower()
+        return here if answer in ("y", "yes") else None
+    raise ConfigError(
+        f"Stored session working directory does not exist: {saved}\nSession file: {session_file}\n"
+        f"Current working directory: {here}"
+    )
 
 
 def _tool_names(args: argparse.Namespace) -> list[str]:

@@ -43,22 +43,31 @@ class SessionChoice:
     # {"provider", "modelId"} and thinking level saved in the session, to restore.
     model: dict | None = None
     thinking: str | None = None
+    #: The working directory a session opened by ``--session`` or ``-r`` was saved in (its
+    #: header's ``cwd``, when absolute): pi 0.73 runs the session there, not in the
+    #: directory the command was started from. None: the current directory.
+    cwd: str | None = None
 
 
-def _saved_state(path: str) -> tuple[dict | None, str | None, str]:
+def _saved_state(path: str) -> tuple[dict | None, str | None, str, str | None]:
+    """The model and thinking level to restore, the session id, and the header's ``cwd``
+    (None unless absolute: a server under ``--root`` keeps it relative)."""
     from ..coding.session import SessionLoadError, load_session, session_context
 
     if _is_empty(path):
         # pi's rule: an empty file becomes a new session in that file (the store writes its
         # header); nothing is saved in it yet.
-        return None, None, os.path.basename(path)
+        return None, None, os.path.basename(path), None
     try:
         loaded = load_session(path)
     except SessionLoadError as exc:
         raise ConfigError(f"Cannot open session {path}: {exc}") from None
     ctx = session_context(loaded.entries, loaded.leaf_id)
     has_level = any(e.get("type") == "thinking_level_change" for e in loaded.entries)
-    return ctx.model, (ctx.thinking_level if has_level else None), loaded.header["id"]
+    cwd = loaded.header.get("cwd")
+    return ctx.model, (ctx.thinking_level if has_level else None), loaded.header["id"], (
+        cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
+    )
 
 
 def _is_empty(path: str) -> bool:
@@ -134,7 +143,7 @@ def choose_session(
         raise ConfigError(str(exc)) from None
     if path is None:
         return SessionChoice(config=base)
-    model, thinking, session_id = _saved_state(path)
+    model, thinking, session_id, saved_cwd = _saved_state(path)
     if not fork:
         _refuse_if_open_elsewhere(path, session_id)
     if fork:
@@ -143,4 +152,7 @@ def choose_session(
         raise ConfigError(
             f"Session {os.path.basename(path)} belongs to another project; use --fork {session} to copy it here"
         )
-    return SessionChoice(config=replace(base, resume=path), model=model, thinking=thinking)
+    # Opened by name (``--session``, ``-r``): it runs where it was saved, as in pi. ``-c``
+    # takes the current directory's most recent session, which was saved here.
+    return SessionChoice(config=replace(base, resume=path), model=model, thinking=thinking,
+                         cwd=saved_cwd if (session or resume) else None)
