@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -141,69 +142,63 @@ async def test_a_chunk_the_wire_cannot_carry_is_refused_to_the_handler_and_the_s
             assert await peer.call("echo", 7) == 7
 
 
-async def test_cancelling_a_call_cancels_the_remote_handler(stream_pair):
+@asynccontextmanager
+async def _connected(stream_pair):
+    """A client peer talking to a :class:`_Server` over ``stream_pair``: yields (peer, server)."""
     client_stream, server_stream = stream_pair
     async with trio.open_nursery() as nursery:
         server = _Server()
         nursery.start_soon(server.serve, server_stream)
         async with open_peer(client_stream, side="client", role="test", name="server") as peer:
-            async with peer.open_call("block") as call:
-                # Wait until the server really runs the handler, then cancel.
-                await server.wait_for_handler()
-                await call.cancel()
-                with pytest.raises(RemoteError) as info:
-                    await call.result()
-            assert info.value.code == "cancelled"
-            assert not server.peer._incoming
+            yield peer, server
+
+
+async def test_cancelling_a_call_cancels_the_remote_handler(stream_pair):
+    async with _connected(stream_pair) as (peer, server):
+        async with peer.open_call("block") as call:
+            # Wait until the server really runs the handler, then cancel.
+            await server.wait_for_handler()
+            await call.cancel()
+            with pytest.raises(RemoteError) as info:
+                await call.result()
+        assert info.value.code == "cancelled"
+        assert not server.peer._incoming
 
 
 async def test_cooperative_handler_answers_a_cancel_with_its_own_result(stream_pair):
-    client_stream, server_stream = stream_pair
-    async with trio.open_nursery() as nursery:
-        server = _Server()
-        nursery.start_soon(server.serve, server_stream)
-        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
-            async with peer.open_call("cooperative") as call:
-                await server.wait_for_handler()
-                await call.cancel()
-                assert await call.result() == "stopped politely"
-
+    async with _connected(stream_pair) as (peer, server):
+        async with peer.open_call("cooperative") as call:
+            await server.wait_for_handler()
+            await call.cancel()
+            assert await call.result() == "stopped politely"
 
 
 async def test_an_abort_relayed_by_a_trigger_cancels_the_remote_call_and_gets_its_answer(stream_pair):
     """``cancel_when`` with a Trigger (as the pool relays the coordinator's cancel to a worker,
     or the coordinator an abort to the provider) sends the cancel from the trigger's callback."""
-    client_stream, server_stream = stream_pair
-    async with trio.open_nursery() as nursery:
-        server = _Server()
-        nursery.start_soon(server.serve, server_stream)
-        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
-            abort = Trigger()
-            async with peer.open_call("cooperative") as call, call.cancel_when(abort):
-                await server.wait_for_handler()
-                abort.set()
-                with trio.fail_after(10):
-                    assert await call.result() == "stopped politely"
-            # A trigger set after its block is over cancels nothing.
-            late = Trigger()
-            async with peer.open_call("echo", "x") as call, call.cancel_when(late):
-                assert await call.result() == "x"
-            late.set()
-            assert await peer.call("echo", 8) == 8
+    async with _connected(stream_pair) as (peer, server):
+        abort = Trigger()
+        async with peer.open_call("cooperative") as call, call.cancel_when(abort):
+            await server.wait_for_handler()
+            abort.set()
+            with trio.fail_after(10):
+                assert await call.result() == "stopped politely"
+        # A trigger set after its block is over cancels nothing.
+        late = Trigger()
+        async with peer.open_call("echo", "x") as call, call.cancel_when(late):
+            assert await call.result() == "x"
+        late.set()
+        assert await peer.call("echo", 8) == 8
 
 
 async def test_a_trigger_already_set_cancels_the_call_at_once(stream_pair):
-    client_stream, server_stream = stream_pair
-    async with trio.open_nursery() as nursery:
-        server = _Server()
-        nursery.start_soon(server.serve, server_stream)
-        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
-            abort = Trigger()
-            abort.set()
-            async with peer.open_call("block") as call, call.cancel_when(abort):
-                with trio.fail_after(10), pytest.raises(RemoteError) as info:
-                    await call.result()
-            assert info.value.code == "cancelled"
+    async with _connected(stream_pair) as (peer, server):
+        abort = Trigger()
+        abort.set()
+        async with peer.open_call("block") as call, call.cancel_when(abort):
+            with trio.fail_after(10), pytest.raises(RemoteError) as info:
+                await call.result()
+        assert info.value.code == "cancelled"
 
 
 async def test_a_trigger_calls_back_once_when_set_and_not_after_it_was_taken_back():

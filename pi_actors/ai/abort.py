@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .._trigger import Trigger
+
 if TYPE_CHECKING:
     import trio
 
@@ -30,52 +32,31 @@ class AbortedError(Exception):
 
 
 class AbortSignal:
-    __slots__ = ("_event", "reason", "_callbacks")
+    __slots__ = ("_flag", "reason")
 
     def __init__(self) -> None:
-        import trio  # here, not at module level: importing pi_actors.ai must not cost trio's import
-
-        self._event = trio.Event()
+        self._flag = Trigger()
         self.reason: str | None = None
-        self._callbacks: list[Callable[[], object]] = []
 
     @property
     def aborted(self) -> bool:
-        return self._event.is_set()
+        return self._flag.is_set()
 
     def abort(self, reason: str | None = None) -> None:
-        if not self._event.is_set():
+        if not self._flag.is_set():
             self.reason = reason
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-            for callback in callbacks:
-                callback()
+            self._flag.set()
 
     def on_set(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback()`` when the signal is aborted (now, if it is); returns a function
         that takes the callback back (a no-op once it has run). Must be called, like
         ``abort``, from the event loop's thread."""
-        if self._event.is_set():
-            callback()
-            return _nothing
-        self._callbacks.append(callback)
-
-        def remove() -> None:
-            try:
-                self._callbacks.remove(callback)
-            except ValueError:
-                pass
-
-        return remove
+        return self._flag.on_set(callback)
 
     async def wait(self) -> None:
-        await self._event.wait()
+        await self._flag.wait()
 
     async def watch(self, scope: trio.CancelScope) -> None:
         """Cancel ``scope`` once this signal is aborted (a task body for a nursery)."""
-        await self._event.wait()
+        await self._flag.wait()
         scope.cancel()
-
-
-def _nothing() -> None:
-    pass

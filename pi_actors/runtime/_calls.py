@@ -3,9 +3,10 @@ or a caller holds (see ``_peer`` for the theory of operation).
 
 - :class:`IncomingCall` — a call the remote side made to us: its method and arguments, a
   ``send_chunk`` that waits for credit, the ``cancel_requested`` :class:`Trigger`.
-- :class:`Trigger` — a one-way flag like ``trio.Event`` whose setting also runs callbacks at
-  once: a cancel or an abort is relayed (``OutgoingCall.cancel_when``) by a callback, not by
-  a task per call that waits for a cancel that almost never comes.
+- :class:`Trigger` (from :mod:`pi_actors._trigger`, shared with ``AbortSignal``) — a one-way
+  flag like ``trio.Event`` whose setting also runs callbacks at once: a cancel or an abort
+  is relayed (``OutgoingCall.cancel_when``) by a callback, not by a task per call that waits
+  for a cancel that almost never comes.
 - :class:`OutgoingCall` — a call we made: iterate it for the chunks, then read its result;
   it grants credit as its consumer takes chunks off its buffer.
 - :class:`RemoteError` and its kinds (:class:`ConnectionLost`, :class:`ActorDied`,
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._trigger import Trigger
 from . import protocol as P
 
 if TYPE_CHECKING:
@@ -80,52 +82,6 @@ class MessageTooLarge(RemoteError):
 
     def __init__(self, message: str) -> None:
         super().__init__("too_large", message)
-
-
-class Trigger:
-    """A flag set once (``trio.Event``'s ``set``/``is_set``/``wait``) that also calls the
-    functions registered with :meth:`on_set` when it is set. Used from the event loop's thread
-    only."""
-
-    __slots__ = ("_event", "_callbacks")
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-        self._callbacks: list[Callable[[], object]] = []
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    def set(self) -> None:
-        if self._event.is_set():
-            return
-        self._event.set()
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-    def on_set(self, callback: Callable[[], object]) -> Callable[[], None]:
-        """Call ``callback()`` when set (now, if it is); returns a function that takes the
-        callback back (a no-op once it has run)."""
-        if self._event.is_set():
-            callback()
-            return _nothing
-        self._callbacks.append(callback)
-
-        def remove() -> None:
-            try:
-                self._callbacks.remove(callback)
-            except ValueError:
-                pass
-
-        return remove
-
-
-def _nothing() -> None:
-    pass
 
 
 class IncomingCall:
