@@ -187,3 +187,59 @@ def msgspec_plain(event: Any) -> dict[str, Any]:
     from pi_actors.protocol.events import event_to_plain
 
     return event_to_plain(event)  # type: ignore[no-any-return]
+
+
+class HeldSend(trio.abc.Stream):
+    """The coordinator's end of the UI link, whose sends wait while ``held`` (a UI that is
+    slow to take what it is told: a remote client on a slow network)."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.held = False
+        self.released = trio.Event()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.held:
+            await self.released.wait()
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def test_a_replys_tool_calls_start_while_a_slow_ui_is_still_being_told_of_the_reply(scripted, tmp_path):
+    # The reply is saved before its tools start, but the loop does not wait for the UI to take
+    # its message_end before it hands the calls to the pool.
+    _script(scripted)
+    held: list[HeldSend] = []
+    called = trio.Event()
+
+    async def pool(call: Any) -> Any:
+        if call.method == "run_tool":
+            called.set()
+        return await _pool(call)
+
+    def hold(stream: Any) -> HeldSend:
+        held.append(HeldSend(stream))
+        return held[0]
+
+    told: list[tuple[str, str]] = []
+    with trio.fail_after(60):
+        async with open_wired_coordinator(scripted, tmp_path, pool, SessionStore(), ui_stream=hold) as ui:
+            async with open_method(ui, P.PROMPT, P.PromptArgs(text="go", types=["message_end"])) as call:
+                async for event in call:
+                    plain = msgspec_plain(event)
+                    told.append((plain["type"], plain["message"]["role"]))
+                    if len(told) == 1:  # the user's message: from now on the UI takes nothing
+                        held[0].held = True
+                        await called.wait()  # (the old loop waited here for the UI, forever)
+                        held[0].released.set()
+                await call.result()
+    assert told == [("message_end", "user"), ("message_end", "assistant"), ("message_end", "toolResult"),
+                    ("message_end", "assistant")]  # fmt: skip

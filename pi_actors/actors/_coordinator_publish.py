@@ -7,7 +7,9 @@ send the next LLM request. So the coordinator appends a tool result in the backg
 hands the publication of its ``message_end`` to :class:`OrderedPublisher` with a
 :class:`Gate` that opens on the acknowledgement; every event published after it (turn_end,
 the next turn's events, session events) queues behind it, so subscribers still get every
-event in the loop's order with contiguous ``seq``.
+event in the loop's order with contiguous ``seq``. An assistant message that calls tools is
+handed in the same way once it is saved, with a gate already open: its ``message_end`` is
+told while its tools run, not before they start.
 
 Contract:
 

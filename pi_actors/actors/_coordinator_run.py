@@ -12,6 +12,10 @@ served surface). Contract:
   appended to the session before anyone hears of its end (a tool result's in the
   background, see ``_coordinator_publish``), then the event is handed to the publication
   (``_coordinator_events``); a failed append stops the run (:class:`SessionNotSaved`).
+  An assistant message that calls tools is saved before its tools start (a tool's effects
+  are never unrecorded), but its ``message_end`` is told while they run: the loop does not
+  wait for the UI to take it (one frame of the whole reply to each listener) before it
+  hands the calls to the pool.
 * The queue helpers tell ``queue_update`` whenever the steering / follow-up queues change.
 
 Why here and not in the agent: persistence, the UI's call and the session's upkeep are the
@@ -161,6 +165,11 @@ class RunLifecycle(EventFanOut):
             else:
                 await self._appended()
                 await self._persist(event.message)
+                if self.extensions is None and self._run_nursery is not None and _calls_tools(event.message):
+                    # Saved, so it may be told: through the queue (an open gate), so that the
+                    # loop goes on to the tool calls at once (module docstring).
+                    gate = Gate()
+                    gate.open(True)
         elif (
             kind == "message_start"
             and not self._tools_warmed
@@ -238,6 +247,11 @@ class RunLifecycle(EventFanOut):
             self._store_error = f"session not saved: {exc.message}"
             self.agent.abort()
             raise SessionNotSaved(self._store_error) from None
+
+
+def _calls_tools(message: Any) -> bool:
+    """Whether ``message`` is an assistant message with a tool call (its tools run next)."""
+    return isinstance(message, T.AssistantMessage) and any(isinstance(b, T.ToolCall) for b in message.content)
 
 
 def _text_of(message: Any) -> str:

@@ -32,9 +32,12 @@ async def serve(stream: trio.SocketStream, role: str, handler: Any) -> None:
 
 
 @asynccontextmanager
-async def open_wired_coordinator(scripted: Any, tmp_path: Any, pool: Any, store: SessionStore) -> AsyncIterator[Peer]:
+async def open_wired_coordinator(
+    scripted: Any, tmp_path: Any, pool: Any, store: SessionStore, *, ui_stream: Any = None
+) -> AsyncIterator[Peer]:
     """A coordinator (tools: bash; no session file) wired to the provider actor, ``pool`` (a
-    call handler) and ``store``; yields the UI's peer."""
+    call handler) and ``store``; yields the UI's peer. ``ui_stream``: wraps the coordinator's
+    end of the UI link (a function of the stream), to watch or hold what it sends."""
     config = actor_config(scripted, tmp_path, tools=("bash",))
     async with trio.open_nursery() as nursery:
         provider_ours, provider_theirs = stream_pair()
@@ -51,7 +54,8 @@ async def open_wired_coordinator(scripted: Any, tmp_path: Any, pool: Any, store:
             coordinator = Coordinator(config.coordinator, provider, tools, store_peer)
             await coordinator.open_session({"cwd": str(tmp_path), "noSession": True})
             ui_ours, ui_theirs = stream_pair()
-            nursery.start_soon(serve, ui_theirs, "coordinator", coordinator.router())
+            ui_end = ui_stream(ui_theirs) if ui_stream is not None else ui_theirs
+            nursery.start_soon(serve, ui_end, "coordinator", coordinator.router())
             async with open_peer(ui_ours, side="client", role="ui", name="coordinator") as ui:
                 yield ui
         nursery.cancel_scope.cancel()
