@@ -78,6 +78,41 @@ async def test_a_session_opened_by_its_file_from_another_directory_runs_where_it
     assert f"Current working directory: {project}" in scripted.requests[1]["body"]["messages"][0]["content"]
 
 
+# A project-local extension that notes, in MARKS, which project it belongs to and which
+# process loaded it: the extension host (an actor process) or the CLI looking at its flags.
+_MARKER = """
+import sys
+
+role = "cli" if sys.argv[0].endswith("pi-actors") else "host"
+with open(MARKS, "a") as out:
+    out.write(f"{LABEL} {role}\\n")
+
+def register(pi):
+    pass
+"""
+
+
+async def test_a_session_opened_from_another_directory_loads_the_extensions_of_its_own_project(scripted, env):
+    # pi 0.73 resolves project resources after the session's cwd is known: the session's
+    # project extensions run, not those of the directory the command was started from.
+    project = env.work / "project"
+    project.mkdir()
+    scripted.script += [Reply(text="Started."), Reply(text="Again.")]
+    assert (await env.run(*MODEL, "--no-extensions", "-p", "start", cwd=project)).returncode == 0
+    (path,) = _session_files(env)
+    marks = env.work / "marks.txt"
+    for where, label in ((project, "project"), (env.work, "start")):
+        (where / ".pi-actors" / "extensions").mkdir(parents=True)
+        (where / ".pi-actors" / "extensions" / "marker.py").write_text(f"MARKS = {str(marks)!r}\nLABEL = {label!r}\n" + _MARKER)
+    # An ``-e`` path stays relative to where the command was given (pi's resolveCliPaths).
+    (env.work / "given.py").write_text(f"MARKS = {str(marks)!r}\nLABEL = 'given'\n" + _MARKER)
+    done = await env.run("--session", str(path), "-e", "given.py", "-p", "again")  # started in env.work
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode() == "Again.\n"
+    loaded = {line for line in marks.read_text().splitlines() if line.endswith(" host")}
+    assert loaded == {"project host", "given host"}, loaded
+
+
 async def test_a_session_whose_saved_directory_is_gone_is_a_clear_error_outside_the_terminal(scripted, env):
     project = env.work / "project"
     project.mkdir()

@@ -64,12 +64,14 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         return None
     if run_dir != cwd:
         # A session opened by name runs where it was saved (pi 0.73): that directory's
-        # project settings, resources and tools; the sandbox's workspace is that directory.
-        cwd = run_dir
+        # project settings, resources, extensions and tools; the sandbox's workspace is that
+        # directory.
+        start, cwd = cwd, run_dir
         settings, more = load_settings(adir, cwd)
         for warning in more:
             if warning not in warnings:
                 print(warning, file=sys.stderr)
+        reg = _look_again_at_extensions(args, start, cwd, adir, reg)
     if not args.no_session:
         _check_session_writable(session.config.resume, args.session_dir or default_session_dir(adir, cwd))
     typed = parse_settings(settings)
@@ -117,6 +119,26 @@ def _session_config(args: argparse.Namespace) -> RuntimeConfig | None:
         scoped_models=scoped,
     )
     return _with_extensions(config, args, cwd, adir)
+
+
+def _look_again_at_extensions(args: argparse.Namespace, start: str, cwd: str, adir: str, reg: Any) -> Any:
+    """The session runs in ``cwd``, not in ``start`` where the command line was read: its
+    extensions are those of ``cwd`` (its project's extension directory and packages; the
+    ``-e`` paths still relative to ``start``, as pi resolves them), which replace
+    ``args.extension_look``. Returns the model registry with their providers (``reg`` itself
+    when they register the same ones). The flags were taken from the command line with the
+    extensions of ``start``: a flag only an extension of ``cwd`` registers was refused there."""
+    from ._config import load_model_registry
+    from ._extensions import look_at_extensions
+
+    explicit = [p if p.startswith("module:") else os.path.join(start, os.path.expanduser(p)) for p in args.extension]
+    before = args.extension_look
+    args.extension_look = look = look_at_extensions(explicit, args.no_extensions, cwd, adir)
+    if look.providers == before.providers:
+        return reg
+    fresh = load_model_registry()
+    _with_extension_providers(fresh, look)
+    return fresh
 
 
 def _run_directory(saved: str | None, here: str, session_file: str | None, args: argparse.Namespace) -> str | None:
