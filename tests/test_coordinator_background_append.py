@@ -5,7 +5,9 @@ The coordinator appends a tool result's entry in the background: the agent loop 
 sends the next LLM request while the store's fsync is in flight. What must not change: the
 result's ``message_end`` (and every event after it) reaches the UI and subscribers only once
 the store has acknowledged the entry, in the loop's order with contiguous ``seq``; the file
-keeps the loop's order; a failed append stops the run with ``write_failed``.
+keeps the loop's order; a failed append stops the run with ``write_failed``. A reply that
+calls tools is saved before they run (a reply that cannot be saved runs none), but its own
+``message_end`` is told while they run: a UI slow to take it does not hold them up.
 
 In-process parts over real socketpairs: the real provider actor against the scripted server,
 a session store whose appends of tool results wait for the test, and a stand-in tool pool
@@ -243,3 +245,47 @@ async def test_a_replys_tool_calls_start_while_a_slow_ui_is_still_being_told_of_
                 await call.result()
     assert told == [("message_end", "user"), ("message_end", "assistant"), ("message_end", "toolResult"),
                     ("message_end", "assistant")]  # fmt: skip
+
+
+class ReplyRefused(SessionStore):
+    """A session store that cannot save an assistant message that calls tools."""
+
+    @implements(APPEND)
+    async def append(self, args: AppendArgs, call: TypedCall[AppendArgs, None]) -> EntryId:
+        if args.message.get("role") == "assistant":
+            raise RemoteError("write_failed", "session write failed: No space left on device (ENOSPC)")
+        return await super().append(args, call)
+
+    @implements(APPEND_MESSAGES)
+    async def append_messages(self, args: AppendMessagesArgs, call: TypedCall[AppendMessagesArgs, None]) -> EntryIds:
+        if any(m.get("role") == "assistant" for m in args.messages):
+            raise RemoteError("write_failed", "session write failed: No space left on device (ENOSPC)")
+        return await super().append_messages(args, call)
+
+
+async def test_the_tools_of_a_reply_the_store_cannot_save_never_run(scripted, tmp_path):
+    # Write-ahead: a tool's effects are never unrecorded, so no call of an unsaved reply runs.
+    _script(scripted)
+    ran: list[Any] = []
+
+    async def pool(call: Any) -> Any:
+        if call.method == "run_tool":
+            ran.append(call.args)
+        return await _pool(call)
+
+    told: list[dict[str, Any]] = []
+    with trio.fail_after(60):
+        async with open_wired_coordinator(scripted, tmp_path, pool, ReplyRefused()) as ui:
+            try:
+                async with ui.open_call("prompt", {"text": "go"}) as call:
+                    async for event in call:
+                        told.append(event)
+                    await call.result()
+            except RemoteError as exc:
+                assert exc.code == "write_failed" and "No space left on device" in exc.message
+            else:
+                raise AssertionError("the run went on without its reply saved")
+    assert ran == []
+    ends = [(e["type"], e.get("message", {}).get("role")) for e in told if e["type"] in ("message_end", "agent_end")]
+    assert ("message_end", "assistant") not in ends
+    assert ends[-1] == ("agent_end", None)
