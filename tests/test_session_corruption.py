@@ -126,7 +126,7 @@ async def test_switching_to_a_damaged_session_over_rpc_answers_with_its_warnings
     from conftest import CLI
 
     path = env.work / "damaged.jsonl"
-    path.write_bytes(_damaged_session())
+    path.write_bytes(_damaged_session(str(env.work)))
     proc = await trio.lowlevel.open_process(
         [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", "--no-session"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,

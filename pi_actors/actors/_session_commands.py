@@ -309,7 +309,11 @@ class SessionCommands:
         if level in THINKING_LEVELS:
             self.c.agent.set_thinking_level(_clamp_level(level, self.c.agent.state.model))
         await self.after_open(new=False)
-        return P.SwitchSessionResult(cancelled=False, path=session.get("path"), warnings=session.get("warnings") or [])
+        warnings = list(session.get("warnings") or [])
+        elsewhere = _saved_elsewhere(session, self.c.cwd)
+        if elsewhere is not None:
+            warnings.append(elsewhere)
+        return P.SwitchSessionResult(cancelled=False, path=session.get("path"), warnings=warnings)
 
     @implements(P.SET_QUEUE_MODE)
     async def set_queue_mode(self, args: P.SetQueueModeArgs, call: TypedCall[P.SetQueueModeArgs, None]) -> None:
@@ -555,3 +559,20 @@ def _write_new(directory: str, stem: str, data: bytes) -> str:
             raise RemoteError("write_failed", f"Cannot write {path}: {exc.strerror or exc}") from None
         return path
     raise RemoteError("write_failed", f"export_html: {directory} already holds 100 exports named {stem}")
+
+
+def _saved_elsewhere(session: dict[str, Any], cwd: str) -> str | None:
+    """The warning for a session switched to that was saved in another directory, or None.
+
+    pi 0.73 rebuilds its whole runtime in the session's directory on a switch; here the actors
+    were started for ``cwd`` (the tools' directory and sandbox, the system prompt's project
+    files, the project settings and extensions), so the session goes on in ``cwd``, and the
+    user is told so rather than finding out from a tool run in the wrong project. Opening
+    it with ``--session`` runs it where it was saved."""
+    saved = (session.get("header") or {}).get("cwd")
+    path = session.get("path")
+    if not isinstance(saved, str) or not saved or os.path.realpath(saved) == os.path.realpath(cwd):
+        return None
+    how = f"; to run it there: pi-actors --session {path}" if path else ""
+    return (f"this session was saved in {saved}; it goes on in {cwd}, with this directory's tools, "
+            f"project settings and resources{how}")  # fmt: skip
