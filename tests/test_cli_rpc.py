@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
-import trio
-from conftest import CLI
-from support.rpc import RpcClient
+from support.rpc import open_rpc
 
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
 
 
-async def _open(env, *extra: str) -> RpcClient:
-    proc = await trio.lowlevel.open_process(
-        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
-    )  # fmt: skip
-    return RpcClient(proc)
-
-
 async def test_a_prompt_is_answered_at_once_and_its_events_follow_in_pis_shapes(scripted, env):
     scripted.script.append(Reply(text="Hello over RPC.", tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo hi"})]))
     scripted.script.append(Reply(text="Done."))
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     response = await rpc.request({"id": "req_1", "type": "prompt", "message": "hi"})
     assert response == {"id": "req_1", "type": "response", "command": "prompt", "success": True}
     await rpc.until(lambda o: o.get("type") == "agent_end")
@@ -41,7 +30,7 @@ async def test_a_prompt_is_answered_at_once_and_its_events_follow_in_pis_shapes(
 
 
 async def test_errors_keep_the_request_id_but_unknown_commands_and_bad_lines_are_answered_as_pi_does(scripted, env):
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     await rpc.send({"id": "a", "type": "no_such_command"})  # pi answers an unknown command without its id
     unknown = await rpc.until(lambda o: o.get("type") == "response")
     assert unknown == {"type": "response", "command": "no_such_command", "success": False, "error": "Unknown command: no_such_command"}
@@ -59,7 +48,7 @@ async def test_a_prompt_while_streaming_needs_a_streaming_behavior_and_steer_que
     gate = env.work / "gate"
     wait = f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo released"
     scripted.script += [Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": wait})]), Reply(text="Saw the steer.")]
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     await rpc.request({"id": "p1", "type": "prompt", "message": "start"})
     await rpc.until(lambda o: o.get("type") == "tool_execution_update")
     refused = await rpc.request({"id": "p2", "type": "prompt", "message": "again"})
@@ -78,7 +67,7 @@ async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the
     wait = f"echo waiting; while [ ! -f {gate} ]; do sleep 0.01; done; echo first done"
     calls = [ScriptToolCall(name="bash", arguments={"command": wait}), ScriptToolCall(name="bash", arguments={"command": "echo second ran"})]
     scripted.script += [Reply(tool_calls=calls), Reply(text="Saw the steer.")]
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     await rpc.request({"id": "p1", "type": "prompt", "message": "start"})
     await rpc.until(lambda o: o.get("type") == "tool_execution_update")
     queued = await rpc.request({"id": "s1", "type": "steer", "message": "also lint"})
@@ -101,7 +90,7 @@ async def test_with_sequential_tools_a_steer_lets_every_call_run_and_follows_the
 
 async def test_bash_compact_and_session_commands(scripted, env):
     scripted.script += [Reply(text="first"), Reply(text="## Goal\nsummary")]
-    rpc = await _open(env, "--session-dir", str(env.sessions))
+    rpc = await open_rpc(env, "--session-dir", str(env.sessions))
     bash = await rpc.request({"id": "b", "type": "bash", "command": "echo from-rpc"})
     assert bash["data"] == {"output": "from-rpc\n", "exitCode": 0, "cancelled": False, "truncated": False}
     await rpc.request({"id": "p", "type": "prompt", "message": "talk"})
@@ -121,7 +110,7 @@ async def test_bash_compact_and_session_commands(scripted, env):
 
 async def test_a_mistyped_argument_is_refused_naming_the_field_and_the_session_goes_on(scripted, env):
     scripted.script.append(Reply(text="Still here."))
-    rpc = await _open(env, "--session-dir", str(env.sessions))
+    rpc = await open_rpc(env, "--session-dir", str(env.sessions))
     mistyped = {
         "fork": {"entryId": 5},
         "set_session_name": {"name": 5},

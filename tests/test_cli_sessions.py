@@ -116,30 +116,16 @@ async def test_a_session_opened_from_another_directory_loads_the_extensions_of_i
 async def test_switching_over_rpc_to_a_session_saved_elsewhere_says_where_it_goes_on(scripted, env):
     # pi rebuilds its runtime in the session's directory; here the session goes on where the
     # actors were started, and the client is told so (not left to find out from a tool).
-    import subprocess
-
-    import trio
-    from conftest import CLI
+    from support.rpc import open_rpc
 
     project = env.work / "project"
     project.mkdir()
     scripted.script.append(Reply(text="Started."))
     assert (await env.run(*MODEL, "-p", "start", cwd=project)).returncode == 0
     (path,) = _session_files(env)
-    proc = await trio.lowlevel.open_process(
-        [CLI, *MODEL, "--mode", "rpc", "--no-session"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
-    )  # fmt: skip
-    await proc.stdin.send_all(json.dumps({"id": "sw", "type": "switch_session", "sessionPath": str(path)}).encode() + b"\n")
-    buffer = b""
-    with trio.fail_after(60):
-        while b"\n" not in buffer:
-            buffer += await proc.stdout.receive_some()
-        await proc.stdin.aclose()
-        while data := await proc.stdout.receive_some():
-            buffer += data
-        assert await proc.wait() == 0
-    response = json.loads(buffer.split(b"\n")[0])
+    rpc = await open_rpc(env, "--no-session")
+    response = await rpc.request({"id": "sw", "type": "switch_session", "sessionPath": str(path)})
+    assert await rpc.close() == 0
     assert response["success"] is True, response
     assert response["data"]["warnings"] == [
         f"this session was saved in {project}; it goes on in {env.work}, with this directory's tools, project"

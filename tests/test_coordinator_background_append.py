@@ -130,12 +130,12 @@ async def test_the_next_request_leaves_while_the_tool_result_is_saved_and_nobody
     assert store.saved == ["user", "assistant", "toolResult", "assistant"]
 
 
-async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_shown(scripted, tmp_path):
-    _script(scripted)
-    store = HeldStore(fail=True)
+async def _prompt_that_fails_to_save(scripted: Any, tmp_path: Any, pool: Any, store: SessionStore) -> list[dict[str, Any]]:
+    """Prompt "go" on a wired coordinator whose store runs out of space; the events told, once
+    the prompt has failed ``write_failed`` (it must)."""
     told: list[dict[str, Any]] = []
     with trio.fail_after(60):
-        async with open_wired_coordinator(scripted, tmp_path, _pool, store) as ui:
+        async with open_wired_coordinator(scripted, tmp_path, pool, store) as ui:
             try:
                 async with ui.open_call("prompt", {"text": "go"}) as call:
                     async for event in call:
@@ -144,7 +144,14 @@ async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_sh
             except RemoteError as exc:
                 assert exc.code == "write_failed" and "No space left on device" in exc.message
             else:
-                raise AssertionError("the run went on without its tool result saved")
+                raise AssertionError("the run went on without its messages saved")
+    return told
+
+
+async def test_a_tool_result_the_store_cannot_save_stops_the_run_and_is_never_shown(scripted, tmp_path):
+    _script(scripted)
+    store = HeldStore(fail=True)
+    told = await _prompt_that_fails_to_save(scripted, tmp_path, _pool, store)
     ends = [(e["type"], e.get("message", {}).get("role")) for e in told if e["type"] in ("message_end", "agent_end")]
     assert ends[:2] == [("message_end", "user"), ("message_end", "assistant")]
     assert ends[-1] == ("agent_end", None)
@@ -273,18 +280,7 @@ async def test_the_tools_of_a_reply_the_store_cannot_save_never_run(scripted, tm
             ran.append(call.args)
         return await _pool(call)
 
-    told: list[dict[str, Any]] = []
-    with trio.fail_after(60):
-        async with open_wired_coordinator(scripted, tmp_path, pool, ReplyRefused()) as ui:
-            try:
-                async with ui.open_call("prompt", {"text": "go"}) as call:
-                    async for event in call:
-                        told.append(event)
-                    await call.result()
-            except RemoteError as exc:
-                assert exc.code == "write_failed" and "No space left on device" in exc.message
-            else:
-                raise AssertionError("the run went on without its reply saved")
+    told = await _prompt_that_fails_to_save(scripted, tmp_path, pool, ReplyRefused())
     assert ran == []
     ends = [(e["type"], e.get("message", {}).get("role")) for e in told if e["type"] in ("message_end", "agent_end")]
     assert ("message_end", "assistant") not in ends

@@ -7,28 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 
 import trio
-from conftest import CLI
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.rpc import RpcClient
+from support.rpc import open_rpc
 
 from pi_actors.cli.rpc import RpcSession
 from pi_actors.coding.session import SessionWriter
 from pi_actors.coding.session.format import new_session_id
 from pi_actors.testing.scripted_server import Reply
 from pi_actors.testing.wire_formats import ScriptToolCall
-
-
-async def _open(env, *extra: str) -> RpcClient:
-    proc = await trio.lowlevel.open_process(
-        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
-    )  # fmt: skip
-    return RpcClient(proc)
 
 
 def _entries(path: str) -> list[dict]:
@@ -38,7 +28,7 @@ def _entries(path: str) -> list[dict]:
 
 async def test_odd_commands_get_pis_replies_and_session_commands_pis_shapes(scripted, env):
     scripted.script += [Reply(text="first answer"), Reply(text="second answer"), Reply(text="## Goal\nthe summary")]
-    rpc = await _open(env, "--session-dir", str(env.sessions))
+    rpc = await open_rpc(env, "--session-dir", str(env.sessions))
     # pi: error(undefined, command.type, ...) — no id and no command member, "undefined" in the text.
     await rpc.send({"id": "t", "message": "no type"})
     missing = await rpc.until(lambda o: o.get("type") == "response")
@@ -115,7 +105,7 @@ async def test_a_run_reports_its_queue_lets_bash_run_and_answers_abort_after_age
         Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": wait})]),
         Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "sleep 60"})]),
     ]
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     await rpc.request({"id": "p", "type": "prompt", "message": "start"})
     # pi's bash tool reports an empty partial result first.
     first = await rpc.until(lambda o: o.get("type") == "tool_execution_update")
@@ -151,7 +141,7 @@ async def test_a_run_reports_its_queue_lets_bash_run_and_answers_abort_after_age
 async def test_abort_bash_stops_the_users_command(scripted, env):
     started = env.work / "started"
     os.mkfifo(started)
-    rpc = await _open(env, "--no-session")
+    rpc = await open_rpc(env, "--no-session")
     await rpc.send({"id": "b", "type": "bash", "command": f"echo before; echo up > {started}; sleep 60"})
     with trio.fail_after(60):  # the command is running once it has written to the fifo
         assert await trio.to_thread.run_sync(started.read_text) == "up\n"

@@ -120,27 +120,13 @@ async def test_a_torn_last_line_is_reported_once_and_repaired(scripted, env):
 
 
 async def test_switching_to_a_damaged_session_over_rpc_answers_with_its_warnings(scripted, env):
-    import subprocess
-
-    import trio
-    from conftest import CLI
+    from support.rpc import open_rpc
 
     path = env.work / "damaged.jsonl"
     path.write_bytes(_damaged_session(str(env.work)))
-    proc = await trio.lowlevel.open_process(
-        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", "--no-session"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
-    )  # fmt: skip
-    await proc.stdin.send_all(json.dumps({"id": "sw", "type": "switch_session", "sessionPath": str(path)}).encode() + b"\n")
-    buffer = b""
-    with trio.fail_after(60):
-        while b"\n" not in buffer:
-            buffer += await proc.stdout.receive_some()
-        await proc.stdin.aclose()
-        while data := await proc.stdout.receive_some():
-            buffer += data
-        assert await proc.wait() == 0
-    response = json.loads(buffer.split(b"\n")[0])
+    rpc = await open_rpc(env, "--no-session")
+    response = await rpc.request({"id": "sw", "type": "switch_session", "sessionPath": str(path)})
+    assert await rpc.close() == 0
     assert response["success"] is True
     (warning,) = response["data"]["warnings"]
     assert "line 4 (not valid JSON)" in warning and "line 7 (message entry:" in warning

@@ -9,7 +9,21 @@ from typing import Any
 
 import trio
 
-__all__ = ["RpcClient"]
+__all__ = ["RpcClient", "open_rpc"]
+
+
+async def open_rpc(env: Any, *extra: str) -> RpcClient:
+    """``pi-actors --model scripted/scripted-model --mode rpc EXTRA...`` in ``env``'s work
+    directory and environment (its stderr dropped)."""
+    import subprocess
+
+    from conftest import CLI
+
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--mode", "rpc", *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env.env, cwd=env.work,
+    )  # fmt: skip
+    return RpcClient(proc)
 
 
 class RpcClient:
