@@ -8,13 +8,13 @@ hands the publication of its ``message_end`` to :class:`OrderedPublisher` with a
 :class:`Gate` that opens on the acknowledgement; every event published after it (turn_end,
 the next turn's events, session events) queues behind it, so subscribers still get every
 event in the loop's order with contiguous ``seq``. An assistant message that calls tools is
-handed in the same way once it is saved, with a gate already open: its ``message_end`` is
+handed in once it is saved, deferred to the drain task (``defer``): its ``message_end`` is
 told while its tools run, not before they start.
 
 Contract:
 
 * :meth:`OrderedPublisher.publish` runs the publication at once when nothing is queued (the
-  common case: no extra task, no extra wake-up); otherwise it queues it, and a drain task
+  common case: no extra task, no extra wake-up) and it is not deferred; otherwise it queues it, and a drain task
   (started in the nursery given to :meth:`OrderedPublisher.start`) runs the queue in order,
   waiting at each gate until it opens.
 * A gate that opens as failed (the append failed) drops its publication and everything
@@ -88,18 +88,19 @@ class OrderedPublisher:
         """True while a publication waits or runs in the drain task."""
         return self._busy
 
-    async def publish(self, publication: Publication, gate: Gate | None = None) -> None:
+    async def publish(self, publication: Publication, gate: Gate | None = None, *, defer: bool = False) -> None:
         """Publish now, or after everything handed in before (and after ``gate`` opens).
+        ``defer``: never now, always from the drain task (the caller goes on at once).
 
         Raises what a queued publication raised since the last call (once)."""
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
-        if gate is None and not self._busy:
+        if gate is None and not defer and not self._busy:
             await publication()
             return
         if self._nursery is None:
-            raise RuntimeError("a gated publication needs a run's nursery (OrderedPublisher.start)")
+            raise RuntimeError("a gated or deferred publication needs a run's nursery (OrderedPublisher.start)")
         self._queue.append((gate, publication))
         if not self._busy:
             self._busy = True

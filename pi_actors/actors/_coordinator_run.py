@@ -159,17 +159,16 @@ class RunLifecycle(EventFanOut):
         if kind == "message_start" and isinstance(event.message, T.UserMessage) and self._queue_texts() != self._queue_told:
             await self._emit_queue_update()  # a queued message leaves the queue (pi's order)
         gate: Gate | None = None
+        defer = False
         if kind == "message_end":
             if isinstance(event.message, T.ToolResultMessage) and self.extensions is None and self._run_nursery is not None:
                 gate = self._appender.append(event.message, self._run_nursery)
             else:
                 await self._appended()
                 await self._persist(event.message)
-                if self.extensions is None and self._run_nursery is not None and _calls_tools(event.message):
-                    # Saved, so it may be told: through the queue (an open gate), so that the
-                    # loop goes on to the tool calls at once (module docstring).
-                    gate = Gate()
-                    gate.open(True)
+                # Saved, so it may be told: from the publisher's drain task, so that the loop
+                # goes on to the tool calls at once (module docstring).
+                defer = self.extensions is None and self._run_nursery is not None and _calls_tools(event.message)
         elif (
             kind == "message_start"
             and not self._tools_warmed
@@ -191,7 +190,7 @@ class RunLifecycle(EventFanOut):
         async def publish() -> None:
             await self._publish_event(event, messages, follow)
 
-        await self._publisher.publish(publish, gate)
+        await self._publisher.publish(publish, gate, defer=defer)
         if kind == "agent_end":
             await self.commands.flush_pending_bash()
 
