@@ -50,6 +50,13 @@ from ._context_cache import ContextCache
 __all__ = ["run_provider", "ProviderActor"]
 
 
+class _Unread:
+    """The type of :data:`_UNREAD`: auth.json has not been read for this key yet."""
+
+
+_UNREAD = _Unread()
+
+
 class ProviderActor:
     def __init__(self, config: ProviderConfig | dict[str, Any] | None) -> None:
         config = read_part(config, ProviderConfig)
@@ -80,16 +87,19 @@ class ProviderActor:
         finally:
             self.warmed.set()
 
-    def api_key_for(self, provider: str) -> str | None:
+    def api_key_for(self, provider: str, stored: str | None | _Unread = _UNREAD) -> str | None:
         """Runtime key, then auth.json, then the environment, then models.json's apiKey
-        (resolved once). May block refreshing a login (``key_for`` runs that in a thread);
-        raises AuthFileError / LoginExpiredError."""
+        (resolved once). ``stored``: auth.json's key for ``provider`` when the caller has it
+        from its own read of the file (:meth:`key_for`), else the file is read here. May block
+        refreshing a login (``key_for`` runs that in a thread); raises AuthFileError /
+        LoginExpiredError."""
         from ..ai import get_env_api_key, resolve_config_value
         from ..ai.oauth import auth_api_key
 
         if provider in self._runtime_keys:
             return self._runtime_keys[provider]
-        stored = auth_api_key(provider)
+        if isinstance(stored, _Unread):
+            stored = auth_api_key(provider)
         if stored:
             return stored
         env_key = get_env_api_key(provider)
@@ -101,12 +111,17 @@ class ProviderActor:
         return self._resolved[provider]
 
     async def key_for(self, provider: str) -> str | None:
-        """``api_key_for``, in a worker thread only when a login must be refreshed first."""
-        from ..ai.oauth import AuthStore
+        """``api_key_for`` with auth.json read once per request; in a worker thread only when
+        a login must be refreshed first (the refresh reads the file again, under its lock)."""
+        from ..ai.oauth import AuthStore, is_expired_login
 
-        if provider not in self._runtime_keys and AuthStore().needs_refresh(provider):
+        if provider in self._runtime_keys:
+            return self._runtime_keys[provider]
+        store = AuthStore()
+        entry = store.get(provider)
+        if is_expired_login(entry):
             return await trio.to_thread.run_sync(self.api_key_for, provider)
-        return self.api_key_for(provider)
+        return self.api_key_for(provider, store.key_of(provider, entry))
 
     @implements(STREAM)
     async def stream(self, args: StreamArgs, call: TypedCall[StreamArgs, T.AssistantMessageEvent]) -> T.AssistantMessage:

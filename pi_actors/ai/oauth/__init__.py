@@ -8,7 +8,8 @@
 - ``code_assist_credentials(key)``: ``(token, projectId)`` from a Google login's key.
 - ``pkce_pair``, ``request_json``, ``parse_pasted_code`` (``_http``): the HTTP pieces.
 - ``auth_api_key(provider)``: the key auth.json gives ``provider`` (pi checks it before the
-  environment and models.json).
+  environment and models.json); ``is_expired_login(entry)``: whether an entry's key needs a
+  refresh (network) first.
 
 Endpoints follow ``PI_ACTORS_OAUTH_URL`` and ``PI_ACTORS_OAUTH_CALLBACK_PORT`` when set
 (tests point them at ``pi_actors.testing.oauth_server``).
@@ -28,10 +29,10 @@ from ._providers import (
     copilot_request_headers,
     get_oauth_provider,
 )
-from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path
+from ._store import AuthFileError, AuthStore, LoginExpiredError, default_auth_path, is_expired_login
 
 __all__ = ["AuthStore", "AuthFileError", "LoginExpiredError", "OAuthError", "OAUTH_PROVIDERS", "OAuthProvider",
-           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "copilot_base_url", "copilot_request_headers", "codex_account_id", "CODEX_JWT_CLAIM",
+           "LoginIO", "get_oauth_provider", "parse_pasted_code", "pkce_pair", "request_json", "default_auth_path", "auth_api_key", "is_expired_login", "copilot_base_url", "copilot_request_headers", "codex_account_id", "CODEX_JWT_CLAIM",
            "code_assist_credentials"]
 
 

@@ -19,6 +19,8 @@ Contract of ``AuthStore(path)``:
 - ``refresh_login(provider)`` is that locked refresh on its own.
 - ``needs_refresh(provider)`` tells a caller on an event loop whether ``api_key`` may block on
   the network (then run it in a thread).
+- ``key_of(provider, entry)`` -> the key of an entry already read (``get``), without a refresh:
+  a caller that read the file once (a request) gets the key from that one read.
 """
 
 from __future__ import annotations
@@ -139,20 +141,28 @@ class AuthStore:
             return True
 
     def needs_refresh(self, provider: str) -> bool:
-        entry = self.get(provider)
-        return bool(entry and entry["type"] == "oauth" and _expired(entry))
+        return is_expired_login(self.get(provider))
 
     def api_key(self, provider: str) -> str | None:
         entry = self.get(provider)
+        if is_expired_login(entry):
+            return self.refresh_login(provider)
+        return self.key_of(provider, entry)
+
+    def key_of(self, provider: str, entry: dict[str, Any] | None) -> str | None:
+        """The key ``entry`` (``provider``'s entry as :meth:`get` gave it, or None) stands for,
+        from that entry alone: an api_key entry's key resolved (``!command``, env var name), an
+        unexpired login's key. Raises LoginExpiredError for an expired login: refreshing is
+        :meth:`api_key`'s (it may block on the network)."""
         if entry is None:
             return None
         if entry["type"] == "api_key":
             from ..models_json import resolve_config_value
 
             return resolve_config_value(entry["key"])
-        if not _expired(entry):
-            return _key_of(provider, entry)
-        return self.refresh_login(provider)
+        if _expired(entry):
+            raise LoginExpiredError(f"The {provider} login has expired: it must be refreshed first")
+        return _key_of(provider, entry)
 
     def refresh_login(self, provider: str) -> str:
         """Refresh the OAuth login of ``provider`` unless, once the lock is held, it is no
@@ -184,6 +194,12 @@ def _key_of(provider: str, entry: dict[str, Any]) -> str:
 
     flow = OAUTH_PROVIDERS.get(provider)
     return flow.api_key({k: v for k, v in entry.items() if k != "type"}) if flow else str(entry["access"])
+
+
+def is_expired_login(entry: dict[str, Any] | None) -> bool:
+    """Whether ``entry`` (from :meth:`AuthStore.get`) is an OAuth login past its ``expires``:
+    its key needs a refresh first, which may block on the network."""
+    return bool(entry and entry["type"] == "oauth" and _expired(entry))
 
 
 def _expired(entry: dict[str, Any]) -> bool:
