@@ -6,10 +6,12 @@ For a machine shared with other jobs: a change is judged by runs of the old and 
 taken in turn (old, new, new, old, ...), against one scripted server, so that load which comes
 and goes falls on both. Per run it prints wall, the whole tree's CPU (user + system, from
 ``wait4``), and for multi-turn scenarios the median client time per turn by the server's clock
-(as ``python -m benchmarks``) and the time from the last request to the exit (the whole
-reply's handling in (d)); then the medians per build. The new build is the
-``pi-actors`` next to this interpreter. ``--old`` must be the executable of another
-installation (a copy of the virtualenv whose editable install points at the old tree).
+(as ``python -m benchmarks``), the first turn on its own (first request to second: it waits
+for the tool pool's zygote when the start-up was quick), the requests' span per turn (budget
+(c)'s figure) and the time from the last request to the exit (the whole reply's handling in
+(d)); then the medians per build. The new build is the ``pi-actors`` next to this
+interpreter. ``--old`` must be the executable of another installation (a copy of the
+virtualenv whose editable install points at the old tree).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import scenarios as S
 from .clis import PiActors
 from .e2e import Scenario, Server, _run_one
 
@@ -39,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     name = args.scenario
     rpc = name.startswith("prompts")
     scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns", "prompts")), timeout=600, rpc=rpc)
-    figures: dict[str, list[tuple[float, float, float | None, float]]] = {"old": [], "new": []}
+    figures: dict[str, list[tuple[float, float, float | None, float, float | None, float | None]]] = {"old": [], "new": []}
     memory: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}  # (g): RSS growth, file bytes per prompt
     try:
         clis = {"old": PiActors(work / "home-old", server.port, executable=args.old),
@@ -52,13 +55,20 @@ def main(argv: list[str] | None = None) -> int:
             turn = m.extra.get("client_per_turn")
             tail = m.extra.get("after_last_request", 0.0)
             grow, size = m.extra.get("rss_growth_per_prompt"), m.extra.get("session_bytes_per_prompt")
+            # (c)'s budget figure: the requests' span per turn, and its first turn on its own.
+            first = m.extra.get("first_to_second_request")
+            requests = S.expected_requests(name)
+            span = m.extra.get("request_span")
+            per_turn = span / (requests - 1) if span is not None and requests > 1 else None
             print(f"{which}: wall {m.wall:.3f} s  cpu {cpu:.3f} s  last request -> exit {tail:.3f} s  client/turn "
                   f"{'-' if turn is None else f'{turn * 1000:.1f} ms'}"
                   + ("" if grow is None or size is None else
                      f"  holder RSS +{grow:,.0f} B/prompt, file +{size:,.0f} B/prompt ({grow / size:.2f}x)")
+                  + ("" if first is None or per_turn is None else
+                     f"  1st -> 2nd request {first * 1000:.1f} ms  span/turn {per_turn * 1000:.1f} ms")
                   + f"  {problem or 'ok'}", flush=True)
             if problem is None:
-                figures[which].append((m.wall, cpu, turn, tail))
+                figures[which].append((m.wall, cpu, turn, tail, first, per_turn))
                 if grow is not None and size is not None:
                     memory[which].append((grow, size))
     finally:
@@ -68,10 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             continue
         turns = [r[2] for r in rows if r[2] is not None]
+        firsts = [r[4] for r in rows if r[4] is not None]
+        spans = [r[5] for r in rows if r[5] is not None]
         print(f"{which} median of {len(rows)}: wall {statistics.median(r[0] for r in rows):.3f} s, "
               f"cpu {statistics.median(r[1] for r in rows):.3f} s, "
               f"last request -> exit {statistics.median(r[3] for r in rows):.3f} s"
               + (f", client/turn {statistics.median(turns) * 1000:.1f} ms" if turns else "")
+              + (f", 1st -> 2nd request {statistics.median(firsts) * 1000:.1f} ms (max {max(firsts) * 1000:.1f})"
+                 f", span/turn {statistics.median(spans) * 1000:.1f} ms" if firsts and spans else "")
               + (f", holder RSS +{statistics.median(g for g, _ in memory[which]):,.0f} B/prompt, file "
                  f"+{statistics.median(f for _, f in memory[which]):,.0f} B/prompt, growth / file "
                  f"{statistics.median(g / f for g, f in memory[which]):.2f}x" if memory[which] else ""))
