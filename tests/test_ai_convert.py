@@ -335,3 +335,66 @@ def test_openrouter_cache_markers_never_leak_into_the_next_request():
     params = oai.build_params(model, ai.Context(messages=history), ai.StreamOptions(), compat)
     assert params["messages"][0] == {"role": "user", "content": "first"}  # marked last time, plain now
     assert params["messages"][-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+# --- anthropic-messages: a session's request built turn after turn ----------------------------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_an_anthropic_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    rng = random.Random(seed)
+    model = msgspec.structs.replace(CLAUDE, input=rng.choice([["text", "image"], ["text"]]))
+    oauth = rng.random() < 0.3
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        options = ai.StreamOptions(cache_retention=rng.choice(["short", "none"]))
+        built = anth.build_params(model, ai.Context(system_prompt="sys", messages=history), options, oauth)
+        whole = anth._Conversion(model, oauth)
+        whole.feed(list(history))
+        expected = whole.result()
+        if options.cache_retention != "none":
+            anth._mark_last_user_block(expected, {"type": "ephemeral"})
+        assert msgspec.json.encode(built["messages"]) == msgspec.json.encode(expected), step
+
+
+def test_anthropic_cache_markers_never_leak_into_the_next_request():
+    history = [user("first")]
+    anth.build_params(CLAUDE, ai.Context(messages=history), ai.StreamOptions())
+    history = history + [assistant(call("c0", "bash", command="ls")), result("c0", text="a")]
+    anth.build_params(CLAUDE, ai.Context(messages=history), ai.StreamOptions())
+    history = history + [assistant(ai.TextContent(text="done"), stop="stop"), user("second")]
+    params = anth.build_params(CLAUDE, ai.Context(messages=history), ai.StreamOptions())
+    messages = params["messages"]
+    assert messages[0] == {"role": "user", "content": "first"}  # marked two requests ago, plain now
+    assert "cache_control" not in messages[2]["content"][0]  # the tool result, marked last time
+    assert messages[-1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+async def test_an_anthropic_hook_that_edits_the_messages_does_not_change_the_next_request(start_llm):
+    """``on_payload`` may edit the request in place; the conversion kept for the next request
+    must not see the edit (the next request is built from the session, not from the edit)."""
+    from pi_actors.testing.scripted_server import Reply
+
+    server = await start_llm([Reply(text="one"), Reply(text="two")])
+    model = msgspec.structs.replace(CLAUDE, base_url=server.base_url_anthropic)
+
+    def hook(params, _model):
+        params["messages"][0]["content"] = "edited by the hook"
+
+    async def ignore(_event):
+        pass
+
+    # The edited message is not the last one (which the cache marker copies anyway).
+    history = [user("original"), assistant(ai.TextContent(text="zero"), stop="stop"), user("then")]
+    await anth.stream(model, ai.Context(messages=history), ai.StreamOptions(api_key="k", extra={"on_payload": hook}), ignore)
+    history = history + [assistant(ai.TextContent(text="one"), stop="stop"), user("next")]
+    await anth.stream(model, ai.Context(messages=history), ai.StreamOptions(api_key="k"), ignore)
+    first, second = (r["body"] for r in server.requests)
+    assert first["messages"][0]["content"] == "edited by the hook"
+    assert second["messages"][0]["content"] == "original"

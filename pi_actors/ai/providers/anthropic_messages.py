@@ -5,10 +5,11 @@ raise, exactly one terminal event). Specific to this API:
 - ``start`` is emitted just before the HTTP request (pi emits it on creating the SDK stream), so
   an HTTP error or a refused connection gives ``start`` then ``error``; a missing key or an
   already-aborted signal gives ``error`` alone;
-- the SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here, without
-  a typed object per event; an in-stream ``error`` event becomes an error with its message; a
-  run of ``text_delta``s of one block within one network read becomes one ``text_delta``
-  (``_sse.TextRuns``);
+- the SDK makes the request (``client.post``: its auth, headers, retries and HTTP errors) with
+  the body as msgspec-encoded bytes, the ones ``messages.create`` sent; the SSE bytes are
+  parsed here, without a typed object per event; an in-stream ``error`` event becomes an
+  error with its message; a run of ``text_delta``s of one block within one network read
+  becomes one ``text_delta`` (``_sse.TextRuns``);
 - blocks follow the wire's block indexes; ``signature_delta`` updates the thinking block without
   an event; ``redacted_thinking`` becomes a redacted thinking block;
 - usage comes from ``message_start`` (so an aborted call still has it) and is overwritten field
@@ -16,20 +17,23 @@ raise, exactly one terminal event). Specific to this API:
 - ``message_start``'s message id is the message's ``responseId`` (its model, when it differs
   from the model asked for, ``responseModel``);
 - a stream that ends without a stop reason is treated as truncated (error);
-- requests: consecutive tool results are merged into one user message; ``cache_control`` on the
-  system blocks and on the last block of a trailing user message (unless retention ``none``);
-  ``temperature`` only without thinking; OAuth keys (``sk-ant-oat``) use Bearer auth and the
-  Claude Code identity.
+- requests: a session's history is converted once, each request converting only the messages
+  appended since (:class:`_Conversion`); consecutive tool results are merged into one user
+  message; ``cache_control`` on the system blocks and on the last block of a trailing user
+  message (unless retention ``none``); ``temperature`` only without thinking; OAuth keys
+  (``sk-ant-oat``) use Bearer auth and the Claude Code identity.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
+import httpx2
 import msgspec
 
 from ..options import (
@@ -40,11 +44,12 @@ from ..options import (
     with_sdk_client_options,
 )
 from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
+from ..transform import MessageTransform
 from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
+    Message,
     Model,
     StopReason,
     TextContent,
@@ -61,13 +66,11 @@ from ._common import (
     note_response,
     run_stream,
     sdk_client,
-    sdk_request_args,
     shared_ssl_context,
 )
 from ._one_write import send_requests_whole
 from ._stream import (
     dispatch_json_event,
-    open_sdk,
     read_response,
     require_api_key,
     simple_base_options,
@@ -158,37 +161,84 @@ def _assistant(msg: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
 
 
 def convert_messages(model: Model, context: Context, oauth: bool = False) -> list[dict[str, Any]]:
-    vision = "image" in model.input
-    out: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for msg in transform_messages(context.messages, model, _normalize_tool_call_id):
-        if isinstance(msg, ToolResultMessage):
-            results.append(_tool_result(msg))
-            continue
-        if results:
-            out.append({"role": "user", "content": results})
-            results = []
-        if isinstance(msg, UserMessage):
-            if isinstance(msg.content, str):
-                if msg.content.strip():
-                    out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+    """The request's ``messages`` for ``context`` (a new list; its dicts are not to be edited:
+    they may be the ones the last request was built from, see :class:`_Conversion`)."""
+    global _last
+    conversion = _last
+    if conversion is None or not conversion.continues(model, context, oauth):
+        conversion = _Conversion(model, oauth)
+    conversion.feed(context.messages[len(conversion.source):])
+    _last = conversion
+    return conversion.result()
+
+
+class _Conversion:
+    """The conversion of one history, continued with the messages appended to it since (as
+    ``openai_messages._Conversion``).
+
+    Why: a session's request is built every turn from a history that only grew; converting
+    only the new messages keeps the build from growing with the session (at 300 turns of
+    ~1 kB tool output, converting the whole history took more of the provider's time per
+    request than anything but the SDK). ``continues`` is exact: the same model and OAuth mode,
+    and a history that starts with the very messages converted so far (list equality:
+    identity first, then value); anything else (a branch switch, compaction, another session)
+    starts afresh. The state carried over: the transform's (``MessageTransform``) and the tool
+    results waiting to be merged into one user message with those that follow them. Output
+    dicts are shared between requests: :func:`build_params` copies the one it marks for the
+    cache."""
+
+    def __init__(self, model: Model, oauth: bool) -> None:
+        self.model, self.oauth = model, oauth
+        self.source: list[Message] = []
+        self.transform = MessageTransform(model, _normalize_tool_call_id)
+        self.out: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] = []
+
+    def continues(self, model: Model, context: Context, oauth: bool) -> bool:
+        n = len(self.source)
+        return (model == self.model and oauth == self.oauth and len(context.messages) >= n
+                and context.messages[:n] == self.source)
+
+    def feed(self, new: list[Message]) -> None:
+        vision = "image" in self.model.input
+        out, results = self.out, self.results
+        for msg in self.transform.feed(new):
+            if isinstance(msg, ToolResultMessage):
+                results.append(_tool_result(msg))
                 continue
-            parts = []
-            for b in msg.content:
-                if isinstance(b, TextContent):
-                    if b.text.strip():
-                        parts.append({"type": "text", "text": sanitize_surrogates(b.text)})
-                elif vision:
-                    parts.append(_image(b))
-            if parts:
-                out.append({"role": "user", "content": parts})
-        else:
-            blocks = _assistant(msg, oauth)
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
-    if results:
-        out.append({"role": "user", "content": results})
-    return out
+            if results:
+                out.append({"role": "user", "content": results})
+                results = self.results = []
+            if isinstance(msg, UserMessage):
+                if isinstance(msg.content, str):
+                    if msg.content.strip():
+                        out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+                    continue
+                parts = []
+                for b in msg.content:
+                    if isinstance(b, TextContent):
+                        if b.text.strip():
+                            parts.append({"type": "text", "text": sanitize_surrogates(b.text)})
+                    elif vision:
+                        parts.append(_image(b))
+                if parts:
+                    out.append({"role": "user", "content": parts})
+            else:
+                blocks = _assistant(msg, self.oauth)
+                if blocks:
+                    out.append({"role": "assistant", "content": blocks})
+        self.source.extend(new)
+
+    def result(self) -> list[dict[str, Any]]:
+        """The messages so far, with the tool results still waiting merged into the last user
+        message of the copy."""
+        out = list(self.out)
+        if self.results:
+            out.append({"role": "user", "content": list(self.results)})
+        return out
+
+
+_last: _Conversion | None = None
 
 
 def _cache_control(model: Model, options: StreamOptions) -> dict[str, Any] | None:
@@ -201,13 +251,17 @@ def _cache_control(model: Model, options: StreamOptions) -> dict[str, Any] | Non
 
 
 def _mark_last_user_block(messages: list[dict[str, Any]], cache: dict[str, Any]) -> None:
+    """Put ``cache_control`` on the last block of a trailing user message, in a copy of that
+    message (its dicts may be shared with the next request's: :class:`_Conversion`)."""
     if not messages or messages[-1]["role"] != "user":
         return
     last = messages[-1]
     if isinstance(last["content"], str):
-        last["content"] = [{"type": "text", "text": last["content"], "cache_control": cache}]
+        messages[-1] = {**last, "content": [{"type": "text", "text": last["content"], "cache_control": cache}]}
     elif last["content"] and last["content"][-1].get("type") in ("text", "image", "tool_result"):
-        last["content"][-1]["cache_control"] = cache
+        content = list(last["content"])
+        content[-1] = {**content[-1], "cache_control": cache}
+        messages[-1] = {**last, "content": content}
 
 
 def build_params(model: Model, context: Context, options: StreamOptions, oauth: bool = False) -> dict[str, Any]:
@@ -452,17 +506,54 @@ async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = require_api_key(model, options)
     oauth = _is_oauth(api_key)
-    params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
+    params = build_params(model, context, options, oauth)
+    if extra_option(options, "on_payload") is not None:  # a hook may edit the messages in place
+        params["messages"] = copy.deepcopy(params["messages"])
+    params = await apply_on_payload(params, model, options)
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}
         await run.start()
-        # The SDK makes the request (auth, headers, HTTP errors); the SSE bytes are parsed here,
-        # which avoids building a typed event object per delta.
-        manager = client.messages.with_streaming_response.create(
-            **sdk_request_args(params, "messages", required=("model", "max_tokens")))
+        body = _wire_body(params)
         mapper = _Mapper(run, context, oauth)
-        await read_response(run, open_sdk(run, manager), sse_reader(run, mapper.sse, mapper.check_stopped, mapper))
+        await read_response(run, lambda: run.open_response(lambda: _post(client, body)),
+                            sse_reader(run, mapper.sse, mapper.check_stopped, mapper), sdk=False)
+
+
+_json_body = msgspec.json.Encoder()
+
+
+#: The order of the body's keys as ``messages.create`` writes them (anthropic 2.16); keys it does
+#: not name (``temperature``) follow, as its merge of ``extra_body`` put them.
+_CREATE_ORDER = ("max_tokens", "messages", "model", "cache_control", "container", "diagnostics", "inference_geo",
+                 "metadata", "output_config", "service_tier", "speed", "stop_sequences", "stream", "system",
+                 "thinking", "tool_choice", "tools")
+
+
+def _wire_body(params: dict[str, Any]) -> dict[str, Any]:
+    """The request body (``stream`` set) in the order ``messages.create`` put it on the wire,
+    so that the bytes sent are the ones ``create`` sent."""
+    params = {**params, "stream": True}
+    head = {key: params[key] for key in _CREATE_ORDER if key in params}
+    return {**head, **{k: v for k, v in params.items() if k not in head}}
+
+
+async def _post(client: anthropic.AsyncAnthropic, body: dict[str, Any]) -> httpx2.Response:
+    """POST the body through the SDK's own request path (its auth, headers, retries and HTTP
+    errors: an error status raises the same ``APIStatusError`` as ``create``), returning the
+    streamed HTTP response once its headers are in; its SSE bytes are parsed here.
+
+    The body goes as bytes encoded by msgspec (the same compact JSON, UTF-8 unescaped), not as
+    ``messages.create``'s arguments: the SDK copies a body it is given as data node by node
+    (``_copy_and_prepare``, for file inputs) and encodes it with the standard library's
+    ``json`` on every request, which at 300 turns was most of the provider's time per request,
+    growing with the session. A body msgspec cannot encode (a hook's own objects) goes the
+    SDK's way."""
+    try:
+        content = _json_body.encode(body)
+    except (TypeError, msgspec.EncodeError):
+        return await client.post("/v1/messages", cast_to=httpx2.Response, body=body, stream=True)
+    return await client.post("/v1/messages", cast_to=httpx2.Response, content=content, stream=True)
 
 
 async def stream(model: Model, context: Context, options: StreamOptions | None, emit: Any) -> AssistantMessage:
