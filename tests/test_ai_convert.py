@@ -398,3 +398,33 @@ async def test_an_anthropic_hook_that_edits_the_messages_does_not_change_the_nex
     first, second = (r["body"] for r in server.requests)
     assert first["messages"][0]["content"] == "edited by the hook"
     assert second["messages"][0]["content"] == "original"
+
+
+# --- openai-responses: a session's request built turn after turn ------------------------------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_an_openai_responses_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    from pi_actors.ai.providers import openai_responses as resp
+
+    rng = random.Random(seed)
+    model = ai.Model(id="gpt-5-x", name="gpt-5-x", api="openai-responses", provider="openai",
+                     base_url="http://127.0.0.1:9/v1", reasoning=rng.random() < 0.5,
+                     input=rng.choice([["text", "image"], ["text"]]))
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        context = ai.Context(system_prompt=rng.choice(["sys", "sys", None]) if step == 0 else "sys", messages=history)
+        built = resp.build_params(model, context, ai.StreamOptions())
+        whole = resp._Conversion(model, context.system_prompt)
+        whole.feed(list(history))
+        expected = list(whole.out)
+        if model.reasoning:  # gpt-5 without an effort: pi's developer message at the end
+            expected.append(built["input"][-1])
+        # (A developer message appended to one request's list would show in the next one's.)
+        assert msgspec.json.encode(built["input"]) == msgspec.json.encode(expected), step

@@ -40,6 +40,7 @@ time instead of re-copying the block's text at every delta.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import logging
@@ -631,9 +632,14 @@ def sdk_request_args(params: dict[str, Any], bulk: str, required: tuple[str, ...
 
 
 async def apply_on_payload(params: dict[str, Any], model: Model, options: StreamOptions) -> dict[str, Any]:
+    """``params`` as the ``on_payload`` hook leaves or replaces them (``params`` when there is
+    none). The hook gets a deep copy, which it may edit in place: the messages a request is
+    built from may be shared with the next request's (the providers that convert a history
+    once and continue it)."""
     hook = extra_option(options, "on_payload")
     if hook is None:
         return params
+    params = copy.deepcopy(params)
     result = hook(params, model)
     if inspect.isawaitable(result):
         result = await result

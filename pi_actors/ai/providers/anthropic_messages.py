@@ -26,7 +26,6 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -506,10 +505,7 @@ async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = require_api_key(model, options)
     oauth = _is_oauth(api_key)
-    params = build_params(model, context, options, oauth)
-    if extra_option(options, "on_payload") is not None:  # a hook may edit the messages in place
-        params["messages"] = copy.deepcopy(params["messages"])
-    params = await apply_on_payload(params, model, options)
+    params = await apply_on_payload(build_params(model, context, options, oauth), model, options)
     key = (API, api_key, oauth, model.base_url, tuple(sorted(_headers(model, options, oauth).items())))
     async with sdk_client(key, lambda: _make_client(model, options, api_key, oauth)) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}

@@ -34,7 +34,6 @@ raise, exactly one terminal event). Specific to this API:
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, cast
 
@@ -562,8 +561,6 @@ async def _body(run: StreamRun, context: Context) -> None:
     model, options = run.model, run.options
     api_key = require_api_key(model, options)
     params = build_params(model, context, options, get_compat(model))
-    if extra_option(options, "on_payload") is not None:  # a hook may edit the messages in place
-        params["messages"] = copy.deepcopy(params["messages"])
     params = await apply_on_payload(params, model, options)
     async with openai_client(model, options, api_key) as client:
         client = with_sdk_client_options(client, options)  # retry.provider.{timeoutMs,maxRetries}

@@ -42,11 +42,12 @@ import openai
 
 from ..options import StreamOptions, extra_option, resolve_cache_retention, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
+from ..transform import MessageTransform
 from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
+    Message,
     Model,
     TextContent,
     ThinkingContent,
@@ -173,31 +174,70 @@ def _tool_output(msg: ToolResultMessage, vision: bool) -> dict[str, Any]:
 
 
 def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
-    vision = "image" in model.input
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        out.append({"role": "developer" if model.reasoning else "system",
-                    "content": sanitize_surrogates(context.system_prompt)})
-    counter = 0
-    for msg in transform_messages(context.messages, model, _normalize_tool_call_id):
-        if isinstance(msg, UserMessage):
-            if isinstance(msg.content, str):
-                parts = [{"type": "input_text", "text": sanitize_surrogates(msg.content)}]
+    """The request's ``input`` items for ``context`` (a new list; its dicts are not to be
+    edited: they may be the ones the last request was built from, see :class:`_Conversion`)."""
+    global _last
+    conversion = _last
+    if conversion is None or not conversion.continues(model, context):
+        conversion = _Conversion(model, context.system_prompt)
+    conversion.feed(context.messages[len(conversion.source):])
+    _last = conversion
+    return list(conversion.out)
+
+
+class _Conversion:
+    """The conversion of one history, continued with the messages appended to it since (as
+    ``openai_messages._Conversion``): a session's request is built every turn from a history
+    that only grew, and converting only the new messages keeps the build from growing with
+    the session. ``continues`` is exact: the same model and system prompt, and a history that
+    starts with the very messages converted so far (list equality: identity first, then
+    value); anything else (a branch switch, compaction, another session or API) starts
+    afresh. The state carried over: the transform's (``MessageTransform``) and the count of
+    messages converted (an assistant text item's id without a signature is numbered by it).
+    Output dicts are shared between requests and never edited."""
+
+    def __init__(self, model: Model, system_prompt: str | None) -> None:
+        self.model, self.system_prompt = model, system_prompt
+        self.source: list[Message] = []
+        self.transform = MessageTransform(model, _normalize_tool_call_id)
+        self.out: list[dict[str, Any]] = []
+        if system_prompt:
+            self.out.append({"role": "developer" if model.reasoning else "system",
+                             "content": sanitize_surrogates(system_prompt)})
+        self.counter = 0
+
+    def continues(self, model: Model, context: Context) -> bool:
+        n = len(self.source)
+        return (model == self.model and context.system_prompt == self.system_prompt
+                and len(context.messages) >= n and context.messages[:n] == self.source)
+
+    def feed(self, new: list[Message]) -> None:
+        model, out = self.model, self.out
+        vision = "image" in model.input
+        counter = self.counter
+        for msg in self.transform.feed(new):
+            if isinstance(msg, UserMessage):
+                if isinstance(msg.content, str):
+                    parts = [{"type": "input_text", "text": sanitize_surrogates(msg.content)}]
+                else:
+                    parts = [{"type": "input_text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
+                             else _image(b) for b in msg.content if isinstance(b, TextContent) or vision]
+                if not parts:
+                    continue
+                out.append({"role": "user", "content": parts})
+            elif isinstance(msg, AssistantMessage):
+                items = _assistant_items(msg, model, counter)
+                if not items:
+                    continue
+                out.extend(items)
             else:
-                parts = [{"type": "input_text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
-                         else _image(b) for b in msg.content if isinstance(b, TextContent) or vision]
-            if not parts:
-                continue
-            out.append({"role": "user", "content": parts})
-        elif isinstance(msg, AssistantMessage):
-            items = _assistant_items(msg, model, counter)
-            if not items:
-                continue
-            out.extend(items)
-        else:
-            out.append(_tool_output(msg, vision))
-        counter += 1
-    return out
+                out.append(_tool_output(msg, vision))
+            counter += 1
+        self.counter = counter
+        self.source.extend(new)
+
+
+_last: _Conversion | None = None
 
 
 def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
