@@ -1,14 +1,17 @@
 """CPU of the provider's request path per turn, in one process: ``python -m benchmarks.provider_request``.
 
-    .venv/bin/python -m benchmarks.provider_request [--turns 50] [--rounds 3] [--profile FILE]
+    .venv/bin/python -m benchmarks.provider_request [--turns 50] [--rounds 3] [--api API]
+        [--output-bytes N] [--profile FILE]
 
-Starts the benchmark's scripted server, then calls ``openai_completions.stream`` (the real
-SDK, inside ``reuse_clients`` as the provider actor calls it) once per turn of a
-``turns-N`` conversation: the context grows by one assistant tool call (``echo k``) and its
-result per turn, with a ~1.4 kB system prompt and four tools, as in the CLI's run. The
-server answers each request with the next tool call. Reported: CPU (``time.process_time``,
-every thread of this process) and wall per call, medians over the turns, per round. Only
-the provider's own work is in it: no actor link, no coordinator. ``--profile FILE``: a
+Starts the benchmark's scripted server, then calls the API's ``stream`` (the real SDK, inside
+``reuse_clients`` as the provider actor calls it; ``--api``: openai-completions (default),
+openai-responses or anthropic-messages) once per turn of a ``turns-N`` conversation: the
+context grows by one assistant tool call (``echo k``) and its result per turn (``k`` and a
+newline, or ``--output-bytes`` of ``x`` before them, as (f)'s ~1 kB), with a ~1.4 kB system
+prompt and four tools, as in the CLI's run. Reported: CPU (``time.process_time``, every
+thread of this process) and wall per call, medians over the turns, per round, and the median
+CPU of the first and the last ten turns (a build that grows with the session shows there).
+Only the provider's own work is in it: no actor link, no coordinator. ``--profile FILE``: a
 cProfile of one more round, written to FILE (``python -m pstats FILE``).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import statistics
 import tempfile
 import time
@@ -45,20 +49,26 @@ TOOLS = [
 ]
 
 
-def _assistant(k: int) -> T.AssistantMessage:
+def _assistant(k: int, api: str = oc.API) -> T.AssistantMessage:
     return T.AssistantMessage(
         content=[T.ToolCall(id=f"call_{k}", name="bash", arguments={"command": f"echo {k}"})],
-        api=oc.API, provider="scripted", model="scripted-model", usage=T.Usage(input=100, output=10),
+        api=api, provider="scripted", model="scripted-model", usage=T.Usage(input=100, output=10),
         stop_reason="toolUse", timestamp=1_700_000_000_000 + k,
     )  # fmt: skip
 
 
-def _result(k: int) -> T.ToolResultMessage:
-    return T.ToolResultMessage(tool_call_id=f"call_{k}", tool_name="bash", content=[T.TextContent(text=f"{k}\n")],
+def _result(k: int, output_bytes: int = 0) -> T.ToolResultMessage:
+    text = "x" * output_bytes + f"\n{k}\n" if output_bytes else f"{k}\n"
+    return T.ToolResultMessage(tool_call_id=f"call_{k}", tool_name="bash", content=[T.TextContent(text=text)],
                                is_error=False, timestamp=1_700_000_000_000 + k)
 
 
-async def _round(model: T.Model, turns: int) -> tuple[list[float], list[float]]:
+#: The provider module of each API this benchmark drives, and the base URL path it is given.
+_APIS = {"openai-completions": ("openai_completions", "/v1"), "openai-responses": ("openai_responses", "/v1"),
+         "anthropic-messages": ("anthropic_messages", "")}
+
+
+async def _round(api: Any, model: T.Model, turns: int, output_bytes: int) -> tuple[list[float], list[float]]:
     run_id = "pr" + uuid.uuid4().hex[:8]
     messages: list[T.Message] = [T.UserMessage(content=S.prompt_for(f"turns-{turns}", run_id), timestamp=1)]
     cpu: list[float] = []
@@ -71,12 +81,12 @@ async def _round(model: T.Model, turns: int) -> tuple[list[float], list[float]]:
         for k in range(turns):
             context = T.Context(system_prompt=SYSTEM, messages=list(messages), tools=TOOLS)
             c0, w0 = time.process_time(), time.perf_counter()
-            final = await oc.stream(model, context, StreamOptions(api_key="bench-key"), emit)
+            final = await api.stream(model, context, StreamOptions(api_key="bench-key"), emit)
             cpu.append(time.process_time() - c0)
             wall.append(time.perf_counter() - w0)
-            if final.stop_reason != "toolUse":
+            if final.stop_reason in ("error", "aborted"):
                 raise RuntimeError(f"turn {k}: {final.stop_reason} {final.error_message}")
-            messages += [_assistant(k), _result(k)]
+            messages += [_assistant(k, model.api), _result(k, output_bytes)]
     return cpu[1:], wall[1:]  # the first call opens the connection
 
 
@@ -84,21 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.provider_request")
     p.add_argument("--turns", type=int, default=50)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--api", choices=sorted(_APIS), default="openai-completions")
+    p.add_argument("--output-bytes", type=int, default=0, help="bytes of each tool result (default: a line)")
     p.add_argument("--profile", help="write a cProfile of one more round here")
     args = p.parse_args(argv)
+    module, path = _APIS[args.api]
+    api = importlib.import_module(f"pi_actors.ai.providers.{module}")
     work = Path(tempfile.mkdtemp(prefix="pi-actors-provreq-"))
     server = Server(work)
     try:
-        model = T.Model(id="scripted-model", api=oc.API, provider="scripted", base_url=f"http://127.0.0.1:{server.port}/v1")
-        trio.run(oc.warm_up)
+        model = T.Model(id="scripted-model", api=args.api, provider="scripted",
+                        base_url=f"http://127.0.0.1:{server.port}{path}")
+        trio.run(api.warm_up)
         for r in range(args.rounds):
-            cpu, wall = trio.run(_round, model, args.turns)
+            cpu, wall = trio.run(_round, api, model, args.turns, args.output_bytes)
             print(f"round {r + 1}: CPU/call median {statistics.median(cpu) * 1e3:.3f} ms "
-                  f"(min {min(cpu) * 1e3:.3f}), wall median {statistics.median(wall) * 1e3:.3f} ms")
+                  f"(min {min(cpu) * 1e3:.3f}), wall median {statistics.median(wall) * 1e3:.3f} ms; "
+                  f"CPU turns 2-11 {statistics.median(cpu[:10]) * 1e3:.3f} ms, "
+                  f"last 10 {statistics.median(cpu[-10:]) * 1e3:.3f} ms")
         if args.profile:
             prof = cProfile.Profile(time.thread_time)
             prof.enable()
-            trio.run(_round, model, args.turns)
+            trio.run(_round, api, model, args.turns, args.output_bytes)
             prof.disable()
             prof.dump_stats(args.profile)
             print(f"profile written to {args.profile}")
