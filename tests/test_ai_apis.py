@@ -78,6 +78,17 @@ async def test_anthropic_images_and_cache_control_on_the_wire(start_llm):
 # --- openai-responses -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
+async def test_openai_requests_say_they_come_from_the_stock_sdk_client(api, start_llm):
+    """The User-Agent is the openai SDK's own (``AsyncOpenAI/Python <version>``), not the name
+    of the subclass the provider makes its requests with."""
+    import openai
+
+    server = await start_llm([Reply(text="hi")])
+    await run(api, server)
+    assert server.requests[0]["headers"]["user-agent"] == f"AsyncOpenAI/Python {openai.__version__}"
+
+
 async def test_responses_summary_parts_are_separated_and_the_item_becomes_the_signature(start_llm):
     server = await start_llm([Reply(thinking="Think hard.", thinking_signature="ENC", text="ok", chunks=2)])
     result, rec = await run("openai-responses", server)

@@ -527,6 +527,12 @@ class _Client(openai.AsyncOpenAI):
                 options = options.model_copy(update={"json_data": encoded, "extra_json": None})
         return super()._build_request(options, retries_taken=retries_taken)
 
+    @property
+    def user_agent(self) -> str:
+        """The stock client's ``AsyncOpenAI/Python <version>``: the SDK names the client's
+        class in it, and this subclass's name is ours, not something to tell a server."""
+        return f"{openai.AsyncOpenAI.__name__}/Python {self._version}"
+
     def _prepare_url(self, url: str) -> Any:
         """The SDK's URL for ``url`` (a path under the base URL), kept for the next request to
         the same path and base URL: the SDK parses the path and rebuilds the URL on every
