@@ -428,3 +428,28 @@ def test_an_openai_responses_request_built_turn_by_turn_is_the_one_built_from_th
             expected.append(built["input"][-1])
         # (A developer message appended to one request's list would show in the next one's.)
         assert msgspec.json.encode(built["input"]) == msgspec.json.encode(expected), step
+
+
+# --- mistral-conversations: a session's request built turn after turn -------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_mistral_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    from pi_actors.ai.providers import mistral_conversations as mistral
+
+    rng = random.Random(seed)
+    model = ai.Model(id="mistral-x", api="mistral-conversations", provider="mistral",
+                     base_url="http://127.0.0.1:9", input=rng.choice([["text", "image"], ["text"]]))
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        built = mistral.convert_messages(model, ai.Context(system_prompt="sys", messages=history))
+        whole = mistral._Conversion(model, "sys")
+        whole.feed(list(history))
+        assert msgspec.json.encode(built) == msgspec.json.encode(whole.out), step
+        built.append({"role": "user", "content": "a caller's own addition"})  # never seen again

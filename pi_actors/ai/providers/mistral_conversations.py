@@ -41,11 +41,12 @@ import httpx2
 
 from ..options import StreamOptions, clamp_reasoning, extra_option
 from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
+from ..transform import MessageTransform
 from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
+    Message,
     Model,
     TextContent,
     ThinkingContent,
@@ -176,29 +177,63 @@ def _tool_message(msg: ToolResultMessage, vision: bool) -> dict[str, Any]:
 
 
 def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
-    """The request's ``messages`` (system prompt first), in the API's snake_case shape."""
-    vision = "image" in model.input
-    out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        out.append({"role": "system", "content": sanitize_surrogates(context.system_prompt)})
-    for msg in transform_messages(context.messages, model, _IdNormalizer()):
-        if isinstance(msg, UserMessage):
-            if isinstance(msg.content, str):
-                out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
-                continue
-            parts = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
-                     else _image_url(b) for b in msg.content if isinstance(b, TextContent) or vision]
-            if parts:
-                out.append({"role": "user", "content": parts})
-            elif any(isinstance(b, ImageContent) for b in msg.content):
-                out.append({"role": "user", "content": _NO_IMAGES})
-        elif isinstance(msg, AssistantMessage):
-            item = _assistant(msg)
-            if item is not None:
-                out.append(item)
-        else:
-            out.append(_tool_message(msg, vision))
-    return out
+    """The request's ``messages`` (system prompt first), in the API's snake_case shape (a new
+    list; its dicts are not to be edited: they may be the ones the last request was built
+    from, see :class:`_Conversion`)."""
+    global _last
+    conversion = _last
+    if conversion is None or not conversion.continues(model, context):
+        conversion = _Conversion(model, context.system_prompt)
+    conversion.feed(context.messages[len(conversion.source):])
+    _last = conversion
+    return list(conversion.out)
+
+
+class _Conversion:
+    """The conversion of one history, continued with the messages appended to it since (as
+    ``openai_messages._Conversion``): converting only the new messages keeps a request's
+    build from growing with the session. ``continues`` is exact: the same model and system
+    prompt, and a history that starts with the very messages converted so far (list
+    equality: identity first, then value); anything else starts afresh. The state carried
+    over: the transform's and the id normalizer's (an id keeps the Mistral id it was given)."""
+
+    def __init__(self, model: Model, system_prompt: str | None) -> None:
+        self.model, self.system_prompt = model, system_prompt
+        self.source: list[Message] = []
+        self.transform = MessageTransform(model, _IdNormalizer())
+        self.out: list[dict[str, Any]] = []
+        if system_prompt:
+            self.out.append({"role": "system", "content": sanitize_surrogates(system_prompt)})
+
+    def continues(self, model: Model, context: Context) -> bool:
+        n = len(self.source)
+        return (model == self.model and context.system_prompt == self.system_prompt
+                and len(context.messages) >= n and context.messages[:n] == self.source)
+
+    def feed(self, new: list[Message]) -> None:
+        vision = "image" in self.model.input
+        out = self.out
+        for msg in self.transform.feed(new):
+            if isinstance(msg, UserMessage):
+                if isinstance(msg.content, str):
+                    out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
+                    continue
+                parts = [{"type": "text", "text": sanitize_surrogates(b.text)} if isinstance(b, TextContent)
+                         else _image_url(b) for b in msg.content if isinstance(b, TextContent) or vision]
+                if parts:
+                    out.append({"role": "user", "content": parts})
+                elif any(isinstance(b, ImageContent) for b in msg.content):
+                    out.append({"role": "user", "content": _NO_IMAGES})
+            elif isinstance(msg, AssistantMessage):
+                item = _assistant(msg)
+                if item is not None:
+                    out.append(item)
+            else:
+                out.append(_tool_message(msg, vision))
+        self.source.extend(new)
+
+
+_last: _Conversion | None = None
 
 
 def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
