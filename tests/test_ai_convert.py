@@ -453,3 +453,49 @@ def test_a_mistral_request_built_turn_by_turn_is_the_one_built_from_the_whole_hi
         whole.feed(list(history))
         assert msgspec.json.encode(built) == msgspec.json.encode(whole.out), step
         built.append({"role": "user", "content": "a caller's own addition"})  # never seen again
+
+
+# --- bedrock-converse-stream: a session's request built turn after turn -----------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_bedrock_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
+    import random
+
+    from pi_actors.ai.providers import bedrock_converse_stream as bedrock
+
+    rng = random.Random(seed)
+    model = ai.Model(id="us.anthropic.claude-sonnet-4-20250514-v1:0", api="bedrock-converse-stream",
+                     provider="amazon-bedrock", input=rng.choice([["text", "image"], ["text"]]))
+    history: list = []
+    open_calls: list[str] = []
+    for step in range(40):
+        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
+            history = history[: rng.randrange(len(history))]
+        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
+        retention = rng.choice(["short", "none"])
+        built = bedrock.convert_messages(model, ai.Context(messages=history), retention)
+        whole = bedrock._Conversion(model)
+        whole.feed(list(history))
+        expected = list(whole.out)
+        if retention != "none" and expected and expected[-1]["role"] == "user":  # the cache point, last
+            expected[-1] = {**expected[-1], "content": [*expected[-1]["content"], bedrock._cache_point(retention)]}
+        assert msgspec.json.encode(built) == msgspec.json.encode(expected), step
+
+
+def test_a_conversion_that_fails_halfway_is_not_continued():
+    """A message the API cannot carry (Bedrock refuses an unknown image type) fails that
+    request; the next request, without it, is converted right, not from a half-fed state."""
+    from pi_actors.ai.providers import bedrock_converse_stream as bedrock
+    from pi_actors.ai.providers._common import ProviderError
+
+    model = ai.Model(id="amazon.nova-pro-v1:0", api="bedrock-converse-stream", provider="amazon-bedrock",
+                     input=["text", "image"])
+    history = [user("first"), assistant(ai.TextContent(text="a"), stop="stop")]
+    bedrock.convert_messages(model, ai.Context(messages=history))
+    odd = ai.UserMessage(content=[ai.TextContent(text="look"), ai.ImageContent(data="aGk=", mime_type="image/x-odd")],
+                         timestamp=1)
+    with pytest.raises(ProviderError):
+        bedrock.convert_messages(model, ai.Context(messages=history + [user("second"), odd]))
+    out = bedrock.convert_messages(model, ai.Context(messages=history + [user("third")]))
+    assert [m["content"][0].get("text") for m in out] == ["first", "a", "third"]

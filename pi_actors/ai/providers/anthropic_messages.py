@@ -166,6 +166,7 @@ def convert_messages(model: Model, context: Context, oauth: bool = False) -> lis
     conversion = _last
     if conversion is None or not conversion.continues(model, context, oauth):
         conversion = _Conversion(model, oauth)
+    _last = None  # a conversion that fails halfway is not continued
     conversion.feed(context.messages[len(conversion.source):])
     _last = conversion
     return conversion.result()

@@ -184,6 +184,7 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     conversion = _last
     if conversion is None or not conversion.continues(model, context):
         conversion = _Conversion(model, context.system_prompt)
+    _last = None  # a conversion that fails halfway is not continued
     conversion.feed(context.messages[len(conversion.source):])
     _last = conversion
     return list(conversion.out)

@@ -136,6 +136,7 @@ def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCo
     messages = context.messages
     if (conversion is None or not conversion.continues(model, context, compat)):
         conversion = _Conversion(model, context.system_prompt, compat)
+    _last = None  # a conversion that fails halfway is not continued
     conversion.feed(messages[len(conversion.source):])
     _last = conversion
     return conversion.result()
