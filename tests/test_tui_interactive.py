@@ -43,7 +43,9 @@ async def test_thinking_is_shown_dimmed_and_ctrl_t_collapses_it(scripted, pane):
     await pane.keys("Enter")
     await pane.wait_for("The answer is 42.")
     await pane.wait_for_gone("esc to abort")  # printed above the live area, not still streaming
-    colored = await pane.screen(escapes=True)
+    # The coloured screen once it shows the thinking in one piece (a capture taken while the
+    # reply is being re-drawn may not have it yet, on a loaded machine).
+    colored = await pane.wait_until(lambda screen: "Let me weigh the options." in screen, escapes=True)
     # Italic in the theme's thinkingText colour (dark: the terminal's grey, SGR 90).
     before = colored[: colored.index("Let me weigh the options.")].rsplit("\n", 1)[-1]
     assert re.search(r"\x1b\[(?:[0-9;]*;)?3(?:;[0-9;]*)?m", before) and "90m" in before, repr(before)
