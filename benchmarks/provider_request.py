@@ -5,7 +5,7 @@
 
 Starts the benchmark's scripted server, then calls the API's ``stream`` (the real SDK, inside
 ``reuse_clients`` as the provider actor calls it; ``--api``: openai-completions (default),
-openai-responses, anthropic-messages or google-generative-ai) once per turn of a ``turns-N`` conversation: the
+openai-responses, anthropic-messages, google-generative-ai or google-vertex) once per turn of a ``turns-N`` conversation: the
 context grows by one assistant tool call (``echo k``) and its result per turn (``k`` and a
 newline, or ``--output-bytes`` of ``x`` before them, as (f)'s ~1 kB), with a ~1.4 kB system
 prompt and four tools, as in the CLI's run. Reported: CPU (``time.process_time``, every
@@ -65,7 +65,8 @@ def _result(k: int, output_bytes: int = 0) -> T.ToolResultMessage:
 
 #: The provider module of each API this benchmark drives, and the base URL path it is given.
 _APIS = {"openai-completions": ("openai_completions", "/v1"), "openai-responses": ("openai_responses", "/v1"),
-         "anthropic-messages": ("anthropic_messages", ""), "google-generative-ai": ("google_generative_ai", "/v1beta")}
+         "anthropic-messages": ("anthropic_messages", ""), "google-generative-ai": ("google_generative_ai", "/v1beta"),
+         "google-vertex": ("google_vertex", "/v1")}  # Vertex with the key: express mode, no credentials
 
 
 async def _round(api: Any, model: T.Model, turns: int, output_bytes: int) -> tuple[list[float], list[float]]:
