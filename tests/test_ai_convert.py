@@ -303,25 +303,115 @@ def _random_message(rng, i: int, open_calls: list[str]):
     return result(call_id, text=rng.choice(["", f"r{i}"]), images=["aGk="] if rng.random() < 0.3 else ())
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_a_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
-    import random
+# --- every API that continues its conversion: built turn by turn == built whole ---------------
+# Each case draws its model and options from the test's generator and gives, for a history,
+# the messages a request was built with and those of a fresh conversion of the whole history.
 
-    rng = random.Random(seed)
+
+def _completions_case(rng):
     model = msgspec.structs.replace(GPT, input=rng.choice([["text", "image"], ["text"]]), compat=rng.choice([
         None, {"requiresAssistantAfterToolResult": True, "requiresToolResultName": True}]))
     compat = get_compat(model)
+
+    def build(history, step):
+        built = oai.convert_messages(model, ai.Context(system_prompt="sys", messages=history), compat)
+        whole = oam._Conversion(model, "sys", compat)
+        whole.feed(list(history))
+        return built, whole.result()
+    return build
+
+
+def _anthropic_case(rng):
+    model = msgspec.structs.replace(CLAUDE, input=rng.choice([["text", "image"], ["text"]]))
+    oauth = rng.random() < 0.3
+
+    def build(history, step):
+        options = ai.StreamOptions(cache_retention=rng.choice(["short", "none"]))
+        built = anth.build_params(model, ai.Context(system_prompt="sys", messages=history), options, oauth)
+        whole = anth._Conversion(model, oauth)
+        whole.feed(list(history))
+        expected = whole.result()
+        if options.cache_retention != "none":
+            anth._mark_last_user_block(expected, {"type": "ephemeral"})
+        return built["messages"], expected
+    return build
+
+
+def _responses_case(rng):
+    from pi_actors.ai.providers import openai_responses as resp
+
+    model = ai.Model(id="gpt-5-x", name="gpt-5-x", api="openai-responses", provider="openai",
+                     base_url="http://127.0.0.1:9/v1", reasoning=rng.random() < 0.5,
+                     input=rng.choice([["text", "image"], ["text"]]))
+
+    def build(history, step):
+        context = ai.Context(system_prompt=rng.choice(["sys", "sys", None]) if step == 0 else "sys", messages=history)
+        built = resp.build_params(model, context, ai.StreamOptions())
+        whole = resp._Conversion(model, context.system_prompt)
+        whole.feed(list(history))
+        expected = list(whole.out)
+        if model.reasoning:  # gpt-5 without an effort: pi's developer message at the end
+            expected.append(built["input"][-1])
+        return built["input"], expected
+    return build
+
+
+def _mistral_case(rng):
+    from pi_actors.ai.providers import mistral_conversations as mistral
+
+    model = ai.Model(id="mistral-x", api="mistral-conversations", provider="mistral",
+                     base_url="http://127.0.0.1:9", input=rng.choice([["text", "image"], ["text"]]))
+
+    def build(history, step):
+        built = mistral.convert_messages(model, ai.Context(system_prompt="sys", messages=history))
+        whole = mistral._Conversion(model, "sys")
+        whole.feed(list(history))
+        return built, whole.out
+    return build
+
+
+def _bedrock_case(rng):
+    from pi_actors.ai.providers import bedrock_converse_stream as bedrock
+
+    model = ai.Model(id="us.anthropic.claude-sonnet-4-20250514-v1:0", api="bedrock-converse-stream",
+                     provider="amazon-bedrock", input=rng.choice([["text", "image"], ["text"]]))
+
+    def build(history, step):
+        retention = rng.choice(["short", "none"])
+        built = bedrock.convert_messages(model, ai.Context(messages=history), retention)
+        whole = bedrock._Conversion(model)
+        whole.feed(list(history))
+        expected = list(whole.out)
+        if retention != "none" and expected and expected[-1]["role"] == "user":  # the cache point, last
+            expected[-1] = {**expected[-1], "content": [*expected[-1]["content"], bedrock._cache_point(retention)]}
+        return built, expected
+    return build
+
+
+_TURN_BY_TURN = {"openai-completions": (_completions_case, 12), "anthropic-messages": (_anthropic_case, 12),
+                 "openai-responses": (_responses_case, 12), "mistral-conversations": (_mistral_case, 8),
+                 "bedrock-converse-stream": (_bedrock_case, 8)}
+
+
+@pytest.mark.parametrize(("api", "seed"), [(api, seed) for api, (_, n) in _TURN_BY_TURN.items() for seed in range(n)])
+def test_a_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(api, seed):
+    """For every API that continues the last request's conversion: a session's request, built
+    turn after turn (with branch switches and compaction: a shorter history), has the messages
+    of a fresh conversion of the whole history; and a request's list is its own (a caller's
+    addition — the Responses developer message, say — never shows in the next one)."""
+    import random
+
+    rng = random.Random(seed)
+    build = _TURN_BY_TURN[api][0](rng)
     history: list = []
     open_calls: list[str] = []
     for step in range(40):
         if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
             history = history[: rng.randrange(len(history))]
         history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
-        context = ai.Context(system_prompt="sys", messages=history)
-        built = oai.convert_messages(model, context, compat)
-        whole = oam._Conversion(model, "sys", compat)
-        whole.feed(list(history))
-        assert msgspec.json.encode(built) == msgspec.json.encode(whole.result()), step
+        built, expected = build(history, step)
+        assert msgspec.json.encode(built) == msgspec.json.encode(expected), step
+        built.append({"role": "user", "content": "a caller's own addition"})  # never seen again
 
 
 def test_openrouter_cache_markers_never_leak_into_the_next_request():
@@ -338,29 +428,6 @@ def test_openrouter_cache_markers_never_leak_into_the_next_request():
 
 
 # --- anthropic-messages: a session's request built turn after turn ----------------------------
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_an_anthropic_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
-    import random
-
-    rng = random.Random(seed)
-    model = msgspec.structs.replace(CLAUDE, input=rng.choice([["text", "image"], ["text"]]))
-    oauth = rng.random() < 0.3
-    history: list = []
-    open_calls: list[str] = []
-    for step in range(40):
-        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
-            history = history[: rng.randrange(len(history))]
-        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
-        options = ai.StreamOptions(cache_retention=rng.choice(["short", "none"]))
-        built = anth.build_params(model, ai.Context(system_prompt="sys", messages=history), options, oauth)
-        whole = anth._Conversion(model, oauth)
-        whole.feed(list(history))
-        expected = whole.result()
-        if options.cache_retention != "none":
-            anth._mark_last_user_block(expected, {"type": "ephemeral"})
-        assert msgspec.json.encode(built["messages"]) == msgspec.json.encode(expected), step
 
 
 def test_anthropic_cache_markers_never_leak_into_the_next_request():
@@ -400,87 +467,7 @@ async def test_an_anthropic_hook_that_edits_the_messages_does_not_change_the_nex
     assert second["messages"][0]["content"] == "original"
 
 
-# --- openai-responses: a session's request built turn after turn ------------------------------
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_an_openai_responses_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
-    import random
-
-    from pi_actors.ai.providers import openai_responses as resp
-
-    rng = random.Random(seed)
-    model = ai.Model(id="gpt-5-x", name="gpt-5-x", api="openai-responses", provider="openai",
-                     base_url="http://127.0.0.1:9/v1", reasoning=rng.random() < 0.5,
-                     input=rng.choice([["text", "image"], ["text"]]))
-    history: list = []
-    open_calls: list[str] = []
-    for step in range(40):
-        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
-            history = history[: rng.randrange(len(history))]
-        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
-        context = ai.Context(system_prompt=rng.choice(["sys", "sys", None]) if step == 0 else "sys", messages=history)
-        built = resp.build_params(model, context, ai.StreamOptions())
-        whole = resp._Conversion(model, context.system_prompt)
-        whole.feed(list(history))
-        expected = list(whole.out)
-        if model.reasoning:  # gpt-5 without an effort: pi's developer message at the end
-            expected.append(built["input"][-1])
-        # (A developer message appended to one request's list would show in the next one's.)
-        assert msgspec.json.encode(built["input"]) == msgspec.json.encode(expected), step
-
-
-# --- mistral-conversations: a session's request built turn after turn -------------------------
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_a_mistral_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
-    import random
-
-    from pi_actors.ai.providers import mistral_conversations as mistral
-
-    rng = random.Random(seed)
-    model = ai.Model(id="mistral-x", api="mistral-conversations", provider="mistral",
-                     base_url="http://127.0.0.1:9", input=rng.choice([["text", "image"], ["text"]]))
-    history: list = []
-    open_calls: list[str] = []
-    for step in range(40):
-        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
-            history = history[: rng.randrange(len(history))]
-        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
-        built = mistral.convert_messages(model, ai.Context(system_prompt="sys", messages=history))
-        whole = mistral._Conversion(model, "sys")
-        whole.feed(list(history))
-        assert msgspec.json.encode(built) == msgspec.json.encode(whole.out), step
-        built.append({"role": "user", "content": "a caller's own addition"})  # never seen again
-
-
-# --- bedrock-converse-stream: a session's request built turn after turn -----------------------
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_a_bedrock_request_built_turn_by_turn_is_the_one_built_from_the_whole_history(seed):
-    import random
-
-    from pi_actors.ai.providers import bedrock_converse_stream as bedrock
-
-    rng = random.Random(seed)
-    model = ai.Model(id="us.anthropic.claude-sonnet-4-20250514-v1:0", api="bedrock-converse-stream",
-                     provider="amazon-bedrock", input=rng.choice([["text", "image"], ["text"]]))
-    history: list = []
-    open_calls: list[str] = []
-    for step in range(40):
-        if step and rng.random() < 0.1:  # a branch switch or compaction: a shorter history
-            history = history[: rng.randrange(len(history))]
-        history = history + [_random_message(rng, step, open_calls) for _ in range(rng.randint(1, 3))]
-        retention = rng.choice(["short", "none"])
-        built = bedrock.convert_messages(model, ai.Context(messages=history), retention)
-        whole = bedrock._Conversion(model)
-        whole.feed(list(history))
-        expected = list(whole.out)
-        if retention != "none" and expected and expected[-1]["role"] == "user":  # the cache point, last
-            expected[-1] = {**expected[-1], "content": [*expected[-1]["content"], bedrock._cache_point(retention)]}
-        assert msgspec.json.encode(built) == msgspec.json.encode(expected), step
+# --- bedrock-converse-stream: a conversion that fails halfway ----------------------------------
 
 
 def test_a_conversion_that_fails_halfway_is_not_continued():

@@ -23,6 +23,7 @@ user message gets a synthetic error result ``"No result provided"`` right before
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -40,7 +41,8 @@ from .types import (
     now_ms,
 )
 
-__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "MessageTransform", "transform_messages"]
+__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "Continuation", "HistoryConversion",
+           "MessageTransform", "transform_messages"]
 
 NON_VISION_USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
 NON_VISION_TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
@@ -166,3 +168,76 @@ class MessageTransform:
                 flush()
                 out.append(msg)
         return out
+
+
+class HistoryConversion:
+    """The conversion of one history into an API's request messages, continued with the
+    messages appended to it since.
+
+    Why: a session's request is built every turn from a history that only grew; converting
+    only the new messages keeps the build from growing with the session (at 300 turns of ~1 kB
+    tool output, converting the whole history cost a provider more per request than anything
+    but the SDK). :class:`Continuation` keeps one per API between requests.
+
+    An API subclasses it: its ``__init__`` calls this one with the ``key`` (whatever else the
+    conversion depends on besides the model and the messages: a system prompt, compat flags,
+    the OAuth mode), sets up any state carried from one message to the next and may put a
+    first item in ``out``; :meth:`convert` appends the transformed messages' items to ``out``
+    (it may grow the last item it made, never one of an earlier conversion); :meth:`result`
+    may add what is only true at the end (results waiting to be merged). The items in ``out``
+    are shared between requests: a request that marks one (a cache marker) copies it first."""
+
+    def __init__(self, model: Model, key: Any, normalize_id: NormalizeId | None = None) -> None:
+        self.model, self.key = model, key
+        self.source: list[Message] = []
+        self.transform = MessageTransform(model, normalize_id)
+        self.out: list[dict[str, Any]] = []
+
+    def continues(self, model: Model, key: Any, messages: list[Message]) -> bool:
+        """Whether ``messages`` continues this conversion: exact — the same model and key,
+        and a history that starts with the very messages converted so far (list equality:
+        identity first, then value). Anything else (a branch switch, compaction, another
+        session or model) starts afresh."""
+        n = len(self.source)
+        return (model == self.model and key == self.key and len(messages) >= n
+                and messages[:n] == self.source)
+
+    def feed(self, new: list[Message]) -> None:
+        """Convert ``new``, the messages appended to the history converted so far."""
+        self.convert(self.transform.feed(new))
+        self.source.extend(new)
+
+    def convert(self, messages: list[Message]) -> None:
+        """Append the items of ``messages`` (already through :class:`MessageTransform`)."""
+        raise NotImplementedError
+
+    def result(self) -> list[dict[str, Any]]:
+        """The request's messages so far: a new list, its items not to be edited."""
+        return list(self.out)
+
+
+C = TypeVar("C", bound=HistoryConversion)
+
+
+class Continuation(Generic[C]):
+    """The last request's conversion an API keeps, to continue with the next request's
+    history (one per API module: a provider process serves one session at a time, and a
+    history from elsewhere just starts afresh)."""
+
+    def __init__(self) -> None:
+        self._last: C | None = None
+
+    def convert(self, model: Model, key: Any, messages: list[Message], start: Callable[[], C]) -> C:
+        """The conversion of ``messages``: the kept one continued when it
+        :meth:`~HistoryConversion.continues`, else ``start()`` fed the whole history.
+
+        Raises what the conversion raises (a message the API cannot carry); the conversion
+        that failed halfway is then dropped, so the next request starts afresh, not from a
+        half-fed state."""
+        conversion = self._last
+        if conversion is None or not conversion.continues(model, key, messages):
+            conversion = start()
+        self._last = None
+        conversion.feed(messages[len(conversion.source):])
+        self._last = conversion
+        return conversion

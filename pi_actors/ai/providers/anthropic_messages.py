@@ -43,7 +43,7 @@ from ..options import (
     with_sdk_client_options,
 )
 from ..sanitize import sanitize_surrogates
-from ..transform import MessageTransform
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
@@ -162,47 +162,24 @@ def _assistant(msg: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
 def convert_messages(model: Model, context: Context, oauth: bool = False) -> list[dict[str, Any]]:
     """The request's ``messages`` for ``context`` (a new list; its dicts are not to be edited:
     they may be the ones the last request was built from, see :class:`_Conversion`)."""
-    global _last
-    conversion = _last
-    if conversion is None or not conversion.continues(model, context, oauth):
-        conversion = _Conversion(model, oauth)
-    _last = None  # a conversion that fails halfway is not continued
-    conversion.feed(context.messages[len(conversion.source):])
-    _last = conversion
-    return conversion.result()
+    return _continuation.convert(model, oauth, context.messages, lambda: _Conversion(model, oauth)).result()
 
 
-class _Conversion:
-    """The conversion of one history, continued with the messages appended to it since (as
-    ``openai_messages._Conversion``).
-
-    Why: a session's request is built every turn from a history that only grew; converting
-    only the new messages keeps the build from growing with the session (at 300 turns of
-    ~1 kB tool output, converting the whole history took more of the provider's time per
-    request than anything but the SDK). ``continues`` is exact: the same model and OAuth mode,
-    and a history that starts with the very messages converted so far (list equality:
-    identity first, then value); anything else (a branch switch, compaction, another session)
-    starts afresh. The state carried over: the transform's (``MessageTransform``) and the tool
-    results waiting to be merged into one user message with those that follow them. Output
-    dicts are shared between requests: :func:`build_params` copies the one it marks for the
-    cache."""
+class _Conversion(HistoryConversion):
+    """The conversion of one history, continued (:class:`HistoryConversion`); its key is the
+    OAuth mode. The state carried over besides the transform's: the tool results waiting to
+    be merged into one user message with those that follow them. Output dicts are shared
+    between requests: :func:`build_params` copies the one it marks for the cache."""
 
     def __init__(self, model: Model, oauth: bool) -> None:
-        self.model, self.oauth = model, oauth
-        self.source: list[Message] = []
-        self.transform = MessageTransform(model, _normalize_tool_call_id)
-        self.out: list[dict[str, Any]] = []
+        super().__init__(model, oauth, _normalize_tool_call_id)
+        self.oauth = oauth
         self.results: list[dict[str, Any]] = []
 
-    def continues(self, model: Model, context: Context, oauth: bool) -> bool:
-        n = len(self.source)
-        return (model == self.model and oauth == self.oauth and len(context.messages) >= n
-                and context.messages[:n] == self.source)
-
-    def feed(self, new: list[Message]) -> None:
+    def convert(self, messages: list[Message]) -> None:
         vision = "image" in self.model.input
         out, results = self.out, self.results
-        for msg in self.transform.feed(new):
+        for msg in messages:
             if isinstance(msg, ToolResultMessage):
                 results.append(_tool_result(msg))
                 continue
@@ -227,7 +204,6 @@ class _Conversion:
                 blocks = _assistant(msg, self.oauth)
                 if blocks:
                     out.append({"role": "assistant", "content": blocks})
-        self.source.extend(new)
 
     def result(self) -> list[dict[str, Any]]:
         """The messages so far, with the tool results still waiting merged into the last user
@@ -238,7 +214,7 @@ class _Conversion:
         return out
 
 
-_last: _Conversion | None = None
+_continuation: Continuation[_Conversion] = Continuation()
 
 
 def _cache_control(model: Model, options: StreamOptions) -> dict[str, Any] | None:

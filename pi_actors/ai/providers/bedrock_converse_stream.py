@@ -76,7 +76,7 @@ from ..options import (
     resolve_cache_retention,
 )
 from ..sanitize import sanitize_surrogates
-from ..transform import MessageTransform
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
@@ -191,44 +191,28 @@ def _tool_result(msg: ToolResultMessage) -> dict[str, Any]:
 def convert_messages(model: Model, context: Context, retention: str = "short") -> list[dict[str, Any]]:
     """The ``messages`` of a request: pi's conversion (module docstring). A new list; its
     dicts are not to be edited: they may be the ones the last request was built from (see
-    :class:`_Conversion`)."""
-    global _last
-    conversion = _last
-    if conversion is None or not conversion.continues(model, context):
-        conversion = _Conversion(model)
-    _last = None  # a conversion that fails halfway (an unknown image type) is not continued
-    conversion.feed(context.messages[len(conversion.source):])
-    _last = conversion
-    result = list(conversion.out)
+    :class:`_Conversion`). A conversion that fails halfway (an unknown image type) is not
+    continued."""
+    result = _continuation.convert(model, None, context.messages, lambda: _Conversion(model)).result()
     if retention != "none" and _caches(model) and result and result[-1]["role"] == "user":
         last = result[-1]
         result[-1] = {**last, "content": [*last["content"], _cache_point(retention)]}
     return result
 
 
-class _Conversion:
-    """The conversion of one history, continued with the messages appended to it since (as
-    ``openai_messages._Conversion``): converting only the new messages keeps a request's
-    build from growing with the session. ``continues`` is exact: the same model, and a
-    history that starts with the very messages converted so far (list equality: identity
-    first, then value); anything else starts afresh. The state carried over is the
-    transform's; a tool result joins the user message of the results before it, also when
-    they came in an earlier feed (that message's content list grows: requests already built
-    have been sent). The cache point goes on a copy of the last message."""
+class _Conversion(HistoryConversion):
+    """The conversion of one history, continued (:class:`HistoryConversion`); no key. The
+    state carried over is the transform's; a tool result joins the user message of the
+    results before it, also when they came in an earlier feed (that message's content list
+    grows: requests already built have been sent). The cache point goes on a copy of the last
+    message."""
 
     def __init__(self, model: Model) -> None:
-        self.model = model
-        self.source: list[Message] = []
-        self.transform = MessageTransform(model, _normalize_id)
-        self.out: list[dict[str, Any]] = []
+        super().__init__(model, None, _normalize_id)
 
-    def continues(self, model: Model, context: Context) -> bool:
-        n = len(self.source)
-        return model == self.model and len(context.messages) >= n and context.messages[:n] == self.source
-
-    def feed(self, new: list[Message]) -> None:
+    def convert(self, messages: list[Message]) -> None:
         model, result = self.model, self.out
-        for msg in self.transform.feed(new):
+        for msg in messages:
             if isinstance(msg, UserMessage):
                 content = ([{"text": sanitize_surrogates(msg.content)}] if isinstance(msg.content, str) else
                            [{"text": sanitize_surrogates(c.text)} if isinstance(c, TextContent) else _image(c)
@@ -245,10 +229,9 @@ class _Conversion:
                     last["content"].append(_tool_result(msg))
                 else:
                     result.append({"role": "user", "content": [_tool_result(msg)]})
-        self.source.extend(new)
 
 
-_last: _Conversion | None = None
+_continuation: Continuation[_Conversion] = Continuation()
 
 
 def _thinking_fields(model: Model, options: StreamOptions) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ import httpx2
 
 from ..options import StreamOptions, clamp_reasoning, extra_option
 from ..sanitize import sanitize_surrogates
-from ..transform import MessageTransform
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
@@ -180,41 +180,24 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     """The request's ``messages`` (system prompt first), in the API's snake_case shape (a new
     list; its dicts are not to be edited: they may be the ones the last request was built
     from, see :class:`_Conversion`)."""
-    global _last
-    conversion = _last
-    if conversion is None or not conversion.continues(model, context):
-        conversion = _Conversion(model, context.system_prompt)
-    _last = None  # a conversion that fails halfway is not continued
-    conversion.feed(context.messages[len(conversion.source):])
-    _last = conversion
-    return list(conversion.out)
+    return _continuation.convert(model, context.system_prompt, context.messages,
+                                 lambda: _Conversion(model, context.system_prompt)).result()
 
 
-class _Conversion:
-    """The conversion of one history, continued with the messages appended to it since (as
-    ``openai_messages._Conversion``): converting only the new messages keeps a request's
-    build from growing with the session. ``continues`` is exact: the same model and system
-    prompt, and a history that starts with the very messages converted so far (list
-    equality: identity first, then value); anything else starts afresh. The state carried
-    over: the transform's and the id normalizer's (an id keeps the Mistral id it was given)."""
+class _Conversion(HistoryConversion):
+    """The conversion of one history, continued (:class:`HistoryConversion`); its key is the
+    system prompt. The state carried over besides the transform's: the id normalizer's (an id
+    keeps the Mistral id it was given)."""
 
     def __init__(self, model: Model, system_prompt: str | None) -> None:
-        self.model, self.system_prompt = model, system_prompt
-        self.source: list[Message] = []
-        self.transform = MessageTransform(model, _IdNormalizer())
-        self.out: list[dict[str, Any]] = []
+        super().__init__(model, system_prompt, _IdNormalizer())
         if system_prompt:
             self.out.append({"role": "system", "content": sanitize_surrogates(system_prompt)})
 
-    def continues(self, model: Model, context: Context) -> bool:
-        n = len(self.source)
-        return (model == self.model and context.system_prompt == self.system_prompt
-                and len(context.messages) >= n and context.messages[:n] == self.source)
-
-    def feed(self, new: list[Message]) -> None:
+    def convert(self, messages: list[Message]) -> None:
         vision = "image" in self.model.input
         out = self.out
-        for msg in self.transform.feed(new):
+        for msg in messages:
             if isinstance(msg, UserMessage):
                 if isinstance(msg.content, str):
                     out.append({"role": "user", "content": sanitize_surrogates(msg.content)})
@@ -231,10 +214,9 @@ class _Conversion:
                     out.append(item)
             else:
                 out.append(_tool_message(msg, vision))
-        self.source.extend(new)
 
 
-_last: _Conversion | None = None
+_continuation: Continuation[_Conversion] = Continuation()
 
 
 def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:

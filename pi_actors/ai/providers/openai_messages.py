@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sanitize import sanitize_surrogates
-from ..transform import MessageTransform
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
@@ -131,45 +131,26 @@ def _assistant_message(msg: AssistantMessage, compat: OpenAICompletionsCompat,
 def convert_messages(model: Model, context: Context, compat: OpenAICompletionsCompat) -> list[dict[str, Any]]:
     """The request's ``messages`` for ``context`` (a new list; its dicts are not to be
     edited: they may be the ones the last request was built from, see :class:`_Conversion`)."""
-    global _last
-    conversion = _last
-    messages = context.messages
-    if (conversion is None or not conversion.continues(model, context, compat)):
-        conversion = _Conversion(model, context.system_prompt, compat)
-    _last = None  # a conversion that fails halfway is not continued
-    conversion.feed(messages[len(conversion.source):])
-    _last = conversion
-    return conversion.result()
+    key = (context.system_prompt, compat)
+    return _continuation.convert(model, key, context.messages,
+                                 lambda: _Conversion(model, context.system_prompt, compat)).result()
 
 
-class _Conversion:
-    """The conversion of one history, continued with the messages appended to it since.
-
-    Why: a session's request is built every turn from a history that only grew; converting
-    only the new messages keeps the build from growing with the session. ``continues`` is
-    exact: the same model, compat and system prompt, and a history that starts with the very
-    messages converted so far (list equality: identity first, then value) — anything else (a
-    branch switch, compaction, another session) starts afresh. The state carried over is what
-    a message's conversion depends on before it: the transform's (``MessageTransform``), the
+class _Conversion(HistoryConversion):
+    """The conversion of one history, continued (:class:`HistoryConversion`); its key is the
+    system prompt and the compat flags. The state carried over besides the transform's: the
     images of tool results waiting for the next message, and whether the last was a tool
     result. Output dicts are shared between requests: :func:`build_params` copies the ones it
     edits (OpenRouter's cache markers)."""
 
     def __init__(self, model: Model, system_prompt: str | None, compat: OpenAICompletionsCompat) -> None:
-        self.model, self.system_prompt, self.compat = model, system_prompt, compat
-        self.source: list[Message] = []
-        self.transform = MessageTransform(model, _normalize_tool_call_id)
-        self.out: list[dict[str, Any]] = []
+        super().__init__(model, (system_prompt, compat), _normalize_tool_call_id)
+        self.compat = compat
         if system_prompt:
             role = "developer" if model.reasoning and compat.supports_developer_role else "system"
             self.out.append({"role": role, "content": sanitize_surrogates(system_prompt)})
         self.pending_images: list[dict[str, Any]] = []
         self.after_tool_results = False
-
-    def continues(self, model: Model, context: Context, compat: OpenAICompletionsCompat) -> bool:
-        n = len(self.source)
-        return (model == self.model and compat == self.compat and context.system_prompt == self.system_prompt
-                and len(context.messages) >= n and context.messages[:n] == self.source)
 
     def _flush_images(self, out: list[dict[str, Any]], pending_images: list[dict[str, Any]]) -> None:
         if pending_images:
@@ -179,12 +160,12 @@ class _Conversion:
                                                     *pending_images]})
             pending_images.clear()
 
-    def feed(self, new: list[Message]) -> None:
+    def convert(self, messages: list[Message]) -> None:
         model, compat, out = self.model, self.compat, self.out
         vision = "image" in model.input
         pending_images = self.pending_images
         after_tool_results = self.after_tool_results
-        for msg in self.transform.feed(new):
+        for msg in messages:
             if not isinstance(msg, ToolResultMessage):
                 self._flush_images(out, pending_images)
             if isinstance(msg, UserMessage):
@@ -210,7 +191,6 @@ class _Conversion:
                     pending_images.extend(_image_part(b) for b in msg.content if isinstance(b, ImageContent))
             after_tool_results = isinstance(msg, ToolResultMessage)
         self.after_tool_results = after_tool_results
-        self.source.extend(new)
 
     def result(self) -> list[dict[str, Any]]:
         """The messages so far, with the waiting images flushed (in the copy only)."""
@@ -219,4 +199,4 @@ class _Conversion:
         return out
 
 
-_last: _Conversion | None = None
+_continuation: Continuation[_Conversion] = Continuation()

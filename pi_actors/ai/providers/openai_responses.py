@@ -42,7 +42,7 @@ import openai
 
 from ..options import StreamOptions, extra_option, resolve_cache_retention, with_sdk_client_options
 from ..sanitize import sanitize_surrogates
-from ..transform import MessageTransform
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
@@ -176,47 +176,28 @@ def _tool_output(msg: ToolResultMessage, vision: bool) -> dict[str, Any]:
 def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     """The request's ``input`` items for ``context`` (a new list; its dicts are not to be
     edited: they may be the ones the last request was built from, see :class:`_Conversion`)."""
-    global _last
-    conversion = _last
-    if conversion is None or not conversion.continues(model, context):
-        conversion = _Conversion(model, context.system_prompt)
-    _last = None  # a conversion that fails halfway is not continued
-    conversion.feed(context.messages[len(conversion.source):])
-    _last = conversion
-    return list(conversion.out)
+    return _continuation.convert(model, context.system_prompt, context.messages,
+                                 lambda: _Conversion(model, context.system_prompt)).result()
 
 
-class _Conversion:
-    """The conversion of one history, continued with the messages appended to it since (as
-    ``openai_messages._Conversion``): a session's request is built every turn from a history
-    that only grew, and converting only the new messages keeps the build from growing with
-    the session. ``continues`` is exact: the same model and system prompt, and a history that
-    starts with the very messages converted so far (list equality: identity first, then
-    value); anything else (a branch switch, compaction, another session or API) starts
-    afresh. The state carried over: the transform's (``MessageTransform``) and the count of
-    messages converted (an assistant text item's id without a signature is numbered by it).
-    Output dicts are shared between requests and never edited."""
+class _Conversion(HistoryConversion):
+    """The conversion of one history, continued (:class:`HistoryConversion`); its key is the
+    system prompt. The state carried over besides the transform's: the count of messages
+    converted (an assistant text item's id without a signature is numbered by it). Output
+    dicts are shared between requests and never edited."""
 
     def __init__(self, model: Model, system_prompt: str | None) -> None:
-        self.model, self.system_prompt = model, system_prompt
-        self.source: list[Message] = []
-        self.transform = MessageTransform(model, _normalize_tool_call_id)
-        self.out: list[dict[str, Any]] = []
+        super().__init__(model, system_prompt, _normalize_tool_call_id)
         if system_prompt:
             self.out.append({"role": "developer" if model.reasoning else "system",
                              "content": sanitize_surrogates(system_prompt)})
         self.counter = 0
 
-    def continues(self, model: Model, context: Context) -> bool:
-        n = len(self.source)
-        return (model == self.model and context.system_prompt == self.system_prompt
-                and len(context.messages) >= n and context.messages[:n] == self.source)
-
-    def feed(self, new: list[Message]) -> None:
+    def convert(self, messages: list[Message]) -> None:
         model, out = self.model, self.out
         vision = "image" in model.input
         counter = self.counter
-        for msg in self.transform.feed(new):
+        for msg in messages:
             if isinstance(msg, UserMessage):
                 if isinstance(msg.content, str):
                     parts = [{"type": "input_text", "text": sanitize_surrogates(msg.content)}]
@@ -235,10 +216,9 @@ class _Conversion:
                 out.append(_tool_output(msg, vision))
             counter += 1
         self.counter = counter
-        self.source.extend(new)
 
 
-_last: _Conversion | None = None
+_continuation: Continuation[_Conversion] = Continuation()
 
 
 def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
