@@ -30,7 +30,8 @@ Contract:
   (an exception in it is answered with HTTP 500 naming it).
 - ``requests`` holds every request received, as ``{"path", "headers", "body", "received"}``
   (header names lower-case, body the parsed JSON or None, received the ``time.time()`` at
-  which its last byte had been read, before parsing), appended before the reply is computed;
+  which its last byte had been read, before parsing; also ``method``, ``target`` — the path
+  with its query — and ``raw``, the body's bytes), appended before the reply is computed;
   ``await wait_requests(n)`` returns once ``n`` requests have arrived.
 - ``ScriptedLLM(..., on_replied=f)``: ``f(record)`` is called with a request's record once its
   response has been written to the end (the last byte handed to the socket; not for a reply
@@ -236,7 +237,8 @@ class ScriptedLLM:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record = {"path": path, "headers": headers, "body": body, "raw": raw, "received": received}
+        record = {"path": path, "headers": headers, "body": body, "raw": raw, "received": received,
+                  "method": request.method.decode("latin-1"), "target": request.target.decode("latin-1")}
         self.requests.append(record)
         self._request_seen.set()
         self._request_seen = trio.Event()

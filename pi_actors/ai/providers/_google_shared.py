@@ -27,11 +27,12 @@ from typing import Any
 
 from ..options import StreamOptions, extra_option
 from ..sanitize import sanitize_surrogates
-from ..transform import transform_messages
+from ..transform import Continuation, HistoryConversion
 from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
+    Message,
     Model,
     TextContent,
     ThinkingContent,
@@ -117,7 +118,9 @@ def _assistant_parts(msg: AssistantMessage, model: Model) -> list[dict[str, Any]
     return parts
 
 
-def _tool_result(msg: ToolResultMessage, model: Model, contents: list[dict[str, Any]]) -> None:
+def _function_response(msg: ToolResultMessage, model: Model) -> tuple[dict[str, Any], list[ImageContent] | None]:
+    """A tool result's ``functionResponse`` part, and its images when they go in a user turn
+    of their own after it (models before Gemini 3 take no images nested in the response)."""
     text = "\n".join(b.text for b in msg.content if isinstance(b, TextContent))
     images = [b for b in msg.content if isinstance(b, ImageContent)] if "image" in model.input else []
     value = sanitize_surrogates(text) if text else ("(see attached image)" if images else "")
@@ -129,35 +132,76 @@ def _tool_result(msg: ToolResultMessage, model: Model, contents: list[dict[str, 
         response["parts"] = [_image_part(b) for b in images]
     if _needs_call_id(model.id):
         response["id"] = msg.tool_call_id
-    part = {"functionResponse": response}
-    last = contents[-1] if contents else None
-    if last is not None and last["role"] == "user" and any("functionResponse" in p for p in last["parts"]):
-        last["parts"].append(part)
-    else:
-        contents.append({"role": "user", "parts": [part]})
-    if images and not nested_images:
-        contents.append({"role": "user", "parts": [{"text": "Tool result image:"}, *(_image_part(b) for b in images)]})
+    return {"functionResponse": response}, (images if images and not nested_images else None)
 
 
 def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
-    """The ``contents`` of a request: pi's conversion (see the module docstring)."""
-    contents: list[dict[str, Any]] = []
-    for msg in transform_messages(context.messages, model, _normalize_id):
-        if isinstance(msg, UserMessage):
-            if isinstance(msg.content, str):
-                contents.append({"role": "user", "parts": [{"text": sanitize_surrogates(msg.content)}]})
-                continue
-            parts = [{"text": sanitize_surrogates(b.text)} if isinstance(b, TextContent) else _image_part(b)
-                     for b in msg.content]
-            if parts:
-                contents.append({"role": "user", "parts": parts})
-        elif isinstance(msg, AssistantMessage):
-            parts = _assistant_parts(msg, model)
-            if parts:
-                contents.append({"role": "model", "parts": parts})
-        else:
-            _tool_result(msg, model, contents)
-    return contents
+    """The ``contents`` of a request: pi's conversion (see the module docstring). A new list
+    whose dicts are not to be edited: they may be the ones the last request was built from
+    (:class:`_Conversion`)."""
+    return _continuation.convert(model, None, context.messages, lambda: _Conversion(model)).result()
+
+
+class _Conversion(HistoryConversion):
+    """The conversion of one history into ``contents``, continued with the messages appended
+    to it since (``transform.HistoryConversion``: same model, a history starting with the very
+    messages converted so far). The state carried over besides the transform's: the
+    ``functionResponse`` parts of the tool results at the end, still open to the results that
+    follow (consecutive results are one user turn). They become a content only when something
+    else is appended, or in the copy :meth:`result` gives, so no content of an earlier request
+    is ever grown. A message that makes no content (an assistant turn of blank text) leaves
+    them open, as converting the whole history at once would. Their content, once made for a
+    request, is the very dict that closes them (``_genai`` converts a dict it has seen once)."""
+
+    def __init__(self, model: Model) -> None:
+        super().__init__(model, None, _normalize_id)
+        self.results: list[dict[str, Any]] = []
+        self.results_content: dict[str, Any] | None = None  # made of ``results`` as they are
+
+    def _results_content(self) -> dict[str, Any]:
+        if self.results_content is None:
+            self.results_content = {"role": "user", "parts": list(self.results)}
+        return self.results_content
+
+    def _append(self, content: dict[str, Any]) -> None:
+        """Close the open tool results, then append ``content``."""
+        if self.results:
+            self.out.append(self._results_content())
+            self.results, self.results_content = [], None
+        self.out.append(content)
+
+    def convert(self, messages: list[Message]) -> None:
+        model = self.model
+        for msg in messages:
+            if isinstance(msg, UserMessage):
+                if isinstance(msg.content, str):
+                    self._append({"role": "user", "parts": [{"text": sanitize_surrogates(msg.content)}]})
+                    continue
+                parts = [{"text": sanitize_surrogates(b.text)} if isinstance(b, TextContent) else _image_part(b)
+                         for b in msg.content]
+                if parts:
+                    self._append({"role": "user", "parts": parts})
+            elif isinstance(msg, AssistantMessage):
+                parts = _assistant_parts(msg, model)
+                if parts:
+                    self._append({"role": "model", "parts": parts})
+            else:
+                part, images = _function_response(msg, model)
+                self.results.append(part)
+                self.results_content = None
+                if images:
+                    self._append({"role": "user", "parts": [{"text": "Tool result image:"},
+                                                            *(_image_part(b) for b in images)]})
+
+    def result(self) -> list[dict[str, Any]]:
+        """The contents so far, the open tool results as the last user turn of the copy."""
+        out = list(self.out)
+        if self.results:
+            out.append(self._results_content())
+        return out
+
+
+_continuation: Continuation[_Conversion] = Continuation()
 
 
 def build_params(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
