@@ -70,7 +70,7 @@ class GenaiHandle:
 #
 # The SDK's ``generate_content_stream`` validates the whole ``contents`` into pydantic models
 # and converts them back to the wire on every request (and every continuation hop): at 300
-# turns of ~1 kB tool output that was ~200 ms of CPU a request, nearly all of the provider's.
+# turns of ~1 kB tool output that was 130-200 ms of CPU a request, nearly all of the provider's.
 # Here each content is converted once, by the SDK's own steps, and the SDK's public call is
 # made with a one-part placeholder that the client below swaps for those wire dicts when the
 # request goes out. Everything else stays the SDK's: the config's conversion, URL, auth,
@@ -84,7 +84,7 @@ def _content_wire(content: Any, vertex: bool) -> list[dict[str, Any]]:
     ``_Content_to_*``) and of ``_generate_content_stream`` (``convert_to_dict``, then
     ``encode_unserializable_types``: a signature or image data as URL-safe base64). Each step
     maps a content on its own, so the whole body's ``contents`` is these, one after another
-    (``test_google_requests`` checks the bytes against the SDK's own request)."""
+    (``tests/test_ai_google_requests.py`` checks the bytes against the SDK's own request)."""
     to_wire = genai_models._Content_to_vertex if vertex else genai_models._Content_to_mldev
     return [genai_common.encode_unserializable_types(genai_common.convert_to_dict(to_wire(item, None, None)))
             for item in genai_transformers.t_contents([content])]

@@ -6,7 +6,9 @@ No SDK import here, so the Code Assist provider works without the ``[google]`` e
 
 - ``convert_messages(model, context)``: the ``contents`` of a request (pi's conversion: thinking
   and signatures replayed only to the same provider and model, valid base64 signatures only,
-  tool results as ``functionResponse``, call ids only where the model needs them);
+  tool results as ``functionResponse``, call ids only where the model needs them), continued
+  from the last request's conversion when the history only grew (:class:`_Conversion`), so its
+  dicts are shared between requests and never edited;
 - ``build_params(model, context, options)``: ``{"model", "contents", "config"}`` as the SDK's
   ``generate_content_stream`` takes it (camelCase keys, as on the wire);
 - thinking helpers (``_thinking_off``, ``_thinking_level``, ``_thinking_budget``, the model-family

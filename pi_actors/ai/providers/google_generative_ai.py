@@ -24,6 +24,11 @@ raise, exactly one terminal event). Specific to this API:
   valid base64 signatures; other models' thinking becomes plain text (``transform``); tool
   results go as ``functionResponse`` (``output`` or ``error``), consecutive ones in one user
   turn; call ids are sent only to models that need them (``claude-*``, ``gpt-oss-*``);
+- requests: a session's history is converted once (``_google_shared._Conversion``: each request
+  converts only the messages appended since) and each content is put in the SDK's wire form once
+  (``_genai._WireContents``); the request is still the SDK's public ``generate_content_stream``
+  (its config conversion, auth, URL, automatic continuation, errors, chunk parsing), with those
+  wire dicts swapped in for a placeholder content at ``async_request_streamed``: the same bytes;
 - ``stream_simple`` maps ``reasoning`` to ``thinkingConfig`` as pi does (Gemini 3 / Gemma 4:
   ``thinkingLevel``; 2.5: ``thinkingBudget`` from pi's per-model table; no level: thinking off).
 """
