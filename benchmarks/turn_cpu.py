@@ -1,12 +1,13 @@
 """CPU per turn of each process of a multi-turn ``-p`` run: ``python -m benchmarks.turn_cpu``.
 
-    .venv/bin/python -m benchmarks.turn_cpu turns-100 [--old OTHER/bin/pi-actors] [--runs 3]
+    .venv/bin/python -m benchmarks.turn_cpu turns-100 [--old OTHER/bin/pi-actors] [--runs 3] [--window 0.2:0.8]
 
 Runs the scenario (a session written, as in ``benchmarks.ab``) against the scripted server
 while a thread samples ``utime + stime`` of every process of the CLI's tree from ``/proc``
 every 10 ms. The server's request log gives the moment each turn's request arrived; each
 process's CPU between the request of the turn at 20% and the one at 80% of the run, divided
-by the turns between, is its CPU per turn (start-up and shutdown left out). Processes are
+by the turns between, is its CPU per turn (start-up and shutdown left out; ``--window A:B``
+measures another stretch). Processes are
 grouped by their role (the actor name a child's command line ends with; the CLI itself is
 ``cli``). With ``--old``, runs of the two builds alternate (old, new, new, old, ...), and the
 medians per build are printed side by side. Also printed: the median client time per turn
@@ -56,7 +57,8 @@ def _role(pid: int, root: int) -> str:
     return os.path.basename(cmd.split(" ", 1)[0]) or "?"
 
 
-def run_once(cli: PiActors, server: Server, name: str, work: Path) -> dict[str, float]:
+def run_once(cli: PiActors, server: Server, name: str, work: Path,
+             window: tuple[float, float] = (0.2, 0.8)) -> dict[str, float]:
     run_id = f"tc{uuid.uuid4().hex[:10]}"
     cwd = Path(tempfile.mkdtemp(prefix="work-", dir=work))
     sessions = Path(tempfile.mkdtemp(prefix="sessions-", dir=work))
@@ -92,7 +94,7 @@ def run_once(cli: PiActors, server: Server, name: str, work: Path) -> dict[str, 
     shutil.rmtree(sessions, ignore_errors=True)
     if len(times) < 10:
         raise RuntimeError(f"only {len(times)} requests reached the server")
-    i0, i1 = len(times) // 5, (4 * len(times)) // 5
+    i0, i1 = int(len(times) * window[0]), min(int(len(times) * window[1]), len(times) - 1)
     t0, t1 = times[i0], times[i1]
     turns = i1 - i0
 
@@ -116,7 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("scenario", help="turns-N or bulkturns-N")
     p.add_argument("--old", help="another build's pi-actors executable (alternate with it)")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--window", default="0.2:0.8",
+                   help="the stretch of the run measured, as fractions of its requests (default 0.2:0.8; "
+                        "e.g. 0.05:0.25 and 0.75:0.95 to see what grows with the session)")
     args = p.parse_args(argv)
+    window = tuple(float(x) for x in args.window.split(":"))
+    if len(window) != 2 or not 0 <= window[0] < window[1] <= 1:
+        p.error(f"--window must be A:B with 0 <= A < B <= 1, not {args.window!r}")
     become_subreaper()
     work = Path(tempfile.mkdtemp(prefix="pi-actors-turncpu-"))
     server = Server(work)
@@ -129,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             order = ["old", "new", "new", "old"]
         for i in range(args.runs * len(clis)):
             which = order[i % len(order)]
-            r = run_once(clis[which], server, args.scenario, work)
+            r = run_once(clis[which], server, args.scenario, work, (window[0], window[1]))
             results[which].append(r)
             print(which, "  ".join(f"{k} {v * 1000:.2f}" for k, v in sorted(r.items())), "(ms/turn)", flush=True)
     finally:
