@@ -5,7 +5,7 @@
 
 Starts the benchmark's scripted server, then calls the API's ``stream`` (the real SDK, inside
 ``reuse_clients`` as the provider actor calls it; ``--api``: openai-completions (default),
-openai-responses, anthropic-messages, google-generative-ai or google-vertex) once per turn of a ``turns-N`` conversation: the
+openai-responses, anthropic-messages, google-generative-ai, google-vertex or google-gemini-cli) once per turn of a ``turns-N`` conversation: the
 context grows by one assistant tool call (``echo k``) and its result per turn (``k`` and a
 newline, or ``--output-bytes`` of ``x`` before them, as (f)'s ~1 kB), with a ~1.4 kB system
 prompt and four tools, as in the CLI's run. Reported: CPU (``time.process_time``, every
@@ -66,7 +66,10 @@ def _result(k: int, output_bytes: int = 0) -> T.ToolResultMessage:
 #: The provider module of each API this benchmark drives, and the base URL path it is given.
 _APIS = {"openai-completions": ("openai_completions", "/v1"), "openai-responses": ("openai_responses", "/v1"),
          "anthropic-messages": ("anthropic_messages", ""), "google-generative-ai": ("google_generative_ai", "/v1beta"),
-         "google-vertex": ("google_vertex", "/v1")}  # Vertex with the key: express mode, no credentials
+         "google-vertex": ("google_vertex", "/v1"),  # Vertex with the key: express mode, no credentials
+         "google-gemini-cli": ("google_gemini_cli", "")}
+#: The key each API is given (a Google login's JSON for Code Assist; "bench-key" otherwise).
+_KEYS = {"google-gemini-cli": '{"token": "bench-key", "projectId": "bench-project"}'}
 
 
 async def _round(api: Any, model: T.Model, turns: int, output_bytes: int) -> tuple[list[float], list[float]]:
@@ -82,7 +85,7 @@ async def _round(api: Any, model: T.Model, turns: int, output_bytes: int) -> tup
         for k in range(turns):
             context = T.Context(system_prompt=SYSTEM, messages=list(messages), tools=TOOLS)
             c0, w0 = time.process_time(), time.perf_counter()
-            final = await api.stream(model, context, StreamOptions(api_key="bench-key"), emit)
+            final = await api.stream(model, context, StreamOptions(api_key=_KEYS.get(model.api, "bench-key")), emit)
             cpu.append(time.process_time() - c0)
             wall.append(time.perf_counter() - w0)
             if final.stop_reason in ("error", "aborted"):
