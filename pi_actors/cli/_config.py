@@ -12,7 +12,7 @@ Credentials: a provider has them when ``--api-key`` is given for it, auth.json h
 or key for it (``pi-actors login``, ``/login``), its environment variable is set
 (``ai.env_keys``) or models.json gives it an ``apiKey``. Only those providers' models
 are *available* (``--list-models``, ``/model``, RPC ``get_available_models``); choosing a
-model of another provider, or one whose API pi-actors does not implement yet, is a
+model of another provider, or one whose API is not one pi-actors implements, is a
 ConfigError saying what to set or what is missing.
 """
 
