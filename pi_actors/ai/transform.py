@@ -18,6 +18,11 @@ Pass 2: a tool call of a kept assistant message that has no result before the ne
 user message gets a synthetic error result ``"No result provided"`` right before that message
 (calls still pending at the end are left alone); assistant messages that ended in ``error`` or
 ``aborted`` are dropped.
+
+Continued: ``MessageTransform`` gives the same passes fed a growing history piece by piece, and
+``HistoryConversion`` / ``Continuation`` keep an API's conversion of the last request's history to
+continue it with the messages appended since (every API subclasses ``HistoryConversion`` with its
+own ``convert`` step), so that a request's build does not grow with the session.
 """
 
 from __future__ import annotations
