@@ -84,6 +84,19 @@ async def test_code_assist_streams_thinking_text_and_parallel_tool_calls_with_si
     assert inner["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 8192}
 
 
+async def test_the_code_assist_body_is_compact_utf8_json_as_pi_sends_it():
+    """The body is what pi's ``JSON.stringify`` gives: no spaces after separators, non-ASCII
+    text as UTF-8 (not ``\\u`` escapes), keys in order — and the same JSON as before."""
+    context = ai.Context(system_prompt="Be terse — “quoted”", messages=[
+        ai.UserMessage(content="héllo 日本 \U0001f600 \u2028 </script>", timestamp=1)])
+    _msg, _rec, server = await one_call([Reply(text="ok")], context=context)
+    raw = server.requests[0]["raw"]
+    body = json.loads(raw)
+    assert raw == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    assert "héllo 日本".encode() in raw and b"\\u" not in raw
+    assert body["request"]["contents"] == [{"role": "user", "parts": [{"text": "héllo 日本 \U0001f600 \u2028 </script>"}]}]
+
+
 async def test_code_assist_signed_text_finish_reasons_and_replay_of_its_own_thinking():
     signature = base64.b64encode(b"sig").decode()
     first, _, _ = await one_call([Reply(thinking="plan", text="ok", thinking_signature=signature)])

@@ -37,6 +37,7 @@ import time
 from typing import Any
 
 import httpx2
+import msgspec
 
 from ..oauth import OAuthError, code_assist_credentials
 from ..options import StreamOptions, build_base_options, clamp_reasoning
@@ -217,7 +218,9 @@ async def _body(run: StreamRun, context: Context) -> None:
                **(_ANTIGRAVITY_HEADERS if _is_antigravity(model) else _GEMINI_CLI_HEADERS),
                **(model.headers or {}), **(options.headers or {})}
     url = f"{base}/v1internal:streamGenerateContent?alt=sse"
-    content = json.dumps(body, ensure_ascii=False).encode()
+    # Compact UTF-8 JSON, as pi's JSON.stringify sends it; msgspec: ~5x quicker than json on the
+    # ~400 kB body of a long session, the one serialization a request cannot avoid.
+    content = msgspec.json.encode(body)
     response = chunks = None
     async with sdk_client((API,), _make_client) as client:
         try:
