@@ -127,6 +127,9 @@ async def test_is_streaming_is_set_before_prompt_first_yields():
     async def first_event(event: Any) -> None:
         if not seen:
             seen.append(agent.state.is_streaming)
+            # The first place this run gives the loop back (the agent itself need not: a
+            # scripted stream and a free emit lock are never waited for).
+            await trio.lowlevel.checkpoint()
 
     agent.subscribe(first_event)
     coro = agent.prompt("hi")
@@ -136,6 +139,7 @@ async def test_is_streaming_is_set_before_prompt_first_yields():
     except StopIteration:
         pass
     assert agent.state.is_streaming
+    assert seen == [True]
     coro.close()
 
 

@@ -307,6 +307,41 @@ async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection
         assert "interrupted mid-frame" in server.peer._close_reason
 
 
+async def _raw_call_and_cancel_in_one_write(method: str) -> P.Result:
+    """Send ``method``'s call and its cancel in one write (they arrive in one read, before the
+    server's handler task has run); return the server's result."""
+    a, b = socket.socketpair()
+    client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    conn = P.Connection("client")
+    lo, hi = P.SUPPORTED_VERSIONS
+    async with trio.open_nursery() as nursery:
+        server = _Server()
+        nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
+        await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
+        while not isinstance(conn.next_event(), P.HelloOk):
+            conn.receive_data(await client.receive_some(65536))
+        await client.send_all(conn.send(P.Call(id=1, method=method, args=None)) + conn.send(P.Cancel(id=1)))
+        with trio.fail_after(10):
+            while True:
+                event = conn.next_event()
+                if event is P.NEED_DATA:
+                    conn.receive_data(await client.receive_some(65536))
+                elif isinstance(event, P.Result):
+                    break
+        nursery.cancel_scope.cancel()
+    return event
+
+
+async def test_a_cancel_that_arrives_with_its_call_cancels_the_handler():
+    result = await _raw_call_and_cancel_in_one_write("block")
+    assert not result.ok and result.error.code == "cancelled"
+
+
+async def test_a_cancel_that_arrives_with_its_call_lets_a_cooperative_handler_answer():
+    result = await _raw_call_and_cancel_in_one_write("cooperative")
+    assert result.ok and result.value == "stopped politely"
+
+
 async def test_calls_in_flight_fail_with_outcome_unknown_when_the_peer_goes_away():
     client_stream, server_stream = _socket_streams()
     async with trio.open_nursery() as nursery:

@@ -41,6 +41,8 @@ from typing import Any
 
 import trio
 
+from .. import _ready
+
 __all__ = ["BackgroundAppender", "Gate", "OrderedPublisher"]
 
 Publication = Callable[[], Awaitable[None]]
@@ -117,7 +119,7 @@ class OrderedPublisher:
             while self._queue:
                 gate, publication = self._queue[0]
                 if gate is not None:
-                    await gate.done.wait()
+                    await _ready.wait(gate.done)
                     if not gate.ok:
                         self._queue.clear()
                         break
@@ -167,7 +169,7 @@ class BackgroundAppender:
     async def wait(self) -> None:
         """Wait until every message handed in so far is saved or failed."""
         if self.last is not None:
-            await self.last.done.wait()
+            await _ready.wait(self.last.done)  # (saved long ago, as a rule: no schedule point)
 
     async def _run(self) -> None:
         try:

@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 import trio
 
+from .. import _ready
 from ..ai import types as T
 from ..ai.abort import AbortSignal
 from ..ai.registry import BUILTIN_PROVIDER_MODULES
@@ -137,7 +138,7 @@ class ProviderActor:
                 self.log.event("stream_refused", request=args.request_id, code=exc.code, error=exc.message)
                 raise
             reused = len(context.messages) - received
-        await self.warmed.wait()
+        await _ready.wait(self.warmed)
         wire = args.options
         options = StreamOptions(
             max_tokens=wire.max_tokens, temperature=wire.temperature, headers=wire.headers,

@@ -30,10 +30,11 @@ not say:
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import trio
 
+from .._ready import ReadyLimiter
 from ..protocol.store import (
     APPEND,
     APPEND_ENTRY,
@@ -267,10 +268,13 @@ class SessionStore:
 
         writer = self._open_writer()
         try:
+            # The write and its fsync in a thread (a stalled disk must not stop the event loop),
+            # started without a trip through the scheduler first (ReadyLimiter).
+            limiter = cast(trio.CapacityLimiter, ReadyLimiter())
             if kind == "message":
-                entry = await trio.to_thread.run_sync(writer.append_message, payload)
+                entry = await trio.to_thread.run_sync(writer.append_message, payload, limiter=limiter)
             else:
-                entry = await trio.to_thread.run_sync(writer.append_entry, payload)
+                entry = await trio.to_thread.run_sync(writer.append_entry, payload, limiter=limiter)
         except (OSError, SessionWriteError) as exc:
             raise RemoteError("write_failed", f"session write failed: {exc}") from None
         except ValueError as exc:  # not JSON-serialisable, or a duplicate id

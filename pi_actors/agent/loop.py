@@ -65,6 +65,7 @@ from typing import Any
 import msgspec
 import trio
 
+from .. import _ready
 from ..ai.abort import AbortSignal
 from ..ai.types import (
     AssistantMessage,
@@ -233,14 +234,16 @@ class _Run:
     async def emit(self, event: Any) -> None:
         if self._sink_failure is not None:
             raise self._sink_failure
-        async with self._lock:
-            try:
-                result = self.sink(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                self._sink_failure = SinkFailed(exc)
-                raise self._sink_failure from exc
+        await _ready.acquire(self._lock)  # free unless tools emit at once: no schedule point then
+        try:
+            result = self.sink(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            self._sink_failure = SinkFailed(exc)
+            raise self._sink_failure from exc
+        finally:
+            self._lock.release()
 
     async def _announce(self, message: AgentMessage) -> None:
         """message_start + message_end, then the message joins the context and the result."""

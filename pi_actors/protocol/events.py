@@ -55,6 +55,7 @@ from typing import Any
 import msgspec
 import trio
 
+from .. import _ready
 from ..ai import types as T
 from ..ai.partial_json import parse_streaming_json
 from ..runtime import WireStruct
@@ -311,7 +312,7 @@ class CoalescingSender:
             self._idle.set()
 
     async def drain(self) -> None:
-        await self._idle.wait()
+        await _ready.wait(self._idle)
         if self._failure is not None:
             raise self._failure
 

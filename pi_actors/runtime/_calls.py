@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .. import _ready
 from .._trigger import Trigger
 from . import protocol as P
 
@@ -251,7 +252,7 @@ class OutgoingCall:
     async def __anext__(self) -> Any:
         if self._done:
             raise StopAsyncIteration
-        kind, payload = await self._recv.receive()
+        kind, payload = await _ready.receive(self._recv)  # (no trip through the scheduler when buffered)
         if kind == "chunk":
             self._consumed += 1
             self._grant_credit()

@@ -42,13 +42,16 @@ stream. Cancelling a task blocked in ``call``/``open_call`` sends ``cancel{id}``
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import trio
 
+from .. import _ready
 from . import protocol as P
 from ._calls import (
     ActorDied,
@@ -110,6 +113,8 @@ class Peer:
         # The frame being written, and the task writing it (see _write).
         self._frame_scope: trio.CancelScope | None = None
         self._frame_task: trio.lowlevel.Task | None = None
+        # A socket stream's socket, for writes without a schedule point (_send_all).
+        self._socket = stream.socket if type(stream) is trio.SocketStream else None
 
     def _them(self) -> str:
         """The other side, for error texts: the name it gave in its hello."""
@@ -157,9 +162,10 @@ class Peer:
         """
         if self._closed:
             raise ConnectionLost(self._close_reason)
-        async with self._send_lock:
-            # A cancellation already pending ends the send here, before any byte is written.
-            await trio.lowlevel.checkpoint_if_cancelled()
+        # A cancellation already pending ends the send here, before any byte is written.
+        await _ready.acquire(self._send_lock)
+        try:
+            await trio.lowlevel.checkpoint_if_cancelled()  # (cancelled while waiting for the turn)
             if self._closed or self._conn.state is P.CLOSED:
                 # (CLOSED while open: a final hello_error is on its way; nothing may follow it.)
                 raise ConnectionLost(self._close_reason)
@@ -168,7 +174,7 @@ class Peer:
                 self._frame_scope = scope
                 self._frame_task = trio.lowlevel.current_task()
                 try:
-                    await self._stream.send_all(data)
+                    await self._send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     self._mark_closed(f"connection to {self._them()} broke: {exc}")
                     raise ConnectionLost(self._close_reason) from None
@@ -182,7 +188,36 @@ class Peer:
                 with trio.CancelScope(shield=True):
                     await trio.aclose_forcefully(self._stream)
                 raise ConnectionLost(self._close_reason)
+        finally:
+            self._send_lock.release()
         await trio.lowlevel.checkpoint_if_cancelled()  # a cancellation held off by the frame
+
+    async def _send_all(self, data: bytes) -> None:
+        """``self._stream.send_all(data)``; on a socket, what the kernel takes at once is
+        written directly, and trio's ``send_all`` (a schedule point) only writes the rest.
+
+        Why: a frame almost always fits in the socket's buffer, and trio's send then costs a
+        trip through the scheduler after the bytes are gone — one per frame, on every hop of
+        a turn (see :mod:`pi_actors._ready`). Errors are trio's: ``BrokenResourceError``,
+        ``ClosedResourceError``."""
+        sock = self._socket
+        # The descriptor asked for at each write: a socket closed by the stream's owner reads
+        # -1 here, never a number already reused by another file.
+        fd = sock.fileno() if sock is not None else -1
+        if fd < 0:
+            await self._stream.send_all(data)
+            return
+        try:
+            sent = os.write(fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the connection's socket was closed") from None
+            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+        if sent < len(data):
+            with memoryview(data) as view:
+                await self._stream.send_all(view[sent:])
 
     def _cut_frame(self) -> None:
         """End the frame being written now (the connection is closing)."""
@@ -366,6 +401,12 @@ class Peer:
         elif isinstance(msg, P.HelloError):
             self._mark_closed(f"{self._them()} ended the connection: {msg.message} ({msg.code})")
 
+    async def _cancel_unless_cooperative(self, call: IncomingCall) -> None:
+        """A cancel that came before ``call``'s handler started, applied as one arriving now."""
+        if self._incoming.get(call.id) is call and not call.cooperative and call._scope is not None:
+            call._scope.cancel()
+            self._limit_frame_of(call)
+
     async def _answer_ping(self, call_id: int) -> None:
         try:
             await self._send(P.Result(id=call_id, ok=True))
@@ -378,6 +419,12 @@ class Peer:
             with trio.CancelScope() as scope:
                 call._scope = scope
                 call._task = trio.lowlevel.current_task()
+                if call.cancel_requested.is_set():
+                    # The cancel arrived with the call, before this task ran. Whether it cancels
+                    # the handler depends on ``cooperative``, which the handler sets in its first
+                    # step (the Router from the method; a handler itself): decided after it.
+                    assert self._handler_nursery is not None
+                    self._handler_nursery.start_soon(self._cancel_unless_cooperative, call)
                 if self._handler is None:
                     raise RemoteError("not_found", f"{self.name} serves no calls")
                 value = await self._handler(call)

@@ -22,10 +22,11 @@ internals differ it leaves the client as it is (the requests are then sent as be
 
 from __future__ import annotations
 
+import os
 import ssl
 from typing import Any
 
-from httpcore2 import AsyncNetworkBackend, AsyncNetworkStream
+from httpcore2 import AsyncNetworkBackend, AsyncNetworkStream, WriteError
 
 __all__ = ["send_requests_whole"]
 
@@ -37,12 +38,17 @@ class _HeldWrites(AsyncNetworkStream):
         self._stream = stream
         self._held: list[bytes] = []
         self._timeout: float | None = None
+        # A plain (not TLS) trio socket under the stream: what the kernel takes at once is
+        # written to it directly (_send_held).
+        self._socket = _plain_trio_socket(stream)
 
     async def _send_held(self) -> None:
         if self._held:
             data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
             self._held.clear()
-            await self._stream.write(data, timeout=self._timeout)
+            sent = _write_now(self._socket, data)
+            if sent < len(data):
+                await self._stream.write(data[sent:] if sent else data, timeout=self._timeout)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if buffer:
@@ -64,6 +70,38 @@ class _HeldWrites(AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
+
+
+def _plain_trio_socket(stream: AsyncNetworkStream) -> Any:
+    """The trio socket of a plain TCP or unix stream of httpcore's trio backend, else None
+    (TLS: its bytes must go through the TLS layer; other backends: left to their own write)."""
+    try:
+        if stream.get_extra_info("ssl_object") is not None:
+            return None
+        sock = stream.get_extra_info("socket")
+    except Exception:  # noqa: BLE001 - a backend without these: no direct writes
+        return None
+    import trio
+
+    return sock if isinstance(sock, trio.socket.SocketType) else None
+
+
+def _write_now(sock: Any, data: bytes) -> int:
+    """Write to ``sock`` what the kernel takes without waiting; returns how many bytes (0
+    with no socket, or none taken). Why: the stream's own write is a trip through trio's
+    scheduler after the bytes are gone, on every request; a request fits the socket's
+    buffer as a rule. A failed write raises httpcore's ``WriteError``, as the stream's would."""
+    if sock is None:
+        return 0
+    fd = sock.fileno()  # -1 once closed
+    if fd < 0:
+        return 0
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        raise WriteError(str(exc)) from exc
 
 
 class _Backend(AsyncNetworkBackend):

@@ -64,6 +64,7 @@ from typing import Any, BinaryIO, Protocol
 
 import trio
 
+from ... import _ready
 from .base import ToolError, ToolSpec
 from .process import GroupProcess
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, format_size, truncate_tail
@@ -309,7 +310,7 @@ class _Pump:
     async def run(self, proc: GroupProcess, stop: trio.CancelScope) -> None:
         try:
             while True:
-                chunk = await proc.output.receive_some(_READ_SIZE)
+                chunk = await proc.read_output(_READ_SIZE)
                 if not chunk:
                     break
                 self.output.add(chunk)
@@ -434,7 +435,7 @@ async def _supervise(
             # Background children die with the call.
             proc.signal_group(signal.SIGKILL)
             with trio.move_on_after(_DRAIN_LIMIT):
-                await pump.eof.wait()
+                await _ready.wait(pump.eof)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # Cancelled in both tasks arrives as a group; hand the caller a plain Cancelled.

@@ -185,6 +185,23 @@ class GroupProcess:
         _live_groups.add(popen.pid)
         return cls(popen, read_fd, err_read)
 
+    async def read_output(self, max_bytes: int) -> bytes:
+        """``self.output.receive_some(max_bytes)`` (b"" at the end of the output), without the
+        schedule point trio's pipe read makes before it reads: the pump of a short command
+        reads twice (its output, then the end), on the critical path of every call.
+        Raises trio's ``ClosedResourceError`` / ``BrokenResourceError``."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            fd = self.output.fileno()  # asked each time: -1 once closed, never a reused number
+            if fd < 0:
+                raise trio.ClosedResourceError("the output pipe was closed")
+            try:
+                return os.read(fd, max_bytes)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"reading the output failed: {exc}") from exc
+
     def has_exited(self) -> bool:
         """True once the leader has exited (it may still be an unreaped zombie)."""
         if not self._exited:

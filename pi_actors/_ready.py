@@ -1,0 +1,88 @@
+"""Waits that return at once when what they wait for is ready: shared by the runtime and the
+agent stack (which may not import each other).
+
+trio makes every one of its blocking operations a schedule point, also when it need not
+block: acquiring a free lock, waiting for an event already set, receiving from a channel that
+holds an item, sending on a socket with room in its buffer all go once through the scheduler
+(the task is put back on the run queue and the loop polls for I/O before it runs again). On a
+turn's critical path that is about twenty round trips in the coordinator alone, each
+~10–30 µs on a loaded two-CPU machine, and nothing else is waiting to run in most of them.
+These helpers take the ready case without the round trip and fall back to trio's own
+operation otherwise.
+
+Contract kept: each still raises ``trio.Cancelled`` if the calling task is cancelled when it
+is called (``checkpoint_if_cancelled``), so a cancelled caller never gets past one. What is
+given up is only the *yield* of the ready case: a loop that calls them and nothing else would
+not let other tasks run. Every user here waits for real (a socket read, a chunk still to
+come) within a bounded number of steps.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import trio
+
+__all__ = ["acquire", "wait", "receive", "ReadyLimiter"]
+
+T = TypeVar("T")
+
+
+async def acquire(lock: trio.Lock) -> None:
+    """``await lock.acquire()``, without a schedule point when the lock is free (trio's
+    ``acquire_nowait`` respects waiters, so a free lock is taken only when nobody queues)."""
+    import trio
+
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
+
+
+async def wait(event: Any) -> None:
+    """``await event.wait()`` (a ``trio.Event`` or anything with ``is_set``/``wait``),
+    without a schedule point when it is already set."""
+    import trio
+
+    if event.is_set():
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return
+    await event.wait()
+
+
+async def receive(channel: trio.MemoryReceiveChannel[T]) -> T:
+    """``await channel.receive()``, without a schedule point when an item is waiting."""
+    import trio
+
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        return channel.receive_nowait()
+    except trio.WouldBlock:
+        return await channel.receive()
+
+
+class ReadyLimiter:
+    """A ``CapacityLimiter``-like wrapper (``trio.to_thread.run_sync(limiter=...)``) whose
+    acquisition is not a schedule point when a token is free: a thread call then costs the
+    one wait for the thread's answer, not that plus a trip through the scheduler before the
+    thread starts. ``None`` wraps trio's default thread limiter (same capacity)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: trio.CapacityLimiter | None = None) -> None:
+        import trio
+
+        self._inner = inner if inner is not None else trio.to_thread.current_default_thread_limiter()
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        import trio
+
+        try:
+            self._inner.acquire_on_behalf_of_nowait(borrower)
+        except trio.WouldBlock:
+            await self._inner.acquire_on_behalf_of(borrower)
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        self._inner.release_on_behalf_of(borrower)
