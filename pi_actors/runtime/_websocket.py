@@ -109,6 +109,14 @@ class WebSocketStream(trio.abc.Stream):
             with trio.move_on_after(1):
                 await self.ws.aclose()
         finally:
+            # trio-websocket's reader task may be blocked handing a message to its queue,
+            # full because nobody reads it any more; its own aclose closes the queue, which
+            # wakes it, but not when cancelled before it gets there (``aclose_forcefully``,
+            # as a Peer closes its stream): the connection's context would then wait for the
+            # reader forever. Close the queue here, whatever happened above.
+            queue = getattr(self.ws, "_recv_channel", None)
+            if queue is not None:
+                queue.close()
             # A peer that stopped reading cannot complete the close handshake: cut the TCP
             # connection underneath (also when this aclose is itself cancelled).
             raw = getattr(self.ws, "_stream", None)
