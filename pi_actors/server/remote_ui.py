@@ -5,7 +5,7 @@ disconnect reconnect with backoff, re-attach (a new attachment id) and re-render
 attachment_id)``, ``snapshot(snapshot)``, ``event(event)`` (pi's full AgentEvent shapes,
 rebuilt from the stripped wire form) and ``status(text)`` — and either takes prompts from
 ``prompts`` (a trio receive channel of strings; the loop ends when it is closed and the last
-prompt has finished) or, without ``prompts``, follows the session until cancelled while
+prompt has finished, and the view has been shown its end) or, without ``prompts``, follows the session until cancelled while
 ``bind(session)`` hands each new attachment (``None`` while disconnected) to a caller that
 makes its own calls (the TUI). A prompt in flight when the connection drops fails locally
 with an "outcome unknown" error (``view.status``) and is not re-sent. A server that restarts
@@ -33,6 +33,35 @@ from .client import ConnectionRefused, RemoteSession, connect
 __all__ = ["follow_session", "open_or_create"]
 
 _RETRY_CODES = frozenset({"overflow", "server_draining", "session_terminated"})
+
+#: Seconds a finished prompt waits for its run's end to reach the view (see ``_Shown``).
+_TAIL_WAIT = 10.0
+
+
+class _Shown:
+    """How far the view has got: counts the run ends (``agent_end``) shown, and the
+    snapshots of an idle session from a subscription taken again (after a gap or an
+    overflow: any run that ended before is in them). The first snapshot is not counted: it
+    may predate the prompt.
+
+    Why: a prompt's result and the subscription's updates are two calls' traffic, and the
+    session answers the prompt once its last events are *queued* for every subscriber; the
+    updates may reach this client after the answer. A loop that stopped following at the
+    answer would leave the view without the run's end."""
+
+    def __init__(self) -> None:
+        self.marks = 0
+        self._changed = trio.Event()
+
+    def mark(self) -> None:
+        self.marks += 1
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_past(self, marks: int) -> None:
+        """Return once something was shown since :attr:`marks` read ``marks``."""
+        while self.marks <= marks:
+            await self._changed.wait()
 
 
 async def open_or_create(peer: Any, session_id: str | None, create: dict | None) -> str:
@@ -73,10 +102,12 @@ async def follow_session(
                 if bind is not None:
                     bind(session)
                 delay = backoff[0]
+                shown = _Shown()
                 async with trio.open_nursery() as nursery:
 
                     async def send_prompts(source: trio.MemoryReceiveChannel) -> None:
                         async for text in source:
+                            before = shown.marks
                             try:
                                 await session.call("prompt", {"text": text})
                             except ConnectionLost as exc:
@@ -84,12 +115,17 @@ async def follow_session(
                                 raise
                             except RemoteError as exc:
                                 view.status(f"prompt failed: {exc.message} ({exc.code})")
+                                continue
+                            # The run is over: its end (or a snapshot after it) is on its way
+                            # to the view, perhaps behind the answer (_Shown).
+                            with trio.move_on_after(_TAIL_WAIT):
+                                await shown.wait_past(before)
                         finished.set()
                         nursery.cancel_scope.cancel()
 
                     if prompts is not None:
                         nursery.start_soon(send_prompts, prompts)
-                    await _follow_updates(session, view)
+                    await _follow_updates(session, view, shown)
 
         try:
             await attempt()
@@ -120,25 +156,31 @@ async def follow_session(
     return session_id
 
 
-async def _follow_updates(session: RemoteSession, view: Any) -> None:
+async def _follow_updates(session: RemoteSession, view: Any, shown: _Shown | None = None) -> None:
     """Subscribe and feed ``view``: snapshot, then every update in sequence. Subscribes again
     (a new snapshot) after a gap, an ``overflow``, or ``actor_died`` (the session's node was
     lost and the server is reopening it: the new subscription waits for it); returns when a
     subscription ends normally. Raises the RemoteError of any other failure."""
+    again = False
     while True:
         try:
-            if not await _follow_one_subscription(session, view):
+            if not await _follow_one_subscription(session, view, shown if again else None, shown):
                 return
+            again = True
         except RemoteError as exc:
             if exc.code not in ("overflow", "actor_died") or isinstance(exc, ConnectionLost):
                 raise
             if exc.code == "actor_died":
                 view.status(exc.message)
+            again = True
 
 
-async def _follow_one_subscription(session: RemoteSession, view: Any) -> bool:
+async def _follow_one_subscription(
+    session: RemoteSession, view: Any, shown_snapshot: _Shown | None = None, shown: _Shown | None = None
+) -> bool:
     """One ``subscribe`` call: True if it must be replaced (an update arrived out of
-    sequence; leaving the call cancels it), False if it ended normally."""
+    sequence; leaving the call cancels it), False if it ended normally. ``shown`` is told of
+    each run end shown, ``shown_snapshot`` of a snapshot of an idle session (see _Shown)."""
     async with session.open_call("subscribe") as sub:
         rebuild = AgentEventRebuilder()
         expected: int | None = None
@@ -148,11 +190,16 @@ async def _follow_one_subscription(session: RemoteSession, view: Any) -> bool:
                 expected = _seq_of(snap, "snapshot") + 1
                 rebuild.seed(snap.get("streamMessage"))
                 view.snapshot(snap)
+                if shown_snapshot is not None and not snap.get("isStreaming"):
+                    shown_snapshot.mark()
                 continue
             if _seq_of(chunk, "update") != expected:
                 return True  # a gap (or a repeat): the view would go wrong from here on
             expected += 1
-            view.event(rebuild.apply(chunk["event"]))
+            event = rebuild.apply(chunk["event"])
+            view.event(event)
+            if shown is not None and event.get("type") == "agent_end":
+                shown.mark()
         await sub.result()
     return False
 
