@@ -429,3 +429,21 @@ def _reference_small(data: bytes, offset, limit):
     chosen = lines[start : start + limit] if limit is not None else lines[start:]
     truncation = truncate_head("\n".join(chosen), max_lines=3, max_bytes=16)
     return ("ok", truncation.to_json() if truncation.truncated else truncation.content)
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("read", {"path": "notes\x00.txt"}),
+        ("write", {"path": "out\x00", "content": "x"}),
+        ("edit", {"path": "\x00", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ("ls", {"path": "\x00"}),
+        ("find", {"pattern": "*", "path": "dir\x00"}),
+        ("grep", {"pattern": "x", "path": "\x00"}),
+    ],
+)
+async def test_a_path_with_a_nul_character_is_a_tool_error_naming_it(tmp_path, name, args):
+    with pytest.raises(ToolError) as info:
+        await run_tool(name, args, cwd=str(tmp_path))
+    assert "without null bytes" in str(info.value) and "\\x00" in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # nothing was written

@@ -3,7 +3,8 @@
 - :func:`expand_path`: drop one leading ``@``, turn exotic Unicode spaces into ASCII spaces,
   expand ``~`` and ``~/...`` (``~user`` is left alone).
 - :func:`resolve_to_cwd`: expand, keep absolute paths as given, resolve relative ones
-  against ``cwd`` (normalised, like Node's ``path.resolve``).
+  against ``cwd`` (normalised, like Node's ``path.resolve``). A path with a NUL character
+  (which no file system call accepts) is the ToolError Node's ``fs`` gives for it.
 - :func:`resolve_read_path`: like :func:`resolve_to_cwd`, but when the file does not exist
   try the spellings macOS uses in screenshot names (narrow no-break space before AM/PM, NFD,
   curly apostrophe, NFD + curly apostrophe) and return the first that exists; otherwise the
@@ -33,6 +34,13 @@ def expand_path(path: str) -> str:
 
 
 def resolve_to_cwd(path: str, cwd: str) -> str:
+    if "\0" in path:
+        from .base import ToolError
+
+        shown = path.replace("\\", "\\\\").replace("'", "\\'").replace("\0", "\\x00")
+        raise ToolError(
+            f"The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received '{shown}'"
+        )
     expanded = expand_path(path)
     if os.path.isabs(expanded):
         return expanded
