@@ -105,6 +105,34 @@ async def test_events_ready_together_go_to_the_link_in_one_batch_in_order(nurser
     assert link.sent == [] and sender.chunks_sent == 5
 
 
+async def test_finish_hands_back_the_events_the_sender_has_not_sent_in_order(nursery):
+    batches: list[list[dict]] = []
+    gate = trio.Event()
+
+    async def send_many(items: list[dict]) -> None:
+        await gate.wait()  # the first batch is still being written when the stream ends
+        batches.append(items)
+
+    sender = CoalescingSender(Link().send, send_many=send_many)
+    nursery.start_soon(sender.run)
+    live = message(T.TextContent(text=""))
+    await sender.push(T.StartEvent(partial=live))
+    await trio.testing.wait_all_tasks_blocked()  # the sender is inside its send of "start"
+    await sender.push(T.TextStartEvent(content_index=0, partial=live))
+    await sender.push(text_delta(0, "a"))
+    async with trio.open_nursery() as inner:
+        inner.start_soon(trio.lowlevel.checkpoint)
+        gate.set()
+        rest = await sender.finish()  # waited for that send, which took the queued events along
+    assert [[d["type"] for d in b] for b in batches] == [["start"], ["text_start", "text_delta"]] and rest == []
+
+    await sender.push(text_delta(0, "b"))
+    await sender.push(text_delta(0, "c"))
+    rest = await sender.finish()  # the sender has not run since: both are handed back, unsent
+    assert [d["delta"] for d in rest] == ["b", "c"] and len(batches) == 2
+    assert sender.chunks_sent == 5
+
+
 async def test_merged_or_not_the_receiver_rebuilds_the_same_message(nursery):
     rng = random.Random(7)
     live = message()

@@ -42,6 +42,9 @@ async def _echo_handler(call: IncomingCall):
         except RemoteError as exc:
             await call.send_chunk(f"refused: {exc.code}")
         return "went on"
+    if call.method == "last_with_result":  # "BAD": an item the wire cannot carry
+        call.send_with_result(["half a pair: \ud800" if item == "BAD" else item for item in call.args])
+        return "end"
     if call.method == "cooperative":
         call.cooperative = True
         await call.cancel_requested.wait()
@@ -105,6 +108,56 @@ async def test_streamed_call_delivers_chunks_in_order_then_the_result(stream_pai
                 items = [x async for x in call]
                 assert await call.result() == "done"
             assert items == list(range(50))
+
+
+class _CountingStream(trio.abc.Stream):
+    """A stream that counts its writes (``send_all`` calls), passing everything through."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.writes = 0
+
+    async def send_all(self, data) -> None:
+        self.writes += 1
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes=None) -> bytes:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_the_last_items_handed_with_the_result_arrive_before_it_in_one_write():
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    counted = _CountingStream(server_stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, counted)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            await peer.call("echo", 0)
+            before = counted.writes
+            async with peer.open_call("last_with_result", ["a", "b", "c"]) as call:
+                items = [x async for x in call]
+                assert await call.result() == "end"
+            assert items == ["a", "b", "c"]
+            assert counted.writes - before == 1  # the three chunks and the result: one write
+
+
+async def test_a_last_item_the_wire_cannot_carry_fails_the_call_after_the_items_before_it(stream_pair):
+    client_stream, server_stream = stream_pair
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_serve, server_stream)
+        async with open_peer(client_stream, side="client", role="test", name="server") as peer:
+            async with peer.open_call("last_with_result", ["fine", "BAD"]) as call:
+                items = [x async for x in call]
+                with pytest.raises(RemoteError) as info:
+                    await call.result()
+            assert items == ["fine"]
+            assert info.value.code == "internal" and "could not be encoded" in info.value.message
+            assert await peer.call("echo", 7) == 7
 
 
 async def test_failed_call_raises_remote_error_with_code_and_connection_stays_usable(stream_pair):

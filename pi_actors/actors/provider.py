@@ -182,7 +182,9 @@ class ProviderActor:
                     "stream_end", **ids, stopReason=final.stop_reason, error=final.error_message,
                     inputTokens=final.usage.input, outputTokens=final.usage.output,
                 )  # fmt: skip
-                await sender.drain()
+                # The last events go out with the result, in one write (one wake-up of the caller).
+                rest = await sender.finish()  # (raises a send failure: the link is gone)
+                call.incoming.send_with_result(rest)
             except RemoteError as exc:  # the link broke (ConnectionLost): nobody to answer
                 lost = exc
             finally:

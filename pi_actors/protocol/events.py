@@ -250,7 +250,8 @@ class CoalescingSender:
 
     Use: ``nursery.start_soon(sender.run)``; ``await sender.push(event)`` per event (it never
     waits for the link); ``await sender.drain()`` once the stream is over (every queued event
-    sent; re-raises a send failure). A failed send stops the sender and makes the next
+    sent; re-raises a send failure), or ``await sender.finish()`` to take the events not yet
+    sent (to send them with the call's result). A failed send stops the sender and makes the next
     ``push`` raise that failure, so the producer stops too.
     """
 
@@ -266,6 +267,7 @@ class CoalescingSender:
         self._wake = trio.Event()
         self._idle = trio.Event()
         self._idle.set()
+        self._sending = False  # the sender task is inside a send
         self._failure: BaseException | None = None
         #: How many chunks were sent, and how many deltas went into them (for measurements).
         self.chunks_sent = 0
@@ -294,6 +296,7 @@ class CoalescingSender:
         queue = self._queue
         while True:
             await self._wake.wait()
+            self._sending = True
             try:
                 while queue:
                     if self._send_many is not None:
@@ -308,6 +311,8 @@ class CoalescingSender:
                 queue.clear()
                 self._idle.set()
                 return
+            finally:
+                self._sending = False
             self._wake = trio.Event()
             self._idle.set()
 
@@ -315,6 +320,24 @@ class CoalescingSender:
         await _ready.wait(self._idle)
         if self._failure is not None:
             raise self._failure
+
+    async def finish(self) -> list[AgentEventData]:
+        """The stream is over: returns, in order, the events pushed that the sender has not
+        started to send, and takes them off its queue (for the caller to send with its
+        result: ``IncomingCall.send_with_result``); waits first if the sender is in the
+        middle of a send, which then sends what is queued. Re-raises a send failure.
+
+        Why: waking the sender for the last events, then the caller for the result, is two
+        trips through the scheduler and two writes that each wake the receiver; the last
+        events and the result fit in one."""
+        if self._sending:
+            await self._idle.wait()
+        if self._failure is not None:
+            raise self._failure
+        rest = [_wire_item(item) for item in self._queue]
+        self.chunks_sent += len(rest)
+        self._queue.clear()
+        return rest
 
 
 def _wire_item(item: list[Any]) -> AgentEventData:

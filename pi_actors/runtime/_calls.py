@@ -103,6 +103,7 @@ class IncomingCall:
         self._scope: trio.CancelScope | None = None
         self._task: trio.lowlevel.Task | None = None  # the handler's task, once it runs
         self._credit = trio.Event()  # set when credit arrives (or the connection ends)
+        self._last: list[Any] = []  # chunks to go out with the result (send_with_result)
 
     async def send_chunk(self, data: Any) -> None:
         """Send one item of this call's stream to the caller.
@@ -133,7 +134,15 @@ class IncomingCall:
             if peer._closed or conn.chunk_allowance(self.id) <= 0:
                 await self._credit.wait()
 
-    async def send_chunks(self, items: Sequence[Any]) -> None:
+    def send_with_result(self, items: Sequence[Any]) -> None:
+        """Hand in ``items`` as the last items of this call's stream, to be written together
+        with the call's result once the handler returns, in one write when the credit allows:
+        the caller then wakes up once for the end of the stream and its answer, not twice.
+        They go out before whatever the result is (an error too). An item the wire cannot
+        carry turns the result into ``internal`` (the items before it are sent)."""
+        self._last.extend(items)
+
+    async def send_chunks(self, items: Sequence[Any], *, result: Any = None) -> None:
         """Send ``items`` in order as the next items of this call's stream, as many frames
         in one write as the credit allows: a run of items that are ready together costs one
         send and wakes the caller once, not once per item (why: a provider's reply is several
@@ -143,11 +152,17 @@ class IncomingCall:
         wire cannot carry raises ``RemoteError("internal")`` (or ``MessageTooLarge``) after
         every item before it is sent and with none after it sent; ``ConnectionLost`` when
         the connection is gone. Cancellation while waiting for credit or for the link sends
-        nothing more (the items already written stay written)."""
+        nothing more (the items already written stay written).
+
+        ``result`` (the Peer's, for :meth:`send_with_result`): the call's ``Result`` message,
+        written after the last item, in the same write; a result that cannot be framed raises
+        as ``Peer._send`` would, after the items are sent."""
         peer = self._peer
         conn = peer._conn
         start = 0
         count = 0
+        result_written = False
+        result_refused: Exception | None = None
 
         def frames() -> bytes:
             nonlocal count
@@ -164,6 +179,13 @@ class IncomingCall:
                         raise
                     break  # write those framed; the next round raises for this item
             count = len(parts)
+            if result is not None and start + count == len(items):
+                nonlocal result_written, result_refused
+                try:
+                    parts.append(peer._frame_of(result))
+                    result_written = True
+                except (P.LocalProtocolError, MessageTooLarge) as exc:
+                    result_refused = exc  # raised once the items are written
             return b"".join(parts)
 
         while start < len(items):
@@ -179,6 +201,10 @@ class IncomingCall:
                 self._credit = trio.Event()
             if peer._closed or conn.chunk_allowance(self.id) <= 0:
                 await self._credit.wait()
+        if result_refused is not None:
+            raise result_refused
+        if result is not None and not result_written:
+            await peer._send(result)
 
     def _credit_arrived(self) -> None:
         self._credit.set()

@@ -450,9 +450,19 @@ class Peer:
                     pass
             raise
         finally:
-            self._incoming.pop(call.id, None)
+            if not call._last:
+                self._incoming.pop(call.id, None)
+        last, call._last = call._last, []
         try:
-            await self._send(result)
+            if last:
+                # Still an incoming call while its last items go out: credit for them (and a
+                # cancel) must find it.
+                try:
+                    await call.send_chunks(last, result=result)  # one write for the end and the answer
+                finally:
+                    self._incoming.pop(call.id, None)
+            else:
+                await self._send(result)
         except MessageTooLarge as exc:
             # The answer itself does not fit in a frame: the caller gets that as its error.
             await self._send_failure(call.id, exc.code, exc.message)
@@ -462,6 +472,8 @@ class Peer:
             await self._send_failure(call.id, "internal", f"the result could not be encoded: {exc.message}")
         except ConnectionLost:
             pass
+        except RemoteError as exc:  # a last item (send_with_result) the wire cannot carry
+            await self._send_failure(call.id, exc.code, exc.message)
 
     async def _send_failure(self, call_id: int, code: str, message: str) -> None:
         try:
