@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import trio
 
-__all__ = ["acquire", "wait", "receive", "ReadyLimiter"]
+__all__ = ["acquire", "wait", "receive", "send_now", "ReadyLimiter"]
 
 T = TypeVar("T")
 
@@ -61,6 +61,26 @@ async def receive(channel: trio.MemoryReceiveChannel[T]) -> T:
         return channel.receive_nowait()
     except trio.WouldBlock:
         return await channel.receive()
+
+
+def send_now(sock: Any, data: bytes | memoryview) -> int:
+    """Write to ``sock`` (a trio socket) what the kernel takes without waiting; returns how
+    many bytes that was: 0 when none fit, or when the socket is closed (its descriptor is
+    asked for at each call, so a closed socket is never written through a number already
+    reused by another file). The caller sends the rest with its stream's own (waiting) send,
+    which also reports a closed socket. Raises OSError for a failed write.
+
+    Why: a stream's send is a trip through the scheduler after the bytes are gone, and a
+    frame or a request fits the socket's buffer as a rule."""
+    import os
+
+    fd = sock.fileno()  # -1 once closed
+    if fd < 0:
+        return 0
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
 
 
 class ReadyLimiter:

@@ -280,6 +280,14 @@ async def test_an_abort_signal_calls_back_once_when_aborted():
     signal.on_set(lambda: calls.append("late"))
     assert calls == ["stop", "late"]
 
+async def _raw_hello(client: trio.abc.Stream, conn: P.Connection) -> None:
+    """A raw client's hello on ``client`` (through ``conn``), until the server's HelloOk."""
+    lo, hi = P.SUPPORTED_VERSIONS
+    await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
+    while not isinstance(conn.next_event(), P.HelloOk):
+        conn.receive_data(await client.receive_some(65536))
+
+
 async def _raw_client_with_a_frame_half_written(nursery, size: int):
     """A raw client whose server is blocked writing a ``size``-byte chunk the client has not
     read yet (small socket buffers): returns (client stream, its Connection, the server)."""
@@ -289,12 +297,9 @@ async def _raw_client_with_a_frame_half_written(nursery, size: int):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
     conn = P.Connection("client")
-    lo, hi = P.SUPPORTED_VERSIONS
     server = _Server()
     nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
-    await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
-    while not isinstance(conn.next_event(), P.HelloOk):
-        conn.receive_data(await client.receive_some(65536))
+    await _raw_hello(client, conn)
     await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": size})))
     await server.wait_for_handler()
     await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
@@ -340,13 +345,10 @@ async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
     conn = P.Connection("client")
-    lo, hi = P.SUPPORTED_VERSIONS
     async with trio.open_nursery() as nursery:
         server = _Server()
         nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
-        await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
-        while not isinstance(conn.next_event(), P.HelloOk):
-            conn.receive_data(await client.receive_some(65536))
+        await _raw_hello(client, conn)
         await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": 1 << 20})))
         await server.wait_for_handler()
         await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
@@ -366,13 +368,10 @@ async def _raw_call_and_cancel_in_one_write(method: str) -> P.Result:
     a, b = socket.socketpair()
     client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
     conn = P.Connection("client")
-    lo, hi = P.SUPPORTED_VERSIONS
     async with trio.open_nursery() as nursery:
         server = _Server()
         nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
-        await client.send_all(conn.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=lo, max_version=hi, role="ui", name="raw")))
-        while not isinstance(conn.next_event(), P.HelloOk):
-            conn.receive_data(await client.receive_some(65536))
+        await _raw_hello(client, conn)
         await client.send_all(conn.send(P.Call(id=1, method=method, args=None)) + conn.send(P.Cancel(id=1)))
         with trio.fail_after(10):
             while True:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import errno
 import itertools
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -200,21 +199,14 @@ class Peer:
         trip through the scheduler after the bytes are gone — one per frame, on every hop of
         a turn (see :mod:`pi_actors._ready`). Errors are trio's: ``BrokenResourceError``,
         ``ClosedResourceError``."""
-        sock = self._socket
-        # The descriptor asked for at each write: a socket closed by the stream's owner reads
-        # -1 here, never a number already reused by another file.
-        fd = sock.fileno() if sock is not None else -1
-        if fd < 0:
-            await self._stream.send_all(data)
-            return
-        try:
-            sent = os.write(fd, data)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            if exc.errno == errno.EBADF:
-                raise trio.ClosedResourceError("the connection's socket was closed") from None
-            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+        sent = 0
+        if self._socket is not None:
+            try:
+                sent = _ready.send_now(self._socket, data)
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the connection's socket was closed") from None
+                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
         if sent < len(data):
             with memoryview(data) as view:
                 await self._stream.send_all(view[sent:])

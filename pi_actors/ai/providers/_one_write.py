@@ -22,11 +22,12 @@ internals differ it leaves the client as it is (the requests are then sent as be
 
 from __future__ import annotations
 
-import os
 import ssl
 from typing import Any
 
 from httpcore2 import AsyncNetworkBackend, AsyncNetworkStream, WriteError
+
+from ..._ready import send_now
 
 __all__ = ["send_requests_whole"]
 
@@ -46,7 +47,12 @@ class _HeldWrites(AsyncNetworkStream):
         if self._held:
             data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
             self._held.clear()
-            sent = _write_now(self._socket, data)
+            sent = 0
+            if self._socket is not None:
+                try:
+                    sent = send_now(self._socket, data)  # (no trip through the scheduler)
+                except OSError as exc:
+                    raise WriteError(str(exc)) from exc
             if sent < len(data):
                 await self._stream.write(data[sent:] if sent else data, timeout=self._timeout)
 
@@ -84,24 +90,6 @@ def _plain_trio_socket(stream: AsyncNetworkStream) -> Any:
     import trio
 
     return sock if isinstance(sock, trio.socket.SocketType) else None
-
-
-def _write_now(sock: Any, data: bytes) -> int:
-    """Write to ``sock`` what the kernel takes without waiting; returns how many bytes (0
-    with no socket, or none taken). Why: the stream's own write is a trip through trio's
-    scheduler after the bytes are gone, on every request; a request fits the socket's
-    buffer as a rule. A failed write raises httpcore's ``WriteError``, as the stream's would."""
-    if sock is None:
-        return 0
-    fd = sock.fileno()  # -1 once closed
-    if fd < 0:
-        return 0
-    try:
-        return os.write(fd, data)
-    except BlockingIOError:
-        return 0
-    except OSError as exc:
-        raise WriteError(str(exc)) from exc
 
 
 class _Backend(AsyncNetworkBackend):
