@@ -91,3 +91,29 @@ async def test_a_client_joining_mid_reply_gets_the_partial_message_then_the_rest
             final = event["message"]
     assert final["content"][0]["text"] == "a long answer that arrives in pieces"
     assert [u["seq"] for u in late] == list(range(snap["seq"] + 1, snap["seq"] + 1 + len(late)))
+
+
+async def test_a_subscriber_that_names_event_types_gets_only_those_in_order(scripted, tmp_path):
+    # A streamed reply publishes its events in bursts, which go to a subscriber several per
+    # write: the filter must hold inside a burst as between them.
+    scripted.script += [Reply(text="streamed", chunks=8, tool_calls=[ScriptToolCall(name="read", arguments={"path": "x"})]), Reply(text="done", chunks=4)]
+    async with open_local_runtime(actor_config(scripted, tmp_path)) as coordinator:
+        everything, ends = [], []
+        async with trio.open_nursery() as nursery:
+            ready_all, ready_ends = trio.Event(), trio.Event()
+
+            async def run_all():
+                await _collect(coordinator, everything, ready_all)
+
+            async def run_ends():
+                await _collect(coordinator, ends, ready_ends, types=["message_end", "agent_end"])
+
+            nursery.start_soon(run_all)
+            nursery.start_soon(run_ends)
+            await ready_all.wait()
+            await ready_ends.wait()
+            await send_prompt(coordinator, "go", _Quiet())
+    wanted = [u for u in everything if u["event"]["type"] in ("message_end", "agent_end")]
+    assert [u["event"]["message"]["role"] for u in wanted[:-1]] == ["user", "assistant", "toolResult", "assistant"]
+    assert ends == wanted
+    assert any(u["event"]["type"] == "message_update" for u in everything)

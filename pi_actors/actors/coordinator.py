@@ -79,6 +79,9 @@ from ._upkeep import Upkeep
 
 __all__ = ["run_coordinator", "Coordinator"]
 
+#: At most this many queued updates of a subscription go out in one write.
+_SUBSCRIPTION_BATCH = 64
+
 #: The methods the Coordinator serves itself; the rest are its SessionCommands'.
 _RUN_METHODS = Interface(
     "coordinator runs",
@@ -322,9 +325,19 @@ class Coordinator(RunLifecycle, EventFanOut):
         try:
             await call.incoming.send_chunk({"snapshot": first})
             async for update in receive:
-                if args.types and update["event"].get("type") not in args.types:
-                    continue
-                await call.incoming.send_chunk(update)
+                # Every update already queued goes in the same write (up to a bound): a run
+                # publishes its events in bursts (a reply's start, deltas and end from one
+                # read), and one write wakes the subscriber once for the burst, not per event.
+                batch = [update]
+                while len(batch) < _SUBSCRIPTION_BATCH:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                if args.types:
+                    batch = [u for u in batch if u["event"].get("type") in args.types]
+                if batch:
+                    await call.incoming.send_chunks(batch)
         finally:
             if send in self._subscribers:
                 self._subscribers.remove(send)

@@ -79,9 +79,12 @@ class RpcSession:
         self._seq_written = 0
         self._seq_grew = trio.Event()
 
-    def write(self, obj: Any) -> None:
+    def write(self, obj: Any, *, flush: bool = True) -> None:
+        """One JSON line; ``flush=False`` leaves it in the buffer for the next flush (the
+        events of one burst go to the pipe in one write)."""
         self.out.write(_encoder.encode(obj) + b"\n")
-        self.out.flush()
+        if flush:
+            self.out.flush()
 
     def respond(self, request: dict, command: str, *, data: Any = None, error: str | None = None) -> None:
         """One response line, with the request's ``id`` when it has one; ``data=NULL``
@@ -120,18 +123,24 @@ class RpcSession:
             rebuild = AgentEventRebuilder()
             try:
                 async with self.c.open_call("subscribe", {"maxQueue": 1_000_000}) as call:
-                    async for chunk in call:
-                        if "snapshot" in chunk:
-                            rebuild.seed(chunk["snapshot"].get("streamMessage"))
-                            self._wrote(chunk["snapshot"].get("seq", 0))
-                            if not started:
-                                started = True
-                                task_status.started()
-                            continue
-                        event = rebuild.apply(chunk["event"])
-                        self.write(event)
-                        self._note_run(event.get("type"))
-                        self._wrote(chunk.get("seq", 0))
+                    try:
+                        async for chunk in call:
+                            if "snapshot" in chunk:
+                                rebuild.seed(chunk["snapshot"].get("streamMessage"))
+                                self._wrote(chunk["snapshot"].get("seq", 0))
+                                if not started:
+                                    started = True
+                                    task_status.started()
+                                continue
+                            event = rebuild.apply(chunk["event"])
+                            # Flushed once no more updates are in hand: every line is out
+                            # before this task waits for the coordinator, or before a
+                            # command's response (written by another task) can follow it.
+                            self.write(event, flush=call.buffered() == 0)
+                            self._note_run(event.get("type"))
+                            self._wrote(chunk.get("seq", 0))
+                    finally:
+                        self.out.flush()
                     await call.result()
             except ConnectionLost:
                 if not started or self.c.closed_event.is_set():
@@ -196,6 +205,13 @@ class RpcSession:
         if not isinstance(text, str):
             raise ValueError("message must be a string")
         images = _images_of(request)
+        if self.config.extensions is None and self._runs == 0 and self._no_run_written.is_set():
+            # Nothing can be running: only this client starts runs (no extension can), none of
+            # its prompts is open, and every run it was told of has ended. No round trip for
+            # the state before the run. (A run of another origin would be refused by the
+            # coordinator's prompt as before: an error response.)
+            self._start_run(request, text, images, nursery)
+            return None
         state = await self._state()
         if state["isStreaming"] and self._no_run_written.is_set() and self._runs:
             # The run's agent_end is written (the client may answer it at once, as pi's
@@ -216,10 +232,13 @@ class RpcSession:
             raise RemoteError(
                 "busy", "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
             )
+        self._start_run(request, text, images, nursery)
+        return None
+
+    def _start_run(self, request: dict, text: str, images: dict[str, Any], nursery: trio.Nursery) -> None:
         self._runs += 1
         self._idle = trio.Event()
         nursery.start_soon(self._run_prompt, request, text, images)
-        return None
 
     async def _run_prompt(self, request: dict, text: str, images: dict[str, Any]) -> None:
         try:

@@ -272,6 +272,12 @@ class OutgoingCall:
         self._consumed = self._received
         self._grant_credit(at_once=True)
 
+    def buffered(self) -> int:
+        """How many of the call's items (chunks, then its result) have arrived and wait to be
+        read: 0 means the next read waits for the peer. A reader that writes what it reads
+        somewhere (a pipe, a terminal) flushes once a burst is read, not per item."""
+        return self._recv.statistics().current_buffer_used
+
     def __aiter__(self) -> OutgoingCall:
         return self
 
