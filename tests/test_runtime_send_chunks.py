@@ -108,3 +108,24 @@ async def test_an_item_the_wire_cannot_carry_sends_those_before_it_and_the_strea
                 assert await call.result() == "done"
             await peer.ping()  # the connection is still usable
     assert items == [1, 2, "after"]
+
+
+async def test_a_burst_of_large_items_is_written_a_megabyte_or_so_at_a_time_and_arrives_whole():
+    # Twelve items of 256 KiB: framed all at once they would be one 3 MiB buffer.
+    streams = CountedStreams()
+    writes: list[int] = []
+    big = [bytes([i]) * (256 * 1024) for i in range(12)]
+
+    async def handler(call: IncomingCall) -> object:
+        before = streams.server_writes
+        await call.send_chunks(big)
+        writes.append(streams.server_writes - before)
+        return "done"
+
+    async with connected(streams, handler) as peer:
+        with trio.fail_after(10):
+            async with peer.open_call("m") as call:
+                items = [item async for item in call]
+                assert await call.result() == "done"
+    assert items == big
+    assert writes == [3]  # four items (just over 1 MiB) per write

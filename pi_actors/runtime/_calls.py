@@ -170,14 +170,7 @@ class IncomingCall:
             if allowance <= 0:
                 raise _NoCredit
             end = len(items) if allowance >= len(items) - start else start + int(allowance)
-            parts: list[bytes] = []
-            for item in items[start:end]:
-                try:
-                    parts.append(peer._frame_of(P.Chunk(id=self.id, seq=conn.next_chunk_seq(self.id), data=item)))
-                except (P.LocalProtocolError, MessageTooLarge):
-                    if not parts:
-                        raise
-                    break  # write those framed; the next round raises for this item
+            parts = self._frame_run(items, start, end)
             count = len(parts)
             if result is not None and start + count == len(items):
                 nonlocal result_written, result_refused
@@ -206,8 +199,34 @@ class IncomingCall:
         if result is not None and not result_written:
             await peer._send(result)
 
+    def _frame_run(self, items: Sequence[Any], start: int, end: int) -> list[bytes]:
+        """The frames of ``items[start:end]`` as this call's next chunks, or of fewer: up to
+        about ``_WRITE_BYTES`` (a burst of large items goes a part at a time), and up to an
+        item the wire cannot carry (raised when it is the first: the next round raises for
+        it after those before it are written)."""
+        peer = self._peer
+        conn = peer._conn
+        parts: list[bytes] = []
+        size = 0
+        for item in items[start:end]:
+            if size >= _WRITE_BYTES:
+                break
+            try:
+                part = peer._frame_of(P.Chunk(id=self.id, seq=conn.next_chunk_seq(self.id), data=item))
+            except (P.LocalProtocolError, MessageTooLarge):
+                if not parts:
+                    raise
+                break
+            parts.append(part)
+            size += len(part)
+        return parts
+
     def _credit_arrived(self) -> None:
         self._credit.set()
+
+
+#: ``send_chunks`` starts a new write once the frames of one reach this many bytes.
+_WRITE_BYTES = 1 << 20
 
 
 class _NoCredit(Exception):
