@@ -68,6 +68,7 @@ class RpcSession:
     def __init__(self, coordinator: Peer | CoordinatorLink, out: Any, config: RuntimeConfig) -> None:
         self.c = coordinator
         self.out = out
+        self._held: list[bytes] = []  # lines written but not flushed yet
         self.config = config
         self._runs = 0
         self._idle = trio.Event()
@@ -80,11 +81,26 @@ class RpcSession:
         self._seq_grew = trio.Event()
 
     def write(self, obj: Any, *, flush: bool = True) -> None:
-        """One JSON line; ``flush=False`` leaves it in the buffer for the next flush (the
-        events of one burst go to the pipe in one write)."""
-        self.out.write(_encoder.encode(obj) + b"\n")
+        """One JSON line; ``flush=False`` holds it for the next flush (the events of one
+        burst go out in one write)."""
+        self._held.append(_encoder.encode(obj) + b"\n")
         if flush:
-            self.out.flush()
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the lines held, in one write (the output's own buffering is not relied
+        on: with ``PYTHONUNBUFFERED`` set, each ``write`` of ``sys.stdout.buffer`` is a
+        system call)."""
+        if not self._held:
+            return
+        data = memoryview(b"".join(self._held))
+        self._held.clear()
+        while data:
+            written = self.out.write(data)  # a raw file may take part (blocking: never none)
+            if written is None or written >= len(data):
+                break
+            data = data[written:]
+        self.out.flush()
 
     def respond(self, request: dict, command: str, *, data: Any = None, error: str | None = None) -> None:
         """One response line, with the request's ``id`` when it has one; ``data=NULL``
@@ -140,7 +156,7 @@ class RpcSession:
                             self._note_run(event.get("type"))
                             self._wrote(chunk.get("seq", 0))
                     finally:
-                        self.out.flush()
+                        self.flush()
                     await call.result()
             except ConnectionLost:
                 if not started or self.c.closed_event.is_set():
