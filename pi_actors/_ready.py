@@ -15,6 +15,10 @@ is called (``checkpoint_if_cancelled``), so a cancelled caller never gets past o
 given up is only the *yield* of the ready case: a loop that calls them and nothing else would
 not let other tasks run. Every user here waits for real (a socket read, a chunk still to
 come) within a bounded number of steps.
+
+trio is imported inside the functions, as in ``_trigger``: ``pi_actors.ai`` imports this
+module, and importing it must not cost trio's import (after the first, the import statement
+is a lookup in ``sys.modules``).
 """
 
 from __future__ import annotations

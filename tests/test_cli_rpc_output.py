@@ -13,9 +13,10 @@ from typing import Any
 
 import trio
 import trio.testing
+from support.wire import peer_pair
 
 from pi_actors.cli.rpc import RpcSession
-from pi_actors.runtime import IncomingCall, open_peer
+from pi_actors.runtime import IncomingCall
 
 BURST = [
     {"type": "agent_start"},
@@ -54,23 +55,15 @@ async def test_a_burst_of_events_reaches_stdout_in_one_write_and_nothing_is_lost
         await trio.sleep_forever()
 
     out = RawOut()
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(server_stream, side="server", role="coordinator", name="c", handler=coordinator) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(client_stream, side="client", role="ui", name="rpc") as peer:
-            session = RpcSession(peer, out, None)  # type: ignore[arg-type]  # no command is sent
-            async with trio.open_nursery() as pumping:
-                pumping.start_soon(session.pump_events)
-                with trio.fail_after(10):
-                    await served.wait()
-                    while session._seq_written < len(BURST):
-                        await session._seq_grew.wait()
-                pumping.cancel_scope.cancel()
-        nursery.cancel_scope.cancel()
+    async with peer_pair(client_stream, server_stream, coordinator, role="coordinator", name="c") as peer:
+        session = RpcSession(peer, out, None)  # type: ignore[arg-type]  # no command is sent
+        async with trio.open_nursery() as pumping:
+            pumping.start_soon(session.pump_events)
+            with trio.fail_after(10):
+                await served.wait()
+                while session._seq_written < len(BURST):
+                    await session._seq_grew.wait()
+            pumping.cancel_scope.cancel()
     # The first write took half the burst, the second the rest: two system calls for five
     # lines (one each before), and the lines whole and in order.
     assert len(out.writes) == 2

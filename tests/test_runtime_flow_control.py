@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 import trio.testing
+from support.wire import peer_pair
 
 from pi_actors.runtime import ConnectionLost, IncomingCall, Peer, RemoteError, open_peer
 from pi_actors.runtime import protocol as P
@@ -72,17 +73,9 @@ async def connected(stream_pair, serving: Producer | Callable[[IncomingCall], Aw
     """A client Peer to a server Peer serving ``serving`` (a Producer, or a handler)."""
     client_stream, server_stream = stream_pair
     handler = serving.handle if isinstance(serving, Producer) else serving
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(server_stream, side="server", role="producer", name="p", handler=handler) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(client_stream, side="client", role="consumer", name="c") as peer:
-            assert peer._conn.negotiated_version == 2
-            yield peer
-        nursery.cancel_scope.cancel()
+    async with peer_pair(client_stream, server_stream, handler) as peer:
+        assert peer._conn.negotiated_version == 2
+        yield peer
 
 
 async def test_a_slow_consumer_holds_its_producer_to_one_window_ahead(stream_pair):

@@ -288,18 +288,26 @@ async def _raw_hello(client: trio.abc.Stream, conn: P.Connection) -> None:
         conn.receive_data(await client.receive_some(65536))
 
 
-async def _raw_client_with_a_frame_half_written(nursery, size: int):
-    """A raw client whose server is blocked writing a ``size``-byte chunk the client has not
-    read yet (small socket buffers): returns (client stream, its Connection, the server)."""
+async def _raw_client(nursery, *, small_buffers: bool = False):
+    """A raw client on a socketpair to a ``_Server`` started in ``nursery``, after the hello:
+    returns (client stream, its Connection, the server)."""
     a, b = socket.socketpair()
-    for sock in (a, b):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if small_buffers:
+        for sock in (a, b):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
     conn = P.Connection("client")
     server = _Server()
     nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
     await _raw_hello(client, conn)
+    return client, conn, server
+
+
+async def _raw_client_with_a_frame_half_written(nursery, size: int):
+    """A raw client whose server is blocked writing a ``size``-byte chunk the client has not
+    read yet (small socket buffers): returns (client stream, its Connection, the server)."""
+    client, conn, server = await _raw_client(nursery, small_buffers=True)
     await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": size})))
     await server.wait_for_handler()
     await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
@@ -339,19 +347,8 @@ async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection
     end-of-stream), not stay open with half a frame — the client would wait forever for the
     rest of it."""
     monkeypatch.setattr(_peer_module, "CANCELLED_FRAME_GRACE", 0.2)
-    a, b = socket.socketpair()
-    for sock in (a, b):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
-    conn = P.Connection("client")
     async with trio.open_nursery() as nursery:
-        server = _Server()
-        nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
-        await _raw_hello(client, conn)
-        await client.send_all(conn.send(P.Call(id=1, method="big", args={"size": 1 << 20})))
-        await server.wait_for_handler()
-        await trio.testing.wait_all_tasks_blocked()  # the handler is blocked mid-frame
+        client, conn, server = await _raw_client_with_a_frame_half_written(nursery, 1 << 20)
         await client.send_all(conn.send(P.Cancel(id=1)))
         with trio.fail_after(20):
             await server.peer.closed_event.wait()
@@ -365,21 +362,12 @@ async def test_a_handler_cancelled_halfway_through_a_frame_closes_the_connection
 async def _raw_call_and_cancel_in_one_write(method: str) -> P.Result:
     """Send ``method``'s call and its cancel in one write (they arrive in one read, before the
     server's handler task has run); return the server's result."""
-    a, b = socket.socketpair()
-    client = trio.SocketStream(trio.socket.from_stdlib_socket(a))
-    conn = P.Connection("client")
     async with trio.open_nursery() as nursery:
-        server = _Server()
-        nursery.start_soon(server.serve, trio.SocketStream(trio.socket.from_stdlib_socket(b)))
-        await _raw_hello(client, conn)
+        client, conn, _server = await _raw_client(nursery)
         await client.send_all(conn.send(P.Call(id=1, method=method, args=None)) + conn.send(P.Cancel(id=1)))
         with trio.fail_after(10):
-            while True:
-                event = conn.next_event()
-                if event is P.NEED_DATA:
-                    conn.receive_data(await client.receive_some(65536))
-                elif isinstance(event, P.Result):
-                    break
+            while not isinstance(event := await _next_message(client, conn), P.Result):
+                pass
         nursery.cancel_scope.cancel()
     return event
 

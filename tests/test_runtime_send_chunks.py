@@ -7,15 +7,16 @@ order, contiguous numbering, flow control, and an item the wire cannot carry.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from support.wire import peer_pair
 
-from pi_actors.runtime import IncomingCall, Peer, RemoteError, open_peer
+from pi_actors.runtime import IncomingCall, Peer, RemoteError
 from pi_actors.runtime import protocol as P
 
 WINDOW = P.CHUNK_WINDOW
@@ -37,29 +38,22 @@ class CountedStreams:
         self.server.send_stream.send_all_hook = counted
 
 
-@asynccontextmanager
-async def connected(streams: CountedStreams, handler: Callable[[IncomingCall], Awaitable[Any]]) -> AsyncIterator[Peer]:
-    async with trio.open_nursery() as nursery:
-
-        async def serve() -> None:
-            async with open_peer(streams.server, side="server", role="producer", name="p", handler=handler) as peer:
-                await peer.closed_event.wait()
-
-        nursery.start_soon(serve)
-        async with open_peer(streams.client, side="client", role="consumer", name="c") as peer:
-            yield peer
-        nursery.cancel_scope.cancel()
+def connected(streams: CountedStreams, handler: Callable[[IncomingCall], Awaitable[Any]]) -> AbstractAsyncContextManager[Peer]:
+    return peer_pair(streams.client, streams.server, handler)
 
 
-async def test_items_ready_together_reach_the_caller_in_order_from_one_write():
+async def _batch_then(batch: list[Any], then: tuple[Any, ...] = ()) -> tuple[list[Any], list[int]]:
+    """A handler sends ``batch`` with ``send_chunks``, then each of ``then`` alone, and returns
+    "done"; returns what the caller read and the server's writes during the batch."""
     streams = CountedStreams()
     writes: list[int] = []
 
     async def handler(call: IncomingCall) -> object:
         before = streams.server_writes
-        await call.send_chunks([{"type": "start"}, {"type": "toolcall_start"}, "delta", 4, None])
+        await call.send_chunks(batch)
         writes.append(streams.server_writes - before)
-        await call.send_chunk("alone")
+        for item in then:
+            await call.send_chunk(item)
         return "done"
 
     async with connected(streams, handler) as peer:
@@ -67,6 +61,11 @@ async def test_items_ready_together_reach_the_caller_in_order_from_one_write():
             async with peer.open_call("m") as call:
                 items = [item async for item in call]
                 assert await call.result() == "done"
+    return items, writes
+
+
+async def test_items_ready_together_reach_the_caller_in_order_from_one_write():
+    items, writes = await _batch_then([{"type": "start"}, {"type": "toolcall_start"}, "delta", 4, None], ("alone",))
     assert items == [{"type": "start"}, {"type": "toolcall_start"}, "delta", 4, None, "alone"]
     assert writes == [1]
 
@@ -112,20 +111,7 @@ async def test_an_item_the_wire_cannot_carry_sends_those_before_it_and_the_strea
 
 async def test_a_burst_of_large_items_is_written_a_megabyte_or_so_at_a_time_and_arrives_whole():
     # Twelve items of 256 KiB: framed all at once they would be one 3 MiB buffer.
-    streams = CountedStreams()
-    writes: list[int] = []
     big = [bytes([i]) * (256 * 1024) for i in range(12)]
-
-    async def handler(call: IncomingCall) -> object:
-        before = streams.server_writes
-        await call.send_chunks(big)
-        writes.append(streams.server_writes - before)
-        return "done"
-
-    async with connected(streams, handler) as peer:
-        with trio.fail_after(10):
-            async with peer.open_call("m") as call:
-                items = [item async for item in call]
-                assert await call.result() == "done"
+    items, writes = await _batch_then(big)
     assert items == big
     assert writes == [3]  # four items (just over 1 MiB) per write

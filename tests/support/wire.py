@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import trio
 
+from pi_actors.runtime import IncomingCall, Peer, open_peer
 from pi_actors.runtime import protocol as P
+
+
+@asynccontextmanager
+async def peer_pair(client_stream: trio.abc.Stream, server_stream: trio.abc.Stream,
+                    handler: Callable[[IncomingCall], Awaitable[object]], **server: str) -> AsyncIterator[Peer]:
+    """A client Peer (role ``consumer``) on ``client_stream`` to a server Peer on
+    ``server_stream`` that serves ``handler`` (role ``producer`` unless ``server`` names
+    another ``role``/``name``); both end when the block does."""
+    async with trio.open_nursery() as nursery:
+
+        async def serve() -> None:
+            options = {"role": "producer", "name": "p", **server}
+            async with open_peer(server_stream, side="server", handler=handler, **options) as peer:
+                await peer.closed_event.wait()
+
+        nursery.start_soon(serve)
+        async with open_peer(client_stream, side="client", role="consumer", name="c") as peer:
+            yield peer
+        nursery.cancel_scope.cancel()
 
 
 async def raw_exchange(stream: trio.abc.Stream, data: bytes) -> list:
