@@ -19,7 +19,8 @@ started ahead of need does its imports at the lowest CPU priority):
   has been reaped: ``{"op": "exited", "id", "returncode"}`` (negative: killed by a signal).
 - ``{"op": "kill", "id"}``: SIGKILL that worker (its exit is reported as usual).
 - At end-of-file on the control socket (the pool hung up or died) the zygote kills every
-  worker, reaps them and exits. Workers exit at end-of-file on their own links.
+  worker, reaps them and exits (``os._exit``: no interpreter teardown). Workers exit at
+  end-of-file on their own links.
 
 Sandboxed, the zygote is PID 1 of the bubblewrap sandbox and keeps ``CAP_SYS_ADMIN`` and
 ``CAP_SETPCAP`` (in the sandbox's user namespace when not root; no other capability) for one
@@ -453,6 +454,12 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
     _Server(control, bool(boot.get("sandboxed"))).serve()
+    # Every worker is reaped and nothing is left to flush but the standard streams: end
+    # without the interpreter's teardown, which would walk (and free) the whole preloaded
+    # heap first — work on the path of every session's exit that holds a sandbox.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 # -- pool side -------------------------------------------------------------------------------
