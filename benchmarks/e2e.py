@@ -82,6 +82,13 @@ class ScenarioResult:
         vals = [m.extra[key] for m in self.ok(cli) if m.extra.get(key) is not None]
         return statistics.median(vals) if vals else None
 
+    def median_ratio(self, cli: str, key: str, base: str) -> float | None:
+        """The median over runs of ``extra[key] / extra[base]`` taken within each run: for a
+        figure judged against its own run's baseline (a session's late turns against its
+        early ones), since the machine's speed can move from one run to the next."""
+        vals = [m.extra[key] / m.extra[base] for m in self.ok(cli) if m.extra.get(key) is not None and m.extra.get(base)]
+        return statistics.median(vals) if vals else None
+
     def peak(self, cli: str, attr: str) -> int | None:
         vals = [getattr(m, attr) for m in self.ok(cli)]
         return max(vals) if vals else None

@@ -188,6 +188,27 @@ def _budget_results(a_pa: float, f_late: float, g_grow: float) -> list[ScenarioR
     ]
 
 
+def test_a_sessions_growth_is_judged_within_each_run_not_across_runs_of_different_speeds():
+    # Three runs of (f) and (g) at three machine speeds: each run grows 1.25x, 1.79x and
+    # 1.2x from its early to its late turns (median 1.25x: met). The medians taken across
+    # runs would pair the second run's late turns (25 ms) with the first's early ones (14):
+    # 1.79x, not met.
+    runs = [(0.010, 0.0125), (0.014, 0.025), (0.030, 0.036)]
+    results = _budget_results(0.74, 0.015, 2900)
+    results[4] = _result("f", "bulkturns-300",
+                         [_m(9.0, turn_overhead=0.015, turns_early=e, turns_late=late) for e, late in runs],
+                         [_m(9.0, 180_000, turn_overhead=0.020, turns_early=0.02, turns_late=0.02)])
+    results[5] = _result("g", "prompts-300",
+                         [_m(9.0, prompt_early=e, prompt_late=late, rss_growth_per_prompt=2900, session_bytes_per_prompt=1500)
+                          for e, late in runs],
+                         [_m(9.0, 180_000, prompt_early=0.03, prompt_late=0.03, rss_growth_per_prompt=9000,
+                             session_bytes_per_prompt=1500)])
+    budgets = {b.key: b for b in report.budgets(results, None)}
+    assert budgets["f growth"].status == "MET" and "1.25×" in budgets["f growth"].figures
+    assert budgets["g latency"].status == "MET" and "1.25×" in budgets["g latency"].figures
+    assert "1.25×" in report.long_table(results)
+
+
 def test_the_budget_table_holds_the_issue_15_limits():
     met = {b.key: b.status for b in report.budgets(_budget_results(0.74, 0.015, 2900), None)}
     assert met == {"a": "MET", "b": "MET", "c": "MET", "d": "MET", "f": "MET", "f growth": "MET",
