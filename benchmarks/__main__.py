@@ -284,7 +284,7 @@ def write_results(path: Path, command, info, facts, pi_reason, rounds, results, 
         lines += ["Where the time goes, by the scripted server's clock (medians):", "", report.split_table(results, markdown=True), ""]
         long = report.long_table(results, markdown=True)
         if long:
-            lines += ["Long sessions (medians over runs):", "", long, ""]
+            lines += ["Long sessions (medians over runs; late ÷ early is taken within each run, then the median over runs):", "", long, ""]
             lines += [f"- {line}" for line in report.curve_lines(results)] + [""]
         fails = [f"- ({r.scenario.key}) {cli}: {p}" for r in results for cli, ps in r.failures.items() for p in sorted(set(ps))]
         if fails:
