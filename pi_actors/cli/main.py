@@ -147,9 +147,21 @@ def _run(argv: Sequence[str]) -> int:
     """Run the command line ``argv``: a subcommand, a listing or export, or a session in
     the mode the options choose. Returns the exit code; user mistakes raise ConfigError or
     UsageError (one line, exit 1, in :func:`main`)."""
+    from .._startup_gc import release
+
     sub = _subcommand(argv)
     if sub is not None:
+        release()  # a subcommand's start-up is its own business: the collector as usual
         return sub(list(argv[1:]))
+    try:
+        return _run_session(argv)
+    finally:
+        release()  # (once the event loop has started, _start did it already)
+
+
+def _run_session(argv: Sequence[str]) -> int:
+    """:func:`_run` for a session (or a listing, an export): the command line read with
+    the extensions' flags, then the session run in its mode."""
     parser = build_parser()
     first, extras = parser.parse_known_args(argv)
     # Print and JSON modes named by the flags: the provider starts now, before the extensions
@@ -275,8 +287,11 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
     ``early``: the provider started ahead, for print/JSON mode."""
     import trio
 
+    from .._startup_gc import release
     from ._render import JsonRenderer, PrintRenderer
 
+    # The command's start-up is over: what it made is frozen, the collector on for the session.
+    release()
     if args.mode == "rpc":
         from .rpc import run_rpc
 
@@ -315,6 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers run, no interpreter teardown. Called with ``argv`` (from Python), it raises
     ``SystemExit`` as usual."""
     own_process = argv is None
+    if own_process:
+        # The command's start-up (its imports, the configuration) without the cyclic
+        # collector, until its event loop starts or it returns (pi_actors._startup_gc).
+        from .._startup_gc import pause_for_startup
+
+        pause_for_startup()
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in argv
     from ._config import ConfigError

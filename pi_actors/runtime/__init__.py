@@ -20,6 +20,13 @@ Public surface:
   to a running actor (``_fdpass``).
 """
 
+# An actor process imports what follows with the garbage collector off (pi_actors._startup_gc):
+# this must run before any of those imports (hence E402 below, file-wide).
+# ruff: noqa: E402
+from .._startup_gc import pause_if_actor
+
+pause_if_actor()
+
 from . import protocol
 from ._connect import LinkListener, LinkOffer, LinkRefused, dial_link, open_link_listener
 from ._fdpass import FdChannel

@@ -13,6 +13,10 @@ Started ahead of its configuration (``_spawn.prestart_actor``: ``--preload ITEMS
 PID`` after the name), it imports those modules (in a thread) while it waits for the boot
 document. Any actor exits quietly if its stdin closes without one (its parent gave up).
 
+Start-up runs with the cyclic garbage collector off (``pi_actors._startup_gc``): from the runtime
+package's first import to the entry's, and to the end of the preload thread's work; then what
+start-up allocated is frozen out of every later collection and the collector is turned on.
+
 Exit, made quick (the user of ``-p`` waits for the whole tree): once the actor's entry
 function has returned (its links are closed, every frame it wrote is in the kernel's socket
 buffers, every child it owned has been waited for), the ``atexit`` handlers run, stdout and
@@ -33,6 +37,8 @@ import signal
 import socket
 import sys
 import threading
+
+from .. import _startup_gc
 
 PR_SET_PDEATHSIG = 1
 
@@ -65,10 +71,18 @@ def _preload(argv: list[str]) -> None:
         os._exit(1)  # the parent died before the death signal was armed
     items = [item for item in options.get("--preload", "").split(",") if item]
     if items:
+        _startup_gc.hold()  # start-up goes on in the thread: the collector stays off for it
         threading.Thread(target=_import_all, args=(items,), name="preload", daemon=True).start()
 
 
 def _import_all(items: list[str]) -> None:
+    try:
+        _import_each(items)
+    finally:
+        _startup_gc.release()
+
+
+def _import_each(items: list[str]) -> None:
     for item in items:
         module, _, function = item.partition(":")
         try:
@@ -105,6 +119,9 @@ def main() -> None:
     entry = getattr(importlib.import_module(module_name), func_name)
 
     import trio
+
+    # Start-up is over on this thread (a preload thread may still hold the collector off).
+    _startup_gc.release()
 
     async def run() -> None:
         links = {}
