@@ -9,8 +9,8 @@ by five processes.
 
 So a process started as an actor (``python -m pi_actors.runtime.child``, recognised from
 ``sys.orig_argv`` when the runtime package is imported, before any heavy import:
-:func:`pause_if_actor`) or as the ``pi-actors`` command (its console entry:
-:func:`pause_for_startup`) runs with the collector off until its start-up is over — for an
+:func:`pause_if_started_as`, the runtime naming its entry module) or as the ``pi-actors``
+command (its console entry: :func:`pause_for_startup`) runs with the collector off until its start-up is over — for an
 actor, the entry module imported and the preload thread of a prestarted actor done; for the
 command, the moment its event loop starts (:func:`hold` / :func:`release`, counted). Then
 every object allocated so far is frozen (``gc.freeze``: kept out of every later collection,
@@ -31,26 +31,25 @@ import gc
 import sys
 import threading
 
-__all__ = ["pause_if_actor", "pause_for_startup", "hold", "release", "paused"]
-
-_ENTRY_MODULE = "pi_actors.runtime.child"
+__all__ = ["pause_if_started_as", "pause_for_startup", "hold", "release", "paused"]
 
 _lock = threading.Lock()
 _holds = 0  # start-up work still under way; the collector is off while it is above 0
 
 
-def _started_as_actor() -> bool:
-    """Whether this interpreter was started as ``python ... -m pi_actors.runtime.child``."""
+def _started_as(module: str) -> bool:
+    """Whether this interpreter was started as ``python ... -m MODULE``."""
     argv = list(getattr(sys, "orig_argv", ()))
     try:
-        return argv[argv.index("-m") + 1] == _ENTRY_MODULE
+        return argv[argv.index("-m") + 1] == module
     except (ValueError, IndexError):
         return False
 
 
-def pause_if_actor() -> None:
-    """In an actor process: :func:`pause_for_startup`. Elsewhere nothing."""
-    if _started_as_actor():
+def pause_if_started_as(module: str) -> None:
+    """:func:`pause_for_startup` if this process was started as ``python -m MODULE`` (the
+    runtime names its actor entry); nothing otherwise."""
+    if _started_as(module):
         pause_for_startup()
 
 

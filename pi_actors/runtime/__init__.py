@@ -23,9 +23,9 @@ Public surface:
 # An actor process imports what follows with the garbage collector off (pi_actors._startup_gc):
 # this must run before any of those imports (hence E402 below, file-wide).
 # ruff: noqa: E402
-from .._startup_gc import pause_if_actor
+from .._startup_gc import pause_if_started_as
 
-pause_if_actor()
+pause_if_started_as("pi_actors.runtime.child")
 
 from . import protocol
 from ._connect import LinkListener, LinkOffer, LinkRefused, dial_link, open_link_listener
