@@ -9,9 +9,10 @@ by five processes.
 
 So a process started as an actor (``python -m pi_actors.runtime.child``, recognised from
 ``sys.orig_argv`` when the runtime package is imported, before any heavy import:
-:func:`pause_if_started_as`, the runtime naming its entry module) or as the ``pi-actors``
-command (its console entry: :func:`pause_for_startup`) runs with the collector off until its start-up is over — for an
-actor, the entry module imported and the preload thread of a prestarted actor done; for the
+:func:`pause_if_started_as`, the runtime naming its entry module), as the tool zygote, or as
+the ``pi-actors`` command (its console entry: :func:`pause_for_startup`) runs with the
+collector off until its start-up is over — for an actor, the entry module imported and the
+preload thread of a prestarted actor done; for the zygote, its preload and warm-up; for the
 command, the moment its event loop starts (:func:`hold` / :func:`release`, counted). Then
 every object allocated so far is frozen (``gc.freeze``: kept out of every later collection,
 which then only walks what the session itself allocates) and the collector is turned back
@@ -31,7 +32,7 @@ import gc
 import sys
 import threading
 
-__all__ = ["pause_if_started_as", "pause_for_startup", "hold", "release", "paused"]
+__all__ = ["pause_if_started_as", "pause_for_startup", "hold", "release"]
 
 _lock = threading.Lock()
 _holds = 0  # start-up work still under way; the collector is off while it is above 0
@@ -61,11 +62,6 @@ def pause_for_startup() -> None:
         if _holds == 0 and gc.isenabled():
             gc.disable()
             _holds = 1
-
-
-def paused() -> bool:
-    """Whether start-up is still running with the collector off."""
-    return _holds > 0
 
 
 def hold() -> None:

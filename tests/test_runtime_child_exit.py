@@ -7,12 +7,10 @@ flushed; an entry that raises still exits the usual way (traceback, status 1).
 
 from __future__ import annotations
 
-import json
-import os
-import socket
 import subprocess
-import sys
 import textwrap
+
+from support.actor_child import run_actor_child
 
 ENTRY = textwrap.dedent('''
     import atexit, sys
@@ -29,22 +27,7 @@ ENTRY = textwrap.dedent('''
 
 
 def _run_child(tmp_path, func: str) -> tuple[subprocess.CompletedProcess, bytes]:
-    (tmp_path / "child_exit_entry.py").write_text(ENTRY)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    boot = {"name": "t", "entry": f"child_exit_entry:{func}", "links": {"peer": theirs.fileno()},
-            "config": {}, "parent_pid": os.getpid(), "death_signal": 9}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    with ours:
-        try:
-            done = subprocess.run([sys.executable, "-m", "pi_actors.runtime.child", "t"], input=json.dumps(boot).encode(),
-                                  capture_output=True, pass_fds=(theirs.fileno(),), env=env, timeout=60)
-        finally:
-            theirs.close()
-        ours.settimeout(60)
-        received = b""
-        while chunk := ours.recv(65536):
-            received += chunk
-    return done, received
+    return run_actor_child(tmp_path, "child_exit_entry", ENTRY, func)
 
 
 def test_a_finished_actor_runs_its_atexit_handlers_and_flushes_its_output(tmp_path):

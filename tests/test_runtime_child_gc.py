@@ -1,4 +1,4 @@
-"""An actor process starts up without the cyclic garbage collector (``runtime._startup_gc``).
+"""An actor process starts up without the cyclic garbage collector (``pi_actors._startup_gc``).
 
 Its imports run with the collector off; once start-up is over (the entry imported, a
 prestarted actor's preload thread done) what start-up allocated is frozen and the collector
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
+
+from support.actor_child import run_actor_child
 
 ENTRY = textwrap.dedent('''
     import gc, json, threading
@@ -36,24 +37,8 @@ ENTRY = textwrap.dedent('''
 
 def _child_state(tmp_path, *, preload: bool = False) -> dict:
     """Start an actor process on ENTRY's ``report`` and return what it saw."""
-    (tmp_path / "gc_state_entry.py").write_text(ENTRY)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    boot = {"name": "t", "entry": "gc_state_entry:report", "links": {"peer": theirs.fileno()},
-            "config": {}, "parent_pid": os.getpid(), "death_signal": 9}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    argv = [sys.executable, "-m", "pi_actors.runtime.child", "t"]
-    if preload:
-        argv += ["--preload", "gc_state_entry:prepare", "--parent", str(os.getpid())]
-    with ours:
-        try:
-            done = subprocess.run(argv, input=json.dumps(boot).encode(), capture_output=True,
-                                  pass_fds=(theirs.fileno(),), env=env, timeout=60)
-        finally:
-            theirs.close()
-        ours.settimeout(60)
-        received = b""
-        while chunk := ours.recv(65536):
-            received += chunk
+    extra = ("--preload", "gc_state_entry:prepare", "--parent", str(os.getpid())) if preload else ()
+    done, received = run_actor_child(tmp_path, "gc_state_entry", ENTRY, "report", extra)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(received)
 

@@ -56,6 +56,8 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from .._startup_gc import pause_for_startup, release
+
 __all__ = ["Zygote", "ForkedProcess", "ZygoteGone"]
 
 _MAX_MESSAGE = 65536
@@ -434,11 +436,10 @@ def _preload_at_idle_priority(control: socket.socket) -> None:
 
 
 def main() -> None:
-    # Start-up (the imports and the warm-up below) without the cyclic collector: it would
-    # walk the growing heap again and again for next to nothing to free (334 -> 234 ms of
-    # CPU for this start-up, measured). What start-up made is then collected once, frozen
-    # and the collector turned back on, for the zygote and every worker it forks.
-    gc.disable()
+    # Start-up (the imports and the warm-up below) without the cyclic collector (334 -> 234
+    # ms of CPU, measured; pi_actors._startup_gc): what it made is collected once at the end,
+    # then frozen and the collector turned back on, for the zygote and every worker it forks.
+    pause_for_startup()
     boot = json.loads(sys.stdin.buffer.read())
     if not boot.get("sandboxed"):
         from ..runtime.child import set_parent_death_signal
@@ -456,9 +457,8 @@ def main() -> None:
     else:
         _preload()
     _warm_up()
-    gc.collect()
-    gc.freeze()  # keep the forked workers from touching (and copying) the shared heap
-    gc.enable()
+    gc.collect()  # no garbage shared with the workers
+    release()  # frozen: the forked workers do not touch (and copy) the shared heap
     _Server(control, bool(boot.get("sandboxed"))).serve()
     # Every worker is reaped and nothing is left to flush but the standard streams: end
     # without the interpreter's teardown, which would walk (and free) the whole preloaded
