@@ -9,7 +9,8 @@ and goes falls on both. Per run it prints wall, the whole tree's CPU (user + sys
 (as ``python -m benchmarks``), the first turn on its own (first request to second: it waits
 for the tool pool's zygote when the start-up was quick), the requests' span per turn (budget
 (c)'s figure) and the time from the last request to the exit (the whole reply's handling in
-(d)); then the medians per build. The new build is the ``pi-actors`` next to this
+(d)); for ``bulkturns-N``, the median client time of its first 10 turns and of its last 11
+and their ratio ((f growth), within the run); then the medians per build. The new build is the ``pi-actors`` next to this
 interpreter. ``--old`` must be the executable of another installation (a copy of the
 virtualenv whose editable install points at the old tree).
 """
@@ -42,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     name = args.scenario
     rpc = name.startswith("prompts")
     scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns", "prompts")), timeout=600, rpc=rpc)
-    figures: dict[str, list[tuple[float, float, float | None, float, float | None, float | None]]] = {"old": [], "new": []}
+    figures: dict[str, list[tuple[float, float, float | None, float, float | None, float | None, float | None]]] = {
+        "old": [], "new": []}
     memory: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}  # (g): RSS growth, file bytes per prompt
     try:
         clis = {"old": PiActors(work / "home-old", server.port, executable=args.old),
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
             grow, size = m.extra.get("rss_growth_per_prompt"), m.extra.get("session_bytes_per_prompt")
             # (c)'s budget figure: the requests' span per turn, and its first turn on its own.
             first = m.extra.get("first_to_second_request")
+            # (f growth): the last turns against the first ones, within this run.
+            early, late = m.extra.get("turns_early"), m.extra.get("turns_late")
+            growth = late / early if early and late else None
             requests = S.expected_requests(name)
             span = m.extra.get("request_span")
             per_turn = span / (requests - 1) if span is not None and requests > 1 else None
@@ -66,9 +71,11 @@ def main(argv: list[str] | None = None) -> int:
                      f"  holder RSS +{grow:,.0f} B/prompt, file +{size:,.0f} B/prompt ({grow / size:.2f}x)")
                   + ("" if first is None or per_turn is None else
                      f"  1st -> 2nd request {first * 1000:.1f} ms  span/turn {per_turn * 1000:.1f} ms")
+                  + ("" if growth is None else
+                     f"  turns 1-10 {early * 1000:.1f} ms, last 11 {late * 1000:.1f} ms ({growth:.2f}x)")
                   + f"  {problem or 'ok'}", flush=True)
             if problem is None:
-                figures[which].append((m.wall, cpu, turn, tail, first, per_turn))
+                figures[which].append((m.wall, cpu, turn, tail, first, per_turn, growth))
                 if grow is not None and size is not None:
                     memory[which].append((grow, size))
     finally:
@@ -80,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         turns = [r[2] for r in rows if r[2] is not None]
         firsts = [r[4] for r in rows if r[4] is not None]
         spans = [r[5] for r in rows if r[5] is not None]
+        growths = [r[6] for r in rows if r[6] is not None]
         print(f"{which} median of {len(rows)}: wall {statistics.median(r[0] for r in rows):.3f} s, "
               f"cpu {statistics.median(r[1] for r in rows):.3f} s, "
               f"last request -> exit {statistics.median(r[3] for r in rows):.3f} s"
@@ -88,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                  f", span/turn {statistics.median(spans) * 1000:.1f} ms" if firsts and spans else "")
               + (f", holder RSS +{statistics.median(g for g, _ in memory[which]):,.0f} B/prompt, file "
                  f"+{statistics.median(f for _, f in memory[which]):,.0f} B/prompt, growth / file "
-                 f"{statistics.median(g / f for g, f in memory[which]):.2f}x" if memory[which] else ""))
+                 f"{statistics.median(g / f for g, f in memory[which]):.2f}x" if memory[which] else "")
+              + (f", last turns / first turns {statistics.median(growths):.2f}x" if growths else ""))
     return 0
 
 
