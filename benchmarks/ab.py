@@ -5,7 +5,7 @@
 For a machine shared with other jobs: a change is judged by runs of the old and the new build
 taken in turn (old, new, new, old, ...), against one scripted server, so that load which comes
 and goes falls on both. Per run it prints wall, the whole tree's CPU (user + system, from
-``wait4``), and for multi-turn scenarios the median client time per turn by the server's clock
+``wait4``), the time to the first request, and for multi-turn scenarios the median client time per turn by the server's clock
 (as ``python -m benchmarks``), the first turn on its own (first request to second: it waits
 for the tool pool's zygote when the start-up was quick), the requests' span per turn (budget
 (c)'s figure) and the time from the last request to the exit (the whole reply's handling in
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     name = args.scenario
     rpc = name.startswith("prompts")
     scenario = Scenario("ab", name, name, sessions=name.startswith(("turns", "bulkturns", "prompts")), timeout=600, rpc=rpc)
-    figures: dict[str, list[tuple[float, float, float | None, float, float | None, float | None, float | None]]] = {
+    figures: dict[str, list[tuple[float, float, float | None, float, float | None, float | None, float | None, float]]] = {
         "old": [], "new": []}
     memory: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}  # (g): RSS growth, file bytes per prompt
     try:
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu = m.cpu
             turn = m.extra.get("client_per_turn")
             tail = m.extra.get("after_last_request", 0.0)
+            head = m.extra.get("to_first_request", 0.0)
             grow, size = m.extra.get("rss_growth_per_prompt"), m.extra.get("session_bytes_per_prompt")
             # (c)'s budget figure: the requests' span per turn, and its first turn on its own.
             first = m.extra.get("first_to_second_request")
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             requests = S.expected_requests(name)
             span = m.extra.get("request_span")
             per_turn = span / (requests - 1) if span is not None and requests > 1 else None
-            print(f"{which}: wall {m.wall:.3f} s  cpu {cpu:.3f} s  last request -> exit {tail:.3f} s  client/turn "
+            print(f"{which}: wall {m.wall:.3f} s  cpu {cpu:.3f} s  first request {head:.3f} s  last request -> exit {tail:.3f} s  client/turn "
                   f"{'-' if turn is None else f'{turn * 1000:.1f} ms'}"
                   + ("" if grow is None or size is None else
                      f"  holder RSS +{grow:,.0f} B/prompt, file +{size:,.0f} B/prompt ({grow / size:.2f}x)")
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"  turns 1-10 {early * 1000:.1f} ms, last 11 {late * 1000:.1f} ms ({growth:.2f}x)")
                   + f"  {problem or 'ok'}", flush=True)
             if problem is None:
-                figures[which].append((m.wall, cpu, turn, tail, first, per_turn, growth))
+                figures[which].append((m.wall, cpu, turn, tail, first, per_turn, growth, head))
                 if grow is not None and size is not None:
                     memory[which].append((grow, size))
     finally:
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         growths = [r[6] for r in rows if r[6] is not None]
         print(f"{which} median of {len(rows)}: wall {statistics.median(r[0] for r in rows):.3f} s, "
               f"cpu {statistics.median(r[1] for r in rows):.3f} s, "
+              f"first request {statistics.median(r[7] for r in rows):.3f} s, "
               f"last request -> exit {statistics.median(r[3] for r in rows):.3f} s"
               + (f", client/turn {statistics.median(turns) * 1000:.1f} ms" if turns else "")
               + (f", 1st -> 2nd request {statistics.median(firsts) * 1000:.1f} ms (max {max(firsts) * 1000:.1f})"

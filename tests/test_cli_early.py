@@ -99,12 +99,13 @@ async def test_a_print_mode_run_boots_the_provider_it_started_ahead(scripted, en
 
 
 # Loaded by the CLI itself when it looks at its extensions (and again by the extension host):
-# writes, for the process that loads it, whether a provider actor is already its child.
+# writes, for the process that loads it, which actors are already its children.
 _LOOKOUT = """
 import os
 
-def _provider_is_a_child():
+def _actor_children():
     me = str(os.getpid())
+    found = []
     for name in os.listdir("/proc"):
         try:
             with open(f"/proc/{name}/stat") as f:
@@ -113,12 +114,12 @@ def _provider_is_a_child():
                 argv = f.read().split(b"\\0")
         except (OSError, IndexError):
             continue
-        if ppid == me and b"pi_actors.runtime.child" in argv and b"provider" in argv:
-            return True
-    return False
+        if ppid == me and b"pi_actors.runtime.child" in argv:
+            found += [actor for actor in ("provider", "tool-pool") if actor.encode() in argv]
+    return ",".join(sorted(found)) or "-"
 
 with open(OUT, "a") as out:
-    out.write(f"{os.getpid()} {_provider_is_a_child()}\\n")
+    out.write(f"{os.getpid()} {_actor_children()}\\n")
 
 def register(pi):
     pass
@@ -138,4 +139,63 @@ async def test_print_mode_starts_the_provider_before_looking_at_extensions(scrip
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode() == "looked\n"
     first_load = seen.read_text().splitlines()[0]  # the CLI's look comes before the host's load
-    assert first_load.endswith(" True"), seen.read_text()
+    assert first_load.split()[1] in ("provider", "provider,tool-pool"), seen.read_text()
+
+
+async def test_print_mode_forks_its_tool_pool_before_running_any_extension_code(scripted, env):
+    # The pool is forked from the CLI (``_early.fork_tool_pool``): before any code of an
+    # extension runs in the CLI, so that none of it is in the pool's memory, and early, so
+    # that its sandbox is ready sooner.
+    from pi_actors.testing.scripted_server import Reply
+
+    seen = env.work / "seen.txt"
+    extension = env.work / "lookout.py"
+    extension.write_text(f"OUT = {str(seen)!r}\n" + _LOOKOUT)
+    scripted.script.append(Reply(text="forked", chunks=1))
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-e", str(extension), "-p", "hi")
+    assert done.returncode == 0, done.stderr.decode()
+    assert seen.read_text().splitlines()[0].split()[1] == "provider,tool-pool", seen.read_text()
+
+
+async def test_the_forked_tool_pool_holds_no_credential_of_the_environment_and_dies_with_the_cli(scripted, env):
+    # The CLI's environment has a credential; the pool it forks shows the scrubbed environment
+    # and an actor's command line in /proc (what a tool host or ``ps`` sees), and a SIGKILL of
+    # the CLI takes it along like every other actor.
+    import os
+    import signal
+
+    import trio
+    from _procs import parent_pid, wait_exited
+    from conftest import CLI
+
+    from pi_actors.testing.scripted_server import Reply
+    from pi_actors.testing.wire_formats import ScriptToolCall
+
+    secret = "forked-pool-must-not-hold-this-0042"
+    env.env["SOME_SERVICE_API_KEY"] = secret
+    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "sleep 1000"})]))
+    proc = await trio.lowlevel.open_process(
+        [CLI, "--model", "scripted/scripted-model", "--no-session", "--mode", "json", "wait"],
+        env=env.env, cwd=env.work, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        buffer = b""
+        with trio.fail_after(30):
+            while b'"tool_execution_start"' not in buffer:
+                data = await proc.stdout.receive_some()
+                assert data, "the CLI ended before the tool call started"
+                buffer += data
+        pools = live_pids(lambda pid: parent_pid(pid) == proc.pid and cmdline(pid).endswith("pi_actors.runtime.child tool-pool"))
+        assert len(pools) == 1, [cmdline(p) for p in live_pids(lambda pid: parent_pid(pid) == proc.pid)]
+        with open(f"/proc/{pools[0]}/environ", "rb") as f:
+            environ = f.read()
+        assert f"PI_ACTORS_TEST_MARKER={env.marker}".encode() in environ.split(b"\0")
+        assert secret.encode() not in environ
+        marked = live_pids(lambda pid: environ_has(pid, f"PI_ACTORS_TEST_MARKER={env.marker}"))
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        await wait_exited(marked, timeout=10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -111,10 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, early: Any = None) -> int:
+async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, early: Any = None, pool: Any = None) -> int:
     """Start the local runtime, send each prompt in turn, feed every event to ``renderer``.
     ``early``: the provider process started ahead (``_early.EarlyProvider``), booted by the
-    runtime with ``config``.
+    runtime with ``config``; ``pool``: the tool pool forked ahead (``_early.fork_tool_pool``),
+    likewise.
 
     The answer is printed (``renderer.finish()``) as soon as the last run has ended, before
     the actors are shut down; the exit still waits for every process."""
@@ -125,7 +126,9 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, 
 
     # One run per invocation: a coordinator that dies ends it (one line, exit 1) rather than
     # restarting; a dead provider or tool pool is restarted and the run goes on or fails clearly.
-    prestarted = {"provider": early.adopt()} if early is not None else None
+    prestarted = {"provider": early.adopt()} if early is not None else {}
+    if pool is not None:
+        prestarted["tool-pool"] = pool
     async with open_local_runtime(config, store_with_coordinator=True, prestarted=prestarted) as coordinator:
         try:
             session = await coordinator.call("session")
@@ -143,10 +146,11 @@ async def run_prompts(config: RuntimeConfig, prompts: list[str], renderer: Any, 
     return code
 
 
-def _run(argv: Sequence[str]) -> int:
+def _run(argv: Sequence[str], *, own_process: bool = False) -> int:
     """Run the command line ``argv``: a subcommand, a listing or export, or a session in
     the mode the options choose. Returns the exit code; user mistakes raise ConfigError or
-    UsageError (one line, exit 1, in :func:`main`)."""
+    UsageError (one line, exit 1, in :func:`main`). ``own_process``: this process is the
+    command (it may fork actors from itself, :func:`_run_session`)."""
     from .._startup_gc import release
 
     sub = _subcommand(argv)
@@ -154,12 +158,12 @@ def _run(argv: Sequence[str]) -> int:
         release()  # a subcommand's start-up is its own business: the collector as usual
         return sub(list(argv[1:]))
     try:
-        return _run_session(argv)
+        return _run_session(argv, own_process=own_process)
     finally:
         release()  # (once the event loop has started, _start did it already)
 
 
-def _run_session(argv: Sequence[str]) -> int:
+def _run_session(argv: Sequence[str], *, own_process: bool = False) -> int:
     """:func:`_run` for a session (or a listing, an export): the command line read with
     the extensions' flags, then the session run in its mode."""
     parser = build_parser()
@@ -167,9 +171,14 @@ def _run_session(argv: Sequence[str]) -> int:
     # Print and JSON modes named by the flags: the provider starts now, before the extensions
     # are looked at (installed packages, entry points, the coding layer and trio imported:
     # most of the CLI's own start-up). Piped text (print mode found out by reading stdin)
-    # starts it once stdin has been read, below.
-    early = _early_provider(first) if _print_or_json(first) else None
+    # starts it once stdin has been read, below. The tool pool is forked from this process
+    # right after, before any credential is resolved or extension code runs (``_early``);
+    # only by the command itself (a program calling ``main`` is not forked).
+    named = _print_or_json(first)
+    early = _early_provider(first) if named else None
+    pool = None
     try:
+        pool = _forked_pool() if named and own_process else None
         args = _parse_session_args(argv, parser, first, extras)
         if args.list_models is not None:
             return _list_models(args.list_models, args)
@@ -185,10 +194,12 @@ def _run_session(argv: Sequence[str]) -> int:
         if config is None:
             print("No session selected", file=sys.stderr)
             return 0
-        return _start(args, config, messages, interactive, early)
+        return _start(args, config, messages, interactive, early, pool)
     finally:
         if early is not None:
             early.abandon()  # (no-op once the runtime has it)
+        if pool is not None:
+            pool.abandon()  # (likewise)
 
 
 def _print_or_json(first: argparse.Namespace) -> bool:
@@ -243,6 +254,13 @@ def _early_provider(args: argparse.Namespace) -> Any:
         return None
 
 
+def _forked_pool() -> Any:
+    """The tool pool forked from this process (``_early.fork_tool_pool``), or None."""
+    from ._early import fork_tool_pool
+
+    return fork_tool_pool()
+
+
 def _initial_messages(args: argparse.Namespace) -> list[str]:
     """The user messages to send first (``_initial.initial_messages``): the text piped on
     stdin, the ``@file`` attachments and the first message argument as one message, then the
@@ -282,9 +300,11 @@ def _auto_resize_images(args: argparse.Namespace) -> bool:
         return True
 
 
-def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool, early: Any = None) -> int:
+def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool, early: Any = None,
+           pool: Any = None) -> int:  # fmt: skip
     """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends;
-    ``early``: the provider started ahead, for print/JSON mode."""
+    ``early``, ``pool``: the provider started and the tool pool forked ahead, for print/JSON
+    mode."""
     import trio
 
     from .._startup_gc import release
@@ -303,7 +323,7 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
 
         return trio.run(run_interactive, config, messages)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
-    return trio.run(run_prompts, config, messages, renderer, early)
+    return trio.run(run_prompts, config, messages, renderer, early, pool)
 
 
 def _choose_theme(args: argparse.Namespace, config: RuntimeConfig) -> None:
@@ -341,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._config import ConfigError
 
     try:
-        code = _run(argv)
+        code = _run(argv, own_process=own_process)
     except KeyboardInterrupt:
         # Ctrl-C outside the event loop, perhaps in the middle of an import: handled with
         # nothing more imported (an import here could fail on the half-imported module).

@@ -14,7 +14,8 @@ Public surface:
 - ``open_link_listener`` / ``dial_link`` — *connect links* (``_connect``): an actor link
   dialled over TCP and authenticated with a per-link secret, for actors on another node.
 - ``start_actor`` / ``link_pair`` — run an actor in a child process linked by socketpairs;
-  ``prestart_actor`` starts one ahead of its configuration (before the event loop runs).
+  ``prestart_actor`` starts one ahead of its configuration (before the event loop runs);
+  ``fork_actor`` forks one, sharing this process's imports (``_fork``).
 - ``start_watched_actor`` / ``RestartPolicy`` / ``RestartIntensity`` — supervision: liveness
   checks, restart intensity and back-off (``_supervise``); ``FdChannel`` passes a new link
   to a running actor (``_fdpass``).
@@ -30,6 +31,7 @@ pause_if_started_as("pi_actors.runtime.child")
 from . import protocol
 from ._connect import LinkListener, LinkOffer, LinkRefused, dial_link, open_link_listener
 from ._fdpass import FdChannel
+from ._fork import fork_actor
 from ._log import JsonLog
 from ._peer import (
     PING_METHOD,
@@ -118,6 +120,7 @@ __all__ = [
     "link_pair",
     "start_actor",
     "prestart_actor",
+    "fork_actor",
     "prestart_command",
     "PrestartedActor",
 ]

@@ -12,16 +12,31 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
+from typing import IO, Protocol
 
 import trio
 
-__all__ = ["ChildProcess"]
+__all__ = ["ChildProcess", "Reapable"]
+
+
+class Reapable(Protocol):
+    """What :class:`ChildProcess` needs of the process it owns: ``subprocess.Popen``'s pid,
+    stdin (the boot pipe), returncode, ``poll`` and ``wait`` (a forked child that never
+    exec'd, ``_fork``, provides the same)."""
+
+    pid: int
+    stdin: IO[bytes] | None
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
 
 
 class ChildProcess:
     """A started child; ``await wait()`` reaps it, ``terminate``/``kill`` signal it."""
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: Reapable) -> None:
         self._popen = popen
         self.pid: int = popen.pid
         try:
@@ -75,14 +90,14 @@ class ChildProcess:
     async def wait(self) -> int:
         """Wait for the exit and reap (owner only: one waiter at a time); returns the exit
         status, negative when killed by a signal. Other tasks use ``exited``."""
-        while self._popen.poll() is None:
+        while (status := self._popen.poll()) is None:
             if self._pidfd is not None:
                 await trio.lowlevel.wait_readable(self._pidfd)
             else:  # pragma: no cover
                 await trio.sleep(0.01)
         self._close_pidfd()
         self.exited.set()
-        return self._popen.returncode
+        return status
 
     def send_signal(self, sig: int) -> None:
         if self._popen.returncode is None:

@@ -37,6 +37,7 @@ import signal
 import socket
 import sys
 import threading
+from typing import Any
 
 from .. import _startup_gc
 
@@ -107,7 +108,13 @@ def main() -> None:
         # Given up before it was booted: a prestarted one abandoned (PrestartedActor.abandon),
         # or a parent that stopped while starting us (Ctrl-C during start-up): nothing to say.
         os._exit(0)
-    boot = json.loads(data)
+    run_booted(json.loads(data))
+
+
+def run_booted(boot: dict[str, Any]) -> None:
+    """Run the actor that the boot document ``boot`` names, then end the process (see the
+    module docstring: ``exit_now`` once the entry returned). Also the way into an actor for
+    a process forked rather than started (``_fork``)."""
     set_parent_death_signal(boot["death_signal"])
     if os.getppid() != boot["parent_pid"]:
         # The parent died before the death signal was armed.
