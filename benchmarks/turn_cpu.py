@@ -46,10 +46,17 @@ def _cpu_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])
 
 
+#: The role of a process forked from the CLI and not yet retitled (``runtime.fork_actor``
+#: writes the actor's command line right after the fork): looked at again at the next sample.
+_UNTITLED = "cli-fork"
+
+
 def _role(pid: int, root: int) -> str:
     if pid == root:
         return "cli"
     cmd = proc_cmdline(pid)
+    if cmd == proc_cmdline(root):
+        return _UNTITLED
     if "pi_actors.runtime.child" in cmd:
         return cmd.split("pi_actors.runtime.child", 1)[1].split()[0]
     if "bwrap" in cmd or cmd.startswith(("bash", "/bin/bash", "/usr/bin/bash")):
@@ -75,7 +82,7 @@ def run_once(cli: PiActors, server: Server, name: str, work: Path,
                 ticks = _cpu_ticks(pid)
                 if ticks is None:
                     continue
-                if pid not in roles:
+                if roles.get(pid, _UNTITLED) == _UNTITLED:
                     roles[pid] = _role(pid, proc.pid)
                 samples.setdefault(pid, []).append((now, ticks))
             time.sleep(0.01)

@@ -115,8 +115,9 @@ def _actor_children():
         except (OSError, IndexError):
             continue
         if ppid == me and b"pi_actors.runtime.child" in argv:
-            found += [actor for actor in ("provider", "tool-pool") if actor.encode() in argv]
-    return ",".join(sorted(found)) or "-"
+            found += [(actor, name) for actor in ("provider", "tool-pool") if actor.encode() in argv]
+    pool = [pid for actor, pid in found if actor == "tool-pool"]
+    return (",".join(sorted(actor for actor, _pid in found)) or "-") + " " + (pool[0] if pool else "-")
 
 with open(OUT, "a") as out:
     out.write(f"{os.getpid()} {_actor_children()}\\n")
@@ -142,19 +143,25 @@ async def test_print_mode_starts_the_provider_before_looking_at_extensions(scrip
     assert first_load.split()[1] in ("provider", "provider,tool-pool"), seen.read_text()
 
 
-async def test_print_mode_forks_its_tool_pool_before_running_any_extension_code(scripted, env):
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [(("-p", "hi"), "provider,tool-pool"), (("--mode", "rpc"), "tool-pool"), ((), "tool-pool")],
+    ids=["print", "rpc", "interactive"],
+)
+async def test_every_mode_forks_its_tool_pool_before_running_any_extension_code(scripted, env, mode, expected):
     # The pool is forked from the CLI (``_early.fork_tool_pool``): before any code of an
     # extension runs in the CLI, so that none of it is in the pool's memory, and early, so
-    # that its sandbox is ready sooner.
+    # that its sandbox is ready sooner. (Only print and JSON mode start the provider early.)
+    # RPC and the plain interactive mode end at the end of their empty stdin.
     from pi_actors.testing.scripted_server import Reply
 
     seen = env.work / "seen.txt"
     extension = env.work / "lookout.py"
     extension.write_text(f"OUT = {str(seen)!r}\n" + _LOOKOUT)
     scripted.script.append(Reply(text="forked", chunks=1))
-    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-e", str(extension), "-p", "hi")
+    done = await env.run("--model", "scripted/scripted-model", "--no-session", "-e", str(extension), *mode)
     assert done.returncode == 0, done.stderr.decode()
-    assert seen.read_text().splitlines()[0].split()[1] == "provider,tool-pool", seen.read_text()
+    assert seen.read_text().splitlines()[0].split()[1] == expected, seen.read_text()
 
 
 async def test_the_forked_tool_pool_holds_no_credential_of_the_environment_and_dies_with_the_cli(scripted, env):
@@ -199,3 +206,31 @@ async def test_the_forked_tool_pool_holds_no_credential_of_the_environment_and_d
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_rpc_mode_boots_the_tool_pool_it_forked_and_runs_its_tools_there(scripted, env):
+    # The pool forked before the extensions were looked at is the one the runtime boots (not
+    # given up for a new one): once a tool call has run, it is still the CLI's child, and it
+    # has started the sandbox (a process of its own) — one never booted only waits.
+    from _procs import parent_pid
+    from support.rpc import open_rpc
+
+    from pi_actors.testing.scripted_server import Reply
+    from pi_actors.testing.wire_formats import ScriptToolCall
+
+    seen = env.work / "seen.txt"
+    extension = env.work / "lookout.py"
+    extension.write_text(f"OUT = {str(seen)!r}\n" + _LOOKOUT)
+    scripted.script.append(Reply(tool_calls=[ScriptToolCall(name="bash", arguments={"command": "echo ran"})]))
+    scripted.script.append(Reply(text="Done."))
+    rpc = await open_rpc(env, "--model", "scripted/scripted-model", "--no-session", "-e", str(extension))
+    response = await rpc.request({"id": "p", "type": "prompt", "message": "go"})
+    assert response["success"] is True, response
+    end = await rpc.until(lambda o: o.get("type") == "tool_execution_end")
+    assert "ran" in json.dumps(end["result"]), end
+    forked = seen.read_text().splitlines()[0].split()[2]
+    pools = live_pids(lambda pid: parent_pid(pid) == rpc.proc.pid and cmdline(pid).endswith("pi_actors.runtime.child tool-pool"))
+    assert int(forked) in pools, (forked, pools)
+    assert live_pids(lambda pid: parent_pid(pid) == int(forked)), "the forked pool was not booted"
+    await rpc.until(lambda o: o.get("type") == "agent_end")
+    assert await rpc.close() == 0

@@ -20,8 +20,9 @@ process: it is either handed to the runtime (:meth:`EarlyProvider.adopt`) or giv
 whatever happened before.
 
 The tool pool needs no SDK, only the runtime (trio, msgspec), which the CLI imports anyway:
-:func:`fork_tool_pool` forks it from the CLI (``runtime.fork_actor``) right after the provider
-is started, when the CLI has parsed its arguments and imported the runtime, but has not read
+:func:`fork_tool_pool` forks it from the CLI (``runtime.fork_actor``), in every mode that runs
+a session, right after the provider is started (print and JSON mode; in the others, at the
+same point), when the CLI has parsed its arguments and imported the runtime, but has not read
 ``auth.json`` or the settings, resolved a model's key, or run any extension code. The pool's
 interpreter start and imports (~150 ms of CPU, on two CPUs busy with the start-up of five
 processes) are saved, and it launches the sandbox's zygote ~0.2 s sooner, so that the first

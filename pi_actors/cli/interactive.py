@@ -9,6 +9,7 @@ input exits. prompt_toolkit and rich are imported only on the TUI's path.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import trio
 
@@ -28,20 +29,24 @@ def use_tui() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and term not in ("", "dumb") and os.environ.get("PI_ACTORS_PLAIN") != "1"
 
 
-async def run_interactive(config: RuntimeConfig, initial: list[str]) -> int:
+async def run_interactive(config: RuntimeConfig, initial: list[str], pool: Any = None) -> int:
+    """The interactive session: the TUI on a terminal, else the plain line mode. ``pool``: the
+    tool pool forked ahead (``_early.fork_tool_pool``), booted by the runtime."""
     if use_tui():
         from .tui import run_tui
 
-        return await run_tui(config, initial)
-    return await run_plain(config, initial)
+        return await run_tui(config, initial, pool)
+    return await run_plain(config, initial, pool)
 
 
-async def run_plain(config: RuntimeConfig, initial: list[str]) -> int:
+async def run_plain(config: RuntimeConfig, initial: list[str], pool: Any = None) -> int:
     renderer = LiveRenderer()
     model = config.coordinator.model
     print(f"pi-actors — {model.provider}/{model.id} in {config.coordinator.cwd}  (/quit to exit)")
     pending = list(initial)
-    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True) as coordinator:
+    prestarted = {"tool-pool": pool} if pool is not None else None
+    async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True,
+                                  prestarted=prestarted) as coordinator:  # fmt: skip
         from ._sessions import print_session_warnings
 
         try:

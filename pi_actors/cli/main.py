@@ -172,13 +172,13 @@ def _run_session(argv: Sequence[str], *, own_process: bool = False) -> int:
     # are looked at (installed packages, entry points, the coding layer and trio imported:
     # most of the CLI's own start-up). Piped text (print mode found out by reading stdin)
     # starts it once stdin has been read, below. The tool pool is forked from this process
-    # right after, before any credential is resolved or extension code runs (``_early``);
-    # only by the command itself (a program calling ``main`` is not forked).
-    named = _print_or_json(first)
-    early = _early_provider(first) if named else None
+    # right after, in every mode that runs a session, before any credential is resolved or
+    # extension code runs (``_early``); only by the command itself (a program calling
+    # ``main`` is not forked).
+    early = _early_provider(first) if _print_or_json(first) else None
     pool = None
     try:
-        pool = _forked_pool() if named and own_process else None
+        pool = _forked_pool() if own_process and _runs_session(first) else None
         args = _parse_session_args(argv, parser, first, extras)
         if args.list_models is not None:
             return _list_models(args.list_models, args)
@@ -200,6 +200,12 @@ def _run_session(argv: Sequence[str], *, own_process: bool = False) -> int:
             early.abandon()  # (no-op once the runtime has it)
         if pool is not None:
             pool.abandon()  # (likewise)
+
+
+def _runs_session(first: argparse.Namespace) -> bool:
+    """Whether the leniently read command line ``first`` runs a session (not a listing or
+    an export)."""
+    return first.list_models is None and not first.export
 
 
 def _print_or_json(first: argparse.Namespace) -> bool:
@@ -303,8 +309,8 @@ def _auto_resize_images(args: argparse.Namespace) -> bool:
 def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str], interactive: bool, early: Any = None,
            pool: Any = None) -> int:  # fmt: skip
     """Run the session in the chosen mode (RPC, interactive, or print/JSON) until it ends;
-    ``early``, ``pool``: the provider started and the tool pool forked ahead, for print/JSON
-    mode."""
+    ``early``: the provider started ahead (print/JSON mode); ``pool``: the tool pool forked
+    ahead (any mode)."""
     import trio
 
     from .._startup_gc import release
@@ -315,13 +321,13 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
     if args.mode == "rpc":
         from .rpc import run_rpc
 
-        return trio.run(run_rpc, config)
+        return trio.run(run_rpc, config, pool)
     if interactive:
         from .interactive import run_interactive
 
         _choose_theme(args, config)
 
-        return trio.run(run_interactive, config, messages)
+        return trio.run(run_interactive, config, messages, pool)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     return trio.run(run_prompts, config, messages, renderer, early, pool)
 
