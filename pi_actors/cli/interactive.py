@@ -29,22 +29,22 @@ def use_tui() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and term not in ("", "dumb") and os.environ.get("PI_ACTORS_PLAIN") != "1"
 
 
-async def run_interactive(config: RuntimeConfig, initial: list[str], pool: Any = None) -> int:
-    """The interactive session: the TUI on a terminal, else the plain line mode. ``pool``: the
-    tool pool forked ahead (``_early.fork_tool_pool``), booted by the runtime."""
+async def run_interactive(config: RuntimeConfig, initial: list[str], prestarted: Any = None) -> int:
+    """The interactive session: the TUI on a terminal, else the plain line mode.
+    ``prestarted``: actor processes started ahead (the tool pool the CLI forked), for
+    ``open_local_runtime``."""
     if use_tui():
         from .tui import run_tui
 
-        return await run_tui(config, initial, pool)
-    return await run_plain(config, initial, pool)
+        return await run_tui(config, initial, prestarted)
+    return await run_plain(config, initial, prestarted)
 
 
-async def run_plain(config: RuntimeConfig, initial: list[str], pool: Any = None) -> int:
+async def run_plain(config: RuntimeConfig, initial: list[str], prestarted: Any = None) -> int:
     renderer = LiveRenderer()
     model = config.coordinator.model
     print(f"pi-actors — {model.provider}/{model.id} in {config.coordinator.cwd}  (/quit to exit)")
     pending = list(initial)
-    prestarted = {"tool-pool": pool} if pool is not None else None
     async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True,
                                   prestarted=prestarted) as coordinator:  # fmt: skip
         from ._sessions import print_session_warnings

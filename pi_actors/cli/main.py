@@ -318,16 +318,17 @@ def _start(args: argparse.Namespace, config: RuntimeConfig, messages: list[str],
 
     # The command's start-up is over: what it made is frozen, the collector on for the session.
     release()
+    prestarted = {"tool-pool": pool} if pool is not None else None
     if args.mode == "rpc":
         from .rpc import run_rpc
 
-        return trio.run(run_rpc, config, pool)
+        return trio.run(run_rpc, config, prestarted)
     if interactive:
         from .interactive import run_interactive
 
         _choose_theme(args, config)
 
-        return trio.run(run_interactive, config, messages, pool)
+        return trio.run(run_interactive, config, messages, prestarted)
     renderer = JsonRenderer() if args.mode == "json" else PrintRenderer()
     return trio.run(run_prompts, config, messages, renderer, early, pool)
 

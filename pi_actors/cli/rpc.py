@@ -472,9 +472,10 @@ async def _lines(stream: trio.abc.ReceiveStream):
         yield buffer.removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-async def run_rpc(config: RuntimeConfig, pool: Any = None) -> int:
-    """Serve pi's RPC protocol on this process's stdin/stdout until end of input. ``pool``:
-    the tool pool forked ahead (``_early.fork_tool_pool``), booted by the runtime.
+async def run_rpc(config: RuntimeConfig, prestarted: Any = None) -> int:
+    """Serve pi's RPC protocol on this process's stdin/stdout until end of input.
+    ``prestarted``: actor processes started ahead (the tool pool the CLI forked), for
+    ``open_local_runtime``.
 
     A coordinator that dies is restarted with the session reloaded from its file: the
     commands in flight get error responses, later ones go to the new coordinator. If the
@@ -482,7 +483,6 @@ async def run_rpc(config: RuntimeConfig, pool: Any = None) -> int:
     out = sys.stdout.buffer
     stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
     code = 0
-    prestarted = {"tool-pool": pool} if pool is not None else None
     async with open_local_runtime(config, store_with_coordinator=True, restart_coordinator=True, spares=True,
                                   prestarted=prestarted) as coordinator:  # fmt: skip
         session = RpcSession(coordinator, out, config)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import gc
-import json
 import os
 import signal
 import site
@@ -50,7 +49,7 @@ from typing import IO
 import trio
 
 from ._process import ChildProcess
-from ._spawn import ISOLATED, NEUTRAL_CWD, PrestartedActor, link_pair
+from ._spawn import NEUTRAL_CWD, PrestartedActor, actor_command, link_pair
 
 __all__ = ["fork_actor"]
 
@@ -96,55 +95,45 @@ def fork_actor(*, name: str, links: tuple[str, ...], env: Mapping[str, str], pre
         raise RuntimeError("fork_actor: trio is running in this process")
     if threading.active_count() != 1:
         raise RuntimeError(f"fork_actor: {threading.active_count()} threads are running")
-    title = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]  # as start_actor starts one
+    title = actor_command(name)
+    parent = os.getpid()
     pairs = {link: link_pair() for link in links}
     fds = {link: theirs.fileno() for link, (_ours, theirs) in pairs.items()}
     boot_r, boot_w = os.pipe()
-    child_env = dict(env)
-    if min(boot_r, *fds.values()) <= 2:  # (a standard stream was closed: its number reused)
-        os.close(boot_r)
-        os.close(boot_w)
-        for ours, theirs in pairs.values():
-            ours.close()
-            theirs.close()
-        raise RuntimeError("fork_actor: a standard stream of this process is closed")
-    for stream in (sys.stdout, sys.stderr):  # nothing of ours is written twice
-        if stream is not None:
-            stream.flush()
-    parent = os.getpid()
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child; its behaviour is tested from outside
-            _become_actor(parent, title, boot_r, set(fds.values()), child_env, preload)
+        if min(boot_r, *fds.values()) <= 2:  # (a standard stream was closed: its number reused)
+            raise RuntimeError("fork_actor: a standard stream of this process is closed")
+        for stream in (sys.stdout, sys.stderr):  # nothing of ours is written twice
+            if stream is not None:
+                stream.flush()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child; its behaviour is tested from outside
+                _become_actor(parent, title, boot_r, set(fds.values()), dict(env), preload)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     except BaseException:
-        os.close(boot_r)
         os.close(boot_w)
-        for ours, theirs in pairs.values():
+        for ours, _theirs in pairs.values():
             ours.close()
-            theirs.close()
         raise
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    os.close(boot_r)
-    for _ours, theirs in pairs.values():
-        theirs.close()
+        os.close(boot_r)
+        for _ours, theirs in pairs.values():
+            theirs.close()
     process = ChildProcess(_ForkedChild(pid, os.fdopen(boot_w, "wb")))
     return PrestartedActor(name, process, {link: ours for link, (ours, _theirs) in pairs.items()}, fds)
 
 
 def _become_actor(parent: int, title: list[str], boot_r: int, link_fds: set[int], env: dict[str, str], preload: tuple[str, ...]) -> None:
-    """The child's side of :func:`fork_actor`; never returns."""
-    status = 1
+    """The child's side of :func:`fork_actor`: made into a started actor, then it waits for
+    its boot document as one does (``child.run_once_booted``). Never returns."""
     try:
         gc.freeze()  # the parent's objects: never collected (nor their descriptors closed) here
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        from .child import _import_each, run_booted, set_parent_death_signal
+        from .child import ignore_interrupts, run_once_booted
 
-        set_parent_death_signal(signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)  # the parent died before the death signal was armed
+        ignore_interrupts()
         atexit._clear()
         os.dup2(boot_r, 0)
         _close_all_but({0, 1, 2, *link_fds})
@@ -155,12 +144,7 @@ def _become_actor(parent: int, title: list[str], boot_r: int, link_fds: set[int]
         _retitle(title, env)
         sys.argv = title[title.index("-m") + 1 :]
         sys.orig_argv = list(title)
-        _import_each(list(preload))  # (an error there is the boot's to report, as in child)
-        data = _read_all(0)
-        if not data:
-            status = 0  # given up before it was booted: nothing to say
-            return
-        run_booted(json.loads(data))  # ends the process
+        run_once_booted(parent, preload)  # ends the process
     except BaseException:
         traceback.print_exc()
     finally:
@@ -170,7 +154,7 @@ def _become_actor(parent: int, title: list[str], boot_r: int, link_fds: set[int]
                     stream.flush()
             except (OSError, ValueError):
                 pass  # (a closed or broken stream at the very end: nothing left to tell)
-        os._exit(status)
+        os._exit(1)
 
 
 def _close_all_but(keep: set[int]) -> None:
@@ -181,13 +165,6 @@ def _close_all_but(keep: set[int]) -> None:
             os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _isolate_import_path() -> None:

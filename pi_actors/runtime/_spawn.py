@@ -96,10 +96,15 @@ class PrestartedActor:
         self.process.kill_and_reap()
 
 
+def actor_command(name: str) -> list[str]:
+    """The command line of the actor process ``name`` (``python -I -m pi_actors.runtime.child
+    NAME``); a forked one shows it too (``_fork``)."""
+    return [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]
+
+
 def prestart_command(name: str, preload: tuple[str, ...]) -> list[str]:
     """The command line of a process started ahead of its configuration, by this process."""
-    return [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name, "--preload", ",".join(preload),
-            "--parent", str(os.getpid())]  # fmt: skip
+    return [*actor_command(name), "--preload", ",".join(preload), "--parent", str(os.getpid())]
 
 
 def prestart_actor(
@@ -179,7 +184,7 @@ async def start_actor(
         prestarted.adopted = True
         process = prestarted.process
     else:
-        argv = [sys.executable, *ISOLATED, "-m", "pi_actors.runtime.child", name]
+        argv = actor_command(name)
         try:
             process = ChildProcess.spawn(argv, pass_fds=tuple(fds.values()), env=env, cwd=NEUTRAL_CWD)
         finally:

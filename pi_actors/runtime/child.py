@@ -37,6 +37,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from .. import _startup_gc
@@ -53,12 +54,27 @@ def set_parent_death_signal(sig: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
-def _preload(argv: list[str]) -> None:
-    """``--preload ITEM[,ITEM...] --parent PID`` (``_spawn.prestart_actor``): this process was
-    started ahead of its configuration. Arm the parent-death signal now (the boot document
-    re-arms it with its own signal), then import each ITEM — a module, or ``module:function``:
-    the module, then a call of its function without arguments (preparations that need no
-    event loop) — in a thread, while the main thread waits for the boot document.
+def ignore_interrupts() -> None:
+    """Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
+    The spawner started us with SIGINT blocked (``_process.ChildProcess.spawn``; a fork
+    blocks it around the fork, ``_fork``), so none could interrupt the imports before this;
+    one that came meanwhile is dropped here."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def run_once_booted(parent: int | None = None, preload: Sequence[str] = ()) -> None:
+    """Read the boot document from stdin (to its end) and run the actor it names; ends the
+    process. Without a boot document (stdin closed first) the process ends quietly: a
+    prestarted one abandoned (``PrestartedActor.abandon``), or a parent that stopped while
+    starting us (Ctrl-C during start-up).
+
+    ``parent``: this process was started (``_spawn.prestart_actor``) or forked (``_fork``)
+    ahead of its configuration by ``parent``: the parent-death signal is armed now (the boot
+    document re-arms it with its own), and the process ends if that parent is gone already.
+    ``preload``: items imported meanwhile — a module, or ``module:function``: the module, then
+    a call of its function without arguments (preparations that need no event loop) — in a
+    thread, while this thread waits for the boot document.
 
     In a thread, so that the boot is not held up by the preparations: once booted, the actor
     answers its links while they go on (the coordinator waits for each actor's hello, and
@@ -66,14 +82,20 @@ def _preload(argv: list[str]) -> None:
     actor's own import of a module the thread is importing waits for it. A failure in the
     thread happens again, and is reported, where the actor does the same (its entry at boot,
     an SDK on first use)."""
-    options = dict(zip(argv[::2], argv[1::2], strict=False))
-    set_parent_death_signal(signal.SIGKILL)
-    if os.getppid() != int(options.get("--parent", "0")):
-        os._exit(1)  # the parent died before the death signal was armed
-    items = [item for item in options.get("--preload", "").split(",") if item]
+    if parent is not None:
+        set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died before the death signal was armed
+    items = [item for item in preload if item]
     if items:
         _startup_gc.hold()  # start-up goes on in the thread: the collector stays off for it
         threading.Thread(target=_import_all, args=(items,), name="preload", daemon=True).start()
+    chunks = []
+    while chunk := os.read(0, 1 << 16):
+        chunks.append(chunk)
+    if not chunks:
+        os._exit(0)
+    run_booted(json.loads(b"".join(chunks)))
 
 
 def _import_all(items: list[str]) -> None:
@@ -90,25 +112,18 @@ def _import_each(items: list[str]) -> None:
             loaded = importlib.import_module(module)
             if function:
                 getattr(loaded, function)()
-        except Exception:  # reported by the actor's own import (see _preload)
+        except Exception:  # reported by the actor's own import (see run_once_booted)
             pass
 
 
 def main() -> None:
-    # Ctrl-C in the terminal goes to the whole foreground group; the root owns the reaction.
-    # The spawner started us with SIGINT blocked (``_process.ChildProcess.spawn``), so none
-    # could interrupt the imports before this line; one that came meanwhile is dropped here.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    prestarted = "--preload" in sys.argv
-    if prestarted:
-        _preload(sys.argv[2:])
-    data = sys.stdin.buffer.read()
-    if not data:
-        # Given up before it was booted: a prestarted one abandoned (PrestartedActor.abandon),
-        # or a parent that stopped while starting us (Ctrl-C during start-up): nothing to say.
-        os._exit(0)
-    run_booted(json.loads(data))
+    ignore_interrupts()
+    if "--preload" in sys.argv:
+        # ``NAME --preload ITEM[,ITEM...] --parent PID`` (``_spawn.prestart_actor``).
+        options = dict(zip(sys.argv[2::2], sys.argv[3::2], strict=False))
+        run_once_booted(int(options.get("--parent", "0")), options.get("--preload", "").split(","))
+    else:
+        run_once_booted()
 
 
 def run_booted(boot: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 
@@ -18,6 +19,9 @@ def _tried(module: str) -> str:
 
 
 async def report(links: dict[str, Any], config: Any) -> None:
+    for thread in threading.enumerate():
+        if thread.name == "preload":  # imports while the actor waited for its boot; done by now
+            thread.join()
     with open("/proc/self/cmdline", "rb") as f:
         cmdline = [part.decode() for part in f.read().split(b"\0") if part]
     with open("/proc/self/environ", "rb") as f:

@@ -76,7 +76,7 @@ async def _extension_registry(coordinator: Any, messages: list[dict[str, Any]]) 
     return registry
 
 
-async def run_tui(config: RuntimeConfig, initial: list[str], pool: Any = None) -> int:
+async def run_tui(config: RuntimeConfig, initial: list[str], prestarted: Any = None) -> int:
     from .._config import agent_dir
     from .app import TuiApp
     from .controller import Controller
@@ -84,7 +84,7 @@ async def run_tui(config: RuntimeConfig, initial: list[str], pool: Any = None) -
     coord_cfg = config.coordinator
     async with open_local_runtime(
         config, store_with_coordinator=True, restart_coordinator=True, announce=False, spares=True,
-        prestarted={"tool-pool": pool} if pool is not None else None,
+        prestarted=prestarted,
     ) as coordinator:
         try:
             session = await coordinator.call("session") or {}
