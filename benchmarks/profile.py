@@ -3,15 +3,18 @@
     .venv/bin/python -m benchmarks.profile turns-50 [--top 25] [--out DIR]
 
 Starts the benchmark's scripted server, runs ``pi-actors -p`` once for the scenario with
-``cProfile`` switched on in **every** Python process of the tree (the CLI, the four actors,
-the tool workers), and prints, per process, its total profiled time and its top functions by
-cumulative and by own time. The ``.prof`` files stay in ``--out`` for ``snakeviz`` or
-``pstats``.
+``cProfile`` switched on in the CLI and in every actor (coordinator, provider, tool pool, and
+the session store when it runs apart), and prints, per process, its total profiled time and
+its top functions by cumulative and by own time. The ``.prof`` files stay in ``--out`` for
+``snakeviz`` or ``pstats``. The sandboxed tool workers are not profiled (``py-spy``,
+``benchmarks.spy``, sees them).
 
-How: a ``sitecustomize`` module on ``PYTHONPATH`` (children inherit the environment) starts a
-profiler at interpreter start when ``PI_BENCH_PROFILE_DIR`` is set and writes
-``<dir>/<pid>-<name>.prof`` at exit (also on SIGTERM). Nothing in ``pi_actors`` changes.
-Profiling slows Python code down (roughly 1.5-3x), so read shares, not absolute times.
+How: the CLI, through a ``sitecustomize`` module on ``PYTHONPATH`` that starts a profiler at
+interpreter start when ``PI_BENCH_PROFILE_DIR`` is set and writes ``<dir>/<pid>-cli.prof`` at
+exit (also on SIGTERM); the actors, which start with ``python -I`` and so ignore
+``PYTHONPATH``, through ``PI_ACTORS_PROFILE_DIR`` (``pi_actors.runtime.child``: the event
+loop's thread, timed by its CPU time, written as ``<dir>/<pid>-<actor>.prof``). Profiling
+slows Python code down (roughly 1.5-3x), so read shares, not absolute times.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         env = cli.env()
         env["PYTHONPATH"] = str(site) + os.pathsep + env.get("PYTHONPATH", "")
         env["PI_BENCH_PROFILE_DIR"] = str(out)
+        env["PI_ACTORS_PROFILE_DIR"] = str(out)
         run_id = "profile" + uuid.uuid4().hex[:8]
         sessions = str(work / "sessions") if args.scenario.startswith("turns") else None
         cwd = work / "cwd"

@@ -24,6 +24,14 @@ stderr are flushed, and the process ends with ``os._exit(0)``. Skipping the inte
 teardown (module finalisation, garbage collection) saves up to ~0.1 s of CPU in a process
 that imported an SDK, at the moment every actor is shutting down at once. An entry that
 raises exits the usual way, with its traceback and status 1.
+
+Profiling (a development aid, ``python -m benchmarks.profile``): with ``PI_ACTORS_PROFILE_DIR``
+set to a directory in its environment, an actor runs its event loop under ``cProfile``,
+timed by the CPU time of that thread, and writes ``<pid>-<name>.prof`` there when its entry
+has ended (also when it raised). Actors start with ``python -I``, which ignores the
+``sitecustomize`` a profiler would otherwise use. A profile that cannot be written is reported
+on stderr and changes nothing else. Sandboxed tool workers do not start through here (and
+could not write outside their workspace); they are not profiled.
 """
 
 from __future__ import annotations
@@ -37,12 +45,14 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _startup_gc
 
 PR_SET_PDEATHSIG = 1
+#: The environment variable naming the directory an actor writes its profile to (module docstring).
+PROFILE_DIR_ENV = "PI_ACTORS_PROFILE_DIR"
 
 
 def set_parent_death_signal(sig: int) -> None:
@@ -167,8 +177,31 @@ def run_booted(boot: dict[str, Any]) -> None:
             await entry(links, boot["config"])
             nursery.cancel_scope.cancel()
 
-    trio.run(run)
+    profile_dir = os.environ.get(PROFILE_DIR_ENV)
+    if profile_dir:
+        _run_profiled(lambda: trio.run(run), profile_dir, boot["name"])
+    else:
+        trio.run(run)
     exit_now()
+
+
+def _run_profiled(run: Callable[[], object], directory: str, name: str) -> None:
+    """``run()`` under ``cProfile`` (this thread's CPU time), written to
+    ``directory/<pid>-<name>.prof`` however ``run`` ends (module docstring)."""
+    import cProfile
+    import time
+
+    profiler = cProfile.Profile(time.thread_time)
+    profiler.enable()
+    try:
+        run()
+    finally:
+        profiler.disable()
+        path = os.path.join(directory, f"{os.getpid()}-{name.replace(os.sep, '_')}.prof")
+        try:
+            profiler.dump_stats(path)
+        except OSError as exc:
+            print(f"{name}: cannot write its profile {path}: {exc.strerror or exc}", file=sys.stderr, flush=True)
 
 
 async def _serve_supervisor(stream: object, name: str) -> None:

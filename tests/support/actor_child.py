@@ -16,14 +16,16 @@ from pathlib import Path
 
 
 def run_actor_child(tmp_path: Path, module: str, source: str, func: str,
-                    extra_argv: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, bytes]:
+                    extra_argv: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
+                    ) -> tuple[subprocess.CompletedProcess, bytes]:
     """Write ``source`` as ``module``.py into ``tmp_path`` and run the actor ``module:func``
-    (``extra_argv`` after its name, e.g. ``--preload``) to its end."""
+    (``extra_argv`` after its name, e.g. ``--preload``; ``extra_env`` added to its
+    environment) to its end."""
     (tmp_path / f"{module}.py").write_text(source)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     boot = {"name": "t", "entry": f"{module}:{func}", "links": {"peer": theirs.fileno()},
             "config": {}, "parent_pid": os.getpid(), "death_signal": 9}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), **(extra_env or {})}
     with ours:
         try:
             done = subprocess.run([sys.executable, "-m", "pi_actors.runtime.child", "t", *extra_argv],
