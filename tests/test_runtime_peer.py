@@ -422,6 +422,50 @@ async def test_server_closes_a_silent_connection_after_the_handshake_timeout(aut
         assert "handshake" in event.message
 
 
+class _LateClock(trio.abc.Clock):
+    """A clock for a loop that always runs late: every reading is 10 s after the one before
+    (a loaded machine where each pass of the event loop comes long after the last)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        self.now += 10.0
+        return self.now
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        return 0.0
+
+
+def test_the_final_hello_error_goes_out_even_when_the_event_loop_runs_late():
+    # On a loaded machine the loop's next pass may come more than a second after the final
+    # frame's 1 s deadline was set; the frame must be written before that deadline is looked
+    # at, not lost to it (the hostile-frames load test once got a bare close this way in CI).
+    ours, theirs = socket.socketpair()
+
+    async def serve() -> None:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+        with pytest.raises(ConnectionLost):
+            async with open_peer(stream, side="server", role="s", name="c", handler=_echo_handler):
+                pass
+
+    with ours:
+        trio.run(serve, clock=_LateClock())  # no hello sent: its handshake times out at once
+        ours.settimeout(10)
+        received = b""
+        while chunk := ours.recv(65536):
+            received += chunk
+    reader = P.Connection("client")
+    reader.send(P.Hello(protocol=P.PROTOCOL_NAME, min_version=1, max_version=1, role="c", name="c"))
+    reader.receive_data(received)
+    event = reader.next_event()
+    assert isinstance(event, P.HelloError), received
+    assert event.code == "invalid_request" and "handshake not finished" in event.message
+
+
 async def test_client_with_no_common_version_is_refused_with_the_supported_range():
     client_stream, server_stream = trio.testing.memory_stream_pair()
     async with trio.open_nursery() as nursery:

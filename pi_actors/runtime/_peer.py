@@ -345,15 +345,23 @@ class Peer:
         """Send one final hello_error and close (remote protocol violation).
 
         The final frame is sent shielded (bounded to 1 s) *before* the peer is marked closed,
-        so an owner that leaves as soon as ``closed_event`` fires cannot cut it off.
+        so an owner that leaves as soon as ``closed_event`` fires cannot cut it off. The bound
+        is for a peer that does not read: the lock, when free, is taken and the frame written
+        (on a socket, what the kernel takes at once) before any schedule point, so an event
+        loop that runs late — a loaded machine, where the next pass of the loop may come more
+        than a second later — still gets the frame out instead of finding its own deadline
+        past at the first checkpoint.
         """
         reason = f"protocol error from {self._them()}: {message}"
         try:
             data = self._conn.fail(code, message, supported)
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + 1
-                async with self._send_lock:
-                    await self._stream.send_all(data)
+                await _ready.acquire(self._send_lock)
+                try:
+                    await self._send_all(data)
+                finally:
+                    self._send_lock.release()
         except (P.LocalProtocolError, trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError):
             pass  # the stream is already gone or unusable; closing below is all we can do
         self._mark_closed(reason)
