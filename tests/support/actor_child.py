@@ -25,7 +25,8 @@ def run_actor_child(tmp_path: Path, module: str, source: str, func: str,
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     boot = {"name": "t", "entry": f"{module}:{func}", "links": {"peer": theirs.fileno()},
             "config": {}, "parent_pid": os.getpid(), "death_signal": 9}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), **(extra_env or {})}
+    inherited = {k: v for k, v in os.environ.items() if k != "PI_ACTORS_PROFILE_DIR"}  # only when asked for
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), **(extra_env or {})}
     with ours:
         try:
             done = subprocess.run([sys.executable, "-m", "pi_actors.runtime.child", "t", *extra_argv],
