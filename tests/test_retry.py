@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from pi_actors import ai
 from pi_actors.coding.retry import (
@@ -111,20 +112,26 @@ async def test_a_retried_request_failing_otherwise_closes_the_retry(autojump_clo
     assert step.event == {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "401 unauthorized"}
 
 
-async def test_an_abort_signal_ends_the_wait_and_the_retries(autojump_clock):
+async def test_an_abort_signal_ends_the_wait_and_the_retries(mock_clock):
     retry = AutoRetry()
     signal = ai.AbortSignal()
     step = retry.plan(failed("overloaded"))
+    assert step.delay_ms > 500
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
         async def abort_later():
-            await trio.sleep(0.5)
+            await trio.testing.wait_all_tasks_blocked()  # the retry is waiting out its delay
+            mock_clock.jump(0.5)
             signal.abort()
+            # A wait the abort did not end runs out its delay now (a failure, not a hang).
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(step.delay_ms / 1000)
 
         nursery.start_soon(abort_later)
         event = await retry.wait(step.delay_ms, signal)
+        elapsed = trio.current_time() - start
     assert event == {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": RETRY_CANCELLED}
-    assert trio.current_time() - start == pytest.approx(0.5)
+    assert elapsed == pytest.approx(0.5)
     assert retry.attempt == 0
 
 
