@@ -24,14 +24,6 @@ from pi_actors.testing.wire_formats import ScriptToolCall
 POOL_ENTRY = "pi_actors.actors.tool_pool:run_tool_pool"
 
 
-async def feed_fifo(path, data: bytes) -> None:
-    fd = await trio.to_thread.run_sync(os.open, str(path), os.O_WRONLY, abandon_on_cancel=True)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
 @pytest.fixture
 def marker(monkeypatch) -> str:
     value = uuid.uuid4().hex
@@ -58,6 +50,12 @@ def is_bwrap(pid: int) -> bool:
 
 async def test_one_sandbox_per_workspace_forks_every_worker_into_namespaces_of_its_own(tmp_path, marker):
     os.mkfifo(tmp_path / "hold")
+    # The test holds the FIFO's only write end from the start (O_RDWR never blocks), so each
+    # call's shell opens it for reading at once, *before* it announces itself; closing this
+    # end then gives every reader its end of file. (With the write end opened only after the
+    # announcements, a shell slower to reach its ``open`` than the test to write and close
+    # blocked in it for good: the test hung in CI.)
+    hold = os.open(tmp_path / "hold", os.O_RDWR)
     announced: set[str] = set()
     changed = trio.Event()
 
@@ -67,33 +65,39 @@ async def test_one_sandbox_per_workspace_forks_every_worker_into_namespaces_of_i
         changed.set()
         changed = trio.Event()
 
-    async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
-        results: list[dict] = []
+    try:
+        async with open_pool(str(tmp_path), **sandbox_config(str(tmp_path))) as pool:
+            results: list[dict] = []
 
-        async def call(i: int) -> None:
-            results.append(await pool.bash(f"echo in $PPID {i}; cat hold", on_update=on_update))
+            async def call(i: int) -> None:
+                results.append(await pool.bash(f"exec 3<hold; echo in $PPID {i}; cat <&3", on_update=on_update))
 
-        async with trio.open_nursery() as nursery:
-            for i in range(3):
-                nursery.start_soon(call, i)
-            with trio.fail_after(30):
-                while len(announced) < 3:
-                    await changed.wait()
-            workers = worker_pids()
-            (zygote,) = zygote_pids()
-            assert len(workers) == 3 and all(parent_pid(w) == zygote for w in workers)
-            assert len([pid for pid in marked(marker) if is_bwrap(pid)]) == 1  # one sandbox
-            assert status_field(zygote, "NSpid").split()[-1] == "1"  # the sandbox's init
-            namespaces = {os.readlink(f"/proc/{w}/ns/pid") for w in workers}
-            assert len(namespaces) == 3 and os.readlink(f"/proc/{zygote}/ns/pid") not in namespaces
-            for w in workers:
-                assert status_field(w, "NSpid").split()[-1] == "1"  # each the init of its own
-                for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
-                    assert int(status_field(w, caps), 16) == 0, (caps, status_field(w, caps))
-                assert status_field(w, "NoNewPrivs") == "1"
-            # Each call's shell is a child of PID 1: its own worker.
-            assert {line.split()[1] for line in announced} == {"1"}
-            await feed_fifo(tmp_path / "hold", b"done\n")  # let all three finish
+            async with trio.open_nursery() as nursery:
+                for i in range(3):
+                    nursery.start_soon(call, i)
+                with trio.fail_after(30):
+                    while len(announced) < 3:
+                        await changed.wait()
+                workers = worker_pids()
+                (zygote,) = zygote_pids()
+                assert len(workers) == 3 and all(parent_pid(w) == zygote for w in workers)
+                assert len([pid for pid in marked(marker) if is_bwrap(pid)]) == 1  # one sandbox
+                assert status_field(zygote, "NSpid").split()[-1] == "1"  # the sandbox's init
+                namespaces = {os.readlink(f"/proc/{w}/ns/pid") for w in workers}
+                assert len(namespaces) == 3 and os.readlink(f"/proc/{zygote}/ns/pid") not in namespaces
+                for w in workers:
+                    assert status_field(w, "NSpid").split()[-1] == "1"  # each the init of its own
+                    for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+                        assert int(status_field(w, caps), 16) == 0, (caps, status_field(w, caps))
+                    assert status_field(w, "NoNewPrivs") == "1"
+                # Each call's shell is a child of PID 1: its own worker.
+                assert {line.split()[1] for line in announced} == {"1"}
+                os.close(hold)  # let all three finish
+                hold = -1
+                nursery.cancel_scope.deadline = trio.current_time() + 30  # a call that does not end fails the test
+    finally:
+        if hold >= 0:
+            os.close(hold)
     assert sorted(text_of(r).split()[2] for r in results) == ["0", "1", "2"]
     assert marked(marker) == []
 
