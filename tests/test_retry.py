@@ -140,7 +140,7 @@ async def test_cancel_ends_a_running_or_upcoming_wait(autojump_clock):
     step = retry.plan(failed("overloaded"))
     async with trio.open_nursery() as nursery:
         async def cancel_later():
-            await trio.sleep(0.25)
+            await trio.testing.wait_all_tasks_blocked()  # the retry is waiting out its delay
             retry.cancel()
 
         nursery.start_soon(cancel_later)
