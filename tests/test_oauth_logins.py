@@ -229,7 +229,7 @@ def test_two_processes_seeing_an_expired_login_refresh_it_only_once(oauth: OAuth
 
 # --- parsers under hostile input --------------------------------------------------------------
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pi_actors.ai.oauth import parse_pasted_code  # noqa: E402
@@ -244,6 +244,8 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                  st.dictionaries(st.sampled_from(["anthropic", "openai"]), st.dictionaries(
                      st.sampled_from(["type", "access", "refresh", "expires", "key"]), _json, max_size=5), max_size=2)
                  .map(lambda v: json.dumps(v).encode())))
+@example(b'{"\\n": null}')  # a provider name with a newline (hypothesis found it in a full run)
+@example(b'{"\\u0007x": {"type": 1}}')
 def test_any_auth_json_is_read_or_refused_in_one_line(tmp_path_factory, data: bytes) -> None:
     path = tmp_path_factory.getbasetemp() / "hostile-auth.json"
     path.write_bytes(data)

@@ -56,7 +56,8 @@ def _check(path: str, data: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(data, dict):
         raise AuthFileError(f"{path}: expected a JSON object of provider -> credentials")
     for provider, entry in data.items():
-        where = f"{path}: {provider}"
+        # The name as written when printable, else its repr: the message stays one line.
+        where = f"{path}: {provider if provider.isprintable() else repr(provider)}"
         if not isinstance(entry, dict):
             raise AuthFileError(f"{where}: expected an object with a type")
         kind = entry.get("type")
